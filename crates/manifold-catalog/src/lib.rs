@@ -1,0 +1,370 @@
+//! The merged view of every upstream's tools and prompts: the naming table (exposed
+//! name → upstream + original name), deterministic order, and pre-serialized list
+//! pages with opaque cursors.
+//!
+//! Invariants:
+//! - the same upstream lists give byte-identical pages (LLM prompt caches rely on it),
+//!   whatever order the upstreams were added in: candidates are ranked by
+//!   (exposed name, upstream name, original name), never by arrival;
+//! - every exposed name matches `^[A-Za-z0-9_-]{1,max_length}$`;
+//! - every member of an item other than `name` is kept as the upstream sent it, in
+//!   order;
+//! - a collision or an invalid item is reported in [`NamedList::left_out`], never fatal.
+//!
+//! Not here: fetching lists (the upstream layer), deciding when to rebuild (the
+//! server), resources (keyed by URI, added with their own index).
+
+pub mod naming;
+mod page;
+
+use bytes::Bytes;
+use manifold_protocol::headers::{header_params, HeaderParam};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+pub use naming::NameChange;
+pub use page::CursorError;
+
+/// How prefixes are applied (mirrors `[naming] prefix_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefixMode {
+    Always,
+    /// Prefix only when more than one upstream is configured.
+    Multiple,
+    Never,
+}
+
+#[derive(Debug, Clone)]
+pub struct NamingPolicy {
+    pub separator: String,
+    pub prefix_mode: PrefixMode,
+    pub max_length: usize,
+    /// Configured upstreams (not connected ones): `Multiple` keys off this so names do
+    /// not flip when one upstream is down.
+    pub configured_upstreams: usize,
+}
+
+/// Which list a [`NamedList`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Tools,
+    Prompts,
+}
+
+impl Kind {
+    /// The member of the list result that holds the items.
+    pub fn member(self) -> &'static str {
+        match self {
+            Kind::Tools => "tools",
+            Kind::Prompts => "prompts",
+        }
+    }
+    pub fn singular(self) -> &'static str {
+        match self {
+            Kind::Tools => "tool",
+            Kind::Prompts => "prompt",
+        }
+    }
+}
+
+/// One upstream's current lists, as fetched (all pages).
+pub use manifold_protocol::lists::ListSnapshot as UpstreamLists;
+
+/// An upstream's contribution to a build.
+#[derive(Debug, Clone)]
+pub struct UpstreamInput {
+    pub name: Arc<str>,
+    /// The prefix used in exposed names (the upstream name unless aliased).
+    pub prefix: String,
+    pub lists: Arc<UpstreamLists>,
+}
+
+/// One exposed item.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub exposed: String,
+    pub upstream: Arc<str>,
+    pub original: String,
+    pub change: Option<NameChange>,
+    /// `x-mcp-header` parameters (tools only), for `Mcp-Param-*` mirroring.
+    pub header_params: Vec<HeaderParam>,
+    /// The item serialized with its exposed name.
+    json: Bytes,
+}
+
+/// Why an upstream item is not exposed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeftOutReason {
+    /// The item has no string `name`.
+    NoName,
+    /// Its `inputSchema` carries an invalid `x-mcp-header` annotation.
+    InvalidHeader(String),
+    /// Another upstream's item got the exposed name first.
+    Collision {
+        exposed: String,
+        kept_upstream: String,
+    },
+}
+
+impl std::fmt::Display for LeftOutReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LeftOutReason::NoName => write!(f, "no string `name`"),
+            LeftOutReason::InvalidHeader(e) => write!(f, "invalid x-mcp-header: {e}"),
+            LeftOutReason::Collision {
+                exposed,
+                kept_upstream,
+            } => write!(
+                f,
+                "collision: `{exposed}` is already exposed from upstream `{kept_upstream}`"
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LeftOut {
+    pub upstream: Arc<str>,
+    pub original: String,
+    pub reason: LeftOutReason,
+}
+
+/// The merged list of one kind.
+#[derive(Debug)]
+pub struct NamedList {
+    kind: Kind,
+    entries: Vec<Entry>,
+    by_name: HashMap<String, usize>,
+    left_out: Vec<LeftOut>,
+    pages: page::Pages,
+}
+
+/// The merged view of every kind; rebuilt whole and swapped in atomically.
+#[derive(Debug)]
+pub struct Catalog {
+    pub tools: NamedList,
+    pub prompts: NamedList,
+}
+
+impl Catalog {
+    pub fn empty(page_size: usize) -> Catalog {
+        let policy = NamingPolicy {
+            separator: "__".into(),
+            prefix_mode: PrefixMode::Always,
+            max_length: 64,
+            configured_upstreams: 0,
+        };
+        Catalog::build(&[], &policy, page_size)
+    }
+
+    /// Builds the merged view. `inputs` may come in any order.
+    pub fn build(inputs: &[UpstreamInput], policy: &NamingPolicy, page_size: usize) -> Catalog {
+        let mut sorted: Vec<&UpstreamInput> = inputs.iter().collect();
+        sorted.sort_by(|a, b| a.name.cmp(&b.name));
+        Catalog {
+            tools: NamedList::build(Kind::Tools, &sorted, policy, page_size),
+            prompts: NamedList::build(Kind::Prompts, &sorted, policy, page_size),
+        }
+    }
+
+    pub fn list(&self, kind: Kind) -> &NamedList {
+        match kind {
+            Kind::Tools => &self.tools,
+            Kind::Prompts => &self.prompts,
+        }
+    }
+}
+
+struct Candidate<'a> {
+    exposed: String,
+    change: Option<NameChange>,
+    upstream: &'a Arc<str>,
+    original: &'a str,
+    header_params: Vec<HeaderParam>,
+    item: &'a Map<String, Value>,
+}
+
+impl NamedList {
+    fn build(
+        kind: Kind,
+        inputs: &[&UpstreamInput],
+        policy: &NamingPolicy,
+        page_size: usize,
+    ) -> NamedList {
+        let use_prefix = match policy.prefix_mode {
+            PrefixMode::Always => true,
+            PrefixMode::Never => false,
+            PrefixMode::Multiple => policy.configured_upstreams > 1,
+        };
+        let mut left_out = Vec::new();
+        let mut candidates = Vec::new();
+        for input in inputs {
+            let items = match kind {
+                Kind::Tools => &input.lists.tools,
+                Kind::Prompts => &input.lists.prompts,
+            };
+            for item in items {
+                let Some(original) = item.get("name").and_then(Value::as_str) else {
+                    left_out.push(LeftOut {
+                        upstream: input.name.clone(),
+                        original: String::new(),
+                        reason: LeftOutReason::NoName,
+                    });
+                    continue;
+                };
+                let header_params = if kind == Kind::Tools {
+                    let schema = item.get("inputSchema").unwrap_or(&Value::Null);
+                    match header_params(schema) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            left_out.push(LeftOut {
+                                upstream: input.name.clone(),
+                                original: original.to_string(),
+                                reason: LeftOutReason::InvalidHeader(e.to_string()),
+                            });
+                            continue;
+                        }
+                    }
+                } else {
+                    Vec::new()
+                };
+                let prefix = use_prefix.then_some(input.prefix.as_str());
+                let (exposed, change) = naming::expose(
+                    &input.name,
+                    prefix,
+                    &policy.separator,
+                    original,
+                    policy.max_length,
+                );
+                candidates.push(Candidate {
+                    exposed,
+                    change,
+                    upstream: &input.name,
+                    original,
+                    header_params,
+                    item,
+                });
+            }
+        }
+        // Rank by (exposed, upstream, original): winners of a collision never depend
+        // on arrival order.
+        candidates.sort_by(|a, b| {
+            (a.exposed.as_str(), &**a.upstream, a.original).cmp(&(
+                b.exposed.as_str(),
+                &**b.upstream,
+                b.original,
+            ))
+        });
+        let mut taken: HashSet<String> = HashSet::with_capacity(candidates.len());
+        let mut winners = Vec::with_capacity(candidates.len());
+        let mut losers = Vec::new();
+        for c in candidates {
+            if taken.insert(c.exposed.clone()) {
+                winners.push(c);
+            } else {
+                losers.push(c);
+            }
+        }
+        let winner_upstream: HashMap<String, String> = winners
+            .iter()
+            .map(|c| (c.exposed.clone(), c.upstream.to_string()))
+            .collect();
+        for mut c in losers {
+            let kept_upstream = winner_upstream.get(&c.exposed).cloned().unwrap_or_default();
+            let alt = naming::disambiguate(&c.exposed, c.upstream, c.original, policy.max_length);
+            if use_prefix && !taken.contains(&alt) {
+                tracing::warn!(
+                    kind = kind.singular(), upstream = %c.upstream, name = c.original,
+                    exposed = %alt, collided_with = %c.exposed,
+                    "exposed-name collision resolved with a hash suffix"
+                );
+                taken.insert(alt.clone());
+                c.exposed = alt;
+                c.change = Some(NameChange::Disambiguated);
+                winners.push(c);
+            } else {
+                tracing::warn!(
+                    kind = kind.singular(), upstream = %c.upstream, name = c.original,
+                    exposed = %c.exposed, kept_upstream = %kept_upstream,
+                    "exposed-name collision: item left out"
+                );
+                left_out.push(LeftOut {
+                    upstream: c.upstream.clone(),
+                    original: c.original.to_string(),
+                    reason: LeftOutReason::Collision {
+                        exposed: c.exposed,
+                        kept_upstream,
+                    },
+                });
+            }
+        }
+        winners.sort_by(|a, b| a.exposed.cmp(&b.exposed));
+        let entries: Vec<Entry> = winners
+            .into_iter()
+            .map(|c| {
+                let mut item = c.item.clone();
+                if let Some(v) = item.get_mut("name") {
+                    *v = Value::String(c.exposed.clone());
+                }
+                let json =
+                    Bytes::from(serde_json::to_vec(&Value::Object(item)).unwrap_or_default());
+                Entry {
+                    exposed: c.exposed,
+                    upstream: c.upstream.clone(),
+                    original: c.original.to_string(),
+                    change: c.change,
+                    header_params: c.header_params,
+                    json,
+                }
+            })
+            .collect();
+        let by_name = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.exposed.clone(), i))
+            .collect();
+        let pages = page::Pages::build(kind.member(), &entries, page_size);
+        NamedList {
+            kind,
+            entries,
+            by_name,
+            left_out,
+            pages,
+        }
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+    pub fn get(&self, exposed: &str) -> Option<&Entry> {
+        self.by_name.get(exposed).map(|&i| &self.entries[i])
+    }
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.left_out
+    }
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The serialized list result (`{"tools":[…],"nextCursor":…}`) for a cursor.
+    pub fn page(&self, cursor: Option<&str>) -> Result<Bytes, CursorError> {
+        self.pages.page(self.kind.member(), &self.entries, cursor)
+    }
+}
+
+impl Entry {
+    /// The item as exposed, serialized.
+    pub fn json(&self) -> &Bytes {
+        &self.json
+    }
+}
+
+#[cfg(test)]
+mod tests;

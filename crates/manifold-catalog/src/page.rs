@@ -1,0 +1,106 @@
+//! Pagination of a merged list: pre-serialized pages at fixed offsets, and cursors
+//! that name where the next page starts.
+//!
+//! A cursor is base64url(`v1:` + the exposed name the next page starts at). Naming a
+//! position instead of an offset keeps a client's walk sane when the catalog is
+//! rebuilt between pages: it continues at the same place in sorted order. Pages that
+//! start where a pre-serialized page starts are served from bytes; others are joined
+//! from the pre-serialized items.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::Entry;
+
+const CURSOR_PREFIX: &str = "v1:";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Invalid cursor: {0}")]
+pub struct CursorError(String);
+
+#[derive(Debug)]
+pub(crate) struct Pages {
+    page_size: usize,
+    /// Pre-serialized pages at offsets 0, page_size, 2*page_size, …
+    pages: Vec<Bytes>,
+}
+
+fn encode_cursor(name: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{name}"))
+}
+
+fn decode_cursor(cursor: &str) -> Result<String, CursorError> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| CursorError("not a cursor this server issued".into()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| CursorError("not a cursor this server issued".into()))?;
+    text.strip_prefix(CURSOR_PREFIX)
+        .map(str::to_string)
+        .ok_or_else(|| CursorError("not a cursor this server issued".into()))
+}
+
+fn serialize(member: &str, items: &[Entry], next: Option<&str>) -> Bytes {
+    let size: usize = items.iter().map(|e| e.json.len() + 1).sum();
+    let mut out = BytesMut::with_capacity(size + member.len() + 64);
+    out.put_slice(b"{\"");
+    out.put_slice(member.as_bytes());
+    out.put_slice(b"\":[");
+    for (i, e) in items.iter().enumerate() {
+        if i > 0 {
+            out.put_u8(b',');
+        }
+        out.put_slice(&e.json);
+    }
+    out.put_u8(b']');
+    if let Some(n) = next {
+        out.put_slice(b",\"nextCursor\":");
+        out.put_slice(
+            serde_json::to_string(&encode_cursor(n))
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+    }
+    out.put_u8(b'}');
+    out.freeze()
+}
+
+impl Pages {
+    pub(crate) fn build(member: &str, entries: &[Entry], page_size: usize) -> Pages {
+        let page_size = page_size.max(1);
+        let mut pages = Vec::new();
+        let mut start = 0;
+        loop {
+            let end = (start + page_size).min(entries.len());
+            let next = entries.get(end).map(|e| e.exposed.as_str());
+            pages.push(serialize(member, &entries[start..end], next));
+            if end >= entries.len() {
+                break;
+            }
+            start = end;
+        }
+        Pages { page_size, pages }
+    }
+
+    pub(crate) fn page(
+        &self,
+        member: &str,
+        entries: &[Entry],
+        cursor: Option<&str>,
+    ) -> Result<Bytes, CursorError> {
+        let Some(cursor) = cursor else {
+            return Ok(self.pages[0].clone());
+        };
+        let name = decode_cursor(cursor)?;
+        let start = entries.partition_point(|e| e.exposed.as_str() < name.as_str());
+        if start % self.page_size == 0 {
+            if let Some(p) = self.pages.get(start / self.page_size) {
+                return Ok(p.clone());
+            }
+        }
+        let end = (start + self.page_size).min(entries.len());
+        let next = entries.get(end).map(|e| e.exposed.as_str());
+        Ok(serialize(member, &entries[start..end], next))
+    }
+}

@@ -1,0 +1,213 @@
+use super::*;
+use serde_json::json;
+
+fn tool(name: &str) -> Map<String, Value> {
+    json!({"name": name, "description": format!("the {name} tool"), "inputSchema": {"type": "object"}})
+        .as_object()
+        .cloned()
+        .unwrap()
+}
+
+fn input(name: &str, tools: Vec<Map<String, Value>>) -> UpstreamInput {
+    UpstreamInput {
+        name: Arc::from(name),
+        prefix: name.to_string(),
+        lists: Arc::new(UpstreamLists {
+            tools,
+            prompts: vec![],
+        }),
+    }
+}
+
+fn policy(mode: PrefixMode, n: usize) -> NamingPolicy {
+    NamingPolicy {
+        separator: "__".into(),
+        prefix_mode: mode,
+        max_length: 64,
+        configured_upstreams: n,
+    }
+}
+
+fn names(list: &NamedList) -> Vec<String> {
+    list.entries().iter().map(|e| e.exposed.clone()).collect()
+}
+
+#[test]
+fn merged_sorted_and_byte_identical_whatever_the_input_order() {
+    let a = input("beta", vec![tool("z"), tool("a")]);
+    let b = input("alpha", vec![tool("m")]);
+    let p = policy(PrefixMode::Always, 2);
+    let one = Catalog::build(&[a.clone(), b.clone()], &p, 500);
+    let two = Catalog::build(&[b, a], &p, 500);
+    assert_eq!(names(&one.tools), ["alpha__m", "beta__a", "beta__z"]);
+    assert_eq!(one.tools.page(None).unwrap(), two.tools.page(None).unwrap());
+    let e = one.tools.get("beta__z").unwrap();
+    assert_eq!((&*e.upstream, e.original.as_str()), ("beta", "z"));
+}
+
+#[test]
+fn unknown_members_survive_in_order() {
+    let mut t = Map::new();
+    t.insert("zeta".into(), json!({"k": [3, 1, 2]}));
+    t.insert("name".into(), json!("x"));
+    t.insert("_meta".into(), json!({"io.example/v": 1}));
+    t.insert(
+        "inputSchema".into(),
+        json!({"type": "object", "properties": {}}),
+    );
+    t.insert("icons".into(), json!([{"src": "data:,"}]));
+    let cat = Catalog::build(&[input("up", vec![t])], &policy(PrefixMode::Always, 1), 500);
+    let page = String::from_utf8(cat.tools.page(None).unwrap().to_vec()).unwrap();
+    assert_eq!(
+        page,
+        r#"{"tools":[{"zeta":{"k":[3,1,2]},"name":"up__x","_meta":{"io.example/v":1},"inputSchema":{"type":"object","properties":{}},"icons":[{"src":"data:,"}]}]}"#
+    );
+}
+
+#[test]
+fn prefix_modes() {
+    let ups = [input("a", vec![tool("t")])];
+    let n = |mode, count| names(&Catalog::build(&ups, &policy(mode, count), 10).tools);
+    assert_eq!(n(PrefixMode::Always, 1), ["a__t"]);
+    assert_eq!(n(PrefixMode::Never, 1), ["t"]);
+    assert_eq!(n(PrefixMode::Multiple, 1), ["t"]);
+    assert_eq!(n(PrefixMode::Multiple, 2), ["a__t"]);
+}
+
+#[test]
+fn collisions_in_never_mode_keep_the_first_upstream_and_report() {
+    let ups = [
+        input("b", vec![tool("same")]),
+        input("a", vec![tool("same"), tool("x")]),
+    ];
+    let cat = Catalog::build(&ups, &policy(PrefixMode::Never, 2), 10);
+    assert_eq!(names(&cat.tools), ["same", "x"]);
+    assert_eq!(&*cat.tools.get("same").unwrap().upstream, "a");
+    let lo = cat.tools.left_out();
+    assert_eq!(lo.len(), 1);
+    assert_eq!(&*lo[0].upstream, "b");
+    assert_eq!(
+        lo[0].reason,
+        LeftOutReason::Collision {
+            exposed: "same".into(),
+            kept_upstream: "a".into()
+        }
+    );
+}
+
+#[test]
+fn collisions_after_mapping_are_disambiguated_when_prefixed() {
+    // `a.b` and `a_b` both map to `up__a_b`.
+    let ups = [input("up", vec![tool("a_b"), tool("a.b")])];
+    let cat = Catalog::build(&ups, &policy(PrefixMode::Always, 1), 10);
+    let got = names(&cat.tools);
+    assert_eq!(got.len(), 2);
+    assert!(cat.tools.left_out().is_empty());
+    // `a.b` sorts before `a_b` as an original name, so it keeps the plain mapping.
+    assert_eq!(cat.tools.get("up__a_b").unwrap().original, "a.b");
+    let other = got.iter().find(|n| n.as_str() != "up__a_b").unwrap();
+    let e = cat.tools.get(other).unwrap();
+    assert_eq!(e.original, "a_b");
+    assert_eq!(e.change, Some(NameChange::Disambiguated));
+}
+
+#[test]
+fn routing_uses_the_table_even_when_names_contain_the_separator() {
+    let ups = [
+        input("a", vec![tool("b__c")]),
+        input("a__b", vec![tool("c")]),
+    ];
+    let cat = Catalog::build(&ups, &policy(PrefixMode::Always, 2), 10);
+    // Both would be `a__b__c`: one keeps it, the other is disambiguated, and each
+    // routes to its own upstream and original name.
+    for e in cat.tools.entries() {
+        let back = cat.tools.get(&e.exposed).unwrap();
+        assert_eq!(back.original, e.original);
+        assert_eq!(back.upstream, e.upstream);
+    }
+    assert_eq!(cat.tools.len(), 2);
+}
+
+#[test]
+fn pagination_walks_everything_once_and_rejects_bad_cursors() {
+    let tools: Vec<_> = (0..23).map(|i| tool(&format!("t{i:02}"))).collect();
+    let cat = Catalog::build(&[input("u", tools)], &policy(PrefixMode::Always, 1), 5);
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let page: Value =
+            serde_json::from_slice(&cat.tools.page(cursor.as_deref()).unwrap()).unwrap();
+        for t in page["tools"].as_array().unwrap() {
+            seen.push(t["name"].as_str().unwrap().to_string());
+        }
+        cursor = page
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, names(&cat.tools));
+    assert_eq!(seen.len(), 23);
+    for bad in ["", "!!!", "djE", "bm9wZQ"] {
+        assert!(cat.tools.page(Some(bad)).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn cursor_survives_a_rebuild() {
+    let tools: Vec<_> = (0..6).map(|i| tool(&format!("t{i}"))).collect();
+    let p = policy(PrefixMode::Always, 1);
+    let cat = Catalog::build(&[input("u", tools.clone())], &p, 3);
+    let first: Value = serde_json::from_slice(&cat.tools.page(None).unwrap()).unwrap();
+    let cursor = first["nextCursor"].as_str().unwrap().to_string();
+    // t1 disappears before the client asks for page 2: it continues at u__t3.
+    let fewer: Vec<_> = tools.into_iter().filter(|t| t["name"] != "t1").collect();
+    let cat2 = Catalog::build(&[input("u", fewer)], &p, 3);
+    let second: Value = serde_json::from_slice(&cat2.tools.page(Some(&cursor)).unwrap()).unwrap();
+    let got: Vec<_> = second["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(got, [json!("u__t3"), json!("u__t4"), json!("u__t5")]);
+    assert!(second.get("nextCursor").is_none());
+}
+
+#[test]
+fn tools_with_invalid_header_annotations_are_left_out() {
+    let mut bad = tool("bad");
+    bad.insert(
+        "inputSchema".into(),
+        json!({"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}),
+    );
+    let mut good = tool("good");
+    good.insert(
+        "inputSchema".into(),
+        json!({"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}),
+    );
+    let cat = Catalog::build(
+        &[input("u", vec![bad, good])],
+        &policy(PrefixMode::Always, 1),
+        10,
+    );
+    assert_eq!(names(&cat.tools), ["u__good"]);
+    assert_eq!(cat.tools.get("u__good").unwrap().header_params.len(), 1);
+    assert!(matches!(
+        cat.tools.left_out()[0].reason,
+        LeftOutReason::InvalidHeader(_)
+    ));
+    // The annotation stays on the exposed tool.
+    assert!(
+        String::from_utf8_lossy(cat.tools.get("u__good").unwrap().json()).contains("x-mcp-header")
+    );
+}
+
+#[test]
+fn empty_catalog_has_an_empty_first_page() {
+    let cat = Catalog::empty(500);
+    assert_eq!(&cat.tools.page(None).unwrap()[..], br#"{"tools":[]}"#);
+    assert_eq!(&cat.prompts.page(None).unwrap()[..], br#"{"prompts":[]}"#);
+}

@@ -1,0 +1,220 @@
+//! The file model: exactly the keys `gateway.toml` accepts, with their defaults.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Default `[server] listen`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Default `[server] path`.
+pub const DEFAULT_PATH: &str = "/mcp";
+/// Default `[server] page_size`: large enough that typical catalogs arrive in one page
+/// for clients that never follow `nextCursor`.
+pub const DEFAULT_PAGE_SIZE: usize = 500;
+/// Default `[naming] separator`.
+pub const DEFAULT_SEPARATOR: &str = "__";
+/// Default `[naming] max_length`: the limit OpenAI and Anthropic enforce on tool names.
+pub const DEFAULT_MAX_NAME_LENGTH: usize = 64;
+/// Default per-call timeout of an upstream.
+pub const DEFAULT_TIMEOUT: &str = "60s";
+/// Default `[limits] max_body_bytes`: the largest POST body accepted (413 above).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Default `[limits] max_message_bytes`: the largest message read from an upstream
+/// (one stdio line, one SSE event, one JSON reply).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Default `[limits] max_pending_per_upstream`: requests in flight to one upstream;
+/// more are refused with an "upstream busy" error instead of queueing without bound.
+pub const DEFAULT_MAX_PENDING: usize = 1024;
+/// Default `[limits] max_sessions`: downstream sessions; `initialize` beyond is refused.
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// Default `[limits] session_idle_timeout`: a session unused this long is ended.
+pub const DEFAULT_SESSION_IDLE: &str = "1h";
+/// Default `[limits] connect_timeout`: how long startup waits for an upstream's
+/// handshake before serving without it (it keeps trying in the background).
+pub const DEFAULT_CONNECT_TIMEOUT: &str = "10s";
+/// Default `[limits] stream_queue`: messages buffered per downstream SSE stream.
+pub const DEFAULT_STREAM_QUEUE: usize = 256;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    #[serde(default)]
+    pub server: ServerSection,
+    #[serde(default)]
+    pub naming: NamingSection,
+    #[serde(default)]
+    pub limits: LimitsSection,
+    /// Upstream MCP servers, keyed by name (`^[A-Za-z0-9_-]{1,32}$`).
+    #[serde(default)]
+    pub upstreams: BTreeMap<String, UpstreamSection>,
+}
+
+impl Default for FileConfig {
+    fn default() -> Self {
+        FileConfig {
+            server: ServerSection::default(),
+            naming: NamingSection::default(),
+            limits: LimitsSection::default(),
+            upstreams: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[server]`: the downstream endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    /// Socket address to listen on (`DEFAULT_LISTEN`).
+    #[serde(default = "d_listen")]
+    pub listen: String,
+    /// The MCP endpoint path (`DEFAULT_PATH`).
+    #[serde(default = "d_path")]
+    pub path: String,
+    /// Items per page of merged lists (`DEFAULT_PAGE_SIZE`).
+    #[serde(default = "d_page_size")]
+    pub page_size: usize,
+    /// Extra `Origin` values accepted besides the listener's own loopback origins,
+    /// e.g. `["https://app.example.com"]`. Requests without `Origin` are accepted.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Extra `Host` header values accepted (e.g. a DNS name a proxy uses). With a
+    /// loopback listener only loopback hosts are accepted unless listed here.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        ServerSection {
+            listen: d_listen(),
+            path: d_path(),
+            page_size: DEFAULT_PAGE_SIZE,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+/// `[naming]`: how upstream names become exposed names.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NamingSection {
+    /// Between the upstream name and the tool name (`DEFAULT_SEPARATOR`).
+    #[serde(default = "d_separator")]
+    pub separator: String,
+    /// `always` (default), `multiple` (prefix only with several upstreams), `never`.
+    #[serde(default = "d_prefix_mode")]
+    pub prefix_mode: String,
+    /// Longest exposed name (`DEFAULT_MAX_NAME_LENGTH`); longer ones are shortened.
+    #[serde(default = "d_max_length")]
+    pub max_length: usize,
+}
+
+impl Default for NamingSection {
+    fn default() -> Self {
+        NamingSection {
+            separator: d_separator(),
+            prefix_mode: d_prefix_mode(),
+            max_length: DEFAULT_MAX_NAME_LENGTH,
+        }
+    }
+}
+
+/// `[limits]`: every bound Manifold enforces, in one place.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    #[serde(default = "d_body")]
+    pub max_body_bytes: usize,
+    #[serde(default = "d_message")]
+    pub max_message_bytes: usize,
+    #[serde(default = "d_pending")]
+    pub max_pending_per_upstream: usize,
+    #[serde(default = "d_sessions")]
+    pub max_sessions: usize,
+    #[serde(default = "d_session_idle")]
+    pub session_idle_timeout: String,
+    #[serde(default = "d_connect_timeout")]
+    pub connect_timeout: String,
+    #[serde(default = "d_stream_queue")]
+    pub stream_queue: usize,
+}
+
+impl Default for LimitsSection {
+    fn default() -> Self {
+        LimitsSection {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_pending_per_upstream: DEFAULT_MAX_PENDING,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle_timeout: d_session_idle(),
+            connect_timeout: d_connect_timeout(),
+            stream_queue: DEFAULT_STREAM_QUEUE,
+        }
+    }
+}
+
+/// `[upstreams.<name>]`: either a stdio command or a Streamable-HTTP `url`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSection {
+    /// stdio: the program to spawn (looked up on `PATH`).
+    pub command: Option<String>,
+    /// stdio: its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// stdio: extra environment variables (the gateway's environment is inherited).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// stdio: working directory.
+    pub cwd: Option<String>,
+    /// HTTP: the upstream's MCP endpoint URL (`http://` or `https://`).
+    pub url: Option<String>,
+    /// HTTP: headers sent on every request (credentials go here, never the client's).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Per-call timeout (`DEFAULT_TIMEOUT`), e.g. `"30s"`, `"2m"`.
+    pub timeout: Option<String>,
+    /// `/readyz` fails while a required upstream is not ready (default false).
+    #[serde(default)]
+    pub required: bool,
+}
+
+fn d_listen() -> String {
+    DEFAULT_LISTEN.into()
+}
+fn d_path() -> String {
+    DEFAULT_PATH.into()
+}
+fn d_page_size() -> usize {
+    DEFAULT_PAGE_SIZE
+}
+fn d_separator() -> String {
+    DEFAULT_SEPARATOR.into()
+}
+fn d_prefix_mode() -> String {
+    "always".into()
+}
+fn d_max_length() -> usize {
+    DEFAULT_MAX_NAME_LENGTH
+}
+fn d_body() -> usize {
+    DEFAULT_MAX_BODY_BYTES
+}
+fn d_message() -> usize {
+    DEFAULT_MAX_MESSAGE_BYTES
+}
+fn d_pending() -> usize {
+    DEFAULT_MAX_PENDING
+}
+fn d_sessions() -> usize {
+    DEFAULT_MAX_SESSIONS
+}
+fn d_session_idle() -> String {
+    DEFAULT_SESSION_IDLE.into()
+}
+fn d_connect_timeout() -> String {
+    DEFAULT_CONNECT_TIMEOUT.into()
+}
+fn d_stream_queue() -> usize {
+    DEFAULT_STREAM_QUEUE
+}

@@ -1,0 +1,164 @@
+use super::*;
+use figment::providers::Env;
+use std::path::Path;
+
+fn load_with(text: &str, vars: &[(&str, &str)]) -> Result<GatewayConfig, ConfigError> {
+    let owned: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let lookup = {
+        let owned = owned.clone();
+        move |k: &str| owned.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    };
+    // figment's Env reads the process environment; tests feed overrides through
+    // a Jail-free path: the process environment is left untouched and overrides are
+    // tested in `env_overrides` with unique variable names.
+    load_str(
+        Path::new("gateway.toml"),
+        text,
+        lookup,
+        Env::raw().only(&[] as &[&str]),
+    )
+}
+
+#[test]
+fn defaults_are_valid() {
+    let cfg = load_with("", &[]).unwrap();
+    assert_eq!(cfg.server.listen.to_string(), DEFAULT_LISTEN);
+    assert_eq!(cfg.server.path, DEFAULT_PATH);
+    assert_eq!(cfg.server.page_size, DEFAULT_PAGE_SIZE);
+    assert_eq!(cfg.naming.separator, DEFAULT_SEPARATOR);
+    assert_eq!(cfg.naming.prefix_mode, PrefixMode::Always);
+    assert_eq!(cfg.limits.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+    assert!(cfg.upstreams.is_empty());
+    let d = LimitsConfig::default();
+    assert_eq!(d.session_idle_timeout, std::time::Duration::from_secs(3600));
+}
+
+#[test]
+fn the_issue_example_loads() {
+    let text = r#"
+[server]
+listen = "127.0.0.1:8080"
+path = "/mcp"
+
+[naming]
+separator = "__"
+
+[upstreams.time]
+command = "uvx"
+args = ["mcp-server-time"]
+env = { TZ = "UTC" }
+
+[upstreams.github]
+url = "https://example.com/mcp"
+headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }
+timeout = "60s"
+"#;
+    let cfg = load_with(text, &[("GITHUB_TOKEN", "s3cret")]).unwrap();
+    let names: Vec<_> = cfg.upstreams.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["github", "time"]);
+    match &cfg.upstreams[0].transport {
+        Transport::Http { url, headers } => {
+            assert_eq!(url, "https://example.com/mcp");
+            assert_eq!(headers["Authorization"], "Bearer s3cret");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(cfg.upstreams[0].timeout, std::time::Duration::from_secs(60));
+    match &cfg.upstreams[1].transport {
+        Transport::Stdio {
+            command, args, env, ..
+        } => {
+            assert_eq!(command, "uvx");
+            assert_eq!(args, &["mcp-server-time"]);
+            assert_eq!(env["TZ"], "UTC");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn errors_name_the_key_and_line() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "[server]\nlisten = \"127.0.0.1:1\"\nlisen = 3\n",
+            &["lisen", "line 3"],
+        ),
+        ("[nope]\n", &["nope", "line 1"]),
+        (
+            "[upstreams.a]\ncommand = \"x\"\nbogus = 1\n",
+            &["bogus", "line 3"],
+        ),
+        (
+            "[server]\nlisten = \"nowhere\"\n",
+            &["server.listen", "nowhere"],
+        ),
+        (
+            "[upstreams.\"bad name\"]\ncommand = \"x\"\n",
+            &["upstreams.bad name", "^[A-Za-z0-9_-]"],
+        ),
+        ("[upstreams.a]\n", &["upstreams.a", "command", "url"]),
+        (
+            "[upstreams.a]\ncommand = \"x\"\nurl = \"http://h\"\n",
+            &["not both"],
+        ),
+        ("[upstreams.a]\nurl = \"ftp://h\"\n", &["upstreams.a.url"]),
+        (
+            "[upstreams.a]\nurl = \"http://h\"\ntimeout = \"soon\"\n",
+            &["upstreams.a.timeout", "soon"],
+        ),
+        (
+            "[upstreams.a]\nurl = \"http://h\"\nheaders = { X = \"${NOPE}\" }\n",
+            &["upstreams.a.headers.X", "NOPE"],
+        ),
+        ("[naming]\nseparator = \".\"\n", &["naming.separator"]),
+        (
+            "[naming]\nprefix_mode = \"sometimes\"\n",
+            &["naming.prefix_mode", "sometimes"],
+        ),
+        ("[server]\npage_size = 0\n", &["server.page_size"]),
+        ("[server]\npath = \"mcp\"\n", &["server.path"]),
+        (
+            "[upstreams.a]\ncommand = \"x\"\nheaders = { A = \"b\" }\n",
+            &["only HTTP"],
+        ),
+        ("[server]\nlisten = 5\n", &["listen", "line 2"]),
+    ];
+    for (text, needles) in cases {
+        let err = load_with(text, &[]).unwrap_err().to_string();
+        assert!(err.starts_with("gateway.toml: "), "{err}");
+        for n in *needles {
+            assert!(
+                err.contains(n),
+                "error for {text:?} should mention {n:?}: {err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn env_overrides_apply_after_the_file() {
+    // Unique names so parallel tests never see each other's variables.
+    std::env::set_var("MANIFOLD_SERVER__PAGE_SIZE", "7");
+    std::env::set_var("MANIFOLD_UPSTREAMS__ENVTEST__TIMEOUT", "5s");
+    std::env::set_var("MANIFOLD_NOT_A_SECTION", "ignored");
+    let text = "[server]\npage_size = 3\n[upstreams.envtest]\ncommand = \"x\"\n";
+    let cfg = load_str(Path::new("g.toml"), text, |_| None, Env::raw()).unwrap();
+    std::env::remove_var("MANIFOLD_SERVER__PAGE_SIZE");
+    std::env::remove_var("MANIFOLD_UPSTREAMS__ENVTEST__TIMEOUT");
+    std::env::remove_var("MANIFOLD_NOT_A_SECTION");
+    assert_eq!(cfg.server.page_size, 7);
+    assert_eq!(cfg.upstreams[0].timeout, std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn upstream_name_rule() {
+    for ok in ["a", "time", "my-tool_2", &"x".repeat(32)] {
+        assert!(is_valid_upstream_name(ok), "{ok}");
+    }
+    for bad in ["", "a.b", "a b", "ü", &"x".repeat(33)] {
+        assert!(!is_valid_upstream_name(bad), "{bad}");
+    }
+}

@@ -1,0 +1,303 @@
+//! From the file model to the validated runtime snapshot. Every message names the
+//! key and says what is wrong and what would be right.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::expand::expand;
+use crate::model::*;
+
+/// The validated configuration. Immutable; shared behind an `Arc`.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    pub server: ServerConfig,
+    pub naming: NamingConfig,
+    pub limits: LimitsConfig,
+    /// Sorted by name: the order in which collisions are resolved.
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub path: String,
+    pub page_size: usize,
+    pub allowed_origins: Vec<String>,
+    pub allowed_hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefixMode {
+    Always,
+    Multiple,
+    Never,
+}
+
+#[derive(Debug, Clone)]
+pub struct NamingConfig {
+    pub separator: String,
+    pub prefix_mode: PrefixMode,
+    pub max_length: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct LimitsConfig {
+    pub max_body_bytes: usize,
+    pub max_message_bytes: usize,
+    pub max_pending_per_upstream: usize,
+    pub max_sessions: usize,
+    pub session_idle_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub stream_queue: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        // Only fails if the named defaults themselves are malformed, which the
+        // `defaults_are_valid` test rules out.
+        limits(LimitsSection::default()).unwrap_or(LimitsConfig {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_pending_per_upstream: DEFAULT_MAX_PENDING,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle_timeout: Duration::from_secs(3600),
+            connect_timeout: Duration::from_secs(10),
+            stream_queue: DEFAULT_STREAM_QUEUE,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    pub name: String,
+    pub transport: Transport,
+    pub timeout: Duration,
+    pub required: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum Transport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<String>,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl Transport {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Stdio { .. } => "stdio",
+            Transport::Http { .. } => "http",
+        }
+    }
+}
+
+/// Upstream names: what may appear in exposed names and metric labels.
+pub fn is_valid_upstream_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn duration(key: &str, value: &str) -> Result<Duration, String> {
+    humantime::parse_duration(value.trim()).map_err(|e| {
+        format!(
+            "key `{key}`: `{value}` is not a duration ({e}); write e.g. \"30s\", \"2m\", \"1h\""
+        )
+    })
+}
+
+fn limits(l: LimitsSection) -> Result<LimitsConfig, String> {
+    let positive = |key: &str, v: usize| {
+        if v == 0 {
+            Err(format!("key `limits.{key}`: must be greater than 0"))
+        } else {
+            Ok(v)
+        }
+    };
+    Ok(LimitsConfig {
+        max_body_bytes: positive("max_body_bytes", l.max_body_bytes)?,
+        max_message_bytes: positive("max_message_bytes", l.max_message_bytes)?,
+        max_pending_per_upstream: positive("max_pending_per_upstream", l.max_pending_per_upstream)?,
+        max_sessions: positive("max_sessions", l.max_sessions)?,
+        session_idle_timeout: duration("limits.session_idle_timeout", &l.session_idle_timeout)?,
+        connect_timeout: duration("limits.connect_timeout", &l.connect_timeout)?,
+        stream_queue: positive("stream_queue", l.stream_queue)?,
+    })
+}
+
+pub(crate) fn validate(
+    file: FileConfig,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<GatewayConfig, String> {
+    let listen: SocketAddr = file.server.listen.parse().map_err(|_| {
+        format!(
+            "key `server.listen`: `{}` is not a socket address; write e.g. \"127.0.0.1:8080\"",
+            file.server.listen
+        )
+    })?;
+    let path = file.server.path;
+    if !path.starts_with('/') || path.contains(['?', '#', ' ']) {
+        return Err(format!(
+            "key `server.path`: `{path}` must be an absolute path such as \"/mcp\""
+        ));
+    }
+    if file.server.page_size == 0 {
+        return Err("key `server.page_size`: must be greater than 0".into());
+    }
+    let sep = file.naming.separator;
+    if sep.is_empty()
+        || sep.len() > 8
+        || !sep
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(format!(
+            "key `naming.separator`: `{sep}` must be 1 to 8 characters from [A-Za-z0-9_-] so exposed names stay valid for every LLM provider"
+        ));
+    }
+    let prefix_mode = match file.naming.prefix_mode.as_str() {
+        "always" => PrefixMode::Always,
+        "multiple" => PrefixMode::Multiple,
+        "never" => PrefixMode::Never,
+        other => return Err(format!(
+            "key `naming.prefix_mode`: `{other}` is not one of \"always\", \"multiple\", \"never\""
+        )),
+    };
+    let max_length = file.naming.max_length;
+    if !(16..=128).contains(&max_length) {
+        return Err(format!(
+            "key `naming.max_length`: {max_length} is outside 16..=128"
+        ));
+    }
+    let limits = limits(file.limits)?;
+
+    let mut upstreams = Vec::with_capacity(file.upstreams.len());
+    for (name, u) in file.upstreams {
+        let key = format!("upstreams.{name}");
+        if !is_valid_upstream_name(&name) {
+            return Err(format!(
+                "key `{key}`: the upstream name `{name}` must match ^[A-Za-z0-9_-]{{1,32}}$"
+            ));
+        }
+        let ex = |field: &str, v: &str| {
+            expand(v, lookup).map_err(|e| format!("key `{key}.{field}`: {e}"))
+        };
+        let transport = match (&u.command, &u.url) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "key `{key}`: give either `command` (stdio) or `url` (HTTP), not both"
+                ))
+            }
+            (None, None) => return Err(format!(
+                "key `{key}`: needs `command` (a stdio server) or `url` (a Streamable-HTTP server)"
+            )),
+            (Some(command), None) => {
+                if !u.headers.is_empty() {
+                    return Err(format!(
+                        "key `{key}.headers`: only HTTP upstreams (`url`) take headers"
+                    ));
+                }
+                let command = ex("command", command)?;
+                if command.trim().is_empty() {
+                    return Err(format!("key `{key}.command`: must not be empty"));
+                }
+                let mut args = Vec::with_capacity(u.args.len());
+                for a in &u.args {
+                    args.push(ex("args", a)?);
+                }
+                let mut env = BTreeMap::new();
+                for (k, v) in &u.env {
+                    env.insert(k.clone(), ex(&format!("env.{k}"), v)?);
+                }
+                let cwd = match &u.cwd {
+                    Some(c) => Some(ex("cwd", c)?),
+                    None => None,
+                };
+                Transport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                }
+            }
+            (None, Some(url)) => {
+                if !u.args.is_empty() || !u.env.is_empty() || u.cwd.is_some() {
+                    return Err(format!(
+                        "key `{key}`: `args`, `env` and `cwd` apply to stdio upstreams (`command`), not to `url`"
+                    ));
+                }
+                let url = ex("url", url)?;
+                let lower = url.to_ascii_lowercase();
+                let rest = lower
+                    .strip_prefix("http://")
+                    .or_else(|| lower.strip_prefix("https://"));
+                match rest {
+                    Some(r) if !r.is_empty() && !r.starts_with('/') => {}
+                    _ => return Err(format!(
+                        "key `{key}.url`: `{url}` must be an http:// or https:// URL with a host"
+                    )),
+                }
+                let mut headers = BTreeMap::new();
+                for (k, v) in &u.headers {
+                    let valid_name = !k.is_empty()
+                        && k.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+                    if !valid_name {
+                        return Err(format!(
+                            "key `{key}.headers`: `{k}` is not a valid header name"
+                        ));
+                    }
+                    let v = ex(&format!("headers.{k}"), v)?;
+                    if v.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f) {
+                        return Err(format!(
+                            "key `{key}.headers.{k}`: the value contains control characters"
+                        ));
+                    }
+                    headers.insert(k.clone(), v);
+                }
+                Transport::Http { url, headers }
+            }
+        };
+        let timeout = duration(
+            &format!("{key}.timeout"),
+            u.timeout.as_deref().unwrap_or(DEFAULT_TIMEOUT),
+        )?;
+        if timeout.is_zero() {
+            return Err(format!("key `{key}.timeout`: must be greater than 0"));
+        }
+        upstreams.push(UpstreamConfig {
+            name,
+            transport,
+            timeout,
+            required: u.required,
+        });
+    }
+    // BTreeMap iteration already sorted them; make the invariant explicit.
+    upstreams.sort_by(|a, b| a.name.cmp(&b.name));
+
+    Ok(GatewayConfig {
+        server: ServerConfig {
+            listen,
+            path,
+            page_size: file.server.page_size,
+            allowed_origins: file.server.allowed_origins,
+            allowed_hosts: file.server.allowed_hosts,
+        },
+        naming: NamingConfig {
+            separator: sep,
+            prefix_mode,
+            max_length,
+        },
+        limits,
+        upstreams,
+    })
+}

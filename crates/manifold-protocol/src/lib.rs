@@ -1,0 +1,20 @@
+//! Manifold's wire vocabulary: the JSON-RPC 2.0 envelope kept as raw members, MCP
+//! method and header names, error codes, protocol revisions, the `x-mcp-header` codec
+//! and an SSE codec with size limits.
+//!
+//! Invariants: nothing here performs I/O or depends on an async runtime, so every
+//! function can be unit-tested and fuzzed alone. Message bodies are never decoded into
+//! typed MCP structs: members Manifold does not rewrite stay as they arrived (tenet 1).
+//!
+//! Not here: routing, naming, sessions, transports.
+
+pub mod errors;
+pub mod headers;
+pub mod jsonrpc;
+pub mod lists;
+pub mod methods;
+pub mod sse;
+pub mod version;
+
+pub use errors::{ErrorCode, RpcError};
+pub use jsonrpc::{Incoming, MessageError, RequestId};

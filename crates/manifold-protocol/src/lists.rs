@@ -1,0 +1,9 @@
+//! One upstream's lists as fetched (all pages), items kept as raw JSON objects.
+
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListSnapshot {
+    pub tools: Vec<Map<String, Value>>,
+    pub prompts: Vec<Map<String, Value>>,
+}

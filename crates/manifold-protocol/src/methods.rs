@@ -1,0 +1,34 @@
+//! MCP method names and HTTP header names, spelled once.
+
+pub const INITIALIZE: &str = "initialize";
+pub const INITIALIZED: &str = "notifications/initialized";
+pub const PING: &str = "ping";
+pub const SERVER_DISCOVER: &str = "server/discover";
+pub const TOOLS_LIST: &str = "tools/list";
+pub const TOOLS_CALL: &str = "tools/call";
+pub const PROMPTS_LIST: &str = "prompts/list";
+pub const PROMPTS_GET: &str = "prompts/get";
+pub const RESOURCES_LIST: &str = "resources/list";
+pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+pub const RESOURCES_READ: &str = "resources/read";
+pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+pub const COMPLETION_COMPLETE: &str = "completion/complete";
+pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+
+pub const NOTIF_CANCELLED: &str = "notifications/cancelled";
+pub const NOTIF_PROGRESS: &str = "notifications/progress";
+pub const NOTIF_MESSAGE: &str = "notifications/message";
+pub const NOTIF_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+pub const NOTIF_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+pub const NOTIF_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+pub const NOTIF_RESOURCES_UPDATED: &str = "notifications/resources/updated";
+
+pub const HEADER_SESSION_ID: &str = "mcp-session-id";
+pub const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub const HEADER_METHOD: &str = "mcp-method";
+pub const HEADER_NAME: &str = "mcp-name";
+pub const HEADER_LAST_EVENT_ID: &str = "last-event-id";
+
+pub const CONTENT_TYPE_JSON: &str = "application/json";
+pub const CONTENT_TYPE_SSE: &str = "text/event-stream";

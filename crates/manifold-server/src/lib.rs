@@ -1,0 +1,232 @@
+//! The downstream side of Manifold: one Streamable-HTTP endpoint (POST, GET,
+//! DELETE) for protocol revisions 2024-11-05 … 2025-11-25, downstream sessions, and
+//! the request pipeline that routes each request to the upstream that owns it.
+//!
+//! Invariants: the merged catalog is an immutable snapshot swapped atomically, so a
+//! `tools/list` never touches an upstream; every spawned task is tracked and ends
+//! with the gateway's shutdown token; no lock or DashMap guard is held across
+//! `.await`.
+//!
+//! Not here: upstream connections (manifold-upstream), naming and ordering
+//! (manifold-catalog), configuration parsing (manifold-config).
+
+mod body;
+mod forward;
+mod http;
+mod pipeline;
+mod session;
+
+pub use session::SESSION_ID_BYTES;
+
+use arc_swap::ArcSwap;
+use manifold_catalog::{Catalog, NamingPolicy, UpstreamInput};
+use manifold_config::GatewayConfig;
+use manifold_upstream::{Upstream, UpstreamEvent};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Capacity of the channel upstreams report changes on.
+pub const UPSTREAM_EVENT_QUEUE: usize = 1024;
+/// How often idle sessions are swept.
+pub const SESSION_SWEEP_INTERVAL: Duration = Duration::from_secs(30);
+/// Keep-alive comment interval on open SSE streams.
+pub const SSE_KEEPALIVE: Duration = Duration::from_secs(25);
+
+/// The running gateway.
+pub struct Gateway {
+    pub(crate) config: Arc<GatewayConfig>,
+    pub(crate) upstreams: Vec<Upstream>,
+    pub(crate) by_name: HashMap<Arc<str>, Upstream>,
+    pub(crate) catalog: ArcSwap<Catalog>,
+    pub(crate) sessions: session::Sessions,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) tasks: TaskTracker,
+}
+
+impl Gateway {
+    /// Starts every upstream (in parallel) and the catalog maintainer. Returns at
+    /// once; use [`Gateway::wait_ready`] to give upstreams a bounded head start.
+    pub fn start(config: GatewayConfig, shutdown: CancellationToken) -> Arc<Gateway> {
+        let config = Arc::new(config);
+        let tasks = TaskTracker::new();
+        let (tx, rx) = mpsc::channel(UPSTREAM_EVENT_QUEUE);
+        let upstreams: Vec<Upstream> = config
+            .upstreams
+            .iter()
+            .map(|u| {
+                Upstream::spawn(
+                    u.clone(),
+                    config.limits.clone(),
+                    tx.clone(),
+                    shutdown.clone(),
+                    &tasks,
+                )
+            })
+            .collect();
+        let by_name = upstreams
+            .iter()
+            .map(|u| (u.name().clone(), u.clone()))
+            .collect();
+        let gw = Arc::new(Gateway {
+            catalog: ArcSwap::from_pointee(Catalog::empty(config.server.page_size)),
+            sessions: session::Sessions::new(config.limits.max_sessions),
+            config,
+            upstreams,
+            by_name,
+            shutdown,
+            tasks,
+        });
+        let g = gw.clone();
+        gw.tasks.spawn(async move { g.maintain_catalog(rx).await });
+        let g = gw.clone();
+        gw.tasks.spawn(async move { g.sweep_sessions().await });
+        gw
+    }
+
+    pub fn config(&self) -> &GatewayConfig {
+        &self.config
+    }
+    pub fn upstreams(&self) -> &[Upstream] {
+        &self.upstreams
+    }
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.load_full()
+    }
+
+    /// Waits until every upstream has either become ready or failed once, or
+    /// `limit` passed: the endpoint then serves what is ready.
+    pub async fn wait_ready(&self, limit: Duration) {
+        let wait_all = async {
+            for u in &self.upstreams {
+                let mut rx = u.watch_status();
+                let _ = rx
+                    .wait_for(|s| s.state != manifold_upstream::State::Starting || s.restarts > 0)
+                    .await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, wait_all).await;
+        self.rebuild_catalog();
+    }
+
+    /// Serves the endpoint until shutdown, then waits for tracked tasks.
+    pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+        http::serve(self.clone(), listener).await;
+        self.tasks.close();
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.tasks.wait()).await;
+    }
+
+    fn naming_policy(&self) -> NamingPolicy {
+        let n = &self.config.naming;
+        NamingPolicy {
+            separator: n.separator.clone(),
+            prefix_mode: match n.prefix_mode {
+                manifold_config::PrefixMode::Always => manifold_catalog::PrefixMode::Always,
+                manifold_config::PrefixMode::Multiple => manifold_catalog::PrefixMode::Multiple,
+                manifold_config::PrefixMode::Never => manifold_catalog::PrefixMode::Never,
+            },
+            max_length: n.max_length,
+            configured_upstreams: self.config.upstreams.len(),
+        }
+    }
+
+    /// Rebuilds the merged view from every ready upstream; returns which kinds
+    /// changed (their first page differs).
+    pub(crate) fn rebuild_catalog(&self) -> Vec<manifold_catalog::Kind> {
+        let inputs: Vec<UpstreamInput> = self
+            .upstreams
+            .iter()
+            .filter_map(|u| {
+                u.lists().map(|lists| UpstreamInput {
+                    name: u.name().clone(),
+                    prefix: u.name().to_string(),
+                    lists,
+                })
+            })
+            .collect();
+        let new = Catalog::build(&inputs, &self.naming_policy(), self.config.server.page_size);
+        for lo in new.tools.left_out().iter().chain(new.prompts.left_out()) {
+            if matches!(lo.reason, manifold_catalog::LeftOutReason::InvalidHeader(_)) {
+                tracing::warn!(upstream = %lo.upstream, name = %lo.original, reason = %lo.reason, "item left out of the merged list");
+            }
+        }
+        let old = self.catalog.swap(Arc::new(new));
+        let new = self.catalog.load();
+        let mut changed = Vec::new();
+        for kind in [
+            manifold_catalog::Kind::Tools,
+            manifold_catalog::Kind::Prompts,
+        ] {
+            let a = old.list(kind);
+            let b = new.list(kind);
+            let differ = a.len() != b.len()
+                || a.entries()
+                    .iter()
+                    .zip(b.entries())
+                    .any(|(x, y)| x.json() != y.json());
+            if differ {
+                changed.push(kind);
+            }
+        }
+        changed
+    }
+
+    async fn maintain_catalog(self: Arc<Self>, mut rx: mpsc::Receiver<UpstreamEvent>) {
+        loop {
+            let ev = tokio::select! {
+                _ = self.shutdown.cancelled() => return,
+                ev = rx.recv() => ev,
+            };
+            let Some(ev) = ev else { return };
+            let mut rebuild = false;
+            let mut handle = |ev: UpstreamEvent| match ev {
+                UpstreamEvent::Changed { .. } => rebuild = true,
+                UpstreamEvent::ListChanged { upstream, method } => {
+                    tracing::info!(upstream = %upstream, %method, "upstream list changed; refetching");
+                }
+                UpstreamEvent::Notification {
+                    upstream, method, ..
+                } => {
+                    tracing::debug!(upstream = %upstream, %method, "unrouted upstream notification");
+                }
+            };
+            handle(ev);
+            // Coalesce a burst of changes into one rebuild.
+            while let Ok(ev) = rx.try_recv() {
+                handle(ev);
+            }
+            if rebuild {
+                for kind in self.rebuild_catalog() {
+                    let method = match kind {
+                        manifold_catalog::Kind::Tools => {
+                            manifold_protocol::methods::NOTIF_TOOLS_LIST_CHANGED
+                        }
+                        manifold_catalog::Kind::Prompts => {
+                            manifold_protocol::methods::NOTIF_PROMPTS_LIST_CHANGED
+                        }
+                    };
+                    let sent = self.sessions.broadcast_notification(method);
+                    tracing::info!(%method, sessions = sent, "merged list changed");
+                }
+            }
+        }
+    }
+
+    async fn sweep_sessions(self: Arc<Self>) {
+        let idle = self.config.limits.session_idle_timeout;
+        loop {
+            tokio::select! {
+                _ = self.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(SESSION_SWEEP_INTERVAL) => {}
+            }
+            let n = self.sessions.expire_idle(idle);
+            if n > 0 {
+                tracing::info!(expired = n, "ended idle sessions");
+            }
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! The request pipeline, in order (see `README.md` next to this file for why):
+//! decode → session → protocol version → route by method → (for forwarded calls)
+//! resolve the exposed name → rewrite → dispatch upstream → relay back.
+//!
+//! Each phase answers bad input itself with the right JSON-RPC code and HTTP status.
+
+use http::{HeaderMap, Response, StatusCode};
+use manifold_catalog::Kind;
+use manifold_protocol::methods as m;
+use manifold_protocol::{jsonrpc, version, Incoming, RequestId, RpcError};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+use crate::body::Body;
+use crate::http::{json_response, plain, rpc_error, sse_response};
+use crate::session::DownSession;
+use crate::Gateway;
+
+/// Manifold's `serverInfo`.
+pub const SERVER_NAME: &str = "manifold";
+pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Phase: find the session a request belongs to. 400 without an id, 404 for an
+/// unknown or ended one (the client then re-initializes).
+fn session_of(gw: &Gateway, headers: &HeaderMap) -> Result<Arc<DownSession>, Response<Body>> {
+    let Some(id) = header(headers, m::HEADER_SESSION_ID) else {
+        return Err(rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            &RpcError::invalid_request(
+                "Bad Request: the Mcp-Session-Id header is required; send initialize first",
+            ),
+        ));
+    };
+    match gw.sessions.get(id) {
+        Some(s) => {
+            s.touch();
+            Ok(s)
+        }
+        None => Err(rpc_error(
+            StatusCode::NOT_FOUND,
+            None,
+            &RpcError::invalid_request(
+                "Session not found: it ended or never existed; send initialize to start a new one",
+            ),
+        )),
+    }
+}
+
+/// Phase: `MCP-Protocol-Version` must name a revision Manifold speaks. A missing
+/// header is accepted (the spec: assume the negotiated or 2025-03-26 revision).
+fn check_protocol_header(headers: &HeaderMap) -> Result<(), Response<Body>> {
+    match header(headers, m::HEADER_PROTOCOL_VERSION) {
+        Some(v) if !version::is_supported_legacy(v.trim()) => Err(rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            &RpcError::invalid_request(format!(
+                "Bad Request: unsupported MCP-Protocol-Version `{v}`; supported: {}",
+                version::LEGACY_SUPPORTED.join(", ")
+            )),
+        )),
+        _ => Ok(()),
+    }
+}
+
+pub(crate) async fn handle_post(
+    gw: Arc<Gateway>,
+    headers: &HeaderMap,
+    bytes: &[u8],
+    accepts_sse: bool,
+) -> Response<Body> {
+    // Phase: decode.
+    let msg = match Incoming::parse(bytes) {
+        Ok(m) => m,
+        Err(e) => return rpc_error(StatusCode::BAD_REQUEST, e.id(), &e.to_rpc_error()),
+    };
+    if let Incoming::Request { id, method, msg } = &msg {
+        if method == m::INITIALIZE {
+            return initialize(&gw, id, msg);
+        }
+        if method == m::SERVER_DISCOVER && header(headers, m::HEADER_SESSION_ID).is_none() {
+            return discover_fallback(id);
+        }
+    }
+    // Phase: session, protocol version.
+    let session = match session_of(&gw, headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    if let Err(r) = check_protocol_header(headers) {
+        return r;
+    }
+    match msg {
+        Incoming::Notification { method, msg } => {
+            if method == m::NOTIF_CANCELLED {
+                let target = jsonrpc::params(&msg)
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(RequestId::from_value);
+                if let Some(target) = target {
+                    if !session.cancel_call(&target) {
+                        tracing::debug!(request = %target, "cancellation for a request not in flight");
+                    }
+                }
+            }
+            plain(StatusCode::ACCEPTED)
+        }
+        Incoming::Response { id, msg } => {
+            relay_client_response(&session, &id, msg).await;
+            plain(StatusCode::ACCEPTED)
+        }
+        Incoming::Request { id, method, msg } => {
+            route(&gw, &session, id, &method, msg, accepts_sse).await
+        }
+    }
+}
+
+/// Phase: route by method.
+async fn route(
+    gw: &Arc<Gateway>,
+    session: &Arc<DownSession>,
+    id: RequestId,
+    method: &str,
+    msg: Map<String, Value>,
+    accepts_sse: bool,
+) -> Response<Body> {
+    let params = match msg.get("params") {
+        Some(Value::Object(p)) => p.clone(),
+        _ => Map::new(),
+    };
+    let ok = |result: &[u8]| {
+        json_response(
+            StatusCode::OK,
+            jsonrpc::response_bytes_from_json(&id, result),
+            None,
+        )
+    };
+    let err =
+        |e: RpcError| json_response(StatusCode::OK, jsonrpc::error_bytes(Some(&id), &e), None);
+    match method {
+        m::PING => ok(b"{}"),
+        m::TOOLS_LIST | m::PROMPTS_LIST => {
+            let kind = if method == m::TOOLS_LIST {
+                Kind::Tools
+            } else {
+                Kind::Prompts
+            };
+            let cursor = match params.get("cursor") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(c)) => Some(c.as_str()),
+                Some(_) => {
+                    return err(RpcError::invalid_params(
+                        "Invalid cursor: it must be a string",
+                    ))
+                }
+            };
+            match gw.catalog.load().list(kind).page(cursor) {
+                Ok(page) => ok(&page),
+                Err(e) => err(RpcError::invalid_params(e.to_string())),
+            }
+        }
+        m::TOOLS_CALL => {
+            crate::forward::forward(gw, session, id, method, params, Kind::Tools, accepts_sse).await
+        }
+        m::PROMPTS_GET => {
+            crate::forward::forward(gw, session, id, method, params, Kind::Prompts, accepts_sse)
+                .await
+        }
+        m::LOGGING_SET_LEVEL => ok(b"{}"),
+        _ => err(RpcError::method_not_found(method)),
+    }
+}
+
+/// `initialize`: negotiate, mint a session, answer with the merged capabilities.
+fn initialize(gw: &Gateway, id: &RequestId, msg: &Map<String, Value>) -> Response<Body> {
+    let params = jsonrpc::params(msg);
+    let Some(requested) = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+    else {
+        return json_response(
+            StatusCode::OK,
+            jsonrpc::error_bytes(
+                Some(id),
+                &RpcError::invalid_params("initialize needs params.protocolVersion (a string)"),
+            ),
+            None,
+        );
+    };
+    let negotiated = version::negotiate(requested);
+    let capabilities = params
+        .and_then(|p| p.get("capabilities"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let client_info = params
+        .and_then(|p| p.get("clientInfo"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let Some(session) =
+        gw.sessions
+            .create(negotiated.to_string(), client_info.clone(), capabilities)
+    else {
+        return rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(id),
+            &RpcError::internal(format!(
+                "too many sessions (limits.max_sessions = {}); try again later",
+                gw.config.limits.max_sessions
+            )),
+        );
+    };
+    tracing::info!(session = %&session.id[..8], client = %client_info, version = negotiated, "session started");
+    let mut result = Map::new();
+    result.insert("protocolVersion".into(), Value::from(negotiated));
+    result.insert("capabilities".into(), capabilities_for(gw));
+    result.insert(
+        "serverInfo".into(),
+        json!({"name": SERVER_NAME, "version": SERVER_VERSION}),
+    );
+    if let Some(text) = merged_instructions(gw) {
+        result.insert("instructions".into(), Value::from(text));
+    }
+    let bytes = jsonrpc::response_bytes_from_json(id, Value::Object(result).to_string().as_bytes());
+    json_response(StatusCode::OK, bytes, Some(&session.id))
+}
+
+fn capabilities_for(gw: &Gateway) -> Value {
+    let mut caps = Map::new();
+    caps.insert("tools".into(), json!({"listChanged": true}));
+    caps.insert("prompts".into(), json!({"listChanged": true}));
+    let any_logging = gw.upstreams.iter().any(|u| {
+        u.status()
+            .facts
+            .is_some_and(|f| f.capabilities.contains_key("logging"))
+    });
+    if any_logging {
+        caps.insert("logging".into(), json!({}));
+    }
+    Value::Object(caps)
+}
+
+/// One heading per upstream that gave instructions, in upstream order.
+fn merged_instructions(gw: &Gateway) -> Option<String> {
+    let parts: Vec<String> = gw
+        .upstreams
+        .iter()
+        .filter_map(|u| {
+            let text = u.status().facts?.instructions?;
+            let text = text.trim().to_string();
+            (!text.is_empty()).then(|| format!("## {}\n{}", u.name(), text))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// `server/discover` (the 2026-07-28 era probe) before any session: Manifold does
+/// not serve that era yet, so it answers as a stateful-only server does (404 +
+/// -32601, the request's id echoed). Dual-era clients (Python SDK 2.x) fall back to
+/// `initialize` on any JSON-RPC error other than -32022.
+fn discover_fallback(id: &RequestId) -> Response<Body> {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        Some(id),
+        &RpcError::new(
+            manifold_protocol::ErrorCode::METHOD_NOT_FOUND,
+            "Method not found: server/discover (protocol 2026-07-28) is not served here yet; use initialize",
+        ),
+    )
+}
+
+/// A client's answer to a server→client request, relayed to the upstream that asked.
+async fn relay_client_response(session: &DownSession, id: &RequestId, msg: Map<String, Value>) {
+    let Some(responder) = session.take_pending(id) else {
+        tracing::debug!(request = %id, "response to no pending request; ignored");
+        return;
+    };
+    let (ok, member) = match (msg.get("result"), msg.get("error")) {
+        (Some(r), _) => (true, r),
+        (None, Some(e)) => (false, e),
+        (None, None) => return,
+    };
+    let raw =
+        RawValue::from_string(member.to_string()).unwrap_or_else(|_| RawValue::NULL.to_owned());
+    responder.respond(if ok { Ok(raw) } else { Err(raw) }).await;
+}
+
+/// GET: the session's stream for notifications outside any request.
+pub(crate) fn open_get_stream(gw: &Gateway, headers: &HeaderMap) -> Response<Body> {
+    let accept = header(headers, "accept").unwrap_or("").to_ascii_lowercase();
+    if !accept.contains(m::CONTENT_TYPE_SSE) && !accept.contains("*/*") {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            &RpcError::invalid_request(
+                "GET opens an SSE stream: Accept must include text/event-stream",
+            ),
+        );
+    }
+    let session = match session_of(gw, headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let rx = session.open_stream(gw.config.limits.stream_queue);
+    sse_response(rx, None)
+}
+
+/// DELETE: ends the session.
+pub(crate) fn delete_session(gw: &Gateway, headers: &HeaderMap) -> Response<Body> {
+    let session = match session_of(gw, headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    gw.sessions.remove(&session.id);
+    tracing::info!(session = %&session.id[..8], "session ended by the client");
+    plain(StatusCode::OK)
+}

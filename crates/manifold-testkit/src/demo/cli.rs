@@ -1,0 +1,86 @@
+//! Command line of `manifold-demo-upstream`.
+//!
+//! What: parses flags into a [`DemoConfig`] and runs the chosen transport.
+//! The binary's `main` only calls [`main`], so the flags are documented and
+//! tested in one place.
+//!
+//! Invariants: stdout belongs to the protocol (stdio) or to the single
+//! `listening on …` line (HTTP); diagnostics go to stderr. Exit codes: 0 on
+//! stdin EOF, 1 on startup/IO errors, 2 on bad flags (clap), 3 from `crash`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use super::{DemoConfig, DEFAULT_INSTRUCTIONS, SERVER_NAME};
+
+/// Demo/mock upstream MCP server for Manifold demos, tests and benchmarks.
+#[derive(Debug, Parser)]
+#[command(name = "manifold-demo-upstream", version)]
+pub struct Args {
+    /// Serve newline-delimited JSON-RPC on stdin/stdout (the default).
+    #[arg(long, conflicts_with = "http")]
+    pub stdio: bool,
+
+    /// Serve Streamable HTTP at http://ADDR/mcp instead (e.g. 127.0.0.1:0).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+
+    /// tools/list page size; 0 disables pagination.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub page_size: usize,
+
+    /// Additionally expose N synthetic tools synthetic_0000, synthetic_0001, ...
+    #[arg(long = "tools", value_name = "N", default_value_t = 0)]
+    pub synthetic_tools: usize,
+
+    /// `instructions` returned by initialize; an empty string omits it.
+    #[arg(long, value_name = "TEXT", default_value = DEFAULT_INSTRUCTIONS)]
+    pub instructions: String,
+
+    /// Answer initialize with a -32603 error (tests startup failures).
+    #[arg(long)]
+    pub fail_initialize: bool,
+}
+
+impl Args {
+    pub fn config(&self) -> DemoConfig {
+        DemoConfig {
+            page_size: self.page_size,
+            synthetic_tools: self.synthetic_tools,
+            instructions: Some(self.instructions.clone()).filter(|text| !text.is_empty()),
+            fail_initialize: self.fail_initialize,
+        }
+    }
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("{SERVER_NAME}: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let config = args.config();
+    let outcome = runtime.block_on(async {
+        match &args.http {
+            Some(addr) => super::http::run(config, addr).await,
+            None => super::stdio::run(config).await,
+        }
+    });
+    match outcome {
+        // Exit right away: a runtime shutdown could wait on the blocking
+        // thread tokio uses for stdin.
+        Ok(()) => std::process::exit(0),
+        Err(error) => {
+            eprintln!("{SERVER_NAME}: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,578 @@
+//! The demo/mock upstream MCP server (`manifold-demo-upstream`).
+//!
+//! What: a small, spec-correct MCP server (protocol revisions 2024-11-05,
+//! 2025-03-26, 2025-06-18 and 2025-11-25) whose tools exercise the paths a
+//! gateway has to get right: pagination, lossless pass-through of unknown
+//! members, progress, server→client requests, cancellation, list changes,
+//! header mirroring, tool errors and upstream crashes. It backs the demo
+//! `gateway.toml` and the tests/benchmarks.
+//!
+//! This module is the transport-independent protocol logic: JSON-RPC
+//! classification, per-connection [`Session`] state and method dispatch.
+//! [`stdio`] and [`http`] only move messages; [`tools`] holds the catalog.
+//!
+//! Invariants:
+//! - Every request gets exactly one response, except a request the client
+//!   cancelled with `notifications/cancelled`, which gets none (per spec).
+//! - Requests are handled concurrently; nothing here holds a lock across an
+//!   `.await`.
+//! - The tool catalog is server-wide (shared by all HTTP sessions), so
+//!   `notifications/tools/list_changed` goes out on the server-wide event
+//!   channel rather than on a request's own stream.
+//!
+//! What not: no batching (removed from MCP in 2025-06-18; batches are answered
+//! with -32600), no resumable streams, no authorization, no MCP SDK.
+
+pub mod cli;
+pub mod http;
+pub mod stdio;
+mod tools;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// Protocol revisions this server speaks, oldest first.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// Offered when the client asks for a revision we do not know.
+pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+pub const SERVER_NAME: &str = "manifold-demo-upstream";
+pub const SERVER_VERSION: &str = "0.1.0";
+pub const DEFAULT_INSTRUCTIONS: &str =
+    "Manifold demo upstream: a mock MCP server for demos, tests and benchmarks.";
+
+/// JSON-RPC 2.0 / MCP error codes used by the demo server.
+pub mod codes {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP's "resource not found".
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+}
+
+/// Behaviour knobs, mirrored one-to-one by the CLI flags.
+#[derive(Debug, Clone)]
+pub struct DemoConfig {
+    /// `tools/list` page size; 0 disables pagination.
+    pub page_size: usize,
+    /// Number of extra `synthetic_NNNN` tools (large-catalog benchmarks).
+    pub synthetic_tools: usize,
+    /// `instructions` in the initialize result; `None` omits the member.
+    pub instructions: Option<String>,
+    /// Answer `initialize` with -32603 to exercise startup failures.
+    pub fail_initialize: bool,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        Self {
+            page_size: 0,
+            synthetic_tools: 0,
+            instructions: Some(DEFAULT_INSTRUCTIONS.to_owned()),
+            fail_initialize: false,
+        }
+    }
+}
+
+/// Which transport carries the session; a few tools behave differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    Stdio,
+    Http,
+}
+
+/// A JSON-RPC error produced while handling a request.
+#[derive(Debug, Clone)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_PARAMS, message)
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":id,"result":result}`.
+pub fn rpc_result(id: Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// `{"jsonrpc":"2.0","id":id,"error":{code,message}}`.
+pub fn rpc_error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// The reply to input that is not JSON at all (id is unknowable, hence null).
+pub fn parse_error() -> Value {
+    rpc_error(Value::Null, codes::PARSE_ERROR, "Parse error")
+}
+
+/// A notification message (no id).
+pub fn notification(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+/// Poison-tolerant lock: a panicking request task must not wedge the server.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Map key for a JSON-RPC id. Serialized form keeps `1` and `"1"` distinct.
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// One inbound JSON-RPC message, classified.
+#[derive(Debug)]
+pub enum Incoming {
+    Request {
+        id: Value,
+        method: String,
+        params: Map<String, Value>,
+    },
+    Notification {
+        method: String,
+        params: Map<String, Value>,
+    },
+    /// A client's answer to one of our server→client requests (whole message).
+    Response { id: Value, message: Value },
+    /// Not a valid message; the payload is the error response to send back.
+    Invalid(Value),
+}
+
+/// Classify a parsed JSON value as a JSON-RPC 2.0 message.
+pub fn classify(message: Value) -> Incoming {
+    let Value::Object(mut obj) = message else {
+        let text = if message.is_array() {
+            "Invalid Request: batches are not supported"
+        } else {
+            "Invalid Request: expected a JSON object"
+        };
+        return Incoming::Invalid(rpc_error(Value::Null, codes::INVALID_REQUEST, text));
+    };
+    // Never answer a response, even a malformed one (e.g. an error with a
+    // null id): replying could ping-pong errors with the peer forever.
+    if !obj.contains_key("method") && (obj.contains_key("result") || obj.contains_key("error")) {
+        let id = obj.get("id").cloned().unwrap_or(Value::Null);
+        return Incoming::Response {
+            id,
+            message: Value::Object(obj),
+        };
+    }
+    // MCP ids are strings or numbers; anything else cannot be echoed back.
+    let id = match obj.get("id") {
+        None => None,
+        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id.clone()),
+        Some(_) => {
+            return Incoming::Invalid(rpc_error(
+                Value::Null,
+                codes::INVALID_REQUEST,
+                "Invalid Request: id must be a string or a number",
+            ))
+        }
+    };
+    let invalid = |text: &str| {
+        rpc_error(
+            id.clone().unwrap_or(Value::Null),
+            codes::INVALID_REQUEST,
+            text,
+        )
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Incoming::Invalid(invalid("Invalid Request: jsonrpc must be \"2.0\""));
+    }
+    match obj.remove("method") {
+        Some(Value::String(method)) => {
+            let params = match obj.remove("params") {
+                None | Some(Value::Null) => Map::new(),
+                Some(Value::Object(params)) => params,
+                Some(_) => {
+                    return Incoming::Invalid(rpc_error(
+                        id.unwrap_or(Value::Null),
+                        codes::INVALID_PARAMS,
+                        "Invalid params: params must be an object",
+                    ))
+                }
+            };
+            match id {
+                Some(id) => Incoming::Request { id, method, params },
+                None => Incoming::Notification { method, params },
+            }
+        }
+        Some(_) => Incoming::Invalid(invalid("Invalid Request: method must be a string")),
+        None => Incoming::Invalid(invalid(
+            "Invalid Request: not a request, notification or response",
+        )),
+    }
+}
+
+/// Server-wide state: configuration, the tool catalog and the event channel.
+pub struct DemoServer {
+    config: DemoConfig,
+    transport: TransportKind,
+    tools: tools::Catalog,
+    /// Messages not tied to any request (tools/list_changed). Transports
+    /// forward them: stdout for stdio, each session's GET stream for HTTP.
+    events: broadcast::Sender<Value>,
+}
+
+impl DemoServer {
+    pub fn new(config: DemoConfig, transport: TransportKind) -> Arc<Self> {
+        let (events, _) = broadcast::channel(64);
+        Arc::new(Self {
+            tools: tools::Catalog::new(config.synthetic_tools),
+            config,
+            transport,
+            events,
+        })
+    }
+
+    pub fn config(&self) -> &DemoConfig {
+        &self.config
+    }
+
+    pub fn transport(&self) -> TransportKind {
+        self.transport
+    }
+
+    /// Subscribe to server-wide notifications sent from now on.
+    pub fn subscribe_events(&self) -> broadcast::Receiver<Value> {
+        self.events.subscribe()
+    }
+
+    /// Send a server-wide notification; dropped when nobody listens (the
+    /// spec lets a server skip notifications it has no stream for).
+    fn broadcast(&self, message: Value) {
+        let _ = self.events.send(message);
+    }
+
+    pub fn new_session(self: &Arc<Self>) -> Arc<Session> {
+        Arc::new(Session {
+            server: Arc::clone(self),
+            in_flight: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            next_request: AtomicU64::new(0),
+            client_capabilities: Mutex::new(None),
+        })
+    }
+}
+
+/// What a transport provides to one request while it is handled.
+#[derive(Debug, Default)]
+pub struct CallContext {
+    /// Where messages tied to this request go (progress notifications,
+    /// server→client requests). `None` when the transport cannot deliver
+    /// them, e.g. an HTTP client that does not accept `text/event-stream`.
+    pub outbound: Option<mpsc::UnboundedSender<Value>>,
+    /// Request headers whose lowercase name starts with `mcp-` (HTTP only).
+    pub mcp_headers: Map<String, Value>,
+}
+
+/// Per-connection state (one stdio process, or one HTTP `Mcp-Session-Id`).
+pub struct Session {
+    server: Arc<DemoServer>,
+    /// Cancellation handles of requests being handled, by id key.
+    in_flight: Mutex<HashMap<String, CancellationToken>>,
+    /// Our server→client requests awaiting the client's response, by id key.
+    pending: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    next_request: AtomicU64,
+    client_capabilities: Mutex<Option<Value>>,
+}
+
+/// Removes a map entry when the owning future finishes or is dropped, so
+/// cancelled or aborted work never leaks entries.
+struct RemoveOnDrop<'a, T> {
+    map: &'a Mutex<HashMap<String, T>>,
+    key: String,
+}
+
+impl<T> Drop for RemoveOnDrop<'_, T> {
+    fn drop(&mut self) {
+        lock(self.map).remove(&self.key);
+    }
+}
+
+impl Session {
+    pub fn server(&self) -> &Arc<DemoServer> {
+        &self.server
+    }
+
+    /// Handle a request; `None` means "send nothing" (the client cancelled it).
+    pub async fn handle_request(
+        self: &Arc<Self>,
+        id: Value,
+        method: String,
+        params: Map<String, Value>,
+        ctx: CallContext,
+    ) -> Option<Value> {
+        let detail = match params.get("name").and_then(Value::as_str) {
+            Some(name) if method == "tools/call" => format!(" {name}"),
+            _ => String::new(),
+        };
+        eprintln!("{SERVER_NAME}: {method}{detail} (id {id})");
+        // The spec forbids cancelling initialize, so it is never registered.
+        if method == "initialize" {
+            return Some(respond(id, self.initialize(&params)));
+        }
+        let token = CancellationToken::new();
+        let key = id_key(&id);
+        lock(&self.in_flight).insert(key.clone(), token.clone());
+        let _registered = RemoveOnDrop {
+            map: &self.in_flight,
+            key,
+        };
+        tokio::select! {
+            biased;
+            _ = token.cancelled() => {
+                eprintln!("{SERVER_NAME}: request {id} cancelled; no response is sent");
+                None
+            }
+            outcome = self.dispatch(&method, &params, &ctx) => Some(respond(id, outcome)),
+        }
+    }
+
+    /// Handle a client notification (never answered).
+    pub fn handle_notification(&self, method: &str, params: &Map<String, Value>) {
+        if method == "notifications/cancelled" {
+            if let Some(id) = params.get("requestId") {
+                if let Some(token) = lock(&self.in_flight).get(&id_key(id)) {
+                    token.cancel();
+                }
+            }
+        }
+        // notifications/initialized and anything else: accepted silently.
+    }
+
+    /// Deliver a client's response to the matching server→client request.
+    /// Returns false when no such request is pending.
+    pub fn handle_response(&self, id: &Value, message: Value) -> bool {
+        let waiter = lock(&self.pending).remove(&id_key(id));
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(message);
+                true
+            }
+            None => {
+                eprintln!("{SERVER_NAME}: ignoring response to unknown request {id}");
+                false
+            }
+        }
+    }
+
+    /// Session end: cancel in-flight work and fail pending client requests.
+    pub fn cancel_all(&self) {
+        for (_, token) in lock(&self.in_flight).drain() {
+            token.cancel();
+        }
+        lock(&self.pending).clear();
+    }
+
+    /// Send a server→client request over `ctx.outbound` and await the answer.
+    /// `Ok(result)` or `Err(error message)`, ready for a tool-level result.
+    async fn request_client(
+        &self,
+        ctx: &CallContext,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, String> {
+        let Some(outbound) = &ctx.outbound else {
+            return Err("the transport cannot carry server-to-client requests here".into());
+        };
+        let n = self.next_request.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = Value::String(format!("demo-srv-{n}"));
+        let (tx, rx) = oneshot::channel();
+        let key = id_key(&id);
+        lock(&self.pending).insert(key.clone(), tx);
+        let _registered = RemoveOnDrop {
+            map: &self.pending,
+            key,
+        };
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if outbound.send(request).is_err() {
+            return Err("the client connection is closed".into());
+        }
+        let response = rx
+            .await
+            .map_err(|_| "the session ended before the client answered".to_string())?;
+        match response.get("error") {
+            Some(error) => Err(error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("the client answered with an error")
+                .to_owned()),
+            None => Ok(response.get("result").cloned().unwrap_or(Value::Null)),
+        }
+    }
+
+    fn client_has_capability(&self, name: &str) -> bool {
+        lock(&self.client_capabilities)
+            .as_ref()
+            .and_then(|caps| caps.get(name))
+            .is_some()
+    }
+
+    fn initialize(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let config = &self.server.config;
+        if config.fail_initialize {
+            return Err(RpcError::new(
+                codes::INTERNAL_ERROR,
+                "initialize failed (--fail-initialize)",
+            ));
+        }
+        let version = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .filter(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(v))
+            .unwrap_or(LATEST_PROTOCOL_VERSION);
+        *lock(&self.client_capabilities) = params.get("capabilities").cloned();
+        let mut result = Map::new();
+        result.insert("protocolVersion".into(), json!(version));
+        result.insert(
+            "capabilities".into(),
+            json!({
+                "tools": {"listChanged": true},
+                "prompts": {"listChanged": false},
+                "resources": {"subscribe": false, "listChanged": false},
+                "logging": {}
+            }),
+        );
+        result.insert(
+            "serverInfo".into(),
+            json!({"name": SERVER_NAME, "version": SERVER_VERSION}),
+        );
+        if let Some(text) = config.instructions.as_deref().filter(|t| !t.is_empty()) {
+            result.insert("instructions".into(), json!(text));
+        }
+        Ok(Value::Object(result))
+    }
+
+    async fn dispatch(
+        self: &Arc<Self>,
+        method: &str,
+        params: &Map<String, Value>,
+        ctx: &CallContext,
+    ) -> Result<Value, RpcError> {
+        match method {
+            "ping" => Ok(json!({})),
+            "tools/list" => self.list_tools(params),
+            "tools/call" => tools::call(self, params, ctx).await,
+            "prompts/list" => Ok(json!({"prompts": [{
+                "name": "greet",
+                "description": "Ask the model to greet someone.",
+                "arguments": [{"name": "name", "description": "Who to greet", "required": true}]
+            }]})),
+            "prompts/get" => get_prompt(params),
+            "resources/list" => Ok(json!({"resources": [{
+                "uri": README_URI,
+                "name": "readme",
+                "description": "What this demo server is.",
+                "mimeType": "text/plain"
+            }]})),
+            "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
+            "resources/read" => read_resource(params),
+            "logging/setLevel" => set_log_level(params),
+            _ => Err(RpcError::new(
+                codes::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            )),
+        }
+    }
+
+    fn list_tools(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        // The cursor is the decimal offset of the first tool of the page.
+        let offset = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(cursor)) => cursor
+                .parse::<usize>()
+                .map_err(|_| RpcError::invalid_params(format!("Invalid cursor: {cursor}")))?,
+            Some(_) => return Err(RpcError::invalid_params("Invalid cursor: not a string")),
+        };
+        let page_size = self.server.config.page_size;
+        let (tools, next) = self
+            .server
+            .tools
+            .page(offset, page_size)
+            .ok_or_else(|| RpcError::invalid_params(format!("Invalid cursor: {offset}")))?;
+        let mut result = Map::new();
+        result.insert("tools".into(), Value::Array(tools));
+        if let Some(next) = next {
+            result.insert("nextCursor".into(), json!(next.to_string()));
+        }
+        Ok(Value::Object(result))
+    }
+}
+
+const README_URI: &str = "demo://readme";
+
+fn respond(id: Value, outcome: Result<Value, RpcError>) -> Value {
+    match outcome {
+        Ok(result) => rpc_result(id, result),
+        Err(error) => rpc_error(id, error.code, &error.message),
+    }
+}
+
+fn get_prompt(params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    if name != "greet" {
+        return Err(RpcError::invalid_params(format!("Unknown prompt: {name}")));
+    }
+    let who = params
+        .get("arguments")
+        .and_then(|args| args.get("name"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("Missing required argument: name"))?;
+    Ok(json!({
+        "description": "Greeting prompt",
+        "messages": [{"role": "user", "content": {"type": "text", "text": format!("Please greet {who}.")}}]
+    }))
+}
+
+fn read_resource(params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+    if uri != README_URI {
+        return Err(RpcError::new(
+            codes::RESOURCE_NOT_FOUND,
+            format!("Resource not found: {uri}"),
+        ));
+    }
+    Ok(json!({"contents": [{
+        "uri": README_URI,
+        "mimeType": "text/plain",
+        "text": DEFAULT_INSTRUCTIONS
+    }]}))
+}
+
+fn set_log_level(params: &Map<String, Value>) -> Result<Value, RpcError> {
+    const LEVELS: &[&str] = &[
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
+    ];
+    match params.get("level").and_then(Value::as_str) {
+        Some(level) if LEVELS.contains(&level) => Ok(json!({})),
+        _ => Err(RpcError::invalid_params("Invalid log level")),
+    }
+}

@@ -1,0 +1,161 @@
+//! A request in flight to an upstream, as the gateway sees it: a stream of related
+//! notifications and server→client requests, then exactly one outcome.
+//!
+//! Dropping a [`Call`] before its outcome tells the upstream the request is
+//! cancelled (`notifications/cancelled`): nobody is left to read the answer.
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::supervisor::Session;
+use crate::UpstreamError;
+
+/// Something the upstream sent about a call before its outcome.
+#[derive(Debug)]
+pub enum CallEvent {
+    /// A notification tied to the call (progress with the client's own token
+    /// restored, a log message). The whole message, members in order.
+    Notification(Map<String, Value>),
+    /// A server→client request (sampling, elicitation, roots) made during the call.
+    Request {
+        method: String,
+        params: Option<Value>,
+        responder: Responder,
+    },
+    /// The final outcome.
+    Done(CallOutcome),
+}
+
+/// How a call ended.
+#[derive(Debug)]
+pub enum CallOutcome {
+    /// The upstream's `result`, byte for byte.
+    Result(Box<RawValue>),
+    /// The upstream's `error` object, byte for byte.
+    Error(Box<RawValue>),
+    /// No response: timeout, connection loss, refusal.
+    Failed(UpstreamError),
+}
+
+/// Answers one server→client request back to the upstream that sent it, with that
+/// upstream's own id.
+#[derive(Debug)]
+pub struct Responder {
+    pub(crate) upstream_id: Value,
+    pub(crate) session: Arc<Session>,
+}
+
+impl Responder {
+    /// Sends the client's answer (`{"result":…}` or `{"error":…}` member) upstream.
+    pub async fn respond(self, outcome: Result<Box<RawValue>, Box<RawValue>>) {
+        let id = self.upstream_id.to_string();
+        let (member, raw) = match &outcome {
+            Ok(r) => ("result", r.get()),
+            Err(e) => ("error", e.get()),
+        };
+        let bytes = format!(r#"{{"jsonrpc":"2.0","id":{id},"{member}":{raw}}}"#);
+        self.session.send_message(bytes.into_bytes()).await;
+    }
+
+    /// Refuses the request with a JSON-RPC error.
+    pub async fn refuse(self, code: i64, message: &str) {
+        let err = serde_json::json!({"code": code, "message": message}).to_string();
+        let raw = RawValue::from_string(err).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        self.respond(Err(raw)).await;
+    }
+}
+
+/// A request in flight.
+pub struct Call {
+    pub(crate) id: u64,
+    pub(crate) session: Arc<Session>,
+    pub(crate) events: mpsc::Receiver<CallEvent>,
+    pub(crate) done: oneshot::Receiver<CallOutcome>,
+    pub(crate) deadline: Instant,
+    pub(crate) timeout: Duration,
+    pub(crate) finished: bool,
+}
+
+impl Call {
+    /// The next event; `Done` comes last and exactly once. After the deadline the
+    /// call is cancelled upstream and ends with a timeout.
+    pub async fn next(&mut self) -> CallEvent {
+        if self.finished {
+            return CallEvent::Done(CallOutcome::Failed(UpstreamError::Cancelled {
+                upstream: self.session.router.upstream.to_string(),
+            }));
+        }
+        tokio::select! {
+            biased;
+            Some(ev) = self.events.recv() => ev,
+            outcome = &mut self.done => {
+                // Events sent before the outcome come first.
+                if let Ok(ev) = self.events.try_recv() {
+                    // Put the outcome back by finishing on the next call.
+                    let outcome = outcome.unwrap_or_else(|_| self.lost());
+                    self.stash(outcome);
+                    return ev;
+                }
+                self.finished = true;
+                CallEvent::Done(outcome.unwrap_or_else(|_| self.lost()))
+            }
+            _ = tokio::time::sleep_until(self.deadline) => {
+                self.cancel_upstream("timeout").await;
+                self.finished = true;
+                CallEvent::Done(CallOutcome::Failed(UpstreamError::Timeout {
+                    upstream: self.session.router.upstream.to_string(),
+                    timeout: self.timeout,
+                }))
+            }
+        }
+    }
+
+    fn lost(&self) -> CallOutcome {
+        CallOutcome::Failed(UpstreamError::unavailable(
+            &self.session.router.upstream,
+            "the connection closed before the response",
+        ))
+    }
+
+    fn stash(&mut self, outcome: CallOutcome) {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(outcome);
+        self.done = rx;
+    }
+
+    /// The id Manifold used upstream.
+    pub fn upstream_id(&self) -> u64 {
+        self.id
+    }
+
+    /// Cancels the call upstream (`notifications/cancelled`) and ends it.
+    pub async fn cancel(&mut self, reason: &str) {
+        if !self.finished {
+            self.cancel_upstream(reason).await;
+            self.finished = true;
+        }
+    }
+
+    async fn cancel_upstream(&self, reason: &str) {
+        if self.session.router.forget(self.id) {
+            self.session.send_cancelled(self.id, reason).await;
+        }
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if !self.finished && self.session.router.forget(self.id) {
+            let session = self.session.clone();
+            let id = self.id;
+            // Best effort, bounded by the session's own lifetime token.
+            session.clone().spawn_owned(async move {
+                session.send_cancelled(id, "the client went away").await;
+            });
+        }
+    }
+}

@@ -1,0 +1,462 @@
+//! Streamable-HTTP upstreams (2025-03-26 … 2025-11-25, stateful).
+//!
+//! Each request is its own POST; the reply is JSON or an SSE stream carrying related
+//! notifications and server→client requests before the response. Handled here:
+//! SSE priming events (an id with empty data), server-initiated disconnects resumed
+//! with GET + `Last-Event-ID`, the upstream's `Mcp-Session-Id` (kept private, never
+//! shown to clients) and a transparent re-`initialize` when the upstream answers 404
+//! for it, the GET stream for notifications outside any call, and DELETE on shutdown.
+//! Connections are pooled and reused by hyper's client.
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use manifold_config::{LimitsConfig, Transport, UpstreamConfig};
+use manifold_protocol::methods as m;
+use manifold_protocol::sse::SseDecoder;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::router::Router;
+use crate::supervisor::{Link, Session};
+use crate::UpstreamError;
+
+/// Times a broken response stream is resumed with `Last-Event-ID` before the call
+/// fails.
+pub const MAX_RESUMPTIONS: usize = 5;
+/// Longest `retry:` delay honoured before resuming.
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
+/// Extra time a POST's reader may outlive its call's timeout.
+pub const STREAM_GRACE: Duration = Duration::from_secs(5);
+
+type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+pub(crate) struct HttpLink {
+    client: HttpClient,
+    url: http::Uri,
+    headers: HeaderMap,
+    max_message: usize,
+    session_id: Mutex<Option<String>>,
+    reinit: tokio::sync::Mutex<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) fn connect(
+    cfg: &UpstreamConfig,
+    limits: &LimitsConfig,
+    router: Router,
+    closed: CancellationToken,
+) -> Result<Arc<Session>, UpstreamError> {
+    let Transport::Http { url, headers } = &cfg.transport else {
+        return Err(UpstreamError::unavailable(
+            &cfg.name,
+            "not an HTTP upstream",
+        ));
+    };
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| UpstreamError::unavailable(&cfg.name, format!("bad url {url}: {e}")))?;
+    let mut map = HeaderMap::new();
+    for (k, v) in headers {
+        let (Ok(name), Ok(value)) = (
+            HeaderName::try_from(k.as_str()),
+            HeaderValue::try_from(v.as_str()),
+        ) else {
+            return Err(UpstreamError::unavailable(
+                &cfg.name,
+                format!("invalid header {k}"),
+            ));
+        };
+        map.insert(name, value);
+    }
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_webpki_roots()
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .build();
+    let client = Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(60))
+        .build(https);
+    Ok(Arc::new(Session {
+        router,
+        link: Link::Http(HttpLink {
+            client,
+            url: uri,
+            headers: map,
+            max_message: limits.max_message_bytes,
+            session_id: Mutex::new(None),
+            reinit: tokio::sync::Mutex::new(()),
+        }),
+        closed,
+        tasks: TaskTracker::new(),
+        timeout: cfg.timeout,
+        protocol_version: std::sync::OnceLock::new(),
+    }))
+}
+
+fn link(session: &Session) -> Option<&HttpLink> {
+    match &session.link {
+        Link::Http(l) => Some(l),
+        Link::Stdio(_) => None,
+    }
+}
+
+impl HttpLink {
+    fn request(
+        &self,
+        session: &Session,
+        method: Method,
+        body: Option<Vec<u8>>,
+        extra: &[(String, String)],
+        last_event_id: Option<&str>,
+    ) -> Result<Request<Full<Bytes>>, String> {
+        let mut b = Request::builder().method(method).uri(self.url.clone());
+        let h = b.headers_mut().ok_or("bad request")?;
+        h.extend(self.headers.clone());
+        h.insert(
+            http::header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        if body.is_some() {
+            h.insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static(m::CONTENT_TYPE_JSON),
+            );
+        }
+        if let Some(v) = session.protocol_version.get() {
+            if let Ok(v) = HeaderValue::try_from(v.as_str()) {
+                h.insert(m::HEADER_PROTOCOL_VERSION, v);
+            }
+        }
+        if let Some(id) = lock(&self.session_id).clone() {
+            if let Ok(v) = HeaderValue::try_from(id) {
+                h.insert(m::HEADER_SESSION_ID, v);
+            }
+        }
+        if let Some(id) = last_event_id.and_then(|i| HeaderValue::try_from(i).ok()) {
+            h.insert(m::HEADER_LAST_EVENT_ID, id);
+        }
+        for (k, v) in extra {
+            if let (Ok(k), Ok(v)) = (
+                HeaderName::try_from(k.as_str()),
+                HeaderValue::try_from(v.as_str()),
+            ) {
+                h.insert(k, v);
+            }
+        }
+        b.body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|e| e.to_string())
+    }
+
+    async fn send(
+        &self,
+        session: &Session,
+        method: Method,
+        body: Option<Vec<u8>>,
+        extra: &[(String, String)],
+        last_event_id: Option<&str>,
+    ) -> Result<http::Response<hyper::body::Incoming>, UpstreamError> {
+        let name = &session.router.upstream;
+        let req = self
+            .request(session, method, body, extra, last_event_id)
+            .map_err(|e| UpstreamError::protocol(name, e))?;
+        let resp = self.client.request(req).await.map_err(|e| {
+            UpstreamError::unavailable(name, format!("HTTP request to {} failed: {e}", self.url))
+        })?;
+        if let Some(id) = resp
+            .headers()
+            .get(m::HEADER_SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+        {
+            let mut cur = lock(&self.session_id);
+            if cur.as_deref() != Some(id) {
+                *cur = Some(id.to_string());
+            }
+        }
+        Ok(resp)
+    }
+
+    /// POSTs a notification or response; the upstream answers 202.
+    pub(crate) async fn send_message(
+        &self,
+        session: &Session,
+        bytes: Vec<u8>,
+    ) -> Result<(), UpstreamError> {
+        let resp = self
+            .send(session, Method::POST, Some(bytes), &[], None)
+            .await?;
+        if !resp.status().is_success() {
+            return Err(UpstreamError::protocol(
+                &session.router.upstream,
+                format!("answered {} to a notification", resp.status()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Ends the upstream session (DELETE), best effort.
+    pub(crate) async fn shutdown(&self, session: &Session) {
+        if lock(&self.session_id).is_none() {
+            return;
+        }
+        let del = self.send(session, Method::DELETE, None, &[], None);
+        let _ = tokio::time::timeout(Duration::from_secs(2), del).await;
+    }
+
+    /// Starts a new upstream session after the upstream forgot ours (404).
+    async fn reinitialize(
+        &self,
+        session: &Arc<Session>,
+        stale: Option<String>,
+    ) -> Result<(), UpstreamError> {
+        let _guard = self.reinit.lock().await;
+        if *lock(&self.session_id) != stale {
+            return Ok(()); // someone else already did
+        }
+        tracing::info!(upstream = %session.router.upstream, "upstream session expired (404); re-initializing");
+        *lock(&self.session_id) = None;
+        crate::handshake::initialize(session).await?;
+        Ok(())
+    }
+}
+
+/// Starts the POST for a call; its reply is read by an owned task.
+pub(crate) fn post_call(
+    session: Arc<Session>,
+    id: u64,
+    method: String,
+    bytes: Vec<u8>,
+    headers: Vec<(String, String)>,
+) {
+    let s = session.clone();
+    let limit = session.timeout + STREAM_GRACE;
+    session.spawn_owned(async move {
+        let run = run_call(&s, id, &method, bytes, &headers);
+        match tokio::time::timeout(limit, run).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => s.router.fail(id, e),
+            Err(_) => s.router.fail(
+                id,
+                UpstreamError::Timeout {
+                    upstream: s.router.upstream.to_string(),
+                    timeout: limit,
+                },
+            ),
+        }
+    });
+}
+
+async fn run_call(
+    session: &Arc<Session>,
+    id: u64,
+    method: &str,
+    bytes: Vec<u8>,
+    headers: &[(String, String)],
+) -> Result<(), UpstreamError> {
+    let Some(l) = link(session) else {
+        return Ok(());
+    };
+    let name = session.router.upstream.clone();
+    let sent_session = lock(&l.session_id).clone();
+    let mut resp = l
+        .send(session, Method::POST, Some(bytes.clone()), headers, None)
+        .await
+        .inspect_err(|_| {
+            // The upstream is unreachable: let the supervisor reconnect with backoff.
+            session.closed.cancel();
+        })?;
+    if resp.status() == StatusCode::NOT_FOUND && sent_session.is_some() && method != m::INITIALIZE {
+        l.reinitialize(session, sent_session).await?;
+        resp = l
+            .send(session, Method::POST, Some(bytes), headers, None)
+            .await?;
+    }
+    read_reply(session, l, resp, id).await.map_err(|e| match e {
+        ReplyError::Upstream(e) => e,
+        ReplyError::Status(code, body) => UpstreamError::protocol(
+            &name,
+            format!(
+                "HTTP {code}: {}",
+                body.chars().take(300).collect::<String>()
+            ),
+        ),
+    })
+}
+
+enum ReplyError {
+    Upstream(UpstreamError),
+    Status(StatusCode, String),
+}
+
+async fn read_reply(
+    session: &Arc<Session>,
+    l: &HttpLink,
+    resp: http::Response<hyper::body::Incoming>,
+    id: u64,
+) -> Result<(), ReplyError> {
+    let name = session.router.upstream.clone();
+    let status = resp.status();
+    let ctype = resp
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if !status.is_success() {
+        let body = Limited::new(resp.into_body(), 64 * 1024)
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        // A JSON-RPC error body with our id still answers the call.
+        let text = String::from_utf8_lossy(&body).to_string();
+        if ctype.starts_with(m::CONTENT_TYPE_JSON) && text.contains("\"error\"") {
+            crate::router::dispatch(session, &text, Some(id));
+            if !session.router.is_pending(id) {
+                return Ok(());
+            }
+        }
+        return Err(ReplyError::Status(status, text));
+    }
+    if ctype.starts_with(m::CONTENT_TYPE_SSE) {
+        return read_sse(session, l, resp.into_body(), Some(id))
+            .await
+            .map_err(ReplyError::Upstream);
+    }
+    let body = Limited::new(resp.into_body(), l.max_message)
+        .collect()
+        .await
+        .map_err(|e| {
+            ReplyError::Upstream(UpstreamError::protocol(
+                &name,
+                format!("reading the reply failed: {e}"),
+            ))
+        })?
+        .to_bytes();
+    let text = std::str::from_utf8(&body).map_err(|_| {
+        ReplyError::Upstream(UpstreamError::protocol(&name, "the reply is not UTF-8"))
+    })?;
+    if !text.trim().is_empty() {
+        crate::router::dispatch(session, text, Some(id));
+    }
+    if session.router.is_pending(id) {
+        return Err(ReplyError::Upstream(UpstreamError::protocol(
+            &name,
+            "the reply did not answer the request",
+        )));
+    }
+    Ok(())
+}
+
+/// Reads an SSE reply until the call's response arrives, resuming with
+/// `Last-Event-ID` when the upstream closes the stream early (SEP-1699 polling).
+async fn read_sse(
+    session: &Arc<Session>,
+    l: &HttpLink,
+    mut body: hyper::body::Incoming,
+    context: Option<u64>,
+) -> Result<(), UpstreamError> {
+    let name = session.router.upstream.clone();
+    let mut decoder = SseDecoder::new(l.max_message);
+    let mut resumptions = 0;
+    let mut retry = Duration::from_millis(100);
+    loop {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                UpstreamError::protocol(&name, format!("the SSE stream failed: {e}"))
+            })?;
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
+            let events = decoder
+                .feed(&chunk)
+                .map_err(|e| UpstreamError::protocol(&name, e.to_string()))?;
+            for ev in events {
+                if let Some(r) = ev.retry {
+                    retry = Duration::from_millis(r).min(MAX_RETRY_DELAY);
+                }
+                if ev.data.is_empty() {
+                    continue; // priming event or keep-alive
+                }
+                crate::router::dispatch(session, &ev.data, context);
+            }
+            if let Some(id) = context {
+                if !session.router.is_pending(id) {
+                    return Ok(());
+                }
+            }
+        }
+        let Some(id) = context else { return Ok(()) };
+        if !session.router.is_pending(id) {
+            return Ok(());
+        }
+        let Some(last) = decoder.last_event_id().map(str::to_string) else {
+            return Err(UpstreamError::protocol(
+                &name,
+                "the SSE stream ended before the response",
+            ));
+        };
+        if resumptions >= MAX_RESUMPTIONS {
+            return Err(UpstreamError::protocol(
+                &name,
+                "the SSE stream kept ending before the response",
+            ));
+        }
+        resumptions += 1;
+        tokio::time::sleep(retry).await;
+        let resp = l.send(session, Method::GET, None, &[], Some(&last)).await?;
+        if !resp.status().is_success() {
+            return Err(UpstreamError::protocol(
+                &name,
+                format!("resuming the SSE stream got HTTP {}", resp.status()),
+            ));
+        }
+        body = resp.into_body();
+    }
+}
+
+/// Keeps the upstream's GET stream open for notifications outside any call
+/// (`list_changed`), reconnecting with backoff while the session lives.
+pub(crate) fn start_get_stream(session: &Arc<Session>) {
+    let s = session.clone();
+    session.clone().spawn_owned(async move {
+        let Some(l) = link(&s) else { return };
+        // Reconnect delay after the upstream closes the GET stream; a stream that ends
+        // at once every time is retried at most every few seconds.
+        let mut backoff = Duration::from_millis(500);
+        loop {
+            let opened = tokio::time::Instant::now();
+            let resp = match l.send(&s, Method::GET, None, &[], None).await {
+                Ok(r) => r,
+                Err(_) => return, // the supervisor notices the outage on the next call
+            };
+            let ok_sse = resp.status().is_success()
+                && resp
+                    .headers()
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|c| c.starts_with(m::CONTENT_TYPE_SSE));
+            if !ok_sse {
+                tracing::debug!(upstream = %s.router.upstream, status = %resp.status(), "upstream offers no GET stream");
+                return;
+            }
+            if let Err(e) = read_sse(&s, l, resp.into_body(), None).await {
+                tracing::debug!(upstream = %s.router.upstream, error = %e, "upstream GET stream ended");
+            }
+            if opened.elapsed() > Duration::from_secs(30) {
+                backoff = Duration::from_millis(500);
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(30));
+        }
+    });
+}

@@ -1,0 +1,409 @@
+//! The calls in flight on one upstream session, and where each message the upstream
+//! sends belongs.
+//!
+//! Invariants:
+//! - Manifold mints every JSON-RPC id (a counter per session) and every progress
+//!   token (`mf-<id>`) it sends upstream; responses and progress are matched on those,
+//!   so two clients using the same id or token never cross.
+//! - A message reaches at most one call. Server→client requests and log messages that
+//!   carry no routing key go to the call they arrived with (HTTP: the POST's stream;
+//!   stdio: the only call in flight), else to the gateway, never broadcast.
+//! - The `std::sync::Mutex` guards are never held across `.await`.
+//!
+//! Not here: reading or writing bytes (the transports), timeouts (the [`Call`]).
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{CallEvent, CallOutcome, UpstreamError, UpstreamEvent};
+
+/// Messages buffered per call between the upstream reader and the downstream writer.
+/// Progress beyond this is dropped (with a warning) rather than stalling the upstream
+/// for every other client.
+pub const CALL_EVENT_QUEUE: usize = 256;
+
+struct Slot {
+    events: mpsc::Sender<CallEvent>,
+    done: Option<oneshot::Sender<CallOutcome>>,
+    /// (token sent upstream, the client's original token)
+    token: Option<(String, Value)>,
+}
+
+pub(crate) struct Router {
+    pub(crate) upstream: std::sync::Arc<str>,
+    next_id: AtomicU64,
+    calls: Mutex<HashMap<u64, Slot>>,
+    tokens: Mutex<HashMap<String, u64>>,
+    max_pending: usize,
+    gateway: mpsc::Sender<UpstreamEvent>,
+    /// Wakes the supervisor to refetch lists (capacity 1: changes coalesce).
+    refresh: mpsc::Sender<()>,
+}
+
+/// What the router needs from the receiving end of a new call.
+pub(crate) struct Registered {
+    pub id: u64,
+    pub events: mpsc::Receiver<CallEvent>,
+    pub done: oneshot::Receiver<CallOutcome>,
+}
+
+/// A server→client request the router could not place; the transport answers it.
+pub(crate) enum Unplaced {
+    Ping,
+    NoClient { method: String },
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A poisoned map means a panic elsewhere; the data is still consistent enough to
+    // fail calls cleanly, which beats propagating the panic.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Router {
+    pub(crate) fn new(
+        upstream: std::sync::Arc<str>,
+        max_pending: usize,
+        gateway: mpsc::Sender<UpstreamEvent>,
+        refresh: mpsc::Sender<()>,
+    ) -> Router {
+        Router {
+            upstream,
+            next_id: AtomicU64::new(1),
+            calls: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(HashMap::new()),
+            max_pending,
+            gateway,
+            refresh,
+        }
+    }
+
+    /// Registers a call and rewrites `msg` (id, progress token) for the upstream.
+    pub(crate) fn register(
+        &self,
+        msg: &mut Map<String, Value>,
+    ) -> Result<Registered, UpstreamError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        msg.insert("id".into(), Value::from(id));
+        let token = msg
+            .get_mut("params")
+            .and_then(Value::as_object_mut)
+            .and_then(|p| p.get_mut("_meta"))
+            .and_then(Value::as_object_mut)
+            .and_then(|m| m.get_mut("progressToken"))
+            .map(|t| {
+                let ours = format!("mf-{id}");
+                let original = std::mem::replace(t, Value::String(ours.clone()));
+                (ours, original)
+            });
+        let (etx, erx) = mpsc::channel(CALL_EVENT_QUEUE);
+        let (dtx, drx) = oneshot::channel();
+        {
+            let mut calls = lock(&self.calls);
+            if calls.len() >= self.max_pending {
+                return Err(UpstreamError::Busy {
+                    upstream: self.upstream.to_string(),
+                    limit: self.max_pending,
+                });
+            }
+            if let Some((ours, _)) = &token {
+                lock(&self.tokens).insert(ours.clone(), id);
+            }
+            calls.insert(
+                id,
+                Slot {
+                    events: etx,
+                    done: Some(dtx),
+                    token,
+                },
+            );
+        }
+        Ok(Registered {
+            id,
+            events: erx,
+            done: drx,
+        })
+    }
+
+    /// Forgets a call (cancelled, timed out or dropped). True if it was in flight.
+    pub(crate) fn forget(&self, id: u64) -> bool {
+        let slot = lock(&self.calls).remove(&id);
+        match slot {
+            Some(s) => {
+                if let Some((t, _)) = s.token {
+                    lock(&self.tokens).remove(&t);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(crate) fn is_pending(&self, id: u64) -> bool {
+        lock(&self.calls).contains_key(&id)
+    }
+
+    pub(crate) fn in_flight(&self) -> usize {
+        lock(&self.calls).len()
+    }
+
+    /// The only call in flight, if exactly one is: where a stdio upstream's
+    /// unaddressed server→client request belongs.
+    pub(crate) fn sole_call(&self) -> Option<u64> {
+        let calls = lock(&self.calls);
+        if calls.len() == 1 {
+            calls.keys().next().copied()
+        } else {
+            None
+        }
+    }
+
+    /// Completes a call with the upstream's response.
+    pub(crate) fn complete(&self, id: &Value, outcome: CallOutcome) {
+        let Some(id) = id.as_u64() else {
+            tracing::warn!(upstream = %self.upstream, %id, "response with an id Manifold never sent; dropped");
+            return;
+        };
+        let slot = lock(&self.calls).remove(&id);
+        match slot {
+            Some(mut s) => {
+                if let Some((t, _)) = s.token.take() {
+                    lock(&self.tokens).remove(&t);
+                }
+                if let Some(done) = s.done.take() {
+                    let _ = done.send(outcome);
+                }
+            }
+            None => {
+                tracing::debug!(upstream = %self.upstream, id, "late response for a finished call; dropped")
+            }
+        }
+    }
+
+    /// Fails one call (transport error on its own exchange).
+    pub(crate) fn fail(&self, id: u64, err: UpstreamError) {
+        self.complete(&Value::from(id), CallOutcome::Failed(err));
+    }
+
+    /// Fails every call: the connection is gone.
+    pub(crate) fn fail_all(&self, err: &UpstreamError) {
+        let drained: Vec<Slot> = lock(&self.calls).drain().map(|(_, s)| s).collect();
+        lock(&self.tokens).clear();
+        for mut s in drained {
+            if let Some(done) = s.done.take() {
+                let _ = done.send(CallOutcome::Failed(err.clone()));
+            }
+        }
+    }
+
+    fn deliver(&self, id: u64, event: CallEvent) -> Result<(), CallEvent> {
+        let tx = lock(&self.calls).get(&id).map(|s| s.events.clone());
+        match tx {
+            Some(tx) => tx.try_send(event).map_err(|e| match e {
+                mpsc::error::TrySendError::Full(ev) | mpsc::error::TrySendError::Closed(ev) => ev,
+            }),
+            None => Err(event),
+        }
+    }
+
+    /// Routes a notification from the upstream. `context` is the call whose stream it
+    /// arrived on, if any.
+    pub(crate) fn notification(
+        &self,
+        method: &str,
+        mut msg: Map<String, Value>,
+        context: Option<u64>,
+    ) {
+        use manifold_protocol::methods as m;
+        match method {
+            m::NOTIF_PROGRESS => {
+                let params = msg.get_mut("params").and_then(Value::as_object_mut);
+                let Some(params) = params else { return };
+                let ours = params
+                    .get("progressToken")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                let target = ours
+                    .as_deref()
+                    .and_then(|t| lock(&self.tokens).get(t).copied());
+                let Some(id) = target else {
+                    tracing::debug!(upstream = %self.upstream, "progress for an unknown token; dropped");
+                    return;
+                };
+                let original = lock(&self.calls)
+                    .get(&id)
+                    .and_then(|s| s.token.as_ref().map(|(_, o)| o.clone()));
+                if let Some(orig) = original {
+                    params.insert("progressToken".into(), orig);
+                }
+                if self.deliver(id, CallEvent::Notification(msg)).is_err() {
+                    tracing::warn!(upstream = %self.upstream, call = id, "progress dropped: the client is not keeping up");
+                }
+            }
+            m::NOTIF_TOOLS_LIST_CHANGED
+            | m::NOTIF_PROMPTS_LIST_CHANGED
+            | m::NOTIF_RESOURCES_LIST_CHANGED => {
+                let _ = self.refresh.try_send(());
+                let _ = self.gateway.try_send(UpstreamEvent::ListChanged {
+                    upstream: self.upstream.clone(),
+                    method: method.to_string(),
+                });
+            }
+            m::NOTIF_CANCELLED => {
+                // The upstream withdrew a request it sent us; the client-facing side
+                // times out its pending entry. Nothing else refers to it.
+                tracing::debug!(upstream = %self.upstream, "upstream cancelled one of its requests");
+            }
+            _ => {
+                let ctx = context.or_else(|| {
+                    (method == m::NOTIF_MESSAGE)
+                        .then(|| self.sole_call())
+                        .flatten()
+                });
+                let undelivered = match ctx {
+                    Some(id) => self.deliver(id, CallEvent::Notification(msg)).err(),
+                    None => Some(CallEvent::Notification(msg)),
+                };
+                if let Some(CallEvent::Notification(msg)) = undelivered {
+                    let _ = self.gateway.try_send(UpstreamEvent::Notification {
+                        upstream: self.upstream.clone(),
+                        method: method.to_string(),
+                        msg,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Routes a server→client request; returns it when no call can take it.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        responder: crate::Responder,
+        context: Option<u64>,
+    ) -> Result<(), (Unplaced, crate::Responder)> {
+        if method == manifold_protocol::methods::PING {
+            return Err((Unplaced::Ping, responder));
+        }
+        let ctx = context.or_else(|| self.sole_call());
+        let Some(id) = ctx else {
+            return Err((
+                Unplaced::NoClient {
+                    method: method.into(),
+                },
+                responder,
+            ));
+        };
+        let ev = CallEvent::Request {
+            method: method.to_string(),
+            params,
+            responder,
+        };
+        match self.deliver(id, ev) {
+            Ok(()) => Ok(()),
+            Err(CallEvent::Request {
+                responder, method, ..
+            }) => Err((Unplaced::NoClient { method }, responder)),
+            Err(_) => unreachable_request(),
+        }
+    }
+}
+
+#[cold]
+fn unreachable_request() -> Result<(), (Unplaced, crate::Responder)> {
+    // `deliver` hands back the event it was given, which is a Request here.
+    Ok(())
+}
+
+/// The raw pieces of a message from an upstream: responses keep their result and
+/// error bytes untouched.
+#[derive(serde::Deserialize)]
+pub(crate) struct Probe {
+    #[serde(default)]
+    pub id: Option<Value>,
+    #[serde(default)]
+    pub method: Option<Value>,
+    #[serde(default)]
+    pub result: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub error: Option<Box<RawValue>>,
+}
+
+/// Routes one message text from an upstream. `context` is the call whose response
+/// stream carried it (HTTP), `None` for stdio and the GET stream.
+pub(crate) fn dispatch(
+    session: &std::sync::Arc<crate::supervisor::Session>,
+    text: &str,
+    context: Option<u64>,
+) {
+    let router = &session.router;
+    let probe: Probe = match serde_json::from_str(text) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(upstream = %router.upstream, error = %e, "upstream sent a message that is not JSON-RPC; ignored");
+            return;
+        }
+    };
+    if probe.method.is_none() {
+        let Some(id) = probe.id else {
+            tracing::warn!(upstream = %router.upstream, "upstream sent a message with neither method nor id; ignored");
+            return;
+        };
+        let outcome = match (probe.result, probe.error) {
+            (Some(r), _) => CallOutcome::Result(r),
+            (None, Some(e)) => CallOutcome::Error(e),
+            (None, None) => CallOutcome::Failed(UpstreamError::protocol(
+                &router.upstream,
+                "a response with neither result nor error",
+            )),
+        };
+        router.complete(&id, outcome);
+        return;
+    }
+    match manifold_protocol::Incoming::parse(text.as_bytes()) {
+        Ok(manifold_protocol::Incoming::Notification { method, msg }) => {
+            router.notification(&method, msg, context)
+        }
+        Ok(manifold_protocol::Incoming::Request {
+            id,
+            method,
+            mut msg,
+        }) => {
+            let params = msg.remove("params");
+            let responder = crate::Responder {
+                upstream_id: id.as_value().clone(),
+                session: session.clone(),
+            };
+            if let Err((unplaced, responder)) = router.request(&method, params, responder, context)
+            {
+                let s = session.clone();
+                s.clone().spawn_owned(async move {
+                    match unplaced {
+                        Unplaced::Ping => {
+                            let raw = RawValue::from_string("{}".into()).unwrap_or_else(|_| RawValue::NULL.to_owned());
+                            responder.respond(Ok(raw)).await
+                        }
+                        Unplaced::NoClient { method } => {
+                            tracing::warn!(upstream = %s.router.upstream, %method,
+                                "upstream sent a request outside any call; refused");
+                            responder
+                                .refuse(
+                                    manifold_protocol::ErrorCode::METHOD_NOT_FOUND.0,
+                                    &format!("{method} is only relayed during a call, to the client that made it"),
+                                )
+                                .await
+                        }
+                    }
+                });
+            }
+        }
+        Ok(manifold_protocol::Incoming::Response { .. }) => {}
+        Err(e) => {
+            tracing::warn!(upstream = %router.upstream, error = %e, "upstream sent an invalid message; ignored")
+        }
+    }
+}

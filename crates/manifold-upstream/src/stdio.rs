@@ -1,0 +1,278 @@
+//! stdio upstreams: a child process speaking newline-delimited JSON-RPC.
+//!
+//! Four tasks per child, all ending with the session's `closed` token: a writer
+//! (owns stdin), a reader (owns stdout, lines bounded by `max_message_bytes`), a
+//! stderr reader (each line logged with the upstream's name) and a reaper (owns the
+//! child, records its exit code, fires `closed` when it exits).
+//!
+//! Stopping follows the spec: close stdin, wait, SIGTERM, wait, SIGKILL.
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use manifold_config::{LimitsConfig, Transport, UpstreamConfig};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, Notify};
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::router::Router;
+use crate::supervisor::{Link, Session};
+use crate::UpstreamError;
+
+/// Messages queued for a child's stdin.
+pub const STDIN_QUEUE: usize = 256;
+/// Longest stderr line kept (the rest of the line is dropped).
+pub const MAX_STDERR_LINE: usize = 16 * 1024;
+/// Grace periods when stopping a child: after closing stdin, after SIGTERM.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
+const NO_EXIT: i64 = i64::MIN;
+
+pub(crate) struct StdioLink {
+    writer: mpsc::Sender<Bytes>,
+    /// Exit code once the child exited (`NO_EXIT` before; -signal when killed).
+    exit: Arc<AtomicI64>,
+    stop: Arc<Notify>,
+    stopped: CancellationToken,
+}
+
+impl StdioLink {
+    pub(crate) async fn send(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
+        self.writer
+            .send(Bytes::from(bytes))
+            .await
+            .map_err(|_| UpstreamError::Unavailable {
+                upstream: String::new(),
+                reason: "the child process is not running".into(),
+            })
+    }
+
+    pub(crate) fn exit_code(&self) -> Option<i32> {
+        match self.exit.load(Ordering::SeqCst) {
+            NO_EXIT => None,
+            c => i32::try_from(c).ok(),
+        }
+    }
+
+    pub(crate) fn exit_description(&self) -> String {
+        match self.exit_code() {
+            Some(c) if c < 0 => format!("the process was killed by signal {}", -c),
+            Some(c) => format!("the process exited with code {c}"),
+            None => "the process closed its stdout".into(),
+        }
+    }
+
+    /// Stops the child: stdin closed, SIGTERM, SIGKILL; returns once it is reaped.
+    pub(crate) async fn shutdown(&self) {
+        self.stop.notify_one();
+        let _ = tokio::time::timeout(STOP_GRACE * 3, self.stopped.cancelled()).await;
+    }
+}
+
+pub(crate) async fn connect(
+    cfg: &UpstreamConfig,
+    limits: &LimitsConfig,
+    router: Router,
+    closed: CancellationToken,
+) -> Result<Arc<Session>, UpstreamError> {
+    let Transport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &cfg.transport
+    else {
+        return Err(UpstreamError::unavailable(
+            &cfg.name,
+            "not a stdio upstream",
+        ));
+    };
+    let mut cmd = Command::new(command);
+    cmd.args(args)
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        UpstreamError::unavailable(&cfg.name, format!("cannot start `{command}`: {e}"))
+    })?;
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(UpstreamError::unavailable(
+            &cfg.name,
+            "the child has no stdio pipes",
+        ));
+    };
+    tracing::info!(upstream = %cfg.name, pid = child.id(), command = %command, "started upstream process");
+
+    let (wtx, wrx) = mpsc::channel::<Bytes>(STDIN_QUEUE);
+    let exit = Arc::new(AtomicI64::new(NO_EXIT));
+    let stop = Arc::new(Notify::new());
+    let stopped = CancellationToken::new();
+    let session = Arc::new(Session {
+        router,
+        link: Link::Stdio(StdioLink {
+            writer: wtx,
+            exit: exit.clone(),
+            stop: stop.clone(),
+            stopped: stopped.clone(),
+        }),
+        closed: closed.clone(),
+        tasks: TaskTracker::new(),
+        timeout: cfg.timeout,
+        protocol_version: std::sync::OnceLock::new(),
+    });
+    let name: Arc<str> = session.router.upstream.clone();
+
+    // Writer: owns stdin; dropping it on exit closes the pipe (the first stop step).
+    let stop_w = stop.clone();
+    let closed_w = closed.clone();
+    session
+        .tasks
+        .spawn(writer(stdin, wrx, stop_w, closed_w, name.clone()));
+
+    // Reader: one JSON-RPC message per line.
+    let max = limits.max_message_bytes;
+    let s = session.clone();
+    session.tasks.spawn(async move {
+        let mut lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(max));
+        loop {
+            let next = tokio::select! {
+                _ = s.closed.cancelled() => break,
+                n = lines.next() => n,
+            };
+            match next {
+                Some(Ok(line)) => {
+                    if !line.trim().is_empty() {
+                        crate::router::dispatch(&s, &line, None);
+                    }
+                }
+                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                    tracing::warn!(upstream = %s.router.upstream, limit = max,
+                        "upstream wrote a line longer than limits.max_message_bytes; it was discarded");
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(upstream = %s.router.upstream, error = %e, "reading the upstream's stdout failed");
+                    break;
+                }
+                None => break,
+            }
+        }
+        s.closed.cancel();
+    });
+
+    // stderr: the upstream's own logs, attributed.
+    let s = session.clone();
+    session.tasks.spawn(async move {
+        let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(MAX_STDERR_LINE));
+        loop {
+            let next = tokio::select! {
+                _ = s.closed.cancelled() => break,
+                n = lines.next() => n,
+            };
+            match next {
+                Some(Ok(line)) => tracing::info!(target: "manifold::upstream_stderr", upstream = %s.router.upstream, "{line}"),
+                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {}
+                _ => break,
+            }
+        }
+    });
+
+    // Reaper: owns the child.
+    let s = session.clone();
+    session.tasks.spawn(reaper(
+        child,
+        exit,
+        stop,
+        stopped,
+        closed,
+        s.router.upstream.clone(),
+    ));
+    Ok(session)
+}
+
+async fn writer(
+    mut stdin: tokio::process::ChildStdin,
+    mut rx: mpsc::Receiver<Bytes>,
+    stop: Arc<Notify>,
+    closed: CancellationToken,
+    name: Arc<str>,
+) {
+    loop {
+        let msg = tokio::select! {
+            _ = closed.cancelled() => break,
+            _ = stop.notified() => { stop.notify_one(); break }
+            m = rx.recv() => m,
+        };
+        let Some(msg) = msg else { break };
+        let res = async {
+            stdin.write_all(&msg).await?;
+            stdin.write_all(b"\n").await?;
+            stdin.flush().await
+        }
+        .await;
+        if let Err(e) = res {
+            tracing::warn!(upstream = %name, error = %e, "writing to the upstream's stdin failed");
+            closed.cancel();
+            break;
+        }
+    }
+    drop(stdin);
+}
+
+async fn reaper(
+    mut child: Child,
+    exit: Arc<AtomicI64>,
+    stop: Arc<Notify>,
+    stopped: CancellationToken,
+    closed: CancellationToken,
+    name: Arc<str>,
+) {
+    let status = tokio::select! {
+        st = child.wait() => st.ok(),
+        _ = stop.notified() => {
+            stop.notify_one(); // let the writer see it too and close stdin
+            graceful_stop(&mut child, &name).await
+        }
+    };
+    if let Some(st) = status {
+        let code = st.code().map(i64::from).or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            st.signal().map(|s| -i64::from(s))
+        });
+        exit.store(code.unwrap_or(-1), Ordering::SeqCst);
+        tracing::info!(upstream = %name, status = %st, "upstream process exited");
+    }
+    closed.cancel();
+    stopped.cancel();
+}
+
+async fn graceful_stop(child: &mut Child, name: &str) -> Option<std::process::ExitStatus> {
+    if let Ok(Ok(st)) = tokio::time::timeout(STOP_GRACE, child.wait()).await {
+        return Some(st);
+    }
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        tracing::debug!(upstream = %name, pid, "sending SIGTERM");
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        if let Ok(Ok(st)) = tokio::time::timeout(STOP_GRACE, child.wait()).await {
+            return Some(st);
+        }
+    }
+    tracing::warn!(upstream = %name, "upstream did not stop after SIGTERM; killing it");
+    let _ = child.kill().await;
+    child.wait().await.ok()
+}

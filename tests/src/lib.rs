@@ -1,0 +1,1 @@
+//! Black-box suites live in tests/*.rs.
