@@ -353,6 +353,7 @@ impl Upstream {
                         .await;
                     let stopping = loop {
                         tokio::select! {
+                            biased;
                             _ = shutdown.cancelled() => break true,
                             _ = session.closed.cancelled() => break false,
                             Some(()) = refresh_rx.recv() => {
@@ -444,7 +445,10 @@ impl Upstream {
             gateway.clone(),
             refresh,
         );
-        let closed = shutdown.child_token();
+        // Not a child of `shutdown`: on shutdown the supervisor stops the session in
+        // order (stdin closed while stdout is still read, then signals), and only
+        // then cancels this token.
+        let closed = CancellationToken::new();
         let session = match &cfg.transport {
             Transport::Stdio { .. } => {
                 stdio::connect(cfg, &self.inner.limits, router, closed).await
@@ -456,6 +460,12 @@ impl Upstream {
             let facts = handshake::initialize(&session).await?;
             let lists = handshake::fetch_lists(&session, &facts).await?;
             Ok::<_, UpstreamError>((facts, lists))
+        };
+        let setup = async {
+            tokio::select! {
+                r = setup => r,
+                _ = shutdown.cancelled() => Err(UpstreamError::unavailable(&self.inner.name, "the gateway is shutting down")),
+            }
         };
         match setup.await {
             Ok((facts, lists)) => Ok((session, facts, lists)),

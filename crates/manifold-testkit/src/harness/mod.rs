@@ -1,0 +1,36 @@
+//! A harness for driving a Manifold gateway end to end from tests.
+//!
+//! What:
+//! - [`McpClient`]: a minimal Streamable-HTTP MCP client (plain `http://`, on
+//!   hyper-util's legacy client). It keeps the session id and negotiated revision
+//!   from `initialize`, posts requests, notifications and responses, reads
+//!   `application/json` and `text/event-stream` replies (whole, as a [`Reply`], or
+//!   incrementally, as a [`MessageStream`]), opens the GET stream and ends the
+//!   session with DELETE. [`McpClient::post_raw`] sends arbitrary bytes and headers
+//!   for negative tests.
+//! - [`TestGateway`]: a gateway started in-process from TOML text, listening on
+//!   `127.0.0.1:0`, stopped when dropped.
+//! - [`DemoHttp`]: the demo upstream (`manifold-demo-upstream --http`) as a child
+//!   process, killed when dropped.
+//!
+//! Invariants: every wait is bounded (by [`WAIT`] unless a caller sets another
+//! limit), so a broken gateway fails a test with a message instead of hanging it;
+//! every child process is killed on drop; helpers return `anyhow::Result` with
+//! context instead of panicking, except constructors given an invalid URL.
+//!
+//! Not here: TLS, authentication, resumable streams (`Last-Event-ID`), and the
+//! 2026-07-28 stateless era.
+
+mod client;
+mod gateway;
+
+pub use client::{McpClient, MessageStream, RawReply, Reply, StreamingReply};
+pub use gateway::{demo_upstream_bin, toml_string, DemoHttp, TestGateway};
+
+use std::time::Duration;
+
+/// Default bound on any single wait (a reply, one stream message, readiness).
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// The `Accept` header a Streamable-HTTP client sends with every POST.
+pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
