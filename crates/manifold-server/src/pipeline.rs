@@ -316,6 +316,7 @@ pub(crate) fn delete_session(gw: &Gateway, headers: &HeaderMap) -> Response<Body
         Err(r) => return r,
     };
     gw.sessions.remove(&session.id);
-    tracing::info!(session = %&session.id[..8], "session ended by the client");
+    tracing::info!(session = %&session.id[..8], client = %session.client_info,
+        version = %session.protocol_version, "session ended by the client");
     plain(StatusCode::OK)
 }

@@ -164,10 +164,6 @@ impl Sessions {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
     /// Sends a notification to every session with a GET stream open; returns how
     /// many took it.
     pub fn broadcast_notification(&self, method: &str) -> usize {

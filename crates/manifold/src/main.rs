@@ -37,6 +37,13 @@ enum LogFormat {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the demo upstream MCP server (what the shipped gateway.toml fronts).
+    /// All following arguments go to it; see `manifold demo-upstream --help`.
+    #[command(hide = true, disable_help_flag = true)]
+    DemoUpstream {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Run the gateway in the foreground until SIGINT or SIGTERM.
     Serve {
         /// Configuration file.
@@ -67,8 +74,20 @@ fn init_logging(format: Option<LogFormat>) {
     }
 }
 
+/// Set to the running executable before the configuration is loaded, so
+/// `command = "${MANIFOLD_SELF}"` works whatever the build profile or install path.
+const SELF_VAR: &str = "MANIFOLD_SELF";
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::DemoUpstream { args } = cli.command {
+        let argv = std::iter::once(std::ffi::OsString::from("manifold demo-upstream")).chain(args);
+        return manifold_testkit::demo::cli::main_from(argv);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        // Single-threaded here: no other thread reads the environment yet.
+        std::env::set_var(SELF_VAR, exe);
+    }
     init_logging(cli.log_format);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -81,6 +100,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Command::DemoUpstream { .. } => ExitCode::SUCCESS,
         Command::Serve { config } => {
             let cfg = match manifold_config::load(&config) {
                 Ok(c) => c,

@@ -56,7 +56,20 @@ impl Args {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let args = Args::parse();
+    run(Args::parse())
+}
+
+/// Entry point with explicit arguments (the first is the program name), for
+/// `manifold demo-upstream …`.
+pub fn main_from<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    run(Args::parse_from(args))
+}
+
+fn run(args: Args) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,0 +1,641 @@
+//! [`McpClient`]: a minimal Streamable-HTTP MCP client for tests, and the replies
+//! it returns ([`Reply`], [`RawReply`], [`MessageStream`]).
+//!
+//! Invariants: every network wait is bounded by the client's timeout; the client
+//! never retries, reorders or rewrites what the server sent, so tests see the
+//! gateway's bytes (`Reply::body`, `Reply::raw_messages`).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use http::{Method, Request, Response, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use manifold_protocol::sse::SseDecoder;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use tokio::time::Instant;
+
+use super::{ACCEPT_BOTH, WAIT};
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const PROTOCOL_HEADER: &str = "mcp-protocol-version";
+const SSE: &str = "text/event-stream";
+
+/// A minimal Streamable-HTTP MCP client. Clones share one session (id, negotiated
+/// revision, request-id counter), so one task can cancel what another started.
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    url: Uri,
+    url_text: String,
+    http: HttpClient,
+    timeout: Duration,
+    session: Mutex<Option<String>>,
+    protocol_version: Mutex<Option<String>>,
+    next_id: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A JSON-RPC message; `params` is left out when it is `null`.
+fn message(id: Option<Value>, method: &str, params: Value) -> Value {
+    let mut m = Map::new();
+    m.insert("jsonrpc".into(), Value::from("2.0"));
+    if let Some(id) = id {
+        m.insert("id".into(), id);
+    }
+    m.insert("method".into(), Value::from(method));
+    if !params.is_null() {
+        m.insert("params".into(), params);
+    }
+    Value::Object(m)
+}
+
+fn content_type_of(headers: &HeaderMap) -> String {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn is_sse(content_type: &str) -> bool {
+    content_type.to_ascii_lowercase().starts_with(SSE)
+}
+
+impl McpClient {
+    /// A client for the MCP endpoint at `url` (e.g. `http://127.0.0.1:PORT/mcp`),
+    /// with waits bounded by [`WAIT`]. Panics if `url` is not a valid URI.
+    pub fn new(url: impl AsRef<str>) -> McpClient {
+        McpClient::with_timeout(url, WAIT)
+    }
+
+    /// Like [`McpClient::new`], with every wait bounded by `timeout`.
+    pub fn with_timeout(url: impl AsRef<str>, timeout: Duration) -> McpClient {
+        let url_text = url.as_ref().to_owned();
+        let url: Uri = url_text
+            .parse()
+            .unwrap_or_else(|e| panic!("invalid MCP endpoint URL {url_text:?}: {e}"));
+        McpClient {
+            inner: Arc::new(Inner {
+                url,
+                url_text,
+                http: Client::builder(TokioExecutor::new()).build_http(),
+                timeout,
+                session: Mutex::new(None),
+                protocol_version: Mutex::new(None),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.inner.url_text
+    }
+
+    /// The bound on each wait.
+    pub fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    /// The `Mcp-Session-Id` sent with every request, once known.
+    pub fn session_id(&self) -> Option<String> {
+        lock(&self.inner.session).clone()
+    }
+
+    /// Sets (or clears) the session id sent from now on.
+    pub fn set_session_id(&self, id: Option<&str>) {
+        *lock(&self.inner.session) = id.map(str::to_owned);
+    }
+
+    /// The `MCP-Protocol-Version` sent with every request after `initialize`.
+    pub fn protocol_version(&self) -> Option<String> {
+        lock(&self.inner.protocol_version).clone()
+    }
+
+    /// Sets (or clears) the `MCP-Protocol-Version` header sent from now on.
+    pub fn set_protocol_version(&self, version: Option<&str>) {
+        *lock(&self.inner.protocol_version) = version.map(str::to_owned);
+    }
+
+    /// A fresh numeric request id (1, 2, 3, …; shared by clones).
+    pub fn next_id(&self) -> Value {
+        Value::from(self.inner.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// `initialize` with `protocol_version` and `capabilities`, then
+    /// `notifications/initialized`. Stores the session id and the negotiated
+    /// revision; returns the initialize `result`.
+    pub async fn initialize(&self, protocol_version: &str, capabilities: Value) -> Result<Value> {
+        let params = json!({
+            "protocolVersion": protocol_version,
+            "capabilities": capabilities,
+            "clientInfo": {"name": "manifold-testkit", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let reply = self.request("initialize", params).await?;
+        if reply.status != StatusCode::OK {
+            bail!("initialize answered HTTP {}: {reply}", reply.status);
+        }
+        let result = reply.result().context("initialize")?.clone();
+        if let Some(id) = reply.headers.get(SESSION_HEADER) {
+            let id = id.to_str().context("Mcp-Session-Id is not visible ASCII")?;
+            self.set_session_id(Some(id));
+        }
+        let negotiated = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("initialize result has no protocolVersion: {result}"))?;
+        self.set_protocol_version(Some(negotiated));
+        let ack = self.notify("notifications/initialized", Value::Null).await?;
+        if !ack.status.is_success() {
+            bail!("notifications/initialized answered HTTP {}: {ack}", ack.status);
+        }
+        Ok(result)
+    }
+
+    /// Sends a request with a fresh id and reads the whole reply.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Reply> {
+        self.request_with_id(self.next_id(), method, params).await
+    }
+
+    /// Sends a request with the given id and reads the whole reply.
+    pub async fn request_with_id(&self, id: Value, method: &str, params: Value) -> Result<Reply> {
+        self.send(&message(Some(id), method, params)).await
+    }
+
+    /// `tools/call` of `name` with `arguments`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Reply> {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+
+    /// Every tool, following `nextCursor` (at most 1000 pages).
+    pub async fn list_all_tools(&self) -> Result<Vec<Value>> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..1000 {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let reply = self.request("tools/list", params).await?;
+            let result = reply.result().context("tools/list")?;
+            let page = result
+                .get("tools")
+                .and_then(Value::as_array)
+                .ok_or_else(|| anyhow!("tools/list result without a tools array: {result}"))?;
+            tools.extend(page.iter().cloned());
+            match result.get("nextCursor").and_then(Value::as_str) {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return Ok(tools),
+            }
+        }
+        bail!("tools/list kept returning nextCursor for 1000 pages")
+    }
+
+    /// Posts one message (request, notification or response) and reads the
+    /// whole reply. For a reply that stays open until the client answers
+    /// something, use [`McpClient::send_streaming`].
+    pub async fn send(&self, msg: &Value) -> Result<Reply> {
+        let raw = self.post_raw(serde_json::to_vec(msg)?, &[]).await?;
+        Reply::from_raw(raw).with_context(|| format!("reply to {msg}"))
+    }
+
+    /// Sends a request with a fresh id and returns as soon as the response
+    /// headers arrive; read the messages one by one from the stream.
+    pub async fn request_streaming(&self, method: &str, params: Value) -> Result<StreamingReply> {
+        self.send_streaming(&message(Some(self.next_id()), method, params))
+            .await
+    }
+
+    /// Posts one message; returns once the response headers arrive.
+    pub async fn send_streaming(&self, msg: &Value) -> Result<StreamingReply> {
+        let req = self.post_request(Bytes::from(serde_json::to_vec(msg)?), &[])?;
+        let what = format!("reply to {}", msg.get("method").unwrap_or(&Value::Null));
+        let resp = self.execute(req).await?;
+        Ok(MessageStream::new(resp, self.inner.timeout, what))
+    }
+
+    /// Sends a notification; the gateway answers 202 with no body.
+    pub async fn notify(&self, method: &str, params: Value) -> Result<RawReply> {
+        let body = serde_json::to_vec(&message(None, method, params))?;
+        self.post_raw(body, &[]).await
+    }
+
+    /// Answers a server→client request with `result`.
+    pub async fn respond(&self, id: Value, result: Value) -> Result<RawReply> {
+        let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result}))?;
+        self.post_raw(body, &[]).await
+    }
+
+    /// Answers a server→client request with a JSON-RPC error.
+    pub async fn respond_error(&self, id: Value, code: i64, text: &str) -> Result<RawReply> {
+        let body = serde_json::to_vec(&json!({
+            "jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}
+        }))?;
+        self.post_raw(body, &[]).await
+    }
+
+    /// POSTs `body` as is, with the usual headers (`Content-Type: application/json`,
+    /// `Accept` both, session and revision when known); `extra` headers replace
+    /// same-named ones (e.g. `("host", "evil.example.com")`).
+    pub async fn post_raw(&self, body: impl Into<Bytes>, extra: &[(&str, &str)]) -> Result<RawReply> {
+        let req = self.post_request(body.into(), extra)?;
+        let resp = self.execute(req).await?;
+        self.read(resp).await
+    }
+
+    /// Opens the session's GET stream; fails unless the answer is 200 SSE.
+    pub async fn open_get_stream(&self) -> Result<MessageStream> {
+        let stream = self.get(&[]).await?;
+        if stream.status != StatusCode::OK || !stream.is_sse() {
+            bail!(
+                "GET answered HTTP {} with Content-Type {:?}",
+                stream.status,
+                stream.content_type
+            );
+        }
+        Ok(stream)
+    }
+
+    /// GET on the endpoint with `Accept: text/event-stream` plus `extra`, whatever
+    /// the answer.
+    pub async fn get(&self, extra: &[(&str, &str)]) -> Result<MessageStream> {
+        let mut req = self
+            .builder(Method::GET)
+            .header(ACCEPT, SSE)
+            .body(Full::new(Bytes::new()))?;
+        apply_headers(&mut req, extra)?;
+        let resp = self.execute(req).await?;
+        Ok(MessageStream::new(resp, self.inner.timeout, "GET stream".into()))
+    }
+
+    /// DELETE: ends the session.
+    pub async fn delete(&self) -> Result<RawReply> {
+        let req = self
+            .builder(Method::DELETE)
+            .body(Full::new(Bytes::new()))?;
+        let resp = self.execute(req).await?;
+        self.read(resp).await
+    }
+
+    fn builder(&self, method: Method) -> http::request::Builder {
+        let mut b = Request::builder()
+            .method(method)
+            .uri(self.inner.url.clone());
+        if let Some(s) = self.session_id() {
+            b = b.header(SESSION_HEADER, s);
+        }
+        if let Some(v) = self.protocol_version() {
+            b = b.header(PROTOCOL_HEADER, v);
+        }
+        b
+    }
+
+    fn post_request(&self, body: Bytes, extra: &[(&str, &str)]) -> Result<Request<Full<Bytes>>> {
+        let mut req = self
+            .builder(Method::POST)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, ACCEPT_BOTH)
+            .body(Full::new(body))?;
+        apply_headers(&mut req, extra)?;
+        Ok(req)
+    }
+
+    async fn execute(&self, req: Request<Full<Bytes>>) -> Result<Response<Incoming>> {
+        let what = format!("{} {}", req.method(), self.inner.url_text);
+        tokio::time::timeout(self.inner.timeout, self.inner.http.request(req))
+            .await
+            .map_err(|_| anyhow!("{what}: no response within {:?}", self.inner.timeout))?
+            .with_context(|| format!("{what} failed"))
+    }
+
+    async fn read(&self, resp: Response<Incoming>) -> Result<RawReply> {
+        let (parts, body) = resp.into_parts();
+        let body = tokio::time::timeout(self.inner.timeout, body.collect())
+            .await
+            .map_err(|_| {
+                anyhow!(
+                    "HTTP {} reply body did not end within {:?}",
+                    parts.status,
+                    self.inner.timeout
+                )
+            })?
+            .context("reading the reply body")?
+            .to_bytes();
+        Ok(RawReply {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+fn apply_headers<B>(req: &mut Request<B>, extra: &[(&str, &str)]) -> Result<()> {
+    for (name, value) in extra {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .with_context(|| format!("header name {name:?}"))?;
+        let value =
+            HeaderValue::from_str(value).with_context(|| format!("header value {value:?}"))?;
+        req.headers_mut().insert(name, value);
+    }
+    Ok(())
+}
+
+/// An HTTP reply, unparsed.
+#[derive(Debug, Clone)]
+pub struct RawReply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl RawReply {
+    pub fn content_type(&self) -> String {
+        content_type_of(&self.headers)
+    }
+
+    /// The body as one JSON value.
+    pub fn json(&self) -> Result<Value> {
+        serde_json::from_slice(&self.body)
+            .with_context(|| format!("HTTP {} body is not JSON: {}", self.status, self.text()))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+impl std::fmt::Display for RawReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HTTP {} [{}] {}", self.status, self.content_type(), self.text())
+    }
+}
+
+/// A whole reply to a POST, with its JSON-RPC messages in order: one for an
+/// `application/json` reply, one per non-empty SSE event for `text/event-stream`.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub content_type: String,
+    /// The body exactly as received.
+    pub body: Bytes,
+    /// Each message's JSON text exactly as received.
+    pub raw_messages: Vec<String>,
+    /// `raw_messages`, parsed (member order kept).
+    pub messages: Vec<Value>,
+}
+
+impl Reply {
+    /// Parses a raw reply. JSON bodies are one message; SSE bodies one message per
+    /// event with data (priming events are skipped); other bodies none.
+    pub fn from_raw(raw: RawReply) -> Result<Reply> {
+        let content_type = raw.content_type();
+        let raw_messages = if is_sse(&content_type) {
+            let mut decoder = SseDecoder::default();
+            decoder
+                .feed(&raw.body)?
+                .into_iter()
+                .filter(|e| !e.data.is_empty())
+                .map(|e| e.data)
+                .collect()
+        } else if content_type.to_ascii_lowercase().contains("json") && !raw.body.is_empty() {
+            vec![String::from_utf8(raw.body.to_vec()).context("JSON body is not UTF-8")?]
+        } else {
+            Vec::new()
+        };
+        let messages = raw_messages
+            .iter()
+            .map(|t| serde_json::from_str(t).with_context(|| format!("message is not JSON: {t}")))
+            .collect::<Result<Vec<Value>>>()?;
+        Ok(Reply {
+            status: raw.status,
+            headers: raw.headers,
+            content_type,
+            body: raw.body,
+            raw_messages,
+            messages,
+        })
+    }
+
+    pub fn is_sse(&self) -> bool {
+        is_sse(&self.content_type)
+    }
+
+    /// The last message carrying `result` or `error` (the response).
+    pub fn response(&self) -> Result<&Value> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.get("result").is_some() || m.get("error").is_some())
+            .ok_or_else(|| anyhow!("no JSON-RPC response in {self}"))
+    }
+
+    /// The response's `result`; an error if the response is an error.
+    pub fn result(&self) -> Result<&Value> {
+        let r = self.response()?;
+        r.get("result")
+            .ok_or_else(|| anyhow!("expected a result, got {r}"))
+    }
+
+    /// The response's `error` object; an error if the response is a result.
+    pub fn error(&self) -> Result<&Value> {
+        let r = self.response()?;
+        r.get("error")
+            .ok_or_else(|| anyhow!("expected an error, got {r}"))
+    }
+
+    /// The exact text of the response's `result` member, as the server wrote it.
+    pub fn raw_result(&self) -> Result<String> {
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            result: Option<Box<RawValue>>,
+        }
+        for text in self.raw_messages.iter().rev() {
+            let probe: Probe = serde_json::from_str(text)?;
+            if let Some(r) = probe.result {
+                return Ok(r.get().to_owned());
+            }
+        }
+        bail!("no result in {self}")
+    }
+
+    /// Notifications (a method, no id), in order.
+    pub fn notifications(&self) -> Vec<&Value> {
+        self.messages
+            .iter()
+            .filter(|m| m.get("method").is_some() && m.get("id").is_none())
+            .collect()
+    }
+
+    /// Server→client requests (a method and an id), in order.
+    pub fn requests(&self) -> Vec<&Value> {
+        self.messages
+            .iter()
+            .filter(|m| m.get("method").is_some() && m.get("id").is_some())
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "HTTP {} [{}] {}",
+            self.status,
+            self.content_type,
+            String::from_utf8_lossy(&self.body)
+        )
+    }
+}
+
+/// A reply read incrementally: the messages of an SSE body as they arrive (or the
+/// one message of a JSON body). Each wait is bounded by the stream's timeout.
+pub struct MessageStream {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub content_type: String,
+    body: Option<Incoming>,
+    sse: bool,
+    decoder: SseDecoder,
+    /// A non-SSE body, collected until it ends.
+    buf: Vec<u8>,
+    pending: VecDeque<String>,
+    timeout: Duration,
+    what: String,
+}
+
+/// A POST reply read message by message (see [`McpClient::request_streaming`]).
+pub type StreamingReply = MessageStream;
+
+impl MessageStream {
+    fn new(resp: Response<Incoming>, timeout: Duration, what: String) -> MessageStream {
+        let (parts, body) = resp.into_parts();
+        let content_type = content_type_of(&parts.headers);
+        MessageStream {
+            status: parts.status,
+            sse: is_sse(&content_type),
+            headers: parts.headers,
+            content_type,
+            body: Some(body),
+            decoder: SseDecoder::default(),
+            buf: Vec::new(),
+            pending: VecDeque::new(),
+            timeout,
+            what,
+        }
+    }
+
+    pub fn is_sse(&self) -> bool {
+        self.sse
+    }
+
+    /// Changes the bound on each later wait.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// The next message, `None` once the body ended; an error if nothing arrives
+    /// within the timeout.
+    pub async fn next(&mut self) -> Result<Option<Value>> {
+        let deadline = Instant::now() + self.timeout;
+        self.next_until(deadline).await
+    }
+
+    /// The next message's exact text.
+    pub async fn next_raw(&mut self) -> Result<Option<String>> {
+        let deadline = Instant::now() + self.timeout;
+        self.next_raw_until(deadline).await
+    }
+
+    /// The next message; an error if the body ends first.
+    pub async fn expect_next(&mut self) -> Result<Value> {
+        self.next()
+            .await?
+            .ok_or_else(|| anyhow!("{}: the stream ended", self.what))
+    }
+
+    /// Skips messages until one satisfies `pred`; an error if the stream ends or
+    /// the timeout passes first.
+    pub async fn wait_for(&mut self, mut pred: impl FnMut(&Value) -> bool) -> Result<Value> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            match self.next_until(deadline).await? {
+                Some(m) if pred(&m) => return Ok(m),
+                Some(_) => {}
+                None => bail!("{}: the stream ended before the awaited message", self.what),
+            }
+        }
+    }
+
+    /// Every remaining message until the body ends (each wait bounded).
+    pub async fn rest(&mut self) -> Result<Vec<Value>> {
+        let mut out = Vec::new();
+        while let Some(m) = self.next().await? {
+            out.push(m);
+        }
+        Ok(out)
+    }
+
+    async fn next_until(&mut self, deadline: Instant) -> Result<Option<Value>> {
+        match self.next_raw_until(deadline).await? {
+            Some(t) => Ok(Some(
+                serde_json::from_str(&t).with_context(|| format!("message is not JSON: {t}"))?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    async fn next_raw_until(&mut self, deadline: Instant) -> Result<Option<String>> {
+        loop {
+            if let Some(m) = self.pending.pop_front() {
+                return Ok(Some(m));
+            }
+            let Some(body) = self.body.as_mut() else {
+                return Ok(None);
+            };
+            let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+                Err(_) => bail!("{}: no message within {:?}", self.what, self.timeout),
+                Ok(None) => {
+                    self.body = None;
+                    if !self.sse && !self.buf.is_empty() {
+                        let text = String::from_utf8(std::mem::take(&mut self.buf))
+                            .context("body is not UTF-8")?;
+                        self.pending.push_back(text);
+                    }
+                    continue;
+                }
+                Ok(Some(frame)) => frame.with_context(|| format!("{}: body error", self.what))?,
+            };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if self.sse {
+                for event in self.decoder.feed(&data)? {
+                    if !event.data.is_empty() {
+                        self.pending.push_back(event.data);
+                    }
+                }
+            } else {
+                self.buf.extend_from_slice(&data);
+            }
+        }
+    }
+}
