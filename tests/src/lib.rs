@@ -62,7 +62,10 @@ pub fn manifold_bin() -> Result<PathBuf> {
         Err(_) => repo_root().join("target/debug/manifold"),
     };
     if !p.exists() {
-        bail!("{} does not exist; build it with `cargo build --bins` (scripts/test does)", p.display());
+        bail!(
+            "{} does not exist; build it with `cargo build --bins` (scripts/test does)",
+            p.display()
+        );
     }
     Ok(p)
 }
@@ -77,7 +80,9 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(name: &str, mut cmd: Command) -> Result<Proc> {
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().with_context(|| format!("starting {name}"))?;
         let (otx, orx) = mpsc::channel();
         let (etx, erx) = mpsc::channel();
@@ -97,11 +102,21 @@ impl Proc {
                 let _ = etx.send(line);
             }
         });
-        Ok(Proc { child, stdout: orx, stderr: erx, name: name.to_string() })
+        Ok(Proc {
+            child,
+            stdout: orx,
+            stderr: erx,
+            name: name.to_string(),
+        })
     }
 
     /// The first line on `rx` containing `needle`, within `timeout`.
-    pub fn wait_line(rx: &mpsc::Receiver<String>, needle: &str, timeout: Duration, what: &str) -> Result<String> {
+    pub fn wait_line(
+        rx: &mpsc::Receiver<String>,
+        needle: &str,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<String> {
         let deadline = std::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -118,7 +133,10 @@ impl Drop for Proc {
     fn drop(&mut self) {
         // SIGTERM first so the gateway reaps its own children, then make sure.
         if let Ok(pid) = i32::try_from(self.child.id()) {
-            let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.to_string())
+                .status();
             for _ in 0..50 {
                 if matches!(self.child.try_wait(), Ok(Some(_))) {
                     return;
@@ -141,11 +159,24 @@ pub struct Schema {
 
 impl Schema {
     pub fn load(revision: &str) -> Result<Schema> {
-        let path = repo_root().join("../shared/mcp-schema").join(revision).join("schema.json");
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let path = repo_root()
+            .join("../shared/mcp-schema")
+            .join(revision)
+            .join("schema.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         let root: Value = serde_json::from_str(&text)?;
-        let key = if root.get("$defs").is_some() { "$defs" } else { "definitions" };
-        Ok(Schema { revision: revision.into(), root, key, cache: Default::default() })
+        let key = if root.get("$defs").is_some() {
+            "$defs"
+        } else {
+            "definitions"
+        };
+        Ok(Schema {
+            revision: revision.into(),
+            root,
+            key,
+            cache: Default::default(),
+        })
     }
 
     fn has(&self, def: &str) -> bool {
@@ -167,11 +198,20 @@ impl Schema {
             cache.insert(def.to_string(), validator);
         }
         let validator = &cache[def];
-        let errors: Vec<String> = validator.iter_errors(v).take(3).map(|e| format!("{e} at {}", e.instance_path)).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(v)
+            .take(3)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
         if errors.is_empty() {
             Ok(())
         } else {
-            bail!("{} schema, {def}: {}\nmessage: {}", self.revision, errors.join("; "), v)
+            bail!(
+                "{} schema, {def}: {}\nmessage: {}",
+                self.revision,
+                errors.join("; "),
+                v
+            )
         }
     }
 
@@ -180,17 +220,27 @@ impl Schema {
     pub fn check_server_message(&self, msg: &Value) -> Result<()> {
         self.check("JSONRPCMessage", msg)?;
         if msg.get("method").is_some() {
-            let def = if msg.get("id").is_some() { "ServerRequest" } else { "ServerNotification" };
+            let def = if msg.get("id").is_some() {
+                "ServerRequest"
+            } else {
+                "ServerNotification"
+            };
             // 2025-11-25 types carry the whole envelope; older ones only method+params.
             let mut inner = serde_json::Map::new();
             inner.insert("method".into(), msg["method"].clone());
             if let Some(p) = msg.get("params") {
                 inner.insert("params".into(), p.clone());
             }
-            return self.check(def, msg).or_else(|_| self.check(def, &Value::Object(inner)));
+            return self
+                .check(def, msg)
+                .or_else(|_| self.check(def, &Value::Object(inner)));
         }
         if let Some(err) = msg.get("error") {
-            let def = if self.has("JSONRPCErrorResponse") { "JSONRPCErrorResponse" } else { "JSONRPCError" };
+            let def = if self.has("JSONRPCErrorResponse") {
+                "JSONRPCErrorResponse"
+            } else {
+                "JSONRPCError"
+            };
             let _ = err;
             return self.check(def, msg);
         }
@@ -215,11 +265,18 @@ impl Schema {
 
     /// Validates every line of a wire log; returns how many messages were checked.
     pub fn check_wire_log(&self, path: &Path) -> Result<usize> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let mut n = 0;
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let v: Value = serde_json::from_str(line).with_context(|| format!("{}:{} is not JSON", path.display(), i + 1))?;
-            self.check_server_message(&v).with_context(|| format!("{}:{}", path.display(), i + 1))?;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let v: Value = serde_json::from_str(line)
+                .with_context(|| format!("{}:{} is not JSON", path.display(), i + 1))?;
+            self.check_server_message(&v)
+                .with_context(|| format!("{}:{}", path.display(), i + 1))?;
             n += 1;
         }
         Ok(n)

@@ -31,8 +31,18 @@ fn start(tag: &str) -> Result<Setup> {
         .arg(peers.everything_js())
         .arg("streamableHttp");
     let everything_http = Proc::spawn("everything-http", cmd)?;
-    let line = Proc::wait_line(&everything_http.stderr, "manifold-interop: listening on", STARTUP, "server-everything (HTTP)")?;
-    let addr = line.rsplit(' ').next().context("no address")?.trim().to_string();
+    let line = Proc::wait_line(
+        &everything_http.stderr,
+        "manifold-interop: listening on",
+        STARTUP,
+        "server-everything (HTTP)",
+    )?;
+    let addr = line
+        .rsplit(' ')
+        .next()
+        .context("no address")?
+        .trim()
+        .to_string();
     // Connect as `localhost`: server-everything refuses other Host headers (DNS-rebinding protection).
     let port = addr.rsplit(':').next().context("no port")?;
     let config = format!(
@@ -61,9 +71,17 @@ args = ["--local-timezone", "UTC"]
     let cfg_path = dir.0.join("gateway.toml");
     std::fs::write(&cfg_path, config)?;
     let mut cmd = Command::new(manifold_bin()?);
-    cmd.arg("serve").arg("--config").arg(&cfg_path).env("RUST_LOG", "info");
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(&cfg_path)
+        .env("RUST_LOG", "info");
     let gateway = Proc::spawn("manifold", cmd)?;
-    let line = Proc::wait_line(&gateway.stdout, "Manifold listening on", STARTUP, "manifold")?;
+    let line = Proc::wait_line(
+        &gateway.stdout,
+        "Manifold listening on",
+        STARTUP,
+        "manifold",
+    )?;
     if !line.contains("(3/3 upstreams ready") {
         bail!("not every upstream came up: {line}");
     }
@@ -72,7 +90,13 @@ args = ["--local-timezone", "UTC"]
         .find(|w| w.starts_with("http://"))
         .context("no URL in the listening line")?
         .to_string();
-    Ok(Setup { _everything_http: everything_http, gateway, url, dir, peers })
+    Ok(Setup {
+        _everything_http: everything_http,
+        gateway,
+        url,
+        dir,
+        peers,
+    })
 }
 
 fn plan() -> Value {
@@ -92,34 +116,96 @@ fn plan() -> Value {
 fn text_of(result: &Value) -> String {
     result["content"]
         .as_array()
-        .map(|a| a.iter().filter_map(|c| c["text"].as_str()).collect::<Vec<_>>().join("\n"))
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
         .unwrap_or_default()
 }
 
 fn check_output(client: &str, out: &Value) -> Result<()> {
     let results = out["results"].as_array().context("no results")?;
-    let tools: Vec<&str> = results[0].as_array().context("list_tools")?.iter().filter_map(|t| t["name"].as_str()).collect();
-    for must in ["everything__echo", "everything_http__get-sum", "time__get_current_time", "time__convert_time"] {
-        anyhow::ensure!(tools.contains(&must), "{client}: {must} missing from {tools:?}");
+    let tools: Vec<&str> = results[0]
+        .as_array()
+        .context("list_tools")?
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for must in [
+        "everything__echo",
+        "everything_http__get-sum",
+        "time__get_current_time",
+        "time__convert_time",
+    ] {
+        anyhow::ensure!(
+            tools.contains(&must),
+            "{client}: {must} missing from {tools:?}"
+        );
     }
     let mut sorted = tools.clone();
     sorted.sort();
-    anyhow::ensure!(sorted == tools, "{client}: tools/list is not sorted by exposed name");
-    anyhow::ensure!(tools.iter().all(|n| n.len() <= 64 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')), "{client}: a name breaks ^[A-Za-z0-9_-]{{1,64}}$");
-    anyhow::ensure!(text_of(&results[1]) == "Echo: hello through manifold", "{client}: echo gave {}", results[1]);
-    anyhow::ensure!(text_of(&results[2]).contains("is 5"), "{client}: get-sum gave {}", results[2]);
-    let time: Value = serde_json::from_str(&text_of(&results[3])).with_context(|| format!("{client}: time result {}", results[3]))?;
+    anyhow::ensure!(
+        sorted == tools,
+        "{client}: tools/list is not sorted by exposed name"
+    );
+    anyhow::ensure!(
+        tools.iter().all(|n| n.len() <= 64
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')),
+        "{client}: a name breaks ^[A-Za-z0-9_-]{{1,64}}$"
+    );
+    anyhow::ensure!(
+        text_of(&results[1]) == "Echo: hello through manifold",
+        "{client}: echo gave {}",
+        results[1]
+    );
+    anyhow::ensure!(
+        text_of(&results[2]).contains("is 5"),
+        "{client}: get-sum gave {}",
+        results[2]
+    );
+    let time: Value = serde_json::from_str(&text_of(&results[3]))
+        .with_context(|| format!("{client}: time result {}", results[3]))?;
     anyhow::ensure!(time["timezone"] == "UTC", "{client}: time gave {time}");
     for i in [4, 5] {
-        let progress = results[i]["progress"].as_array().with_context(|| format!("{client}: step {i} {}", results[i]))?;
-        anyhow::ensure!(progress.len() == 3, "{client}: step {i}: expected 3 progress notifications, got {progress:?}");
-        let values: Vec<f64> = progress.iter().filter_map(|p| p["progress"].as_f64()).collect();
-        anyhow::ensure!(values.windows(2).all(|w| w[0] < w[1]), "{client}: progress not increasing: {values:?}");
-        anyhow::ensure!(text_of(&results[i]["result"]).contains("Long running operation completed"), "{client}: step {i} {}", results[i]);
+        let progress = results[i]["progress"]
+            .as_array()
+            .with_context(|| format!("{client}: step {i} {}", results[i]))?;
+        anyhow::ensure!(
+            progress.len() == 3,
+            "{client}: step {i}: expected 3 progress notifications, got {progress:?}"
+        );
+        let values: Vec<f64> = progress
+            .iter()
+            .filter_map(|p| p["progress"].as_f64())
+            .collect();
+        anyhow::ensure!(
+            values.windows(2).all(|w| w[0] < w[1]),
+            "{client}: progress not increasing: {values:?}"
+        );
+        anyhow::ensure!(
+            text_of(&results[i]["result"]).contains("Long running operation completed"),
+            "{client}: step {i} {}",
+            results[i]
+        );
     }
-    anyhow::ensure!(results[6] == json!({}), "{client}: ping gave {}", results[6]);
-    anyhow::ensure!(results[7]["error"]["code"] == -32602, "{client}: unknown tool gave {}", results[7]);
-    anyhow::ensure!(results[8]["structuredContent"].is_object(), "{client}: structuredContent lost: {}", results[8]);
+    anyhow::ensure!(
+        results[6] == json!({}),
+        "{client}: ping gave {}",
+        results[6]
+    );
+    anyhow::ensure!(
+        results[7]["error"]["code"] == -32602,
+        "{client}: unknown tool gave {}",
+        results[7]
+    );
+    anyhow::ensure!(
+        results[8]["structuredContent"].is_object(),
+        "{client}: structuredContent lost: {}",
+        results[8]
+    );
     Ok(())
 }
 
@@ -137,13 +223,25 @@ fn run_driver(setup: &Setup, client: &str) -> Result<(Value, std::path::PathBuf)
             c
         }
     };
-    cmd.arg(&setup.url).arg(plan().to_string()).env("MANIFOLD_WIRE_LOG", &wire);
-    let out = cmd.output().with_context(|| format!("running the {client} driver"))?;
+    cmd.arg(&setup.url)
+        .arg(plan().to_string())
+        .env("MANIFOLD_WIRE_LOG", &wire);
+    let out = cmd
+        .output()
+        .with_context(|| format!("running the {client} driver"))?;
     if !out.status.success() {
-        bail!("{client} driver failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "{client} driver failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .with_context(|| format!("{client} driver output: {}", String::from_utf8_lossy(&out.stdout)))?;
+    let v: Value = serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "{client} driver output: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })?;
     Ok((v, wire))
 }
 
@@ -152,9 +250,16 @@ fn sdk_clients_list_and_call_tools_through_manifold() -> Result<()> {
     let setup = start("sdk")?;
     for client in ["ts", "py"] {
         let (out, wire) = run_driver(&setup, client)?;
-        let version = out["protocolVersion"].as_str().context("no protocolVersion")?.to_string();
+        let version = out["protocolVersion"]
+            .as_str()
+            .context("no protocolVersion")?
+            .to_string();
         anyhow::ensure!(version == "2025-11-25", "{client}: negotiated {version}");
-        anyhow::ensure!(out["serverInfo"]["name"] == "manifold", "{client}: serverInfo {}", out["serverInfo"]);
+        anyhow::ensure!(
+            out["serverInfo"]["name"] == "manifold",
+            "{client}: serverInfo {}",
+            out["serverInfo"]
+        );
         check_output(client, &out)?;
         let schema = Schema::load(&version)?;
         let n = schema.check_wire_log(&wire)?;

@@ -34,7 +34,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: &str = "10s";
 /// Default `[limits] stream_queue`: messages buffered per downstream SSE stream.
 pub const DEFAULT_STREAM_QUEUE: usize = 256;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     #[serde(default)]
@@ -46,17 +46,6 @@ pub struct FileConfig {
     /// Upstream MCP servers, keyed by name (`^[A-Za-z0-9_-]{1,32}$`).
     #[serde(default)]
     pub upstreams: BTreeMap<String, UpstreamSection>,
-}
-
-impl Default for FileConfig {
-    fn default() -> Self {
-        FileConfig {
-            server: ServerSection::default(),
-            naming: NamingSection::default(),
-            limits: LimitsSection::default(),
-            upstreams: BTreeMap::new(),
-        }
-    }
 }
 
 /// `[server]`: the downstream endpoint.

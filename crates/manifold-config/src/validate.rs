@@ -168,9 +168,11 @@ pub(crate) fn validate(
         "always" => PrefixMode::Always,
         "multiple" => PrefixMode::Multiple,
         "never" => PrefixMode::Never,
-        other => return Err(format!(
+        other => {
+            return Err(format!(
             "key `naming.prefix_mode`: `{other}` is not one of \"always\", \"multiple\", \"never\""
-        )),
+        ))
+        }
     };
     let max_length = file.naming.max_length;
     if !(16..=128).contains(&max_length) {
@@ -197,9 +199,11 @@ pub(crate) fn validate(
                     "key `{key}`: give either `command` (stdio) or `url` (HTTP), not both"
                 ))
             }
-            (None, None) => return Err(format!(
+            (None, None) => {
+                return Err(format!(
                 "key `{key}`: needs `command` (a stdio server) or `url` (a Streamable-HTTP server)"
-            )),
+            ))
+            }
             (Some(command), None) => {
                 if !u.headers.is_empty() {
                     return Err(format!(
@@ -242,9 +246,11 @@ pub(crate) fn validate(
                     .or_else(|| lower.strip_prefix("https://"));
                 match rest {
                     Some(r) if !r.is_empty() && !r.starts_with('/') => {}
-                    _ => return Err(format!(
+                    _ => {
+                        return Err(format!(
                         "key `{key}.url`: `{url}` must be an http:// or https:// URL with a host"
-                    )),
+                    ))
+                    }
                 }
                 let mut headers = BTreeMap::new();
                 for (k, v) in &u.headers {

@@ -33,7 +33,7 @@ pub(crate) struct SseBody {
 }
 
 impl SseBody {
-    pub(crate) fn new(rx: mpsc::Receiver<Bytes>) -> Body {
+    pub(crate) fn boxed(rx: mpsc::Receiver<Bytes>) -> Body {
         let mut keepalive = tokio::time::interval(crate::SSE_KEEPALIVE);
         keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         keepalive.reset();

@@ -106,7 +106,7 @@ pub(crate) fn sse_response(
     if let Some(s) = session {
         b = b.header(m::HEADER_SESSION_ID, s);
     }
-    b.body(body::SseBody::new(rx))
+    b.body(body::SseBody::boxed(rx))
         .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR))
 }
 

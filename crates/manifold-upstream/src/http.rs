@@ -88,14 +88,14 @@ pub(crate) fn connect(
         .build(https);
     Ok(Arc::new(Session {
         router,
-        link: Link::Http(HttpLink {
+        link: Link::Http(Box::new(HttpLink {
             client,
             url: uri,
             headers: map,
             max_message: limits.max_message_bytes,
             session_id: Mutex::new(None),
             reinit: tokio::sync::Mutex::new(()),
-        }),
+        })),
         closed,
         tasks: TaskTracker::new(),
         timeout: cfg.timeout,

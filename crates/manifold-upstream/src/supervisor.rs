@@ -48,7 +48,7 @@ pub struct UpstreamStatus {
 
 pub(crate) enum Link {
     Stdio(stdio::StdioLink),
-    Http(http::HttpLink),
+    Http(Box<http::HttpLink>),
 }
 
 /// A live connection to an upstream.

@@ -11,7 +11,9 @@ fn bin() -> &'static str {
 }
 
 fn repo_file(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(name)
 }
 
 #[test]
@@ -31,19 +33,30 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
             let _ = tx.send(line);
         }
     });
-    let line = rx.recv_timeout(Duration::from_secs(30)).expect("the listening line");
-    assert!(line.starts_with("Manifold listening on http://127.0.0.1:"), "{line}");
+    let line = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the listening line");
+    assert!(
+        line.starts_with("Manifold listening on http://127.0.0.1:"),
+        "{line}"
+    );
     assert!(line.contains("(2/2 upstreams ready"), "{line}");
     // The demo upstream has 10 tools; both copies are merged under their prefixes.
     assert!(line.contains(", 20 tools)"), "{line}");
     let pid = child.id().to_string();
-    Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
     let deadline = Instant::now() + Duration::from_secs(15);
     let status = loop {
         if let Some(st) = child.try_wait().expect("wait") {
             break st;
         }
-        assert!(Instant::now() < deadline, "manifold did not stop on SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "manifold did not stop on SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status}");
@@ -55,21 +68,37 @@ fn configuration_errors_exit_2_and_name_the_key_and_line() {
     std::fs::create_dir_all(&dir).unwrap();
     let cases = [
         ("[server]\nlisen = \"x\"\n", vec!["lisen", "line 2"]),
-        ("[upstreams.\"a.b\"]\ncommand = \"x\"\n", vec!["upstreams.a.b", "^[A-Za-z0-9_-]{1,32}$"]),
-        ("[upstreams.x]\nurl = \"http://h\"\nheaders = { A = \"${MANIFOLD_TEST_UNSET_VAR}\" }\n", vec!["upstreams.x.headers.A", "MANIFOLD_TEST_UNSET_VAR"]),
+        (
+            "[upstreams.\"a.b\"]\ncommand = \"x\"\n",
+            vec!["upstreams.a.b", "^[A-Za-z0-9_-]{1,32}$"],
+        ),
+        (
+            "[upstreams.x]\nurl = \"http://h\"\nheaders = { A = \"${MANIFOLD_TEST_UNSET_VAR}\" }\n",
+            vec!["upstreams.x.headers.A", "MANIFOLD_TEST_UNSET_VAR"],
+        ),
     ];
     for (i, (text, needles)) in cases.iter().enumerate() {
         let path = dir.join(format!("bad{i}.toml"));
         std::fs::write(&path, text).unwrap();
-        let out = Command::new(bin()).args(["serve", "--config"]).arg(&path).output().unwrap();
+        let out = Command::new(bin())
+            .args(["serve", "--config"])
+            .arg(&path)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{text}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(&*path.to_string_lossy()), "names the file: {err}");
+        assert!(
+            err.contains(&*path.to_string_lossy()),
+            "names the file: {err}"
+        );
         for n in needles {
             assert!(err.contains(n), "{text:?}: {err} should mention {n}");
         }
     }
-    let out = Command::new(bin()).args(["serve", "--config", "/nonexistent/gateway.toml"]).output().unwrap();
+    let out = Command::new(bin())
+        .args(["serve", "--config", "/nonexistent/gateway.toml"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
