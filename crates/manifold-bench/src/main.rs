@@ -1,0 +1,194 @@
+//! `manifold-load`: measures `tools/call` and `tools/list` through Manifold against
+//! the same upstream called directly, and prints a Markdown table for
+//! docs/benchmarks.md.
+//!
+//! The upstream is the demo upstream over Streamable HTTP (`manifold demo-upstream
+//! --http`), started once; the gateway fronts it, so the only difference between the
+//! two columns is the gateway hop. Every loop is bounded by `--duration`, all traffic
+//! stays on 127.0.0.1, and the children are killed at the end.
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use clap::Parser;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(about = "Load generator: Manifold vs a direct connection to the same upstream")]
+struct Args {
+    /// The manifold binary (also used as the demo upstream).
+    #[arg(long, default_value = "target/release/manifold")]
+    manifold: PathBuf,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 5)]
+    seconds: u64,
+    /// Concurrency levels.
+    #[arg(long, value_delimiter = ',', default_value = "1,16")]
+    concurrency: Vec<usize>,
+}
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.0.id().to_string()).status();
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_and_read_url(mut cmd: Command, needle: &str) -> Result<(Kill, String)> {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+    let out = child.stdout.take().context("stdout")?;
+    let mut lines = BufReader::new(out).lines();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        let Some(Ok(line)) = lines.next() else { break };
+        if line.contains(needle) {
+            let url = line
+                .split_whitespace()
+                .find(|w| w.starts_with("http://"))
+                .context("no url")?
+                .to_string();
+            std::thread::spawn(move || for _ in lines {});
+            return Ok((Kill(child), url));
+        }
+    }
+    bail!("no line containing {needle:?}")
+}
+
+struct Session {
+    client: HttpClient,
+    url: String,
+    id: Option<String>,
+}
+
+impl Session {
+    async fn post(&self, body: &Value) -> Result<(http::HeaderMap, Bytes)> {
+        let mut b = http::Request::post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(id) = &self.id {
+            b = b.header("mcp-session-id", id);
+        }
+        let resp = self.client.request(b.body(Full::new(Bytes::from(body.to_string())))?).await?;
+        let headers = resp.headers().clone();
+        let status = resp.status();
+        let bytes = resp.into_body().collect().await?.to_bytes();
+        if !status.is_success() {
+            bail!("HTTP {status}: {}", String::from_utf8_lossy(&bytes));
+        }
+        Ok((headers, bytes))
+    }
+
+    async fn open(client: &HttpClient, url: &str) -> Result<Session> {
+        let mut s = Session { client: client.clone(), url: url.to_string(), id: None };
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"manifold-load","version":"0"}}});
+        let (h, _) = s.post(&init).await?;
+        s.id = h.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+        s.post(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await?;
+        Ok(s)
+    }
+}
+
+struct Stats {
+    calls: usize,
+    secs: f64,
+    p50_us: u128,
+    p99_us: u128,
+}
+
+async fn measure(client: &HttpClient, url: &str, body: Value, concurrency: usize, secs: u64) -> Result<Stats> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let session = Session::open(client, url).await?;
+        let body = body.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            // Warm-up, not recorded.
+            for _ in 0..20 {
+                session.post(&body).await?;
+            }
+            while Instant::now() < deadline {
+                let t = Instant::now();
+                let (_, bytes) = session.post(&body).await?;
+                lat.push(t.elapsed().as_micros());
+                if bytes.windows(8).any(|w| w == b"\"error\":") {
+                    bail!("error reply: {}", String::from_utf8_lossy(&bytes));
+                }
+            }
+            Ok::<_, anyhow::Error>(lat)
+        }));
+    }
+    let started = Instant::now();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await??);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    all.sort_unstable();
+    let pct = |p: f64| all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or(0);
+    Ok(Stats { calls: all.len(), secs, p50_us: pct(0.50), p99_us: pct(0.99) })
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let exe = std::fs::canonicalize(&args.manifold).context("the manifold binary")?;
+    let dir = std::env::temp_dir().join(format!("manifold-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+
+    let mut demo = Command::new(&exe);
+    demo.args(["demo-upstream", "--http", "127.0.0.1:0", "--instructions", ""]);
+    let (_demo, direct_url) = spawn_and_read_url(demo, "listening on")?;
+    let mut big = Command::new(&exe);
+    big.args(["demo-upstream", "--http", "127.0.0.1:0", "--tools", "990", "--instructions", ""]);
+    let (_big, big_url) = spawn_and_read_url(big, "listening on")?;
+
+    let cfg = dir.join("gateway.toml");
+    std::fs::write(&cfg, format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[upstreams.bench]\nurl = \"{direct_url}\"\n[upstreams.big]\nurl = \"{big_url}\"\n"
+    ))?;
+    let mut gw = Command::new(&exe);
+    gw.arg("serve").arg("--config").arg(&cfg).env("RUST_LOG", "warn");
+    let (_gw, gw_url) = spawn_and_read_url(gw, "Manifold listening on")?;
+
+    let client: HttpClient = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(256)
+        .build_http();
+    let call = |name: &str| json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":name,"arguments":{"text":"hello"}}});
+    println!("| measurement | concurrency | direct calls/s | via Manifold calls/s | ratio | direct p50 / p99 (µs) | via Manifold p50 / p99 (µs) | added p50 (µs) |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for &c in &args.concurrency {
+        let d = measure(&client, &direct_url, call("echo"), c, args.seconds).await?;
+        let g = measure(&client, &gw_url, call("bench__echo"), c, args.seconds).await?;
+        let (dr, gr) = (d.calls as f64 / d.secs, g.calls as f64 / g.secs);
+        println!(
+            "| tools/call echo | {c} | {dr:.0} | {gr:.0} | {:.0} % | {} / {} | {} / {} | {} |",
+            100.0 * gr / dr, d.p50_us, d.p99_us, g.p50_us, g.p99_us, g.p50_us as i128 - d.p50_us as i128
+        );
+    }
+    let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"});
+    for &c in &args.concurrency {
+        // Direct: the 1,000-tool upstream alone; via Manifold: the merged catalog of
+        // both upstreams (990 + 10 = 1,000 tools) served from the snapshot.
+        let d = measure(&client, &big_url, list.clone(), c, args.seconds).await?;
+        let g = measure(&client, &gw_url, list.clone(), c, args.seconds).await?;
+        let (dr, gr) = (d.calls as f64 / d.secs, g.calls as f64 / g.secs);
+        println!(
+            "| tools/list, 1,000 tools | {c} | {dr:.0} | {gr:.0} | {:.0} % | {} / {} | {} / {} | {} |",
+            100.0 * gr / dr, d.p50_us, d.p99_us, g.p50_us, g.p99_us, g.p50_us as i128 - d.p50_us as i128
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
