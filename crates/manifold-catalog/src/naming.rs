@@ -131,7 +131,8 @@ mod tests {
     #[test]
     fn mapping_table() {
         let long = "a".repeat(70);
-        let cases: Vec<(Option<&str>, &str, usize, &str, Option<NameChange>)> = vec![
+        type Case<'a> = (Option<&'a str>, &'a str, usize, &'a str, Option<NameChange>);
+        let cases: Vec<Case> = vec![
             (Some("time"), "get_time", 64, "time__get_time", None),
             (None, "get_time", 64, "get_time", None),
             (
