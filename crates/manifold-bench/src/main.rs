@@ -38,7 +38,10 @@ type HttpClient = Client<HttpConnector, Full<Bytes>>;
 struct Kill(Child);
 impl Drop for Kill {
     fn drop(&mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.0.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.0.id().to_string())
+            .status();
         std::thread::sleep(Duration::from_millis(300));
         let _ = self.0.kill();
         let _ = self.0.wait();
@@ -79,7 +82,10 @@ impl Session {
         if let Some(id) = &self.id {
             b = b.header("mcp-session-id", id);
         }
-        let resp = self.client.request(b.body(Full::new(Bytes::from(body.to_string())))?).await?;
+        let resp = self
+            .client
+            .request(b.body(Full::new(Bytes::from(body.to_string())))?)
+            .await?;
         let headers = resp.headers().clone();
         let status = resp.status();
         let bytes = resp.into_body().collect().await?.to_bytes();
@@ -90,11 +96,19 @@ impl Session {
     }
 
     async fn open(client: &HttpClient, url: &str) -> Result<Session> {
-        let mut s = Session { client: client.clone(), url: url.to_string(), id: None };
+        let mut s = Session {
+            client: client.clone(),
+            url: url.to_string(),
+            id: None,
+        };
         let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"manifold-load","version":"0"}}});
         let (h, _) = s.post(&init).await?;
-        s.id = h.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
-        s.post(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await?;
+        s.id = h
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        s.post(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+            .await?;
         Ok(s)
     }
 }
@@ -106,7 +120,13 @@ struct Stats {
     p99_us: u128,
 }
 
-async fn measure(client: &HttpClient, url: &str, body: Value, concurrency: usize, secs: u64) -> Result<Stats> {
+async fn measure(
+    client: &HttpClient,
+    url: &str,
+    body: Value,
+    concurrency: usize,
+    secs: u64,
+) -> Result<Stats> {
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
@@ -136,8 +156,17 @@ async fn measure(client: &HttpClient, url: &str, body: Value, concurrency: usize
     }
     let secs = started.elapsed().as_secs_f64();
     all.sort_unstable();
-    let pct = |p: f64| all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or(0);
-    Ok(Stats { calls: all.len(), secs, p50_us: pct(0.50), p99_us: pct(0.99) })
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    Ok(Stats {
+        calls: all.len(),
+        secs,
+        p50_us: pct(0.50),
+        p99_us: pct(0.99),
+    })
 }
 
 #[tokio::main]
@@ -148,10 +177,24 @@ async fn main() -> Result<()> {
     std::fs::create_dir_all(&dir)?;
 
     let mut demo = Command::new(&exe);
-    demo.args(["demo-upstream", "--http", "127.0.0.1:0", "--instructions", ""]);
+    demo.args([
+        "demo-upstream",
+        "--http",
+        "127.0.0.1:0",
+        "--instructions",
+        "",
+    ]);
     let (_demo, direct_url) = spawn_and_read_url(demo, "listening on")?;
     let mut big = Command::new(&exe);
-    big.args(["demo-upstream", "--http", "127.0.0.1:0", "--tools", "990", "--instructions", ""]);
+    big.args([
+        "demo-upstream",
+        "--http",
+        "127.0.0.1:0",
+        "--tools",
+        "990",
+        "--instructions",
+        "",
+    ]);
     let (_big, big_url) = spawn_and_read_url(big, "listening on")?;
 
     let cfg = dir.join("gateway.toml");
@@ -159,7 +202,10 @@ async fn main() -> Result<()> {
         "[server]\nlisten = \"127.0.0.1:0\"\n[upstreams.bench]\nurl = \"{direct_url}\"\n[upstreams.big]\nurl = \"{big_url}\"\n"
     ))?;
     let mut gw = Command::new(&exe);
-    gw.arg("serve").arg("--config").arg(&cfg).env("RUST_LOG", "warn");
+    gw.arg("serve")
+        .arg("--config")
+        .arg(&cfg)
+        .env("RUST_LOG", "warn");
     let (_gw, gw_url) = spawn_and_read_url(gw, "Manifold listening on")?;
 
     let client: HttpClient = Client::builder(TokioExecutor::new())
@@ -174,7 +220,12 @@ async fn main() -> Result<()> {
         let (dr, gr) = (d.calls as f64 / d.secs, g.calls as f64 / g.secs);
         println!(
             "| tools/call echo | {c} | {dr:.0} | {gr:.0} | {:.0} % | {} / {} | {} / {} | {} |",
-            100.0 * gr / dr, d.p50_us, d.p99_us, g.p50_us, g.p99_us, g.p50_us as i128 - d.p50_us as i128
+            100.0 * gr / dr,
+            d.p50_us,
+            d.p99_us,
+            g.p50_us,
+            g.p99_us,
+            g.p50_us as i128 - d.p50_us as i128
         );
     }
     let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"});
