@@ -116,7 +116,9 @@ pub fn expose(
 /// The second-choice name for an entry that lost a collision: the plain mapping
 /// with a hash suffix, which differs for every (upstream, original) pair.
 pub fn disambiguate(exposed: &str, upstream: &str, original: &str, max_length: usize) -> String {
-    let hash = short_hash(upstream, original);
+    // A different hash input than `expose` uses, so a name that already ends in the
+    // plain hash still gets a different suffix.
+    let hash = short_hash(upstream, &format!("{original}\0collision"));
     if exposed.len() + 1 + HASH_HEX_LEN <= max_length {
         format!("{exposed}_{hash}")
     } else {
@@ -149,7 +151,7 @@ mod tests {
                 "gh__a_b_c",
                 Some(NameChange::CharactersReplaced),
             ),
-            (None, "ünï", 64, "___", Some(NameChange::CharactersReplaced)),
+            (None, "ünï", 64, "_n_", Some(NameChange::CharactersReplaced)),
         ];
         for (prefix, orig, max, want, change) in cases {
             let (got, why) = expose("up", prefix, "__", orig, max);
