@@ -1,3 +1,4 @@
 //! placeholder
 
 pub mod demo;
+pub mod harness;

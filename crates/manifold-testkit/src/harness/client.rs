@@ -1,36 +1,31 @@
-//! [`McpClient`]: a minimal Streamable-HTTP MCP client for tests, and the replies
-//! it returns ([`Reply`], [`RawReply`], [`MessageStream`]).
+//! [`McpClient`]: a minimal Streamable-HTTP MCP client for tests.
 //!
 //! Invariants: every network wait is bounded by the client's timeout; the client
 //! never retries, reorders or rewrites what the server sent, so tests see the
 //! gateway's bytes (`Reply::body`, `Reply::raw_messages`).
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use http::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use manifold_protocol::sse::SseDecoder;
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
-use tokio::time::Instant;
 
+use super::reply::{MessageStream, RawReply, Reply, StreamingReply};
 use super::{ACCEPT_BOTH, WAIT};
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const PROTOCOL_HEADER: &str = "mcp-protocol-version";
-const SSE: &str = "text/event-stream";
 
 /// A minimal Streamable-HTTP MCP client. Clones share one session (id, negotiated
 /// revision, request-id counter), so one task can cancel what another started.
@@ -65,18 +60,6 @@ fn message(id: Option<Value>, method: &str, params: Value) -> Value {
         m.insert("params".into(), params);
     }
     Value::Object(m)
-}
-
-fn content_type_of(headers: &HeaderMap) -> String {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned()
-}
-
-fn is_sse(content_type: &str) -> bool {
-    content_type.to_ascii_lowercase().starts_with(SSE)
 }
 
 impl McpClient {
@@ -162,9 +145,14 @@ impl McpClient {
             .and_then(Value::as_str)
             .ok_or_else(|| anyhow!("initialize result has no protocolVersion: {result}"))?;
         self.set_protocol_version(Some(negotiated));
-        let ack = self.notify("notifications/initialized", Value::Null).await?;
+        let ack = self
+            .notify("notifications/initialized", Value::Null)
+            .await?;
         if !ack.status.is_success() {
-            bail!("notifications/initialized answered HTTP {}: {ack}", ack.status);
+            bail!(
+                "notifications/initialized answered HTTP {}: {ack}",
+                ack.status
+            );
         }
         Ok(result)
     }
@@ -255,7 +243,11 @@ impl McpClient {
     /// POSTs `body` as is, with the usual headers (`Content-Type: application/json`,
     /// `Accept` both, session and revision when known); `extra` headers replace
     /// same-named ones (e.g. `("host", "evil.example.com")`).
-    pub async fn post_raw(&self, body: impl Into<Bytes>, extra: &[(&str, &str)]) -> Result<RawReply> {
+    pub async fn post_raw(
+        &self,
+        body: impl Into<Bytes>,
+        extra: &[(&str, &str)],
+    ) -> Result<RawReply> {
         let req = self.post_request(body.into(), extra)?;
         let resp = self.execute(req).await?;
         self.read(resp).await
@@ -279,18 +271,20 @@ impl McpClient {
     pub async fn get(&self, extra: &[(&str, &str)]) -> Result<MessageStream> {
         let mut req = self
             .builder(Method::GET)
-            .header(ACCEPT, SSE)
+            .header(ACCEPT, super::reply::SSE)
             .body(Full::new(Bytes::new()))?;
         apply_headers(&mut req, extra)?;
         let resp = self.execute(req).await?;
-        Ok(MessageStream::new(resp, self.inner.timeout, "GET stream".into()))
+        Ok(MessageStream::new(
+            resp,
+            self.inner.timeout,
+            "GET stream".into(),
+        ))
     }
 
     /// DELETE: ends the session.
     pub async fn delete(&self) -> Result<RawReply> {
-        let req = self
-            .builder(Method::DELETE)
-            .body(Full::new(Bytes::new()))?;
+        let req = self.builder(Method::DELETE).body(Full::new(Bytes::new()))?;
         let resp = self.execute(req).await?;
         self.read(resp).await
     }
@@ -356,286 +350,4 @@ fn apply_headers<B>(req: &mut Request<B>, extra: &[(&str, &str)]) -> Result<()> 
         req.headers_mut().insert(name, value);
     }
     Ok(())
-}
-
-/// An HTTP reply, unparsed.
-#[derive(Debug, Clone)]
-pub struct RawReply {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
-
-impl RawReply {
-    pub fn content_type(&self) -> String {
-        content_type_of(&self.headers)
-    }
-
-    /// The body as one JSON value.
-    pub fn json(&self) -> Result<Value> {
-        serde_json::from_slice(&self.body)
-            .with_context(|| format!("HTTP {} body is not JSON: {}", self.status, self.text()))
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-impl std::fmt::Display for RawReply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HTTP {} [{}] {}", self.status, self.content_type(), self.text())
-    }
-}
-
-/// A whole reply to a POST, with its JSON-RPC messages in order: one for an
-/// `application/json` reply, one per non-empty SSE event for `text/event-stream`.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub content_type: String,
-    /// The body exactly as received.
-    pub body: Bytes,
-    /// Each message's JSON text exactly as received.
-    pub raw_messages: Vec<String>,
-    /// `raw_messages`, parsed (member order kept).
-    pub messages: Vec<Value>,
-}
-
-impl Reply {
-    /// Parses a raw reply. JSON bodies are one message; SSE bodies one message per
-    /// event with data (priming events are skipped); other bodies none.
-    pub fn from_raw(raw: RawReply) -> Result<Reply> {
-        let content_type = raw.content_type();
-        let raw_messages = if is_sse(&content_type) {
-            let mut decoder = SseDecoder::default();
-            decoder
-                .feed(&raw.body)?
-                .into_iter()
-                .filter(|e| !e.data.is_empty())
-                .map(|e| e.data)
-                .collect()
-        } else if content_type.to_ascii_lowercase().contains("json") && !raw.body.is_empty() {
-            vec![String::from_utf8(raw.body.to_vec()).context("JSON body is not UTF-8")?]
-        } else {
-            Vec::new()
-        };
-        let messages = raw_messages
-            .iter()
-            .map(|t| serde_json::from_str(t).with_context(|| format!("message is not JSON: {t}")))
-            .collect::<Result<Vec<Value>>>()?;
-        Ok(Reply {
-            status: raw.status,
-            headers: raw.headers,
-            content_type,
-            body: raw.body,
-            raw_messages,
-            messages,
-        })
-    }
-
-    pub fn is_sse(&self) -> bool {
-        is_sse(&self.content_type)
-    }
-
-    /// The last message carrying `result` or `error` (the response).
-    pub fn response(&self) -> Result<&Value> {
-        self.messages
-            .iter()
-            .rev()
-            .find(|m| m.get("result").is_some() || m.get("error").is_some())
-            .ok_or_else(|| anyhow!("no JSON-RPC response in {self}"))
-    }
-
-    /// The response's `result`; an error if the response is an error.
-    pub fn result(&self) -> Result<&Value> {
-        let r = self.response()?;
-        r.get("result")
-            .ok_or_else(|| anyhow!("expected a result, got {r}"))
-    }
-
-    /// The response's `error` object; an error if the response is a result.
-    pub fn error(&self) -> Result<&Value> {
-        let r = self.response()?;
-        r.get("error")
-            .ok_or_else(|| anyhow!("expected an error, got {r}"))
-    }
-
-    /// The exact text of the response's `result` member, as the server wrote it.
-    pub fn raw_result(&self) -> Result<String> {
-        #[derive(serde::Deserialize)]
-        struct Probe {
-            result: Option<Box<RawValue>>,
-        }
-        for text in self.raw_messages.iter().rev() {
-            let probe: Probe = serde_json::from_str(text)?;
-            if let Some(r) = probe.result {
-                return Ok(r.get().to_owned());
-            }
-        }
-        bail!("no result in {self}")
-    }
-
-    /// Notifications (a method, no id), in order.
-    pub fn notifications(&self) -> Vec<&Value> {
-        self.messages
-            .iter()
-            .filter(|m| m.get("method").is_some() && m.get("id").is_none())
-            .collect()
-    }
-
-    /// Server→client requests (a method and an id), in order.
-    pub fn requests(&self) -> Vec<&Value> {
-        self.messages
-            .iter()
-            .filter(|m| m.get("method").is_some() && m.get("id").is_some())
-            .collect()
-    }
-}
-
-impl std::fmt::Display for Reply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "HTTP {} [{}] {}",
-            self.status,
-            self.content_type,
-            String::from_utf8_lossy(&self.body)
-        )
-    }
-}
-
-/// A reply read incrementally: the messages of an SSE body as they arrive (or the
-/// one message of a JSON body). Each wait is bounded by the stream's timeout.
-pub struct MessageStream {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub content_type: String,
-    body: Option<Incoming>,
-    sse: bool,
-    decoder: SseDecoder,
-    /// A non-SSE body, collected until it ends.
-    buf: Vec<u8>,
-    pending: VecDeque<String>,
-    timeout: Duration,
-    what: String,
-}
-
-/// A POST reply read message by message (see [`McpClient::request_streaming`]).
-pub type StreamingReply = MessageStream;
-
-impl MessageStream {
-    fn new(resp: Response<Incoming>, timeout: Duration, what: String) -> MessageStream {
-        let (parts, body) = resp.into_parts();
-        let content_type = content_type_of(&parts.headers);
-        MessageStream {
-            status: parts.status,
-            sse: is_sse(&content_type),
-            headers: parts.headers,
-            content_type,
-            body: Some(body),
-            decoder: SseDecoder::default(),
-            buf: Vec::new(),
-            pending: VecDeque::new(),
-            timeout,
-            what,
-        }
-    }
-
-    pub fn is_sse(&self) -> bool {
-        self.sse
-    }
-
-    /// Changes the bound on each later wait.
-    pub fn set_timeout(&mut self, timeout: Duration) {
-        self.timeout = timeout;
-    }
-
-    /// The next message, `None` once the body ended; an error if nothing arrives
-    /// within the timeout.
-    pub async fn next(&mut self) -> Result<Option<Value>> {
-        let deadline = Instant::now() + self.timeout;
-        self.next_until(deadline).await
-    }
-
-    /// The next message's exact text.
-    pub async fn next_raw(&mut self) -> Result<Option<String>> {
-        let deadline = Instant::now() + self.timeout;
-        self.next_raw_until(deadline).await
-    }
-
-    /// The next message; an error if the body ends first.
-    pub async fn expect_next(&mut self) -> Result<Value> {
-        self.next()
-            .await?
-            .ok_or_else(|| anyhow!("{}: the stream ended", self.what))
-    }
-
-    /// Skips messages until one satisfies `pred`; an error if the stream ends or
-    /// the timeout passes first.
-    pub async fn wait_for(&mut self, mut pred: impl FnMut(&Value) -> bool) -> Result<Value> {
-        let deadline = Instant::now() + self.timeout;
-        loop {
-            match self.next_until(deadline).await? {
-                Some(m) if pred(&m) => return Ok(m),
-                Some(_) => {}
-                None => bail!("{}: the stream ended before the awaited message", self.what),
-            }
-        }
-    }
-
-    /// Every remaining message until the body ends (each wait bounded).
-    pub async fn rest(&mut self) -> Result<Vec<Value>> {
-        let mut out = Vec::new();
-        while let Some(m) = self.next().await? {
-            out.push(m);
-        }
-        Ok(out)
-    }
-
-    async fn next_until(&mut self, deadline: Instant) -> Result<Option<Value>> {
-        match self.next_raw_until(deadline).await? {
-            Some(t) => Ok(Some(
-                serde_json::from_str(&t).with_context(|| format!("message is not JSON: {t}"))?,
-            )),
-            None => Ok(None),
-        }
-    }
-
-    async fn next_raw_until(&mut self, deadline: Instant) -> Result<Option<String>> {
-        loop {
-            if let Some(m) = self.pending.pop_front() {
-                return Ok(Some(m));
-            }
-            let Some(body) = self.body.as_mut() else {
-                return Ok(None);
-            };
-            let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
-                Err(_) => bail!("{}: no message within {:?}", self.what, self.timeout),
-                Ok(None) => {
-                    self.body = None;
-                    if !self.sse && !self.buf.is_empty() {
-                        let text = String::from_utf8(std::mem::take(&mut self.buf))
-                            .context("body is not UTF-8")?;
-                        self.pending.push_back(text);
-                    }
-                    continue;
-                }
-                Ok(Some(frame)) => frame.with_context(|| format!("{}: body error", self.what))?,
-            };
-            let Ok(data) = frame.into_data() else {
-                continue;
-            };
-            if self.sse {
-                for event in self.decoder.feed(&data)? {
-                    if !event.data.is_empty() {
-                        self.pending.push_back(event.data);
-                    }
-                }
-            } else {
-                self.buf.extend_from_slice(&data);
-            }
-        }
-    }
 }

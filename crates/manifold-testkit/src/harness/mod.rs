@@ -23,9 +23,11 @@
 
 mod client;
 mod gateway;
+mod reply;
 
-pub use client::{McpClient, MessageStream, RawReply, Reply, StreamingReply};
+pub use client::McpClient;
 pub use gateway::{demo_upstream_bin, toml_string, DemoHttp, TestGateway};
+pub use reply::{MessageStream, RawReply, Reply, StreamingReply};
 
 use std::time::Duration;
 
