@@ -125,11 +125,12 @@ async fn route(
     session: &Arc<DownSession>,
     id: RequestId,
     method: &str,
-    msg: Map<String, Value>,
+    mut msg: Map<String, Value>,
     accepts_sse: bool,
 ) -> Response<Body> {
-    let params = match msg.get("params") {
-        Some(Value::Object(p)) => p.clone(),
+    // Moved out, not cloned: the forwarded params are rewritten in place.
+    let params = match msg.remove("params") {
+        Some(Value::Object(p)) => p,
         _ => Map::new(),
     };
     let ok = |result: &[u8]| {
