@@ -129,38 +129,36 @@ pub(crate) async fn forward(
 
     // Phase: dispatch.
     let cancel = session.begin_call(id.clone());
-    let mut call = match upstream.call(method, Some(params), headers).await {
+    let call = match upstream.call(method, Some(params), headers).await {
         Ok(c) => c,
         Err(e) => {
             session.end_call(&id);
             return json_response(StatusCode::OK, failure_bytes(&id, kind, &e), None);
         }
     };
-    let first = tokio::select! {
-        ev = call.next() => ev,
-        _ = cancel.cancelled() => {
-            call.cancel("cancelled by the client").await;
-            session.end_call(&id);
-            return json_response(StatusCode::OK, cancelled_bytes(&id), None);
-        }
+    // From here on, dropping this handler (the client's connection closed) hands
+    // the call to a background drain instead of cancelling it.
+    let mut pending = Pending {
+        call: Some(call),
+        gw: gw.clone(),
+        session: session.clone(),
+        id,
+        kind,
+        cancel,
     };
     // Phase: relay back.
+    let Some(first) = pending.next().await else {
+        return cancelled_response(&pending.id, accepts_sse);
+    };
     match first {
         CallEvent::Done(outcome) => {
-            session.end_call(&id);
-            json_response(StatusCode::OK, outcome_bytes(&id, kind, outcome), None)
+            let bytes = outcome_bytes(&pending.id, kind, outcome);
+            pending.finished();
+            json_response(StatusCode::OK, bytes, None)
         }
         ev if accepts_sse => {
             let (tx, rx) = mpsc::channel::<Bytes>(gw.config.limits.stream_queue);
-            let pump = Pump {
-                session: session.clone(),
-                id,
-                kind,
-                tx,
-                minted: Vec::new(),
-            };
-            let shutdown = gw.shutdown.clone();
-            gw.tasks.spawn(pump.run(call, ev, cancel, shutdown));
+            pending.stream_to(tx, ev);
             sse_response(rx, None)
         }
         ev => {
@@ -170,8 +168,9 @@ pub(crate) async fn forward(
             loop {
                 match ev {
                     CallEvent::Done(outcome) => {
-                        session.end_call(&id);
-                        return json_response(StatusCode::OK, outcome_bytes(&id, kind, outcome), None);
+                        let bytes = outcome_bytes(&pending.id, kind, outcome);
+                        pending.finished();
+                        return json_response(StatusCode::OK, bytes, None);
                     }
                     CallEvent::Request { responder, method, .. } => {
                         responder
@@ -180,15 +179,99 @@ pub(crate) async fn forward(
                     }
                     CallEvent::Notification(_) => {}
                 }
-                ev = tokio::select! {
-                    ev = call.next() => ev,
-                    _ = cancel.cancelled() => {
-                        call.cancel("cancelled by the client").await;
-                        session.end_call(&id);
-                        return json_response(StatusCode::OK, cancelled_bytes(&id), None);
-                    }
+                let Some(next) = pending.next().await else {
+                    return cancelled_response(&pending.id, accepts_sse);
                 };
+                ev = next;
             }
+        }
+    }
+}
+
+/// The HTTP answer to a request the client cancelled while it waited for JSON.
+/// The spec says a cancelled request gets no response, so a client that accepts
+/// SSE gets a stream that ends empty; one that does not gets an error it can read.
+fn cancelled_response(id: &RequestId, accepts_sse: bool) -> Response<Body> {
+    if accepts_sse {
+        let (_, rx) = mpsc::channel::<Bytes>(1);
+        sse_response(rx, None)
+    } else {
+        json_response(StatusCode::OK, cancelled_bytes(id), None)
+    }
+}
+
+/// A call the request handler is waiting on.
+///
+/// A client that disconnects has not cancelled its request (2025-11-25 transports:
+/// "Disconnection SHOULD NOT be interpreted as the client cancelling its
+/// request"). If the handler is dropped with the call unfinished, `Drop` hands the
+/// call to a background [`Pump`] that runs it to its outcome, still honouring the
+/// client's `notifications/cancelled` (the session keeps the request in flight),
+/// the session's end and the gateway's shutdown.
+struct Pending {
+    /// `None` once the call has finished or moved to a pump.
+    call: Option<Call>,
+    gw: Arc<Gateway>,
+    session: Arc<DownSession>,
+    id: RequestId,
+    kind: Kind,
+    cancel: CancellationToken,
+}
+
+impl Pending {
+    /// The next event, or `None` when the client cancelled the request (the call
+    /// has then been cancelled upstream).
+    async fn next(&mut self) -> Option<CallEvent> {
+        let call = self.call.as_mut()?;
+        tokio::select! {
+            ev = call.next() => Some(ev),
+            _ = self.cancel.cancelled() => {
+                call.cancel("cancelled by the client").await;
+                self.finished();
+                None
+            }
+        }
+    }
+
+    /// The call is over: the session forgets it.
+    fn finished(&mut self) {
+        self.call = None;
+        self.session.end_call(&self.id);
+    }
+
+    /// Moves the call to a pump that relays it onto `tx`, starting with `first`.
+    fn stream_to(&mut self, tx: mpsc::Sender<Bytes>, first: CallEvent) {
+        if let Some(call) = self.call.take() {
+            self.spawn_pump(call, tx, Some(first), false);
+        }
+    }
+
+    fn spawn_pump(
+        &self,
+        call: Call,
+        tx: mpsc::Sender<Bytes>,
+        first: Option<CallEvent>,
+        gone: bool,
+    ) {
+        let pump = Pump {
+            session: self.session.clone(),
+            id: self.id.clone(),
+            kind: self.kind,
+            tx,
+            minted: Vec::new(),
+            gone,
+        };
+        let (cancel, shutdown) = (self.cancel.clone(), self.gw.shutdown.clone());
+        self.gw.tasks.spawn(pump.run(call, first, cancel, shutdown));
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            // Nobody reads this channel: the pump starts in "client gone" mode.
+            let (tx, _) = mpsc::channel(1);
+            self.spawn_pump(call, tx, None, true);
         }
     }
 }
@@ -201,43 +284,51 @@ struct Pump {
     tx: mpsc::Sender<Bytes>,
     /// Ids of server→client requests minted on this stream, forgotten at the end.
     minted: Vec<String>,
+    /// The client's connection is gone: the call runs on to its outcome (only
+    /// `notifications/cancelled` cancels it), with nothing relayed.
+    gone: bool,
 }
 
 impl Pump {
     async fn run(
         mut self,
         mut call: Call,
-        first: CallEvent,
+        first: Option<CallEvent>,
         cancel: CancellationToken,
         shutdown: CancellationToken,
     ) {
-        let mut ev = first;
+        let mut next = first;
         loop {
+            let ev = match next.take() {
+                Some(ev) => ev,
+                None => tokio::select! {
+                    ev = call.next() => ev,
+                    _ = cancel.cancelled() => {
+                        // No response for a cancelled request: the stream just ends.
+                        call.cancel("cancelled by the client").await;
+                        break;
+                    }
+                    _ = shutdown.cancelled() => {
+                        call.cancel("the gateway is shutting down").await;
+                        break;
+                    }
+                },
+            };
             match ev {
                 CallEvent::Done(outcome) => {
-                    let bytes = outcome_bytes(&self.id, self.kind, outcome);
-                    let _ = self.tx.send(sse_message(&bytes)).await;
+                    if !self.gone {
+                        let bytes = outcome_bytes(&self.id, self.kind, outcome);
+                        let _ = self.tx.send(sse_message(&bytes)).await;
+                    }
                     break;
                 }
                 other => {
-                    if !self.relay(other).await {
-                        // The client went away: dropping the call cancels it upstream.
-                        break;
+                    if !self.relay(other).await && !self.gone {
+                        self.gone = true;
+                        tracing::debug!(request = %self.id, "the client disconnected; the call runs on upstream");
                     }
                 }
             }
-            ev = tokio::select! {
-                ev = call.next() => ev,
-                _ = cancel.cancelled() => {
-                    call.cancel("cancelled by the client").await;
-                    let _ = self.tx.send(sse_message(&cancelled_bytes(&self.id))).await;
-                    break;
-                }
-                _ = shutdown.cancelled() => {
-                    call.cancel("the gateway is shutting down").await;
-                    break;
-                }
-            };
         }
         self.session.end_call(&self.id);
         for id in &self.minted {
@@ -249,6 +340,20 @@ impl Pump {
 
     /// Sends one event to the client; false when the client is gone.
     async fn relay(&mut self, ev: CallEvent) -> bool {
+        if self.gone {
+            if let CallEvent::Request {
+                method, responder, ..
+            } = ev
+            {
+                responder
+                    .refuse(
+                        -32603,
+                        &format!("{method}: the client that made this call has disconnected"),
+                    )
+                    .await;
+            }
+            return false;
+        }
         match ev {
             CallEvent::Notification(msg) => {
                 let bytes = serde_json::to_vec(&Value::Object(msg)).unwrap_or_default();

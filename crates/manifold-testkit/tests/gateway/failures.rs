@@ -194,12 +194,9 @@ async fn a_cancelled_call_returns_promptly() -> Result<()> {
                 elapsed < Duration::from_secs(3),
                 "{upstream}: took {elapsed:?}"
             );
-            // The spec says a cancelled request SHOULD get no response; the
-            // gateway may still end the POST with an error. Never a result.
-            if let Ok(response) = reply.response() {
-                assert_eq!(response["id"], id, "{upstream}: {reply}");
-                assert!(response.get("error").is_some(), "{upstream}: {reply}");
-            }
+            // A cancelled request gets no response (spec: cancellation): the POST
+            // ends with an empty event stream.
+            assert!(reply.response().is_err(), "{upstream}: {reply}");
             let up =
                 f.gw.gateway()
                     .upstreams()
