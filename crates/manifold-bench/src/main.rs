@@ -31,6 +31,20 @@ struct Args {
     /// Concurrency levels.
     #[arg(long, value_delimiter = ',', default_value = "1,16")]
     concurrency: Vec<usize>,
+    /// Which measurements to run: `call` (tools/call echo), `list` (tools/list of
+    /// 1,000 tools). Running one alone is handy under a profiler.
+    #[arg(long, value_delimiter = ',', default_value = "call,list")]
+    scenarios: Vec<String>,
+    /// Give the gateway a CPU of its own, as a sidecar with its own CPU budget has:
+    /// the load generator and the upstreams run on CPU 0, the gateway on CPU 1
+    /// (with `taskset`, util-linux). Without it all processes share every CPU, and
+    /// on a small machine the gateway's extra hop competes with the upstream for it.
+    #[arg(long)]
+    pin: bool,
+    /// Rounds per measurement, direct and via Manifold alternating; the round with
+    /// the median throughput is reported, so one noisy round does not decide.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
 }
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
@@ -120,6 +134,42 @@ struct Stats {
     p99_us: u128,
 }
 
+/// Runs direct and gateway measurements in alternating rounds; returns the rounds
+/// with the median throughput of each.
+async fn compare(
+    client: &HttpClient,
+    (direct_url, direct_body): (&str, &Value),
+    (gw_url, gw_body): (&str, &Value),
+    concurrency: usize,
+    args: &Args,
+) -> Result<(Stats, Stats)> {
+    let (mut d, mut g) = (Vec::new(), Vec::new());
+    for _ in 0..args.rounds.max(1) {
+        d.push(
+            measure(
+                client,
+                direct_url,
+                direct_body.clone(),
+                concurrency,
+                args.seconds,
+            )
+            .await?,
+        );
+        g.push(measure(client, gw_url, gw_body.clone(), concurrency, args.seconds).await?);
+    }
+    let median = |mut v: Vec<Stats>| {
+        v.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+        v.swap_remove(v.len() / 2)
+    };
+    Ok((median(d), median(g)))
+}
+
+impl Stats {
+    fn rate(&self) -> f64 {
+        self.calls as f64 / self.secs
+    }
+}
+
 async fn measure(
     client: &HttpClient,
     url: &str,
@@ -176,6 +226,17 @@ async fn main() -> Result<()> {
     let dir = std::env::temp_dir().join(format!("manifold-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
 
+    if args.pin {
+        // Threads started later inherit the mask; so do the upstreams spawned below.
+        let pinned = Command::new("taskset")
+            .args(["-a", "-c", "-p", "0", &std::process::id().to_string()])
+            .stdout(Stdio::null())
+            .status()
+            .context("taskset (util-linux) is needed for --pin")?;
+        if !pinned.success() {
+            bail!("taskset could not pin the load generator to CPU 0");
+        }
+    }
     let mut demo = Command::new(&exe);
     demo.args([
         "demo-upstream",
@@ -201,7 +262,13 @@ async fn main() -> Result<()> {
     std::fs::write(&cfg, format!(
         "[server]\nlisten = \"127.0.0.1:0\"\n[upstreams.bench]\nurl = \"{direct_url}\"\n[upstreams.big]\nurl = \"{big_url}\"\n"
     ))?;
-    let mut gw = Command::new(&exe);
+    let mut gw = if args.pin {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "1"]).arg(&exe);
+        c
+    } else {
+        Command::new(&exe)
+    };
     gw.arg("serve")
         .arg("--config")
         .arg(&cfg)
@@ -214,9 +281,21 @@ async fn main() -> Result<()> {
     let call = |name: &str| json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":name,"arguments":{"text":"hello"}}});
     println!("| measurement | concurrency | direct calls/s | via Manifold calls/s | ratio | direct p50 / p99 (µs) | via Manifold p50 / p99 (µs) | added p50 (µs) |");
     println!("|---|---|---|---|---|---|---|---|");
-    for &c in &args.concurrency {
-        let d = measure(&client, &direct_url, call("echo"), c, args.seconds).await?;
-        let g = measure(&client, &gw_url, call("bench__echo"), c, args.seconds).await?;
+    for scenario in &args.scenarios {
+        if scenario != "call" && scenario != "list" {
+            bail!("unknown scenario {scenario:?}: expected call or list");
+        }
+    }
+    let run = |s: &str| args.scenarios.iter().any(|x| x == s);
+    for &c in args.concurrency.iter().filter(|_| run("call")) {
+        let (d, g) = compare(
+            &client,
+            (&direct_url, &call("echo")),
+            (&gw_url, &call("bench__echo")),
+            c,
+            &args,
+        )
+        .await?;
         let (dr, gr) = (d.calls as f64 / d.secs, g.calls as f64 / g.secs);
         println!(
             "| tools/call echo | {c} | {dr:.0} | {gr:.0} | {:.0} % | {} / {} | {} / {} | {} |",
@@ -229,11 +308,10 @@ async fn main() -> Result<()> {
         );
     }
     let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"});
-    for &c in &args.concurrency {
+    for &c in args.concurrency.iter().filter(|_| run("list")) {
         // Direct: the 1,000-tool upstream alone; via Manifold: the merged catalog of
         // both upstreams (990 + 10 = 1,000 tools) served from the snapshot.
-        let d = measure(&client, &big_url, list.clone(), c, args.seconds).await?;
-        let g = measure(&client, &gw_url, list.clone(), c, args.seconds).await?;
+        let (d, g) = compare(&client, (&big_url, &list), (&gw_url, &list), c, &args).await?;
         let (dr, gr) = (d.calls as f64 / d.secs, g.calls as f64 / g.secs);
         println!(
             "| tools/list, 1,000 tools | {c} | {dr:.0} | {gr:.0} | {:.0} % | {} / {} | {} / {} | {} |",

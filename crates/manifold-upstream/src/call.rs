@@ -69,8 +69,14 @@ impl Responder {
     }
 }
 
+/// The transport work of one call (an HTTP exchange), polled by the call itself.
+pub(crate) type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// A request in flight.
 pub struct Call {
+    /// HTTP: the POST and its reply, driven from [`Call::next`]; it ends once the
+    /// outcome is dispatched. `None` for stdio, whose reader task serves all calls.
+    pub(crate) driver: Option<Driver>,
     pub(crate) id: u64,
     pub(crate) session: Arc<Session>,
     pub(crate) events: mpsc::Receiver<CallEvent>,
@@ -89,27 +95,35 @@ impl Call {
                 upstream: self.session.router.upstream.to_string(),
             }));
         }
-        tokio::select! {
-            biased;
-            Some(ev) = self.events.recv() => ev,
-            outcome = &mut self.done => {
-                // Events sent before the outcome come first.
-                if let Ok(ev) = self.events.try_recv() {
-                    // Put the outcome back by finishing on the next call.
-                    let outcome = outcome.unwrap_or_else(|_| self.lost());
-                    self.stash(outcome);
-                    return ev;
+        loop {
+            tokio::select! {
+                biased;
+                Some(ev) = self.events.recv() => return ev,
+                outcome = &mut self.done => {
+                    // Events sent before the outcome come first.
+                    if let Ok(ev) = self.events.try_recv() {
+                        // Put the outcome back by finishing on the next call.
+                        let outcome = outcome.unwrap_or_else(|_| self.lost());
+                        self.stash(outcome);
+                        return ev;
+                    }
+                    self.finished = true;
+                    return CallEvent::Done(outcome.unwrap_or_else(|_| self.lost()));
                 }
-                self.finished = true;
-                CallEvent::Done(outcome.unwrap_or_else(|_| self.lost()))
-            }
-            _ = tokio::time::sleep_until(self.deadline) => {
-                self.cancel_upstream("timeout").await;
-                self.finished = true;
-                CallEvent::Done(CallOutcome::Failed(UpstreamError::Timeout {
-                    upstream: self.session.router.upstream.to_string(),
-                    timeout: self.timeout,
-                }))
+                // The exchange finished: its outcome is in `done` (or the router
+                // failed the call); loop to collect it.
+                _ = async { if let Some(d) = self.driver.as_mut() { d.await } },
+                    if self.driver.is_some() => {
+                    self.driver = None;
+                }
+                _ = tokio::time::sleep_until(self.deadline) => {
+                    self.cancel_upstream("timeout").await;
+                    self.finished = true;
+                    return CallEvent::Done(CallOutcome::Failed(UpstreamError::Timeout {
+                        upstream: self.session.router.upstream.to_string(),
+                        timeout: self.timeout,
+                    }));
+                }
             }
         }
     }
@@ -140,9 +154,14 @@ impl Call {
         }
     }
 
-    async fn cancel_upstream(&self, reason: &str) {
-        if self.session.router.forget(self.id) {
-            self.session.send_cancelled(self.id, reason).await;
+    /// Written over the session alone, not `&self`: the driver is not `Sync`, so a
+    /// `&Call` held across an await would make the future not `Send`.
+    fn cancel_upstream(&self, reason: &str) -> impl std::future::Future<Output = ()> + Send {
+        let (session, id, reason) = (self.session.clone(), self.id, reason.to_string());
+        async move {
+            if session.router.forget(id) {
+                session.send_cancelled(id, &reason).await;
+            }
         }
     }
 }

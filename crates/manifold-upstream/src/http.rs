@@ -230,29 +230,36 @@ impl HttpLink {
 }
 
 /// Starts the POST for a call; its reply is read by an owned task.
-pub(crate) fn post_call(
+/// The work of one POST: send it, read the reply (JSON or SSE), dispatch what comes
+/// back. The [`Call`](crate::Call) polls this future inline, so a forwarded call
+/// costs no extra task and no cross-thread hand-off; dropping the call aborts it.
+pub(crate) fn drive_call(
     session: Arc<Session>,
     id: u64,
     method: String,
     bytes: Vec<u8>,
     headers: Vec<(String, String)>,
-) {
-    let s = session.clone();
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     let limit = session.timeout + STREAM_GRACE;
-    session.spawn_owned(async move {
-        let run = run_call(&s, id, &method, bytes, &headers);
-        match tokio::time::timeout(limit, run).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => s.router.fail(id, e),
-            Err(_) => s.router.fail(
-                id,
-                UpstreamError::Timeout {
-                    upstream: s.router.upstream.to_string(),
-                    timeout: limit,
-                },
-            ),
+    async move {
+        let run = run_call(&session, id, &method, bytes, &headers);
+        let closed = session.closed.clone();
+        tokio::select! {
+            // The session's end fails every call; nothing more to read.
+            _ = closed.cancelled() => {}
+            res = tokio::time::timeout(limit, run) => match res {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => session.router.fail(id, e),
+                Err(_) => session.router.fail(
+                    id,
+                    UpstreamError::Timeout {
+                        upstream: session.router.upstream.to_string(),
+                        timeout: limit,
+                    },
+                ),
+            }
         }
-    });
+    }
 }
 
 async fn run_call(

@@ -128,7 +128,8 @@ impl Session {
         }
         let reg = self.router.register(&mut msg)?;
         let bytes = serde_json::to_vec(&msg).unwrap_or_default();
-        let call = Call {
+        let mut call = Call {
+            driver: None,
             id: reg.id,
             session: self.clone(),
             events: reg.events,
@@ -148,7 +149,13 @@ impl Session {
                 }
             }
             Link::Http(_) => {
-                http::post_call(self.clone(), reg.id, method.to_string(), bytes, headers)
+                call.driver = Some(Box::pin(http::drive_call(
+                    self.clone(),
+                    reg.id,
+                    method.to_string(),
+                    bytes,
+                    headers,
+                )))
             }
         }
         Ok(call)
