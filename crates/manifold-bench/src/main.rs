@@ -252,7 +252,7 @@ async fn main() -> Result<()> {
         "--http",
         "127.0.0.1:0",
         "--tools",
-        "990",
+        "986",
         "--instructions",
         "",
     ]);
@@ -310,7 +310,7 @@ async fn main() -> Result<()> {
     let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"});
     for &c in args.concurrency.iter().filter(|_| run("list")) {
         // Direct: the 1,000-tool upstream alone; via Manifold: the merged catalog of
-        // both upstreams (990 + 10 = 1,000 tools) served from the snapshot.
+        // both upstreams (986 + 14 = 1,000 tools) served from the snapshot.
         let (d, g) = compare(&client, (&big_url, &list), (&gw_url, &list), c, &args).await?;
         let (dr, gr) = (d.calls as f64 / d.secs, g.calls as f64 / g.secs);
         println!(

@@ -12,10 +12,13 @@
 //! - a collision or an invalid item is reported in [`NamedList::left_out`], never fatal.
 //!
 //! Not here: fetching lists (the upstream layer), deciding when to rebuild (the
-//! server), resources (keyed by URI, added with their own index).
+//! server). Resources are keyed by URI, not renamed: see [`resources`].
 
+pub mod filter;
 pub mod naming;
 mod page;
+mod resources;
+pub mod template;
 
 use bytes::Bytes;
 use manifold_protocol::headers::{header_params, HeaderParam};
@@ -23,8 +26,10 @@ use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+pub use filter::{Glob, ItemFilter};
 pub use naming::NameChange;
 pub use page::CursorError;
+pub use resources::{Resources, UriList};
 
 /// How prefixes are applied (mirrors `[naming] prefix_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +83,8 @@ pub struct UpstreamInput {
     /// The prefix used in exposed names (the upstream name unless aliased).
     pub prefix: String,
     pub lists: Arc<UpstreamLists>,
+    /// Which tools and prompts the operator hides (`tools.allow` / `tools.deny`).
+    pub filter: Arc<ItemFilter>,
 }
 
 /// One exposed item.
@@ -96,8 +103,10 @@ pub struct Entry {
 /// Why an upstream item is not exposed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeftOutReason {
-    /// The item has no string `name`.
+    /// The item has no string `name` (`uri` for resources).
     NoName,
+    /// The operator's `allow`/`deny` lists hide it.
+    Filtered,
     /// Its `inputSchema` carries an invalid `x-mcp-header` annotation.
     InvalidHeader(String),
     /// Another upstream's item got the exposed name first.
@@ -111,6 +120,7 @@ impl std::fmt::Display for LeftOutReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LeftOutReason::NoName => write!(f, "no string `name`"),
+            LeftOutReason::Filtered => write!(f, "hidden by the upstream's allow/deny lists"),
             LeftOutReason::InvalidHeader(e) => write!(f, "invalid x-mcp-header: {e}"),
             LeftOutReason::Collision {
                 exposed,
@@ -145,6 +155,7 @@ pub struct NamedList {
 pub struct Catalog {
     pub tools: NamedList,
     pub prompts: NamedList,
+    pub resources: Resources,
 }
 
 impl Catalog {
@@ -165,6 +176,7 @@ impl Catalog {
         Catalog {
             tools: NamedList::build(Kind::Tools, &sorted, policy, page_size),
             prompts: NamedList::build(Kind::Prompts, &sorted, policy, page_size),
+            resources: Resources::build(&sorted, page_size),
         }
     }
 
@@ -213,6 +225,14 @@ impl NamedList {
                     });
                     continue;
                 };
+                if !input.filter.shows(kind, original) {
+                    left_out.push(LeftOut {
+                        upstream: input.name.clone(),
+                        original: original.to_string(),
+                        reason: LeftOutReason::Filtered,
+                    });
+                    continue;
+                }
                 let header_params = if kind == Kind::Tools {
                     let schema = item.get("inputSchema").unwrap_or(&Value::Null);
                     match header_params(schema) {

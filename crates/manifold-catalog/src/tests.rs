@@ -14,8 +14,9 @@ fn input(name: &str, tools: Vec<Map<String, Value>>) -> UpstreamInput {
         prefix: name.to_string(),
         lists: Arc::new(UpstreamLists {
             tools,
-            prompts: vec![],
+            ..Default::default()
         }),
+        filter: Arc::new(ItemFilter::default()),
     }
 }
 
@@ -210,4 +211,135 @@ fn empty_catalog_has_an_empty_first_page() {
     let cat = Catalog::empty(500);
     assert_eq!(&cat.tools.page(None).unwrap()[..], br#"{"tools":[]}"#);
     assert_eq!(&cat.prompts.page(None).unwrap()[..], br#"{"prompts":[]}"#);
+}
+
+fn resource(uri: &str) -> Map<String, Value> {
+    json!({"uri": uri, "name": uri, "x-vendor": {"kept": true}})
+        .as_object()
+        .cloned()
+        .unwrap()
+}
+
+fn template(t: &str) -> Map<String, Value> {
+    json!({"uriTemplate": t, "name": t})
+        .as_object()
+        .cloned()
+        .unwrap()
+}
+
+fn with_resources(
+    name: &str,
+    resources: Vec<Map<String, Value>>,
+    templates: Vec<Map<String, Value>>,
+) -> UpstreamInput {
+    UpstreamInput {
+        name: Arc::from(name),
+        prefix: name.to_string(),
+        lists: Arc::new(UpstreamLists {
+            resources,
+            resource_templates: templates,
+            ..Default::default()
+        }),
+        filter: Arc::new(ItemFilter::default()),
+    }
+}
+
+#[test]
+fn resources_merge_by_uri_and_the_first_upstream_by_name_owns_a_duplicate() {
+    let a = with_resources(
+        "zeta",
+        vec![resource("file:///b"), resource("file:///shared")],
+        vec![template("file:///{path}")],
+    );
+    let b = with_resources(
+        "alpha",
+        vec![resource("file:///shared"), resource("mem://a")],
+        vec![template("file:///docs/{path}")],
+    );
+    let p = policy(PrefixMode::Always, 2);
+    let one = Catalog::build(&[a.clone(), b.clone()], &p, 500);
+    let two = Catalog::build(&[b, a], &p, 500);
+    let page = one.resources.resources.page(None).unwrap();
+    assert_eq!(page, two.resources.resources.page(None).unwrap());
+    let v: Value = serde_json::from_slice(&page).unwrap();
+    let uris: Vec<&str> = v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(uris, ["file:///b", "file:///shared", "mem://a"]);
+    // Unknown members pass through.
+    assert_eq!(v["resources"][0]["x-vendor"]["kept"], true);
+    let r = &one.resources;
+    assert_eq!(r.owner("file:///shared").map(|u| &**u), Some("alpha"));
+    assert_eq!(r.owner("file:///b").map(|u| &**u), Some("zeta"));
+    assert_eq!(r.resources.left_out().len(), 1);
+    // Templates: the most specific match wins.
+    assert_eq!(r.owner("file:///docs/x").map(|u| &**u), Some("alpha"));
+    assert_eq!(r.owner("file:///other").map(|u| &**u), Some("zeta"));
+    assert_eq!(r.owner("nope://x"), None);
+    assert_eq!(
+        r.template_owner("file:///{path}").map(|u| &**u),
+        Some("zeta")
+    );
+    let t: Value = serde_json::from_slice(&r.templates.page(None).unwrap()).unwrap();
+    assert_eq!(t["resourceTemplates"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn resource_pages_walk_the_whole_list() {
+    let items = (0..7).map(|i| resource(&format!("mem://{i}"))).collect();
+    let c = Catalog::build(
+        &[with_resources("a", items, vec![])],
+        &policy(PrefixMode::Always, 1),
+        3,
+    );
+    let mut cursor: Option<String> = None;
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        let page: Value =
+            serde_json::from_slice(&c.resources.resources.page(cursor.as_deref()).unwrap())
+                .unwrap();
+        for r in page["resources"].as_array().unwrap() {
+            seen.push(r["uri"].as_str().unwrap().to_string());
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(n) => cursor = Some(n.to_string()),
+            None => break,
+        }
+    }
+    let want: Vec<String> = (0..7).map(|i| format!("mem://{i}")).collect();
+    assert_eq!(seen, want);
+}
+
+#[test]
+fn filtered_tools_are_left_out_and_not_routable() {
+    let mut i = input(
+        "gh",
+        vec![tool("get_issue"), tool("delete_repo"), tool("list_prs")],
+    );
+    i.filter = Arc::new(ItemFilter {
+        tools: filter::Rules {
+            allow: vec![],
+            deny: vec![Glob::new("delete_*")],
+        },
+        ..Default::default()
+    });
+    let c = Catalog::build(&[i], &policy(PrefixMode::Always, 1), 500);
+    assert_eq!(names(&c.tools), ["gh__get_issue", "gh__list_prs"]);
+    assert!(c.tools.get("gh__delete_repo").is_none());
+    assert_eq!(c.tools.left_out()[0].reason, LeftOutReason::Filtered);
+}
+
+#[test]
+fn an_alias_prefix_replaces_the_upstream_name() {
+    let mut i = input("github-enterprise", vec![tool("get_issue")]);
+    i.prefix = "gh".into();
+    let c = Catalog::build(&[i], &policy(PrefixMode::Always, 1), 500);
+    assert_eq!(names(&c.tools), ["gh__get_issue"]);
+    assert_eq!(
+        &*c.tools.get("gh__get_issue").unwrap().upstream,
+        "github-enterprise"
+    );
 }

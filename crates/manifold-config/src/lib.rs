@@ -15,8 +15,8 @@ mod validate;
 
 pub use model::*;
 pub use validate::{
-    is_valid_upstream_name, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig,
-    Transport, UpstreamConfig,
+    is_valid_upstream_name, Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode,
+    ServerConfig, Transport, UpstreamConfig,
 };
 
 use figment::providers::{Env, Format, Serialized, Toml};

@@ -166,6 +166,30 @@ pub struct UpstreamSection {
     /// `/readyz` fails while a required upstream is not ready (default false).
     #[serde(default)]
     pub required: bool,
+    /// Used instead of the upstream's name in exposed names (`<prefix><separator>
+    /// <tool>`), e.g. a short alias for a long upstream name. Same rules as
+    /// upstream names. Default: the upstream's name.
+    pub prefix: Option<String>,
+    /// Which of the upstream's tools are exposed (globs over its own tool names).
+    #[serde(default)]
+    pub tools: FilterSection,
+    /// Which of the upstream's prompts are exposed (globs over its own prompt names).
+    #[serde(default)]
+    pub prompts: FilterSection,
+}
+
+/// `allow` / `deny` glob lists (`*` any run, `?` one character). An item is exposed
+/// when it matches an `allow` glob (or `allow` is empty) and no `deny` glob. Hidden
+/// items are not callable.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FilterSection {
+    /// Globs of names to expose; empty = all.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Globs of names to hide; deny wins over allow.
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 fn d_listen() -> String {

@@ -162,3 +162,50 @@ fn upstream_name_rule() {
         assert!(!is_valid_upstream_name(bad), "{bad}");
     }
 }
+
+#[test]
+fn prefix_alias_and_filters_load() {
+    let text = r#"
+[upstreams.github-enterprise]
+url = "https://example.com/mcp"
+prefix = "gh"
+tools = { allow = ["get_*", "list_*"], deny = ["get_secret*"] }
+prompts = { deny = ["*"] }
+
+[upstreams.time]
+command = "uvx"
+"#;
+    let cfg = load_with(text, &[]).unwrap();
+    let gh = &cfg.upstreams[0];
+    assert_eq!(gh.name, "github-enterprise");
+    assert_eq!(gh.prefix, "gh");
+    assert_eq!(gh.tools.allow, ["get_*", "list_*"]);
+    assert_eq!(gh.tools.deny, ["get_secret*"]);
+    assert_eq!(gh.prompts.deny, ["*"]);
+    assert_eq!(
+        cfg.upstreams[1].prefix, "time",
+        "the default prefix is the name"
+    );
+}
+
+#[test]
+fn bad_prefix_and_filters_are_errors_naming_the_key() {
+    let cases = [
+        (
+            "[upstreams.a]\ncommand = \"x\"\nprefix = \"has space\"\n",
+            "upstreams.a.prefix",
+        ),
+        (
+            "[upstreams.a]\ncommand = \"x\"\ntools = { allow = [\"\"] }\n",
+            "upstreams.a.tools",
+        ),
+        (
+            "[upstreams.a]\ncommand = \"x\"\ntools = { alow = [\"x\"] }\n",
+            "alow",
+        ),
+    ];
+    for (text, needle) in cases {
+        let err = load_with(text, &[]).unwrap_err().to_string();
+        assert!(err.contains(needle), "{text}: {err}");
+    }
+}

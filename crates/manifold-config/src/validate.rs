@@ -74,6 +74,19 @@ pub struct UpstreamConfig {
     pub transport: Transport,
     pub timeout: Duration,
     pub required: bool,
+    /// The prefix used in exposed names (the name unless `prefix` is set).
+    pub prefix: String,
+    /// `tools.allow` / `tools.deny` globs.
+    pub tools: Filter,
+    /// `prompts.allow` / `prompts.deny` globs.
+    pub prompts: Filter,
+}
+
+/// Validated `allow` / `deny` globs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -280,11 +293,34 @@ pub(crate) fn validate(
         if timeout.is_zero() {
             return Err(format!("key `{key}.timeout`: must be greater than 0"));
         }
+        let prefix = match &u.prefix {
+            Some(p) if !is_valid_upstream_name(p) => {
+                return Err(format!(
+                    "key `{key}.prefix`: `{p}` must match ^[A-Za-z0-9_-]{{1,32}}$ (it becomes part of tool names)"
+                ))
+            }
+            Some(p) => p.clone(),
+            None => name.clone(),
+        };
+        let filter = |what: &str, f: &crate::model::FilterSection| -> Result<Filter, String> {
+            for g in f.allow.iter().chain(&f.deny) {
+                if g.is_empty() {
+                    return Err(format!("key `{key}.{what}`: a glob must not be empty"));
+                }
+            }
+            Ok(Filter {
+                allow: f.allow.clone(),
+                deny: f.deny.clone(),
+            })
+        };
         upstreams.push(UpstreamConfig {
+            tools: filter("tools", &u.tools)?,
+            prompts: filter("prompts", &u.prompts)?,
             name,
             transport,
             timeout,
             required: u.required,
+            prefix,
         });
     }
     // BTreeMap iteration already sorted them; make the invariant explicit.

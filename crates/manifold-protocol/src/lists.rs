@@ -6,4 +6,6 @@ use serde_json::{Map, Value};
 pub struct ListSnapshot {
     pub tools: Vec<Map<String, Value>>,
     pub prompts: Vec<Map<String, Value>>,
+    pub resources: Vec<Map<String, Value>>,
+    pub resource_templates: Vec<Map<String, Value>>,
 }

@@ -15,7 +15,7 @@ use manifold_catalog::Kind;
 use manifold_protocol::headers::{encode_header_value, param_headers};
 use manifold_protocol::methods as m;
 use manifold_protocol::{jsonrpc, RequestId, RpcError};
-use manifold_upstream::{Call, CallEvent, CallOutcome, UpstreamError};
+use manifold_upstream::{Call, CallEvent, CallOutcome, Upstream, UpstreamError};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -38,23 +38,63 @@ fn error_response(id: &RequestId, e: &RpcError) -> Response<Body> {
     json_response(StatusCode::OK, jsonrpc::error_bytes(Some(id), e), None)
 }
 
-/// The bytes of the final response for an outcome.
-fn outcome_bytes(id: &RequestId, kind: Kind, outcome: CallOutcome) -> Vec<u8> {
+/// How a failure to get an upstream's answer reaches the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failures {
+    /// As a tool result with `isError: true`, which a model reads (`tools/call`).
+    ToolError,
+    /// As a JSON-RPC error (everything else).
+    RpcError,
+}
+
+/// Where a request goes, decided by the resolve phase of each method.
+pub(crate) struct Target {
+    pub upstream: Upstream,
+    /// SEP-2243 headers for HTTP upstreams (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`).
+    pub headers: Vec<(String, String)>,
+    pub failures: Failures,
+}
+
+/// The standard headers for a forwarded request: `Mcp-Method`, and `Mcp-Name` when
+/// the request names something (the upstream's own name or URI).
+pub(crate) fn standard_headers(method: &str, name: Option<&str>) -> Vec<(String, String)> {
+    let mut h = vec![(m::HEADER_METHOD.to_string(), method.to_string())];
+    if let Some(n) = name {
+        h.push((m::HEADER_NAME.to_string(), encode_header_value(n)));
+    }
+    h
+}
+
+/// The bytes of the final response for an outcome. URIs in a result are learned
+/// first, so a client's `resources/read` of a link it was just given reaches its
+/// owner.
+fn outcome_bytes(
+    gw: &Gateway,
+    upstream: &Arc<str>,
+    id: &RequestId,
+    failures: Failures,
+    outcome: CallOutcome,
+) -> Vec<u8> {
     match outcome {
-        CallOutcome::Result(raw) => jsonrpc::response_bytes(id, &raw),
+        CallOutcome::Result(raw) => {
+            crate::resources::learn(gw, upstream, &raw);
+            jsonrpc::response_bytes(id, &raw)
+        }
         CallOutcome::Error(raw) => jsonrpc::error_bytes_raw(id, &raw),
-        CallOutcome::Failed(e) => failure_bytes(id, kind, &e),
+        CallOutcome::Failed(e) => failure_bytes(id, failures, &e),
     }
 }
 
-fn failure_bytes(id: &RequestId, kind: Kind, e: &UpstreamError) -> Vec<u8> {
-    match kind {
-        Kind::Tools => {
+fn failure_bytes(id: &RequestId, failures: Failures, e: &UpstreamError) -> Vec<u8> {
+    match failures {
+        Failures::ToolError => {
             let result =
                 json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true});
             jsonrpc::response_bytes_from_json(id, result.to_string().as_bytes())
         }
-        Kind::Prompts => jsonrpc::error_bytes(Some(id), &RpcError::new(e.code(), e.to_string())),
+        Failures::RpcError => {
+            jsonrpc::error_bytes(Some(id), &RpcError::new(e.code(), e.to_string()))
+        }
     }
 }
 
@@ -95,7 +135,7 @@ pub(crate) async fn forward(
             &RpcError::invalid_params(format!("{method} needs params.name (a string)")),
         );
     };
-    let (upstream, original, headers) = {
+    let (target, original) = {
         let catalog = gw.catalog.load();
         let Some(entry) = catalog.list(kind).get(&name) else {
             return error_response(&id, &unknown(kind, &name));
@@ -105,13 +145,7 @@ pub(crate) async fn forward(
         };
         // Phase: rewrite. The upstream sees its own name; HTTP upstreams get the
         // SEP-2243 headers computed from its own schema.
-        let mut headers = vec![
-            (m::HEADER_METHOD.to_string(), method.to_string()),
-            (
-                m::HEADER_NAME.to_string(),
-                encode_header_value(&entry.original),
-            ),
-        ];
+        let mut headers = standard_headers(method, Some(&entry.original));
         if !entry.header_params.is_empty() {
             match param_headers(&entry.header_params, params.get("arguments")) {
                 Ok(h) => headers.extend(h),
@@ -123,17 +157,43 @@ pub(crate) async fn forward(
                 }
             }
         }
-        (upstream, entry.original.clone(), headers)
+        let failures = match kind {
+            Kind::Tools => Failures::ToolError,
+            Kind::Prompts => Failures::RpcError,
+        };
+        let target = Target {
+            upstream,
+            headers,
+            failures,
+        };
+        (target, entry.original.clone())
     };
     params.insert("name".into(), Value::String(original));
+    dispatch(gw, session, id, method, params, target, accepts_sse).await
+}
 
-    // Phase: dispatch.
+/// Phases dispatch and relay: sends the request to its target and answers the
+/// client with JSON, or with SSE once the upstream streams.
+pub(crate) async fn dispatch(
+    gw: &Arc<Gateway>,
+    session: &Arc<DownSession>,
+    id: RequestId,
+    method: &str,
+    params: Map<String, Value>,
+    target: Target,
+    accepts_sse: bool,
+) -> Response<Body> {
+    let Target {
+        upstream,
+        headers,
+        failures,
+    } = target;
     let cancel = session.begin_call(id.clone());
     let call = match upstream.call(method, Some(params), headers).await {
         Ok(c) => c,
         Err(e) => {
             session.end_call(&id);
-            return json_response(StatusCode::OK, failure_bytes(&id, kind, &e), None);
+            return json_response(StatusCode::OK, failure_bytes(&id, failures, &e), None);
         }
     };
     // From here on, dropping this handler (the client's connection closed) hands
@@ -142,8 +202,9 @@ pub(crate) async fn forward(
         call: Some(call),
         gw: gw.clone(),
         session: session.clone(),
+        upstream: upstream.name().clone(),
         id,
-        kind,
+        failures,
         cancel,
     };
     // Phase: relay back.
@@ -152,7 +213,7 @@ pub(crate) async fn forward(
     };
     match first {
         CallEvent::Done(outcome) => {
-            let bytes = outcome_bytes(&pending.id, kind, outcome);
+            let bytes = pending.outcome_bytes(outcome);
             pending.finished();
             json_response(StatusCode::OK, bytes, None)
         }
@@ -168,7 +229,7 @@ pub(crate) async fn forward(
             loop {
                 match ev {
                     CallEvent::Done(outcome) => {
-                        let bytes = outcome_bytes(&pending.id, kind, outcome);
+                        let bytes = pending.outcome_bytes(outcome);
                         pending.finished();
                         return json_response(StatusCode::OK, bytes, None);
                     }
@@ -213,8 +274,9 @@ struct Pending {
     call: Option<Call>,
     gw: Arc<Gateway>,
     session: Arc<DownSession>,
+    upstream: Arc<str>,
     id: RequestId,
-    kind: Kind,
+    failures: Failures,
     cancel: CancellationToken,
 }
 
@@ -231,6 +293,10 @@ impl Pending {
                 None
             }
         }
+    }
+
+    fn outcome_bytes(&self, outcome: CallOutcome) -> Vec<u8> {
+        outcome_bytes(&self.gw, &self.upstream, &self.id, self.failures, outcome)
     }
 
     /// The call is over: the session forgets it.
@@ -254,9 +320,11 @@ impl Pending {
         gone: bool,
     ) {
         let pump = Pump {
+            gw: self.gw.clone(),
             session: self.session.clone(),
+            upstream: self.upstream.clone(),
             id: self.id.clone(),
-            kind: self.kind,
+            failures: self.failures,
             tx,
             minted: Vec::new(),
             gone,
@@ -278,9 +346,11 @@ impl Drop for Pending {
 
 /// Relays a call's events onto its SSE response until the outcome.
 struct Pump {
+    gw: Arc<Gateway>,
     session: Arc<DownSession>,
+    upstream: Arc<str>,
     id: RequestId,
-    kind: Kind,
+    failures: Failures,
     tx: mpsc::Sender<Bytes>,
     /// Ids of server→client requests minted on this stream, forgotten at the end.
     minted: Vec<String>,
@@ -317,7 +387,13 @@ impl Pump {
             match ev {
                 CallEvent::Done(outcome) => {
                     if !self.gone {
-                        let bytes = outcome_bytes(&self.id, self.kind, outcome);
+                        let bytes = outcome_bytes(
+                            &self.gw,
+                            &self.upstream,
+                            &self.id,
+                            self.failures,
+                            outcome,
+                        );
                         let _ = self.tx.send(sse_message(&bytes)).await;
                     }
                     break;
@@ -355,7 +431,10 @@ impl Pump {
             return false;
         }
         match ev {
-            CallEvent::Notification(msg) => {
+            CallEvent::Notification(mut msg) => {
+                if !crate::logging::for_client(&self.session, &self.upstream, &mut msg) {
+                    return true;
+                }
                 let bytes = serde_json::to_vec(&Value::Object(msg)).unwrap_or_default();
                 self.tx.send(sse_message(&bytes)).await.is_ok()
             }

@@ -17,13 +17,17 @@
 mod body;
 mod forward;
 mod http;
+mod logging;
 mod pipeline;
+mod resources;
 mod session;
 
+pub use logging::LEVELS as LOG_LEVELS;
+pub use resources::LEARNED_URI_CAPACITY;
 pub use session::SESSION_ID_BYTES;
 
 use arc_swap::ArcSwap;
-use manifold_catalog::{Catalog, NamingPolicy, UpstreamInput};
+use manifold_catalog::{Catalog, Glob, ItemFilter, NamingPolicy, UpstreamInput};
 use manifold_config::GatewayConfig;
 use manifold_upstream::{Upstream, UpstreamEvent};
 use std::collections::HashMap;
@@ -46,8 +50,14 @@ pub struct Gateway {
     pub(crate) config: Arc<GatewayConfig>,
     pub(crate) upstreams: Vec<Upstream>,
     pub(crate) by_name: HashMap<Arc<str>, Upstream>,
+    /// Each upstream's `tools` / `prompts` allow and deny lists.
+    pub(crate) filters: HashMap<Arc<str>, Arc<ItemFilter>>,
     pub(crate) catalog: ArcSwap<Catalog>,
     pub(crate) sessions: session::Sessions,
+    /// URIs seen in results, for routing reads (see `resources`).
+    pub(crate) learned: std::sync::Mutex<resources::Learned>,
+    /// Resource subscriptions, shared across sessions.
+    pub(crate) subscriptions: std::sync::Mutex<resources::Subscriptions>,
     pub(crate) shutdown: CancellationToken,
     pub(crate) tasks: TaskTracker,
 }
@@ -76,12 +86,19 @@ impl Gateway {
             .iter()
             .map(|u| (u.name().clone(), u.clone()))
             .collect();
+        let filters = upstreams
+            .iter()
+            .map(|u| (u.name().clone(), Arc::new(item_filter(u.config()))))
+            .collect();
         let gw = Arc::new(Gateway {
             catalog: ArcSwap::from_pointee(Catalog::empty(config.server.page_size)),
             sessions: session::Sessions::new(config.limits.max_sessions),
+            learned: Default::default(),
+            subscriptions: Default::default(),
             config,
             upstreams,
             by_name,
+            filters,
             shutdown,
             tasks,
         });
@@ -138,17 +155,19 @@ impl Gateway {
         }
     }
 
-    /// Rebuilds the merged view from every ready upstream; returns which kinds
-    /// changed (their first page differs).
-    pub(crate) fn rebuild_catalog(&self) -> Vec<manifold_catalog::Kind> {
+    /// Rebuilds the merged view from every ready upstream; returns the
+    /// `list_changed` notifications it calls for (lists whose items changed).
+    pub(crate) fn rebuild_catalog(&self) -> Vec<&'static str> {
+        use manifold_protocol::methods as m;
         let inputs: Vec<UpstreamInput> = self
             .upstreams
             .iter()
             .filter_map(|u| {
                 u.lists().map(|lists| UpstreamInput {
                     name: u.name().clone(),
-                    prefix: u.name().to_string(),
+                    prefix: u.config().prefix.clone(),
                     lists,
+                    filter: self.filters.get(u.name()).cloned().unwrap_or_default(),
                 })
             })
             .collect();
@@ -161,9 +180,12 @@ impl Gateway {
         let old = self.catalog.swap(Arc::new(new));
         let new = self.catalog.load();
         let mut changed = Vec::new();
-        for kind in [
-            manifold_catalog::Kind::Tools,
-            manifold_catalog::Kind::Prompts,
+        for (kind, method) in [
+            (manifold_catalog::Kind::Tools, m::NOTIF_TOOLS_LIST_CHANGED),
+            (
+                manifold_catalog::Kind::Prompts,
+                m::NOTIF_PROMPTS_LIST_CHANGED,
+            ),
         ] {
             let a = old.list(kind);
             let b = new.list(kind);
@@ -173,13 +195,20 @@ impl Gateway {
                     .zip(b.entries())
                     .any(|(x, y)| x.json() != y.json());
             if differ {
-                changed.push(kind);
+                changed.push(method);
             }
+        }
+        let (a, b) = (&old.resources, &new.resources);
+        if !a.resources.same_as(&b.resources) || !a.templates.same_as(&b.templates) {
+            changed.push(m::NOTIF_RESOURCES_LIST_CHANGED);
         }
         changed
     }
 
     async fn maintain_catalog(self: Arc<Self>, mut rx: mpsc::Receiver<UpstreamEvent>) {
+        use manifold_protocol::methods as m;
+        // Upstreams known ready, to notice a (re)connection.
+        let mut ready: std::collections::HashSet<Arc<str>> = Default::default();
         loop {
             let ev = tokio::select! {
                 _ = self.shutdown.cancelled() => return,
@@ -193,10 +222,21 @@ impl Gateway {
                     tracing::info!(upstream = %upstream, %method, "upstream list changed; refetching");
                 }
                 UpstreamEvent::Notification {
-                    upstream, method, ..
-                } => {
-                    tracing::debug!(upstream = %upstream, %method, "unrouted upstream notification");
-                }
+                    upstream,
+                    method,
+                    msg,
+                } => match method.as_str() {
+                    m::NOTIF_MESSAGE => {
+                        logging::broadcast(&self, &upstream, &msg);
+                    }
+                    m::NOTIF_RESOURCES_UPDATED => {
+                        let sent = resources::updated(&self, &upstream, &msg);
+                        tracing::debug!(upstream = %upstream, sessions = sent, "resource updated");
+                    }
+                    _ => {
+                        tracing::debug!(upstream = %upstream, %method, "unrouted upstream notification");
+                    }
+                },
             };
             handle(ev);
             // Coalesce a burst of changes into one rebuild.
@@ -204,18 +244,33 @@ impl Gateway {
                 handle(ev);
             }
             if rebuild {
-                for kind in self.rebuild_catalog() {
-                    let method = match kind {
-                        manifold_catalog::Kind::Tools => {
-                            manifold_protocol::methods::NOTIF_TOOLS_LIST_CHANGED
-                        }
-                        manifold_catalog::Kind::Prompts => {
-                            manifold_protocol::methods::NOTIF_PROMPTS_LIST_CHANGED
-                        }
-                    };
+                self.on_upstreams_changed(&mut ready);
+                for method in self.rebuild_catalog() {
                     let sent = self.sessions.broadcast_notification(method);
                     tracing::info!(%method, sessions = sent, "merged list changed");
                 }
+            }
+        }
+    }
+
+    /// An upstream that just became ready gets the state sessions built up on
+    /// the old connection: resource subscriptions and the log level.
+    fn on_upstreams_changed(self: &Arc<Self>, ready: &mut std::collections::HashSet<Arc<str>>) {
+        for u in &self.upstreams {
+            let is_ready = u.status().state == manifold_upstream::State::Ready;
+            if is_ready && ready.insert(u.name().clone()) {
+                resources::renew(self, u);
+                if self.sessions.most_verbose_log_level().is_some() {
+                    let gw = self.clone();
+                    self.tasks.spawn(async move {
+                        tokio::select! {
+                            _ = gw.shutdown.cancelled() => {}
+                            _ = logging::apply_to_upstreams(&gw) => {}
+                        }
+                    });
+                }
+            } else if !is_ready {
+                ready.remove(u.name());
             }
         }
     }
@@ -227,10 +282,24 @@ impl Gateway {
                 _ = self.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(SESSION_SWEEP_INTERVAL) => {}
             }
-            let n = self.sessions.expire_idle(idle);
-            if n > 0 {
-                tracing::info!(expired = n, "ended idle sessions");
+            let expired = self.sessions.expire_idle(idle);
+            for id in &expired {
+                resources::session_ended(&self, id);
+            }
+            if !expired.is_empty() {
+                tracing::info!(expired = expired.len(), "ended idle sessions");
             }
         }
+    }
+}
+
+fn item_filter(u: &manifold_config::UpstreamConfig) -> ItemFilter {
+    let rules = |f: &manifold_config::Filter| manifold_catalog::filter::Rules {
+        allow: f.allow.iter().map(|g| Glob::new(g)).collect(),
+        deny: f.deny.iter().map(|g| Glob::new(g)).collect(),
+    };
+    ItemFilter {
+        tools: rules(&u.tools),
+        prompts: rules(&u.prompts),
     }
 }

@@ -144,12 +144,7 @@ async fn route(
         |e: RpcError| json_response(StatusCode::OK, jsonrpc::error_bytes(Some(&id), &e), None);
     match method {
         m::PING => ok(b"{}"),
-        m::TOOLS_LIST | m::PROMPTS_LIST => {
-            let kind = if method == m::TOOLS_LIST {
-                Kind::Tools
-            } else {
-                Kind::Prompts
-            };
+        m::TOOLS_LIST | m::PROMPTS_LIST | m::RESOURCES_LIST | m::RESOURCES_TEMPLATES_LIST => {
             let cursor = match params.get("cursor") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(c)) => Some(c.as_str()),
@@ -159,7 +154,14 @@ async fn route(
                     ))
                 }
             };
-            match gw.catalog.load().list(kind).page(cursor) {
+            let catalog = gw.catalog.load();
+            let page = match method {
+                m::TOOLS_LIST => catalog.tools.page(cursor),
+                m::PROMPTS_LIST => catalog.prompts.page(cursor),
+                m::RESOURCES_LIST => catalog.resources.resources.page(cursor),
+                _ => catalog.resources.templates.page(cursor),
+            };
+            match page {
                 Ok(page) => ok(&page),
                 Err(e) => err(RpcError::invalid_params(e.to_string())),
             }
@@ -171,7 +173,20 @@ async fn route(
             crate::forward::forward(gw, session, id, method, params, Kind::Prompts, accepts_sse)
                 .await
         }
-        m::LOGGING_SET_LEVEL => ok(b"{}"),
+        m::RESOURCES_READ => crate::resources::read(gw, session, id, params, accepts_sse).await,
+        m::RESOURCES_SUBSCRIBE => crate::resources::subscribe(gw, session, id, params).await,
+        m::RESOURCES_UNSUBSCRIBE => crate::resources::unsubscribe(gw, session, id, params).await,
+        m::COMPLETION_COMPLETE => {
+            crate::resources::complete(gw, session, id, params, accepts_sse).await
+        }
+        m::LOGGING_SET_LEVEL => match crate::logging::requested_level(&params) {
+            Ok(level) => {
+                session.set_log_level(level);
+                crate::logging::apply_to_upstreams(gw).await;
+                ok(b"{}")
+            }
+            Err(e) => err(e),
+        },
         _ => err(RpcError::method_not_found(method)),
     }
 }
@@ -230,16 +245,35 @@ fn initialize(gw: &Gateway, id: &RequestId, msg: &Map<String, Value>) -> Respons
     json_response(StatusCode::OK, bytes, Some(&session.id))
 }
 
+/// The union of what the ready upstreams offer. Tools and prompts are always
+/// offered (an empty list is a valid answer, and an upstream may join later);
+/// Manifold itself emits every `list_changed`, so `listChanged` is true.
 fn capabilities_for(gw: &Gateway) -> Value {
+    let upstream_caps: Vec<Map<String, Value>> = gw
+        .upstreams
+        .iter()
+        .filter_map(|u| u.status().facts.map(|f| f.capabilities.clone()))
+        .collect();
+    let any = |name: &str| upstream_caps.iter().any(|c| c.contains_key(name));
     let mut caps = Map::new();
     caps.insert("tools".into(), json!({"listChanged": true}));
     caps.insert("prompts".into(), json!({"listChanged": true}));
-    let any_logging = gw.upstreams.iter().any(|u| {
-        u.status()
-            .facts
-            .is_some_and(|f| f.capabilities.contains_key("logging"))
-    });
-    if any_logging {
+    if any("resources") {
+        let subscribe = upstream_caps.iter().any(|c| {
+            c.get("resources")
+                .and_then(|r| r.get("subscribe"))
+                .and_then(Value::as_bool)
+                == Some(true)
+        });
+        caps.insert(
+            "resources".into(),
+            json!({"subscribe": subscribe, "listChanged": true}),
+        );
+    }
+    if any("completions") {
+        caps.insert("completions".into(), json!({}));
+    }
+    if any("logging") {
         caps.insert("logging".into(), json!({}));
     }
     Value::Object(caps)
@@ -311,12 +345,13 @@ pub(crate) fn open_get_stream(gw: &Gateway, headers: &HeaderMap) -> Response<Bod
 }
 
 /// DELETE: ends the session.
-pub(crate) fn delete_session(gw: &Gateway, headers: &HeaderMap) -> Response<Body> {
+pub(crate) fn delete_session(gw: &Arc<Gateway>, headers: &HeaderMap) -> Response<Body> {
     let session = match session_of(gw, headers) {
         Ok(s) => s,
         Err(r) => return r,
     };
     gw.sessions.remove(&session.id);
+    crate::resources::session_ended(gw, &session.id);
     tracing::info!(session = %&session.id[..8], client = %session.client_info,
         version = %session.protocol_version, "session ended by the client");
     plain(StatusCode::OK)

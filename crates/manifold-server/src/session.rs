@@ -11,7 +11,7 @@ use manifold_protocol::RequestId;
 use manifold_upstream::Responder;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -33,6 +33,9 @@ pub(crate) struct DownSession {
     get_stream: Mutex<Option<mpsc::Sender<Bytes>>>,
     pending: Mutex<HashMap<String, Responder>>,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// The level of `logging/setLevel` (index into `logging::LEVELS`), or
+    /// `logging::LEVEL_UNSET`.
+    log_level: AtomicU8,
     pub ended: CancellationToken,
 }
 
@@ -64,6 +67,13 @@ impl DownSession {
             Some(tx) => tx.try_send(bytes).is_ok(),
             None => false,
         }
+    }
+
+    pub fn log_level(&self) -> u8 {
+        self.log_level.load(Ordering::Relaxed)
+    }
+    pub fn set_log_level(&self, level: u8) {
+        self.log_level.store(level, Ordering::Relaxed);
     }
 
     pub fn has_capability(&self, name: &str) -> bool {
@@ -143,6 +153,7 @@ impl Sessions {
             get_stream: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
+            log_level: AtomicU8::new(crate::logging::LEVEL_UNSET),
             ended: CancellationToken::new(),
         });
         self.map.insert(s.id.clone(), s.clone());
@@ -174,13 +185,28 @@ impl Sessions {
         sessions.iter().filter(|s| s.push(bytes.clone())).count()
     }
 
-    pub fn expire_idle(&self, idle: Duration) -> usize {
+    /// Ends sessions idle for longer than `idle`; their ids.
+    pub fn expire_idle(&self, idle: Duration) -> Vec<String> {
         let stale: Vec<String> = self
             .map
             .iter()
             .filter(|e| e.value().idle_for() > idle)
             .map(|e| e.key().clone())
             .collect();
-        stale.iter().filter(|id| self.remove(id)).count()
+        stale.into_iter().filter(|id| self.remove(id)).collect()
+    }
+
+    /// Every live session (a snapshot: no guard is kept).
+    pub fn all(&self) -> Vec<Arc<DownSession>> {
+        self.map.iter().map(|e| e.value().clone()).collect()
+    }
+
+    /// The most verbose `logging/setLevel` of any live session, if any set one.
+    pub fn most_verbose_log_level(&self) -> Option<u8> {
+        self.map
+            .iter()
+            .map(|e| e.value().log_level())
+            .filter(|&l| l != crate::logging::LEVEL_UNSET)
+            .min()
     }
 }

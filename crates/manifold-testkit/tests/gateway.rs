@@ -20,6 +20,8 @@ mod lists;
 mod sampling;
 #[path = "gateway/session.rs"]
 mod session;
+#[path = "gateway/surface.rs"]
+mod surface;
 
 use std::future::Future;
 use std::time::Duration;
@@ -46,6 +48,10 @@ pub(crate) const DEMO_TOOLS: &[&str] = &[
     "sleep",
     "crash",
     "sample",
+    "link",
+    "touch",
+    "log",
+    "log_level",
 ];
 
 /// Runs a test body with an overall time limit.

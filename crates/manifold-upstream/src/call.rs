@@ -141,6 +141,30 @@ impl Call {
         self.done = rx;
     }
 
+    /// Waits for the outcome alone: notifications are dropped and server→client
+    /// requests refused (for requests Manifold makes on its own behalf, such as
+    /// `logging/setLevel` or `resources/subscribe`).
+    pub async fn outcome(&mut self) -> CallOutcome {
+        loop {
+            match self.next().await {
+                CallEvent::Done(outcome) => return outcome,
+                CallEvent::Request {
+                    method, responder, ..
+                } => {
+                    responder
+                        .refuse(
+                            manifold_protocol::ErrorCode::METHOD_NOT_FOUND.0,
+                            &format!(
+                                "{method} is not available for a request Manifold makes itself"
+                            ),
+                        )
+                        .await
+                }
+                CallEvent::Notification(_) => {}
+            }
+        }
+    }
+
     /// The id Manifold used upstream.
     pub fn upstream_id(&self) -> u64 {
         self.id

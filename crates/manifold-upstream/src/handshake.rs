@@ -74,6 +74,21 @@ pub(crate) async fn fetch_lists(
         snap.prompts =
             fetch_all(session, manifold_protocol::methods::PROMPTS_LIST, "prompts").await?;
     }
+    if facts.capabilities.contains_key("resources") {
+        use manifold_protocol::methods as m;
+        snap.resources = fetch_all(session, m::RESOURCES_LIST, "resources").await?;
+        // Templates are optional even for resource servers: a server without them
+        // may answer -32601, which must not fail the connection.
+        snap.resource_templates =
+            match fetch_all(session, m::RESOURCES_TEMPLATES_LIST, "resourceTemplates").await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::debug!(upstream = %session.router.upstream, error = %e,
+                        "no resource templates");
+                    Vec::new()
+                }
+            };
+    }
     Ok(snap)
 }
 

@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::router::Router;
+use crate::router::{Router, Source};
 use crate::supervisor::{Link, Session};
 use crate::UpstreamError;
 
@@ -327,7 +327,7 @@ async fn read_reply(
         // A JSON-RPC error body with our id still answers the call.
         let text = String::from_utf8_lossy(&body).to_string();
         if ctype.starts_with(m::CONTENT_TYPE_JSON) && text.contains("\"error\"") {
-            crate::router::dispatch(session, &text, Some(id));
+            crate::router::dispatch(session, &text, Source::Call(id));
             if !session.router.is_pending(id) {
                 return Ok(());
             }
@@ -353,7 +353,7 @@ async fn read_reply(
         ReplyError::Upstream(UpstreamError::protocol(&name, "the reply is not UTF-8"))
     })?;
     if !text.trim().is_empty() {
-        crate::router::dispatch(session, text, Some(id));
+        crate::router::dispatch(session, text, Source::Call(id));
     }
     if session.router.is_pending(id) {
         return Err(ReplyError::Upstream(UpstreamError::protocol(
@@ -394,7 +394,8 @@ async fn read_sse(
                 if ev.data.is_empty() {
                     continue; // priming event or keep-alive
                 }
-                crate::router::dispatch(session, &ev.data, context);
+                let source = context.map_or(Source::Standalone, Source::Call);
+                crate::router::dispatch(session, &ev.data, source);
             }
             if let Some(id) = context {
                 if !session.router.is_pending(id) {

@@ -51,6 +51,26 @@ pub(crate) struct Registered {
     pub done: oneshot::Receiver<CallOutcome>,
 }
 
+/// Where a message from an upstream arrived, which says what it may relate to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// HTTP: on the response stream of this call.
+    Call(u64),
+    /// stdio: the one shared stream; a message may relate to any call.
+    Stdio,
+    /// HTTP: the GET stream, which carries what relates to no request.
+    Standalone,
+}
+
+impl Source {
+    fn call(self) -> Option<u64> {
+        match self {
+            Source::Call(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
 /// A server→client request the router could not place; the transport answers it.
 pub(crate) enum Unplaced {
     Ping,
@@ -212,14 +232,8 @@ impl Router {
         }
     }
 
-    /// Routes a notification from the upstream. `context` is the call whose stream it
-    /// arrived on, if any.
-    pub(crate) fn notification(
-        &self,
-        method: &str,
-        mut msg: Map<String, Value>,
-        context: Option<u64>,
-    ) {
+    /// Routes a notification from the upstream by where it arrived.
+    pub(crate) fn notification(&self, method: &str, mut msg: Map<String, Value>, source: Source) {
         use manifold_protocol::methods as m;
         match method {
             m::NOTIF_PROGRESS => {
@@ -261,8 +275,10 @@ impl Router {
                 tracing::debug!(upstream = %self.upstream, "upstream cancelled one of its requests");
             }
             _ => {
-                let ctx = context.or_else(|| {
-                    (method == m::NOTIF_MESSAGE)
+                // A log message on stdio with one call in flight is that call's;
+                // on the HTTP GET stream it relates to no request by definition.
+                let ctx = source.call().or_else(|| {
+                    (source == Source::Stdio && method == m::NOTIF_MESSAGE)
                         .then(|| self.sole_call())
                         .flatten()
                 });
@@ -288,12 +304,14 @@ impl Router {
         method: &str,
         params: Option<Value>,
         responder: crate::Responder,
-        context: Option<u64>,
+        source: Source,
     ) -> Result<(), (Unplaced, crate::Responder)> {
         if method == manifold_protocol::methods::PING {
             return Err((Unplaced::Ping, responder));
         }
-        let ctx = context.or_else(|| self.sole_call());
+        // Requests need an answer from some client: with one call in flight, it is
+        // the only candidate, wherever the request arrived.
+        let ctx = source.call().or_else(|| self.sole_call());
         let Some(id) = ctx else {
             return Err((
                 Unplaced::NoClient {
@@ -337,12 +355,11 @@ pub(crate) struct Probe {
     pub error: Option<Box<RawValue>>,
 }
 
-/// Routes one message text from an upstream. `context` is the call whose response
-/// stream carried it (HTTP), `None` for stdio and the GET stream.
+/// Routes one message text from an upstream, by where it arrived.
 pub(crate) fn dispatch(
     session: &std::sync::Arc<crate::supervisor::Session>,
     text: &str,
-    context: Option<u64>,
+    source: Source,
 ) {
     let router = &session.router;
     let probe: Probe = match serde_json::from_str(text) {
@@ -370,7 +387,7 @@ pub(crate) fn dispatch(
     }
     match manifold_protocol::Incoming::parse(text.as_bytes()) {
         Ok(manifold_protocol::Incoming::Notification { method, msg }) => {
-            router.notification(&method, msg, context)
+            router.notification(&method, msg, source)
         }
         Ok(manifold_protocol::Incoming::Request {
             id,
@@ -382,8 +399,7 @@ pub(crate) fn dispatch(
                 upstream_id: id.as_value().clone(),
                 session: session.clone(),
             };
-            if let Err((unplaced, responder)) = router.request(&method, params, responder, context)
-            {
+            if let Err((unplaced, responder)) = router.request(&method, params, responder, source) {
                 let s = session.clone();
                 s.clone().spawn_owned(async move {
                     match unplaced {

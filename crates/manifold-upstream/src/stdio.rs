@@ -155,7 +155,7 @@ pub(crate) async fn connect(
             match next {
                 Some(Ok(line)) => {
                     if !line.trim().is_empty() {
-                        crate::router::dispatch(&s, &line, None);
+                        crate::router::dispatch(&s, &line, crate::router::Source::Stdio);
                     }
                 }
                 Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {

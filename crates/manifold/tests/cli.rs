@@ -42,7 +42,7 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
     );
     assert!(line.contains("(2/2 upstreams ready"), "{line}");
     // The demo upstream has 10 tools; both copies are merged under their prefixes.
-    assert!(line.contains(", 20 tools)"), "{line}");
+    assert!(line.contains(", 28 tools)"), "{line}");
     let pid = child.id().to_string();
     Command::new("kill")
         .args(["-TERM", &pid])

@@ -25,6 +25,7 @@
 
 pub mod cli;
 pub mod http;
+mod resources;
 pub mod stdio;
 mod tools;
 
@@ -232,6 +233,10 @@ pub struct DemoServer {
     /// Messages not tied to any request (tools/list_changed). Transports
     /// forward them: stdout for stdio, each session's GET stream for HTTP.
     events: broadcast::Sender<Value>,
+    /// The last `logging/setLevel` (the `log_level` tool reports it).
+    log_level: Mutex<Option<String>>,
+    /// URIs with a `resources/subscribe` in force (the `touch` tool checks it).
+    subscribed: Mutex<std::collections::HashSet<String>>,
 }
 
 impl DemoServer {
@@ -242,6 +247,8 @@ impl DemoServer {
             config,
             transport,
             events,
+            log_level: Mutex::new(None),
+            subscribed: Mutex::new(Default::default()),
         })
     }
 
@@ -450,7 +457,8 @@ impl Session {
             json!({
                 "tools": {"listChanged": true},
                 "prompts": {"listChanged": false},
-                "resources": {"subscribe": false, "listChanged": false},
+                "resources": {"subscribe": true, "listChanged": false},
+                "completions": {},
                 "logging": {}
             }),
         );
@@ -484,11 +492,16 @@ impl Session {
                 "uri": README_URI,
                 "name": "readme",
                 "description": "What this demo server is.",
-                "mimeType": "text/plain"
+                "mimeType": "text/plain",
+                "x-demo-resource-extra": {"kept": true}
             }]})),
-            "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
-            "resources/read" => read_resource(params),
-            "logging/setLevel" => set_log_level(params),
+            "resources/templates/list" => Ok(resources::templates()),
+            "resources/read" => resources::read(params),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                resources::subscription(&self.server, method, params)
+            }
+            "completion/complete" => resources::complete(params),
+            "logging/setLevel" => set_log_level(&self.server, params),
             _ => Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),
@@ -520,7 +533,7 @@ impl Session {
     }
 }
 
-const README_URI: &str = "demo://readme";
+pub(crate) const README_URI: &str = "demo://readme";
 
 fn respond(id: Value, outcome: Result<Value, RpcError>) -> Value {
     match outcome {
@@ -545,22 +558,7 @@ fn get_prompt(params: &Map<String, Value>) -> Result<Value, RpcError> {
     }))
 }
 
-fn read_resource(params: &Map<String, Value>) -> Result<Value, RpcError> {
-    let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
-    if uri != README_URI {
-        return Err(RpcError::new(
-            codes::RESOURCE_NOT_FOUND,
-            format!("Resource not found: {uri}"),
-        ));
-    }
-    Ok(json!({"contents": [{
-        "uri": README_URI,
-        "mimeType": "text/plain",
-        "text": DEFAULT_INSTRUCTIONS
-    }]}))
-}
-
-fn set_log_level(params: &Map<String, Value>) -> Result<Value, RpcError> {
+fn set_log_level(server: &DemoServer, params: &Map<String, Value>) -> Result<Value, RpcError> {
     const LEVELS: &[&str] = &[
         "debug",
         "info",
@@ -572,7 +570,10 @@ fn set_log_level(params: &Map<String, Value>) -> Result<Value, RpcError> {
         "emergency",
     ];
     match params.get("level").and_then(Value::as_str) {
-        Some(level) if LEVELS.contains(&level) => Ok(json!({})),
+        Some(level) if LEVELS.contains(&level) => {
+            *lock(&server.log_level) = Some(level.to_string());
+            Ok(json!({}))
+        }
         _ => Err(RpcError::invalid_params("Invalid log level")),
     }
 }

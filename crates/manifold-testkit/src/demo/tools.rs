@@ -235,6 +235,39 @@ fn fixed_tools() -> Vec<Value> {
                 "required": ["prompt"]
             }
         }),
+        json!({
+            "name": "link",
+            "description": "Returns a resource_link to demo://linked/<n>, a resource no list names.",
+            "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}
+        }),
+        json!({
+            "name": "touch",
+            "description": "Sends notifications/resources/updated for a subscribed URI (server-wide).",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"uri": {"type": "string"}},
+                "required": ["uri"]
+            }
+        }),
+        json!({
+            "name": "log",
+            "description": "Sends notifications/message: tied to this call, or server-wide with broadcast.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "level": {"type": "string"},
+                    "text": {"type": "string"},
+                    "logger": {"type": "string"},
+                    "broadcast": {"type": "boolean"}
+                },
+                "required": ["level", "text"]
+            }
+        }),
+        json!({
+            "name": "log_level",
+            "description": "Reports the last logging/setLevel this server received.",
+            "inputSchema": {"type": "object"}
+        }),
     ]
 }
 
@@ -270,6 +303,12 @@ pub(super) async fn call(
         "sleep" => sleep(args).await,
         "crash" => crash(server.transport()),
         "sample" => sample(session, args, ctx).await,
+        "link" => link(args),
+        "touch" => touch(server, args),
+        "log" => log(server, args, ctx),
+        "log_level" => Ok(text_result(
+            lock(&server.log_level).as_deref().unwrap_or("unset"),
+        )),
         _ if server.tools.is_synthetic(name) => {
             Ok(text_result(str_arg(args, "text").unwrap_or(name)))
         }
@@ -451,6 +490,43 @@ async fn sample(session: &Session, args: &Map<String, Value>, ctx: &CallContext)
     Ok(text_result(&format!("sampled: {text}")))
 }
 
+fn link(args: &Map<String, Value>) -> ToolOutcome {
+    let n = u64_arg(args, "n", Some(1))?;
+    let uri = format!("demo://linked/{n}");
+    Ok(json!({"content": [
+        {"type": "text", "text": format!("see {uri}")},
+        {"type": "resource_link", "uri": uri, "name": format!("linked {n}"), "mimeType": "text/plain"}
+    ]}))
+}
+
+fn touch(server: &super::DemoServer, args: &Map<String, Value>) -> ToolOutcome {
+    let uri = str_arg(args, "uri")?;
+    if !super::resources::is_subscribed(server, uri) {
+        return Err(format!("nobody subscribed to {uri}"));
+    }
+    server.broadcast(notification(
+        "notifications/resources/updated",
+        json!({"uri": uri}),
+    ));
+    Ok(text_result(&format!("touched {uri}")))
+}
+
+fn log(server: &super::DemoServer, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutcome {
+    let level = str_arg(args, "level")?;
+    let text = str_arg(args, "text")?;
+    let mut params = json!({"level": level, "data": text});
+    if let Some(logger) = args.get("logger").and_then(Value::as_str) {
+        params["logger"] = json!(logger);
+    }
+    let message = notification("notifications/message", params);
+    if args.get("broadcast").and_then(Value::as_bool) == Some(true) {
+        server.broadcast(message);
+    } else if let Some(outbound) = &ctx.outbound {
+        let _ = outbound.send(message);
+    }
+    Ok(text_result("logged"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -467,7 +543,7 @@ mod tests {
         assert!(!catalog.add_dynamic("echo"), "clash with a fixed tool");
         let (all, next) = catalog.page(0, 0).expect("page");
         assert_eq!(next, None);
-        assert_eq!(all.len(), 13);
+        assert_eq!(all.len(), 17);
         let mut offset = 0;
         let mut paged = Vec::new();
         loop {
@@ -481,12 +557,12 @@ mod tests {
         }
         assert_eq!(names(&paged), names(&all));
         assert_eq!(
-            names(&all)[10..],
+            names(&all)[14..],
             ["synthetic_0000", "synthetic_0001", "late"]
         );
-        assert!(catalog.page(14, 5).is_none(), "offset past the end");
+        assert!(catalog.page(18, 5).is_none(), "offset past the end");
         assert_eq!(
-            catalog.page(13, 5).map(|(p, n)| (p.len(), n)),
+            catalog.page(17, 5).map(|(p, n)| (p.len(), n)),
             Some((0, None))
         );
     }

@@ -98,7 +98,7 @@ async fn stdio_initialize_ping_and_errors() {
     assert_eq!(
         result["capabilities"],
         json!({"tools":{"listChanged":true},"prompts":{"listChanged":false},
-               "resources":{"subscribe":false,"listChanged":false},"logging":{}})
+               "resources":{"subscribe":true,"listChanged":false},"completions":{},"logging":{}})
     );
     assert_eq!(
         result["serverInfo"],
@@ -179,10 +179,10 @@ async fn stdio_tools_list_paginates() {
             None => break,
         }
     }
-    assert_eq!(names.len(), 13, "{names:?}");
+    assert_eq!(names.len(), 17, "{names:?}");
     assert_eq!(&names[..3], ["echo", "add", "weather"]);
     assert_eq!(
-        &names[10..],
+        &names[14..],
         ["synthetic_0000", "synthetic_0001", "synthetic_0002"]
     );
     let echo = &tools[0];

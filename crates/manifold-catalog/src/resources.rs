@@ -1,0 +1,195 @@
+//! The merged resources and resource templates, and the URI → upstream index that
+//! `resources/read`, `resources/subscribe` and `completion/complete` route on.
+//!
+//! Resource URIs are not renamed: a URI is an identifier the upstream (and often the
+//! model) already knows. So ownership is by URI:
+//! - a URI listed by exactly one upstream belongs to it;
+//! - a URI listed by several belongs to the upstream whose name sorts first; the
+//!   others' entries are left out of the merged list (reported as a collision),
+//!   the same rule for duplicate `uriTemplate`s;
+//! - an unlisted URI belongs to the most specific template that matches it (most
+//!   literal characters; ties go to the first in (template, upstream) order).
+//!
+//! Invariants: lists are sorted by (URI, upstream) and pre-serialized, so the same
+//! upstream lists give byte-identical pages; items pass through unchanged.
+//!
+//! Not here: URIs learned from tool results (the server keeps those, bounded), and
+//! the fallback to a sole resource-serving upstream (the server knows capabilities).
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::page::Pages;
+use crate::template::UriTemplate;
+use crate::{CursorError, Entry, LeftOut, LeftOutReason, UpstreamInput};
+
+/// One merged URI-keyed list (`resources` or `resourceTemplates`).
+#[derive(Debug)]
+pub struct UriList {
+    member: &'static str,
+    /// `exposed` is the sort key (URI, NUL, upstream); `original` is the URI.
+    entries: Vec<Entry>,
+    pages: Pages,
+    left_out: Vec<LeftOut>,
+}
+
+impl UriList {
+    fn build(
+        member: &'static str,
+        key: &str,
+        inputs: &[&UpstreamInput],
+        items: impl Fn(&UpstreamInput) -> &Vec<Map<String, Value>>,
+        page_size: usize,
+    ) -> UriList {
+        let mut left_out = Vec::new();
+        let mut candidates: Vec<(String, Arc<str>, &Map<String, Value>)> = Vec::new();
+        for input in inputs {
+            for item in items(input) {
+                match item.get(key).and_then(Value::as_str) {
+                    Some(uri) => candidates.push((uri.to_string(), input.name.clone(), item)),
+                    None => left_out.push(LeftOut {
+                        upstream: input.name.clone(),
+                        original: String::new(),
+                        reason: LeftOutReason::NoName,
+                    }),
+                }
+            }
+        }
+        candidates.sort_by(|a, b| (a.0.as_str(), &*a.1).cmp(&(b.0.as_str(), &*b.1)));
+        let mut entries: Vec<Entry> = Vec::with_capacity(candidates.len());
+        for (uri, upstream, item) in candidates {
+            if let Some(kept) = entries.last().filter(|e| e.original == uri) {
+                tracing::warn!(%uri, upstream = %upstream, kept_upstream = %kept.upstream,
+                    "two upstreams list the same {key}; the first by name keeps it");
+                left_out.push(LeftOut {
+                    upstream,
+                    original: uri.clone(),
+                    reason: LeftOutReason::Collision {
+                        exposed: uri,
+                        kept_upstream: kept.upstream.to_string(),
+                    },
+                });
+                continue;
+            }
+            let json = Bytes::from(serde_json::to_vec(item).unwrap_or_default());
+            entries.push(Entry {
+                exposed: format!("{uri}\u{0}{upstream}"),
+                upstream,
+                original: uri,
+                change: None,
+                header_params: Vec::new(),
+                json,
+            });
+        }
+        let pages = Pages::build(member, &entries, page_size);
+        UriList {
+            member,
+            entries,
+            pages,
+            left_out,
+        }
+    }
+
+    /// The serialized list result for a cursor.
+    pub fn page(&self, cursor: Option<&str>) -> Result<Bytes, CursorError> {
+        self.pages.page(self.member, &self.entries, cursor)
+    }
+    /// (URI or template, owning upstream), in list order.
+    pub fn items(&self) -> impl Iterator<Item = (&str, &Arc<str>)> {
+        self.entries
+            .iter()
+            .map(|e| (e.original.as_str(), &e.upstream))
+    }
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.left_out
+    }
+    /// True when both lists would serialize identically.
+    pub fn same_as(&self, other: &UriList) -> bool {
+        self.entries.len() == other.entries.len()
+            && self
+                .entries
+                .iter()
+                .zip(&other.entries)
+                .all(|(a, b)| a.json == b.json)
+    }
+}
+
+/// The merged resources, templates, and who owns which URI.
+#[derive(Debug)]
+pub struct Resources {
+    pub resources: UriList,
+    pub templates: UriList,
+    exact: HashMap<String, Arc<str>>,
+    /// Parsed templates, most specific first.
+    matchers: Vec<(UriTemplate, Arc<str>)>,
+}
+
+impl Resources {
+    pub(crate) fn build(inputs: &[&UpstreamInput], page_size: usize) -> Resources {
+        let resources = UriList::build(
+            "resources",
+            "uri",
+            inputs,
+            |i| &i.lists.resources,
+            page_size,
+        );
+        let templates = UriList::build(
+            "resourceTemplates",
+            "uriTemplate",
+            inputs,
+            |i| &i.lists.resource_templates,
+            page_size,
+        );
+        let exact = resources
+            .items()
+            .map(|(uri, up)| (uri.to_string(), up.clone()))
+            .collect();
+        let mut matchers: Vec<(UriTemplate, Arc<str>)> = templates
+            .items()
+            .filter_map(|(t, up)| match UriTemplate::parse(t) {
+                Ok(parsed) => Some((parsed, up.clone())),
+                Err(e) => {
+                    tracing::warn!(upstream = %up, template = t, error = %e,
+                        "resource template cannot be parsed; it will not route reads");
+                    None
+                }
+            })
+            .collect();
+        // Stable: ties keep (template, upstream) order.
+        matchers.sort_by_key(|(t, _)| std::cmp::Reverse(t.literal_len()));
+        Resources {
+            resources,
+            templates,
+            exact,
+            matchers,
+        }
+    }
+
+    /// The upstream that owns `uri` by the lists and templates, if any.
+    pub fn owner(&self, uri: &str) -> Option<&Arc<str>> {
+        self.exact.get(uri).or_else(|| {
+            self.matchers
+                .iter()
+                .find(|(t, _)| t.matches(uri))
+                .map(|(_, up)| up)
+        })
+    }
+
+    /// The upstream that lists `template` itself (for `completion/complete` with a
+    /// `ref/resource` naming a template).
+    pub fn template_owner(&self, template: &str) -> Option<&Arc<str>> {
+        self.templates
+            .entries
+            .iter()
+            .find(|e| e.original == template)
+            .map(|e| &e.upstream)
+    }
+}

@@ -1,0 +1,100 @@
+//! The demo upstream's resources, templates, subscriptions and completions.
+//!
+//! - `demo://readme` is listed; `demo://item/{id}` is a template; any
+//!   `demo://linked/<n>` exists but is listed nowhere (the `link` tool hands it out
+//!   as a `resource_link`), so a gateway can only route it by remembering the link.
+//! - Subscriptions are recorded; the `touch` tool sends
+//!   `notifications/resources/updated` for a URI (server-wide, not tied to a call).
+//! - Completion: `greet`'s `name` argument from a fixed list, `demo://item/{id}`'s
+//!   `id` from 1–3; values start with what was typed.
+
+use serde_json::{json, Map, Value};
+
+use super::{codes, lock, DemoServer, RpcError, DEFAULT_INSTRUCTIONS, README_URI};
+
+pub(super) const TEMPLATE: &str = "demo://item/{id}";
+const NAMES: [&str; 4] = ["Alice", "Albert", "Bob", "Carol"];
+
+pub(super) fn templates() -> Value {
+    json!({"resourceTemplates": [{
+        "uriTemplate": TEMPLATE,
+        "name": "item",
+        "description": "An item by id.",
+        "mimeType": "text/plain"
+    }]})
+}
+
+fn uri_of(params: &Map<String, Value>) -> Result<&str, RpcError> {
+    params
+        .get("uri")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("params.uri must be a string"))
+}
+
+pub(super) fn read(params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let uri = uri_of(params)?;
+    let text = if uri == README_URI {
+        DEFAULT_INSTRUCTIONS.to_string()
+    } else if let Some(id) = uri.strip_prefix("demo://item/").filter(|i| !i.is_empty()) {
+        format!("item {id}")
+    } else if let Some(n) = uri.strip_prefix("demo://linked/").filter(|i| !i.is_empty()) {
+        format!("linked resource {n}")
+    } else {
+        return Err(RpcError::new(
+            codes::RESOURCE_NOT_FOUND,
+            format!("Resource not found: {uri}"),
+        ));
+    };
+    Ok(
+        json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}],
+              "x-demo-read-extra": 1}),
+    )
+}
+
+pub(super) fn subscription(
+    server: &DemoServer,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let uri = uri_of(params)?.to_string();
+    let mut subscribed = lock(&server.subscribed);
+    if method == "resources/subscribe" {
+        subscribed.insert(uri);
+    } else {
+        subscribed.remove(&uri);
+    }
+    Ok(json!({}))
+}
+
+/// Whether a subscription to `uri` is in force.
+pub(super) fn is_subscribed(server: &DemoServer, uri: &str) -> bool {
+    lock(&server.subscribed).contains(uri)
+}
+
+pub(super) fn complete(params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let reference = params
+        .get("ref")
+        .ok_or_else(|| RpcError::invalid_params("params.ref is required"))?;
+    let typed = params
+        .get("argument")
+        .and_then(|a| a.get("value"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let candidates: Vec<String> = match (
+        reference.get("type").and_then(Value::as_str),
+        reference.get("name").and_then(Value::as_str),
+        reference.get("uri").and_then(Value::as_str),
+    ) {
+        (Some("ref/prompt"), Some("greet"), _) => NAMES.iter().map(|n| n.to_string()).collect(),
+        (Some("ref/resource"), _, Some(TEMPLATE)) => (1..=3).map(|i| i.to_string()).collect(),
+        (Some("ref/prompt"), Some(name), _) => {
+            return Err(RpcError::invalid_params(format!("Unknown prompt: {name}")))
+        }
+        _ => return Err(RpcError::invalid_params("Unknown reference")),
+    };
+    let values: Vec<String> = candidates
+        .into_iter()
+        .filter(|c| c.starts_with(typed))
+        .collect();
+    Ok(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
+}
