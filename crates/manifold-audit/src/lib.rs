@@ -1,0 +1,157 @@
+//! The tamper-evident audit log: one JSON line per audited request, each chained to
+//! the one before by a SHA-256 hash, written to a rotated file and/or standard output,
+//! and checked offline by [`verify()`].
+//!
+//! ```text
+//! {"time":"2025-06-18T09:05:03.123456Z","request_id":"7","session":null,
+//!  "principal":"anonymous","client":{"name":"claude-code","version":"1.0"},
+//!  "method":"tools/call","name":"github__create_issue","upstream":"github",
+//!  "original":"create_issue","arguments_sha256":"…","arguments":{…},"outcome":"ok",
+//!  "latency_us":1520,"request_bytes":210,"response_bytes":96,"prev":"…","hash":"…"}
+//! ```
+//!
+//! Use: [`Auditor::start`] with [`AuditSettings`] and a cancellation token; before
+//! serving a call, [`Auditor::check`] (refuse with the error if it fails); after it,
+//! [`Auditor::record`] and hold the response until that resolves.
+//!
+//! Modules: [`canonical`] (canonical JSON, digests), [`redact`] (secret keys),
+//! [`record`] (the record and its members), [`chain`] (hashing, events), `sink`
+//! (file and stream, rotation, crash recovery), `writer` (the queue and the task),
+//! [`verify`](mod@verify) (checking a log).
+//!
+//! Invariants: nothing is dropped to keep up (a bounded queue applies back-pressure);
+//! every line of a file is whole and chained; a gap (lost records, a crash, a reset)
+//! is itself written into the chain as an event.
+//!
+//! Not here: deciding what to audit (the server's pipeline), config parsing
+//! (manifold-config maps onto [`AuditSettings`]), metrics export.
+
+pub mod canonical;
+pub mod chain;
+pub mod record;
+pub mod redact;
+mod settings;
+mod sink;
+pub mod verify;
+mod writer;
+
+#[cfg(test)]
+mod testutil;
+
+pub use chain::ZERO_HASH;
+pub use record::{AuditRecord, ClientInfo, Outcome, ANONYMOUS};
+pub use redact::{Redactor, REDACTED};
+pub use settings::{
+    AuditSettings, Fsync, OnFailure, DEFAULT_FSYNC, DEFAULT_INCLUDE_ARGUMENTS, DEFAULT_KEEP,
+    DEFAULT_MAX_BYTES, DEFAULT_ON_FAILURE, DEFAULT_QUEUE, DEFAULT_REDACT, FSYNC_INTERVAL,
+    RETRY_INTERVAL,
+};
+pub use sink::rotated_path;
+pub use verify::{log_files, verify, EventNote, Location, Problem, ProblemKind, VerifyReport};
+pub use writer::{AuditStats, Auditor, MAX_BATCH};
+
+use manifold_protocol::{ErrorCode, RpcError};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why auditing (or verifying) failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AuditError {
+    /// A sink cannot be written right now (with `on_failure = "reject"`).
+    #[error("audit log unavailable: {reason}")]
+    Unavailable { reason: String },
+    /// The writer has shut down (or stopped); no more records are taken.
+    #[error("audit log unavailable: the audit writer has shut down")]
+    Closed,
+    #[error("invalid audit settings: {0}")]
+    InvalidSettings(String),
+    /// Reading a log file failed (verification).
+    #[error("cannot read audit log {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+}
+
+impl AuditError {
+    pub(crate) fn io(path: &Path, e: std::io::Error) -> Self {
+        AuditError::Io {
+            path: path.to_path_buf(),
+            source: Arc::new(e),
+        }
+    }
+
+    /// The JSON-RPC code for a request refused because of this error: internal.
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::INTERNAL_ERROR
+    }
+
+    /// The HTTP status when this error is the whole reply: 503 while the audit log
+    /// is unavailable (retry later), 500 for the rest.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            AuditError::Unavailable { .. } | AuditError::Closed => 503,
+            AuditError::InvalidSettings(_) | AuditError::Io { .. } => 500,
+        }
+    }
+
+    /// The JSON-RPC error object to refuse a request with.
+    pub fn to_rpc_error(&self) -> RpcError {
+        RpcError::new(self.code(), self.to_string())
+    }
+
+    /// The log cannot take records now (failing sink or shut down).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, AuditError::Unavailable { .. } | AuditError::Closed)
+    }
+    pub fn is_closed(&self) -> bool {
+        matches!(self, AuditError::Closed)
+    }
+    pub fn is_invalid_settings(&self) -> bool {
+        matches!(self, AuditError::InvalidSettings(_))
+    }
+    pub fn is_io(&self) -> bool {
+        matches!(self, AuditError::Io { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_statuses_and_messages() {
+        let unavailable = AuditError::Unavailable {
+            reason: "cannot open /x/audit.jsonl: Not a directory (os error 20)".into(),
+        };
+        assert_eq!(
+            unavailable.to_string(),
+            "audit log unavailable: cannot open /x/audit.jsonl: Not a directory (os error 20)"
+        );
+        assert!(unavailable.is_unavailable() && !unavailable.is_closed());
+        assert_eq!(unavailable.code(), ErrorCode(-32603));
+        assert_eq!(unavailable.http_status(), 503);
+        let rpc = unavailable.to_rpc_error();
+        assert_eq!(rpc.code, ErrorCode::INTERNAL_ERROR);
+        assert!(rpc.message.starts_with("audit log unavailable: "));
+
+        assert!(AuditError::Closed.is_unavailable() && AuditError::Closed.is_closed());
+        assert_eq!(AuditError::Closed.http_status(), 503);
+
+        let invalid = AuditError::InvalidSettings("x".into());
+        assert!(invalid.is_invalid_settings() && !invalid.is_unavailable());
+        assert_eq!(invalid.http_status(), 500);
+
+        let io = AuditError::io(
+            Path::new("/var/log/a.jsonl"),
+            std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+        );
+        assert!(io.is_io());
+        assert_eq!(
+            io.to_string(),
+            "cannot read audit log /var/log/a.jsonl: gone"
+        );
+        assert!(std::error::Error::source(&io).is_some());
+    }
+}

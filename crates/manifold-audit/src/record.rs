@@ -1,0 +1,351 @@
+//! What one audited request looks like: [`AuditRecord`] (filled in by the gateway)
+//! and its JSON form, the record line minus the chain fields.
+//!
+//! Members, in this order: `time` (RFC 3339, UTC, microseconds), `request_id`,
+//! `session` (or null), `principal`, `client` (`{name, version}` or null), `method`,
+//! `name` (or null), `upstream` (or null), `original` (or null), `arguments_sha256`
+//! (hex SHA-256 of the canonical JSON of the unredacted arguments, or null when the
+//! request had none), `arguments` (redacted; absent when arguments are not included),
+//! `outcome`, `error_code` (only for `protocol_error` and `refused`), `latency_us`,
+//! `request_bytes`, `response_bytes`. The chain adds `prev` and `hash` (see `chain`).
+//!
+//! Invariants: the digest is always over the arguments as received, redaction only
+//! changes what is written; `error_code` exists exactly when the outcome carries one
+//! (the type makes any other combination unrepresentable).
+//!
+//! Not here: hashing the record into the chain, writing it.
+
+use crate::canonical::digest_hex;
+use crate::redact::Redactor;
+use serde_json::{Map, Value};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The principal recorded until authentication exists.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// The client as it named itself in `initialize` (`clientInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInfo {
+    pub name: String,
+    pub version: String,
+}
+
+/// How an audited request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A result reached the client.
+    Ok,
+    /// A `tools/call` result with `isError: true`.
+    ToolError,
+    /// A JSON-RPC error reached the client; the code is recorded.
+    ProtocolError { code: i64 },
+    /// The upstream did not answer in time.
+    Timeout,
+    /// The upstream that owns the request was down or busy.
+    UpstreamUnavailable,
+    /// The client (or a shutdown) cancelled the request.
+    Cancelled,
+    /// Manifold refused the request itself (authz, rate limit, validation, audit
+    /// unavailable); the code is recorded.
+    Refused { code: i64 },
+}
+
+impl Outcome {
+    /// The `outcome` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::ToolError => "tool_error",
+            Outcome::ProtocolError { .. } => "protocol_error",
+            Outcome::Timeout => "timeout",
+            Outcome::UpstreamUnavailable => "upstream_unavailable",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Refused { .. } => "refused",
+        }
+    }
+
+    /// The `error_code` member, when the outcome has one.
+    pub fn error_code(self) -> Option<i64> {
+        match self {
+            Outcome::ProtocolError { code } | Outcome::Refused { code } => Some(code),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One audited request, as the gateway knows it when the response is ready.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    /// When the request arrived.
+    pub time: SystemTime,
+    pub request_id: String,
+    /// The downstream session id (legacy eras), if any.
+    pub session: Option<String>,
+    pub principal: String,
+    pub client: Option<ClientInfo>,
+    /// The JSON-RPC method (`tools/call`, `resources/read`, …).
+    pub method: String,
+    /// The exposed tool or prompt name, or the resource URI.
+    pub name: Option<String>,
+    /// The upstream that served it.
+    pub upstream: Option<String>,
+    /// The upstream's own name for the tool or prompt.
+    pub original: Option<String>,
+    /// The arguments as received, unredacted: the auditor digests them, then redacts.
+    pub arguments: Option<Value>,
+    pub outcome: Outcome,
+    pub latency_us: u64,
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+}
+
+impl AuditRecord {
+    /// A record stamped now, principal [`ANONYMOUS`], outcome `ok`, everything else
+    /// empty or zero.
+    pub fn new(request_id: impl Into<String>, method: impl Into<String>) -> Self {
+        AuditRecord {
+            time: SystemTime::now(),
+            request_id: request_id.into(),
+            session: None,
+            principal: ANONYMOUS.to_string(),
+            client: None,
+            method: method.into(),
+            name: None,
+            upstream: None,
+            original: None,
+            arguments: None,
+            outcome: Outcome::Ok,
+            latency_us: 0,
+            request_bytes: 0,
+            response_bytes: 0,
+        }
+    }
+
+    /// The record's members in order, without `prev` and `hash`. The digest is taken
+    /// before `redactor` runs; `arguments` is left out when `include_arguments` is
+    /// false.
+    pub fn to_entry(self, redactor: &Redactor, include_arguments: bool) -> Map<String, Value> {
+        let opt = |s: Option<String>| s.map_or(Value::Null, Value::String);
+        let mut m = Map::new();
+        m.insert("time".into(), Value::String(rfc3339_micros(self.time)));
+        m.insert("request_id".into(), Value::String(self.request_id));
+        m.insert("session".into(), opt(self.session));
+        m.insert("principal".into(), Value::String(self.principal));
+        let client = self.client.map_or(Value::Null, |c| {
+            let mut o = Map::new();
+            o.insert("name".into(), Value::String(c.name));
+            o.insert("version".into(), Value::String(c.version));
+            Value::Object(o)
+        });
+        m.insert("client".into(), client);
+        m.insert("method".into(), Value::String(self.method));
+        m.insert("name".into(), opt(self.name));
+        m.insert("upstream".into(), opt(self.upstream));
+        m.insert("original".into(), opt(self.original));
+        let digest = self.arguments.as_ref().map(digest_hex);
+        m.insert("arguments_sha256".into(), opt(digest));
+        if include_arguments {
+            let mut args = self.arguments.unwrap_or(Value::Null);
+            redactor.redact(&mut args);
+            m.insert("arguments".into(), args);
+        }
+        m.insert(
+            "outcome".into(),
+            Value::String(self.outcome.as_str().into()),
+        );
+        if let Some(code) = self.outcome.error_code() {
+            m.insert("error_code".into(), Value::from(code));
+        }
+        m.insert("latency_us".into(), Value::from(self.latency_us));
+        m.insert("request_bytes".into(), Value::from(self.request_bytes));
+        m.insert("response_bytes".into(), Value::from(self.response_bytes));
+        m
+    }
+}
+
+/// `time` as RFC 3339 in UTC with microseconds: `2025-06-18T09:05:03.000042Z`.
+/// Times before 1970 are written as the epoch (a clock that far off is not worth a
+/// failure).
+pub fn rfc3339_micros(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (year, month, day) = civil_from_days(secs / 86_400);
+    let rem = secs % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_micros()
+    )
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`, for non-negative days).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[test]
+    fn rfc3339_table() {
+        let cases = [
+            (0, 0, "1970-01-01T00:00:00.000000Z"),
+            (0, 1_000, "1970-01-01T00:00:00.000001Z"),
+            (86_399, 999_999_999, "1970-01-01T23:59:59.999999Z"),
+            (951_782_400, 0, "2000-02-29T00:00:00.000000Z"),
+            (951_868_800, 0, "2000-03-01T00:00:00.000000Z"),
+            (1_709_164_800 + 3_723, 42_000, "2024-02-29T01:02:03.000042Z"),
+            (1_735_689_599, 500_000_000, "2024-12-31T23:59:59.500000Z"),
+            (4_107_542_400, 0, "2100-03-01T00:00:00.000000Z"),
+            (253_402_300_799, 0, "9999-12-31T23:59:59.000000Z"),
+        ];
+        for (secs, nanos, want) in cases {
+            let t = UNIX_EPOCH + Duration::new(secs, nanos);
+            assert_eq!(rfc3339_micros(t), want, "{secs}.{nanos}");
+        }
+        assert_eq!(
+            rfc3339_micros(UNIX_EPOCH - Duration::from_secs(5)),
+            "1970-01-01T00:00:00.000000Z"
+        );
+    }
+
+    fn full_record() -> AuditRecord {
+        AuditRecord {
+            time: UNIX_EPOCH + Duration::new(1_750_237_503, 123_456_789),
+            request_id: "r-1".into(),
+            session: Some("s-9".into()),
+            principal: ANONYMOUS.into(),
+            client: Some(ClientInfo {
+                name: "claude-code".into(),
+                version: "1.2.3".into(),
+            }),
+            method: "tools/call".into(),
+            name: Some("github__create_issue".into()),
+            upstream: Some("github".into()),
+            original: Some("create_issue".into()),
+            arguments: Some(json!({"title": "t", "Token": "secret"})),
+            outcome: Outcome::ProtocolError { code: -32602 },
+            latency_us: 1500,
+            request_bytes: 200,
+            response_bytes: 90,
+        }
+    }
+
+    #[test]
+    fn entry_members_in_order() {
+        let m = full_record().to_entry(&Redactor::new(&["token"]), true);
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "time",
+                "request_id",
+                "session",
+                "principal",
+                "client",
+                "method",
+                "name",
+                "upstream",
+                "original",
+                "arguments_sha256",
+                "arguments",
+                "outcome",
+                "error_code",
+                "latency_us",
+                "request_bytes",
+                "response_bytes"
+            ]
+        );
+        let digest = digest_hex(&json!({"Token": "secret", "title": "t"}));
+        let want = format!(
+            "{}{}{}{}{}{digest}{}{}",
+            r#"{"time":"2025-06-18T09:05:03.123456Z","request_id":"r-1","session":"s-9","#,
+            r#""principal":"anonymous","client":{"name":"claude-code","version":"1.2.3"},"#,
+            r#""method":"tools/call","name":"github__create_issue","upstream":"github","#,
+            r#""original":"create_issue","#,
+            r#""arguments_sha256":""#,
+            r#"","arguments":{"title":"t","Token":"[REDACTED]"},"outcome":"protocol_error","#,
+            r#""error_code":-32602,"latency_us":1500,"request_bytes":200,"response_bytes":90}"#
+        );
+        assert_eq!(Value::Object(m).to_string(), want);
+    }
+
+    #[test]
+    fn digest_is_over_unredacted_arguments() {
+        let args = json!({"user": "ann", "password": "hunter2", "nested": [{"token": 1}]});
+        let mut rec = AuditRecord::new("r", "tools/call");
+        rec.arguments = Some(args.clone());
+        let m = rec.to_entry(&Redactor::new(&["password", "token"]), true);
+        assert_eq!(m["arguments_sha256"], json!(digest_hex(&args)));
+        assert_eq!(
+            m["arguments"],
+            json!({"user": "ann", "password": "[REDACTED]", "nested": [{"token": "[REDACTED]"}]})
+        );
+        let redacted_digest = digest_hex(&m["arguments"]);
+        assert_ne!(m["arguments_sha256"], json!(redacted_digest));
+    }
+
+    #[test]
+    fn arguments_omitted_when_not_included() {
+        let mut rec = AuditRecord::new("r", "tools/call");
+        rec.arguments = Some(json!({"a": 1}));
+        let m = rec.to_entry(&Redactor::default(), false);
+        assert!(!m.contains_key("arguments"));
+        assert_eq!(m["arguments_sha256"], json!(digest_hex(&json!({"a": 1}))));
+    }
+
+    #[test]
+    fn no_arguments_gives_nulls() {
+        let m = AuditRecord::new("r", "tools/list").to_entry(&Redactor::default(), true);
+        assert_eq!(m["arguments_sha256"], Value::Null);
+        assert_eq!(m["arguments"], Value::Null);
+        assert_eq!(m["session"], Value::Null);
+        assert_eq!(m["client"], Value::Null);
+        assert_eq!(m["principal"], json!("anonymous"));
+    }
+
+    #[test]
+    fn error_code_only_for_protocol_error_and_refused() {
+        let cases = [
+            (Outcome::Ok, "ok", None),
+            (Outcome::ToolError, "tool_error", None),
+            (
+                Outcome::ProtocolError { code: -32601 },
+                "protocol_error",
+                Some(-32601),
+            ),
+            (Outcome::Timeout, "timeout", None),
+            (Outcome::UpstreamUnavailable, "upstream_unavailable", None),
+            (Outcome::Cancelled, "cancelled", None),
+            (Outcome::Refused { code: -32603 }, "refused", Some(-32603)),
+        ];
+        for (outcome, name, code) in cases {
+            let mut rec = AuditRecord::new("r", "tools/call");
+            rec.outcome = outcome;
+            let m = rec.to_entry(&Redactor::default(), true);
+            assert_eq!(m["outcome"], json!(name));
+            assert_eq!(m.get("error_code").and_then(Value::as_i64), code, "{name}");
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! [`AuditSettings`]: where the audit log goes and how hard the writer tries. A plain
+//! struct with documented defaults (the `DEFAULT_*` constants); the config crate
+//! maps `[audit]` onto it.
+//!
+//! Invariants: [`AuditSettings::validate`] accepts exactly what the writer can run
+//! with (a sink, a queue of at least one, a positive rotation size).
+//!
+//! Not here: parsing TOML or environment variables.
+
+use crate::AuditError;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+pub const DEFAULT_INCLUDE_ARGUMENTS: bool = true;
+/// Rotate the file when the next line would take it past 100 MiB.
+pub const DEFAULT_MAX_BYTES: u64 = 100 * 1024 * 1024;
+/// Rotated files kept (`audit.jsonl.1` … `audit.jsonl.10`).
+pub const DEFAULT_KEEP: usize = 10;
+pub const DEFAULT_FSYNC: Fsync = Fsync::Interval;
+pub const DEFAULT_ON_FAILURE: OnFailure = OnFailure::Reject;
+/// Records waiting for the writer before `record` waits for room.
+pub const DEFAULT_QUEUE: usize = 1024;
+/// Keys redacted by default: the usual names of secrets in tool arguments. Matched
+/// case-insensitively against whole keys (see [`crate::Redactor`]).
+pub const DEFAULT_REDACT: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "client_secret",
+    "token",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "api_key",
+    "apikey",
+    "authorization",
+    "cookie",
+    "private_key",
+];
+/// With [`Fsync::Interval`], how often written data is synced to disk (at most this
+/// much acknowledged audit data is lost in a power failure).
+pub const FSYNC_INTERVAL: Duration = Duration::from_secs(1);
+/// How often a failing sink is retried when no record arrives to retry it.
+pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
+
+/// When the file is synced to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fsync {
+    /// After every batch of records, before their `record` calls resolve. Records
+    /// that arrive together share one sync.
+    Always,
+    /// Every [`FSYNC_INTERVAL`], on rotation and on shutdown.
+    Interval,
+    /// Never explicitly: the operating system writes the data back when it likes.
+    Never,
+}
+
+/// What happens to requests while the audit log cannot be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Refuse them: [`crate::Auditor::check`] and [`crate::Auditor::record`] fail.
+    Reject,
+    /// Serve them; each record that could not be written is counted as lost and
+    /// logged.
+    Continue,
+}
+
+macro_rules! str_enum {
+    ($ty:ident, $what:literal, $expected:literal, $($s:literal => $v:ident),+) => {
+        impl $ty {
+            pub fn as_str(self) -> &'static str {
+                match self { $($ty::$v => $s),+ }
+            }
+        }
+        impl FromStr for $ty {
+            type Err = AuditError;
+            fn from_str(s: &str) -> Result<Self, AuditError> {
+                match s {
+                    $($s => Ok($ty::$v),)+
+                    other => Err(AuditError::InvalidSettings(format!(
+                        concat!("unknown ", $what, " `{}` (expected ", $expected, ")"),
+                        other
+                    ))),
+                }
+            }
+        }
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+str_enum!(Fsync, "fsync mode", "`always`, `interval` or `never`",
+    "always" => Always, "interval" => Interval, "never" => Never);
+str_enum!(OnFailure, "on_failure mode", "`reject` or `continue`",
+    "reject" => Reject, "continue" => Continue);
+
+/// Audit log settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// The log file, opened in append mode; rotated siblings are `<path>.1` (newest)
+    /// … `<path>.<keep>`. `None`: no file.
+    pub path: Option<PathBuf>,
+    /// Also write every line to standard output (for container log collectors).
+    pub stdout: bool,
+    /// Argument keys whose values are replaced by `"[REDACTED]"`, at any depth,
+    /// ignoring case. Default: [`DEFAULT_REDACT`].
+    pub redact: Vec<String>,
+    /// Write the (redacted) arguments; when false only their digest is written.
+    pub include_arguments: bool,
+    /// Rotate before a line would take the file past this size. A single line
+    /// larger than this still goes into a file of its own.
+    pub max_bytes: u64,
+    /// Rotated files kept; 0 keeps none (rotation deletes the full file).
+    pub keep: usize,
+    pub fsync: Fsync,
+    pub on_failure: OnFailure,
+    /// Capacity of the queue in front of the writer. When it is full, `record`
+    /// waits: records are never dropped to make room.
+    pub queue: usize,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        AuditSettings {
+            path: None,
+            stdout: false,
+            redact: DEFAULT_REDACT.iter().map(|s| s.to_string()).collect(),
+            include_arguments: DEFAULT_INCLUDE_ARGUMENTS,
+            max_bytes: DEFAULT_MAX_BYTES,
+            keep: DEFAULT_KEEP,
+            fsync: DEFAULT_FSYNC,
+            on_failure: DEFAULT_ON_FAILURE,
+            queue: DEFAULT_QUEUE,
+        }
+    }
+}
+
+impl AuditSettings {
+    /// Defaults, writing to `path`.
+    pub fn file(path: impl Into<PathBuf>) -> Self {
+        AuditSettings {
+            path: Some(path.into()),
+            ..AuditSettings::default()
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), AuditError> {
+        let bad = |m: &str| Err(AuditError::InvalidSettings(m.to_string()));
+        if self.path.is_none() && !self.stdout {
+            return bad("no audit sink: set `path`, `stdout`, or both");
+        }
+        if self.path.as_ref().is_some_and(|p| p.file_name().is_none()) {
+            return bad("`path` must name a file");
+        }
+        if self.queue == 0 {
+            return bad("`queue` must be at least 1");
+        }
+        if self.max_bytes == 0 {
+            return bad("`max_bytes` must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let s = AuditSettings::default();
+        assert_eq!(s.path, None);
+        assert!(!s.stdout);
+        assert!(s.include_arguments);
+        assert_eq!(s.max_bytes, 104_857_600);
+        assert_eq!(s.keep, 10);
+        assert_eq!(s.fsync, Fsync::Interval);
+        assert_eq!(s.on_failure, OnFailure::Reject);
+        assert_eq!(s.queue, 1024);
+        assert!(s.redact.iter().any(|k| k == "password"));
+        assert!(s.redact.iter().any(|k| k == "token"));
+    }
+
+    #[test]
+    fn validation() {
+        assert!(AuditSettings::file("/tmp/a.jsonl").validate().is_ok());
+        let stdout_only = AuditSettings {
+            stdout: true,
+            ..AuditSettings::default()
+        };
+        assert!(stdout_only.validate().is_ok());
+        let cases = [
+            (AuditSettings::default(), "no audit sink"),
+            (AuditSettings::file("/"), "must name a file"),
+            (
+                AuditSettings {
+                    queue: 0,
+                    ..AuditSettings::file("a")
+                },
+                "`queue`",
+            ),
+            (
+                AuditSettings {
+                    max_bytes: 0,
+                    ..AuditSettings::file("a")
+                },
+                "`max_bytes`",
+            ),
+        ];
+        for (s, want) in cases {
+            let err = s.validate().expect_err(want);
+            assert!(err.is_invalid_settings());
+            assert!(err.to_string().contains(want), "{err}");
+        }
+    }
+
+    #[test]
+    fn modes_parse_and_print() {
+        for m in [Fsync::Always, Fsync::Interval, Fsync::Never] {
+            assert_eq!(m.as_str().parse::<Fsync>().ok(), Some(m));
+        }
+        for m in [OnFailure::Reject, OnFailure::Continue] {
+            assert_eq!(m.to_string().parse::<OnFailure>().ok(), Some(m));
+        }
+        let err = "sometimes".parse::<Fsync>().expect_err("unknown mode");
+        assert_eq!(
+            err.to_string(),
+            "invalid audit settings: unknown fsync mode `sometimes` (expected `always`, `interval` or `never`)"
+        );
+    }
+}

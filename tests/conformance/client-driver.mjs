@@ -1,0 +1,225 @@
+// Client driver for the conformance suite's *client* scenarios, run through Manifold.
+//
+// The suite (`conformance client --command "<node> client-driver.mjs" --scenario X`) starts a
+// mock MCP server for scenario X and runs this file with the mock's URL as the last argument
+// and MCP_CONFORMANCE_SCENARIO=X in the environment. This driver then
+//   1. writes a gateway.toml whose only upstream is that URL (prefix_mode = "never"),
+//   2. starts `$MANIFOLD_BIN serve --config <it>` and waits for its "listening" line,
+//   3. acts as an MCP client *through Manifold* (SDK Client + StreamableHTTPClientTransport
+//      against Manifold's URL) doing what scenario X expects of a client,
+//   4. stops Manifold (SIGTERM, then SIGKILL after 5 s).
+// So the "client under test" is Manifold's upstream side: initialize, tools/call routing, and
+// the relay of server->client requests (elicitation) and SSE resumption.
+//
+// Environment:
+//   MANIFOLD_BIN            gateway binary (default <repo>/target/debug/manifold)
+//   MANIFOLD_NODE_MODULES   where @modelcontextprotocol/sdk is installed (scripts/peers)
+//   MANIFOLD_CONFORMANCE_PIDDIR  optional: files named <pid> are created there for this
+//                           driver and for the Manifold it starts (removed when they stop),
+//                           so tests/conformance/run can kill leftovers on exit
+//   MANIFOLD_CONFORMANCE_DEADLINE_MS  hard deadline for the whole driver (default 25000;
+//                           the suite's own --timeout is 30000)
+// Manifold's stderr (its logs) is copied to this process's stderr, which the suite saves as
+// stderr.txt next to the scenario's checks.json. Exit status: 0 when the scenario's client
+// steps all succeeded, 1 otherwise.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, '..', '..');
+const log = (...a) => console.error('[client-driver]', ...a);
+
+const url = process.argv[process.argv.length - 1];
+const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
+if (!url || !/^https?:\/\//.test(url)) {
+    console.error('usage: client-driver.mjs <mock server url>   (MCP_CONFORMANCE_SCENARIO=<scenario>)');
+    process.exit(2);
+}
+const NM = process.env.MANIFOLD_NODE_MODULES;
+if (!NM) {
+    console.error('client-driver: MANIFOLD_NODE_MODULES is not set (. .peers/env.sh)');
+    process.exit(2);
+}
+const sdk = (sub) => import(pathToFileURL(path.join(NM, '@modelcontextprotocol', 'sdk', 'dist', 'esm', sub)).href);
+const { Client } = await sdk('client/index.js');
+const { StreamableHTTPClientTransport } = await sdk('client/streamableHttp.js');
+const { ElicitRequestSchema, CreateMessageRequestSchema } = await sdk('types.js');
+
+const BIN = process.env.MANIFOLD_BIN ? path.resolve(REPO, process.env.MANIFOLD_BIN) : path.join(REPO, 'target/debug/manifold');
+const DEADLINE_MS = Number(process.env.MANIFOLD_CONFORMANCE_DEADLINE_MS ?? 25000);
+const REQUEST_TIMEOUT_MS = 15000;
+
+// The suite's mocks answer on http://localhost:<port>; they are bound to 127.0.0.1 (the run
+// script preloads tests/interop/ts/bind-localhost.mjs), so hand Manifold the IPv4 literal.
+const upstreamUrl = url.replace(/^(https?:\/\/)localhost(?=[:/]|$)/, '$1127.0.0.1');
+
+// What each scenario expects the client to do after initialize: call a tool (original name).
+const PLAN = {
+    initialize: { listOnly: true },
+    tools_call: { tool: 'add_numbers', args: { a: 5, b: 3 } },
+    'elicitation-sep1034-client-defaults': { tool: 'test_client_elicitation_defaults', args: {} },
+    'sse-retry': { tool: 'test_reconnection', args: {} },
+};
+const plan = PLAN[scenario] ?? { callAll: true }; // unknown (e.g. auth/*): call whatever is listed
+
+// ------------------------------------------------------------------ Manifold
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'manifold-conformance-client-'));
+const configPath = path.join(tmp, 'gateway.toml');
+fs.writeFileSync(
+    configPath,
+    [
+        '[server]',
+        'listen = "127.0.0.1:0"',
+        '',
+        '[naming]',
+        'prefix_mode = "never"',
+        '',
+        '[upstreams.conformance]',
+        `url = ${JSON.stringify(upstreamUrl)}`,
+        '',
+    ].join('\n'),
+);
+
+let gateway = null;
+let pidFile = null;
+async function stopGateway() {
+    const child = gateway;
+    gateway = null;
+    if (child && child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+        await exited;
+        clearTimeout(t);
+    }
+    if (pidFile) fs.rmSync(pidFile, { force: true });
+    fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+function startGateway() {
+    return new Promise((resolve, reject) => {
+        log(`starting ${BIN} serve --config ${configPath} (upstream ${upstreamUrl})`);
+        const child = spawn(BIN, ['serve', '--config', configPath, '--log-format', 'json'], {
+            stdio: ['ignore', 'pipe', 'pipe'],
+            env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info' },
+        });
+        gateway = child;
+        if (process.env.MANIFOLD_CONFORMANCE_PIDDIR && child.pid) {
+            pidFile = path.join(process.env.MANIFOLD_CONFORMANCE_PIDDIR, String(child.pid));
+            fs.writeFileSync(pidFile, `${child.pid}\n`);
+        }
+        child.stderr.on('data', (d) => process.stderr.write(d));
+        let buf = '';
+        const timer = setTimeout(() => reject(new Error('Manifold did not print its listening line within 15 s')), 15000);
+        child.stdout.on('data', (d) => {
+            buf += d.toString();
+            const m = /Manifold listening on (\S+)(.*)/.exec(buf);
+            if (m) {
+                clearTimeout(timer);
+                log(`gateway: ${m[0].trim()}`);
+                resolve(m[1]);
+            }
+        });
+        child.once('exit', (code, sig) => {
+            clearTimeout(timer);
+            reject(new Error(`Manifold exited early (code ${code}, signal ${sig})`));
+        });
+        child.once('error', (e) => {
+            clearTimeout(timer);
+            reject(e);
+        });
+    });
+}
+
+// ------------------------------------------------------------------ the client
+async function runClient(gatewayUrl) {
+    const client = new Client(
+        { name: 'manifold-conformance-client-driver', version: '1.0.0' },
+        { capabilities: { sampling: {}, elicitation: { form: { applyDefaults: true } } } },
+    );
+    // Accept every elicitation with no content of our own: the SDK fills in the schema's
+    // defaults (applyDefaults), which is what the SEP-1034 client scenario checks.
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+        log(`elicitation/create relayed by Manifold: ${JSON.stringify(req.params).slice(0, 300)}`);
+        return { action: 'accept', content: {} };
+    });
+    client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+        role: 'assistant',
+        content: { type: 'text', text: 'sampled by the conformance client driver' },
+        model: 'conformance-driver',
+        stopReason: 'endTurn',
+    }));
+    const transport = new StreamableHTTPClientTransport(new URL(gatewayUrl));
+    await client.connect(transport, { timeout: REQUEST_TIMEOUT_MS });
+    let ok = true;
+    try {
+        const tools = [];
+        let cursor;
+        do {
+            const page = await client.listTools(cursor ? { cursor } : {}, { timeout: REQUEST_TIMEOUT_MS });
+            tools.push(...page.tools);
+            cursor = page.nextCursor;
+        } while (cursor);
+        log(`tools via Manifold: ${tools.map((t) => t.name).join(', ') || '(none)'}`);
+        const calls = plan.listOnly
+            ? []
+            : plan.callAll
+              ? tools.map((t) => ({ tool: t.name, args: {} }))
+              : [{ tool: plan.tool, args: plan.args }];
+        for (const { tool, args } of calls) {
+            if (!plan.callAll && !tools.some((t) => t.name === tool)) {
+                log(`tool ${tool} is not listed by Manifold`);
+                ok = false;
+                continue;
+            }
+            try {
+                const res = await client.callTool({ name: tool, arguments: args }, undefined, {
+                    timeout: REQUEST_TIMEOUT_MS,
+                });
+                log(`tools/call ${tool} -> ${JSON.stringify(res).slice(0, 300)}`);
+                if (res.isError) ok = false;
+            } catch (e) {
+                log(`tools/call ${tool} failed: ${e?.message ?? e}`);
+                ok = false;
+            }
+        }
+    } finally {
+        await client.close().catch(() => {});
+    }
+    return ok;
+}
+
+// ------------------------------------------------------------------ main
+const selfPidFile = process.env.MANIFOLD_CONFORMANCE_PIDDIR
+    ? path.join(process.env.MANIFOLD_CONFORMANCE_PIDDIR, String(process.pid))
+    : null;
+if (selfPidFile) fs.writeFileSync(selfPidFile, `${process.pid}\n`);
+process.on('exit', () => {
+    if (selfPidFile) fs.rmSync(selfPidFile, { force: true });
+});
+let exitCode = 1;
+const deadline = setTimeout(async () => {
+    log(`deadline of ${DEADLINE_MS} ms reached; stopping`);
+    await stopGateway();
+    process.exit(1);
+}, DEADLINE_MS);
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+    process.on(sig, async () => {
+        await stopGateway();
+        process.exit(1);
+    });
+}
+try {
+    const gatewayUrl = await startGateway();
+    exitCode = (await runClient(gatewayUrl)) ? 0 : 1;
+} catch (e) {
+    log(`error: ${e?.stack ?? e}`);
+    exitCode = 1;
+} finally {
+    await stopGateway();
+    clearTimeout(deadline);
+}
+process.exit(exitCode);
