@@ -30,7 +30,15 @@ pub const ENV_PREFIX: &str = "MANIFOLD_";
 pub const ENV_SPLIT: &str = "__";
 /// Top-level sections that environment overrides may address. Other `MANIFOLD_*`
 /// variables (e.g. `MANIFOLD_CONFIG`) are not configuration keys and are ignored.
-pub const ENV_SECTIONS: &[&str] = &["server", "naming", "limits", "upstreams"];
+pub const ENV_SECTIONS: &[&str] = &[
+    "server",
+    "naming",
+    "limits",
+    "upstreams",
+    "audit",
+    "admin",
+    "metrics",
+];
 
 /// A configuration problem, reported before anything starts (exit code 2).
 #[derive(Debug, thiserror::Error)]

@@ -46,6 +46,78 @@ pub struct FileConfig {
     /// Upstream MCP servers, keyed by name (`^[A-Za-z0-9_-]{1,32}$`).
     #[serde(default)]
     pub upstreams: BTreeMap<String, UpstreamSection>,
+    /// The audit log; off unless the section names a sink.
+    #[serde(default)]
+    pub audit: Option<AuditSection>,
+    /// The admin listener (`/metrics`, `/healthz`, `/readyz`); off unless set.
+    #[serde(default)]
+    pub admin: Option<AdminSection>,
+    #[serde(default)]
+    pub metrics: MetricsSection,
+}
+
+/// Default `[metrics] max_tool_series`: tools with their own latency series; calls
+/// to further tools are counted under `tool="other"`, so a catalog of thousands of
+/// tools cannot blow up the metrics.
+pub const DEFAULT_MAX_TOOL_SERIES: usize = 500;
+
+/// `[audit]`: one JSON line per call, hash-chained. See docs/audit.md.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSection {
+    /// Append records to this file (rotated at `max_bytes`).
+    pub path: Option<String>,
+    /// Also write records to stdout.
+    #[serde(default)]
+    pub stdout: bool,
+    /// Argument keys whose values are replaced by "[REDACTED]", at any depth,
+    /// ignoring case. Default: common secret names (password, token, api_key, …).
+    pub redact: Option<Vec<String>>,
+    /// Keep the (redacted) arguments in records; false keeps only their digest.
+    /// Default true.
+    pub include_arguments: Option<bool>,
+    /// Rotate the file when it reaches this size. Default 100 MiB.
+    pub max_bytes: Option<u64>,
+    /// Rotated files kept (`audit.jsonl.1` … `.keep`). Default 10.
+    pub keep: Option<usize>,
+    /// `always` (a call's response waits for its record on disk), `interval`
+    /// (fsync every second: a crash may lose the last second), `never` (the OS
+    /// decides). Default `interval`.
+    pub fsync: Option<String>,
+    /// When the sink fails: `reject` new calls until it recovers, or `continue`
+    /// serving and count lost records. Default `reject`.
+    pub on_failure: Option<String>,
+    /// Records queued for the writer; when full, calls wait. Default 1024.
+    pub queue: Option<usize>,
+}
+
+/// `[admin]`: a separate listener for operators, never the MCP endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AdminSection {
+    /// Socket address, e.g. `"127.0.0.1:9090"`.
+    pub listen: String,
+}
+
+/// `[metrics]`: bounds on Prometheus series.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSection {
+    /// Tools with their own latency series (`DEFAULT_MAX_TOOL_SERIES`).
+    #[serde(default = "d_max_tool_series")]
+    pub max_tool_series: usize,
+}
+
+impl Default for MetricsSection {
+    fn default() -> Self {
+        MetricsSection {
+            max_tool_series: DEFAULT_MAX_TOOL_SERIES,
+        }
+    }
+}
+
+fn d_max_tool_series() -> usize {
+    DEFAULT_MAX_TOOL_SERIES
 }
 
 /// `[server]`: the downstream endpoint.

@@ -14,6 +14,12 @@ pub struct GatewayConfig {
     pub server: ServerConfig,
     pub naming: NamingConfig,
     pub limits: LimitsConfig,
+    /// The audit log, when `[audit]` names a sink.
+    pub audit: Option<manifold_audit::AuditSettings>,
+    /// The admin listener (`/metrics`, `/healthz`, `/readyz`).
+    pub admin: Option<SocketAddr>,
+    /// Tools with their own latency series (`[metrics] max_tool_series`).
+    pub max_tool_series: usize,
     /// Sorted by name: the order in which collisions are resolved.
     pub upstreams: Vec<UpstreamConfig>,
 }
@@ -151,6 +157,11 @@ pub(crate) fn validate(
     file: FileConfig,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<GatewayConfig, String> {
+    let (file_audit, file_admin, max_tool_series) = (
+        file.audit.clone(),
+        file.admin.clone(),
+        file.metrics.max_tool_series,
+    );
     let listen: SocketAddr = file.server.listen.parse().map_err(|_| {
         format!(
             "key `server.listen`: `{}` is not a socket address; write e.g. \"127.0.0.1:8080\"",
@@ -341,5 +352,57 @@ pub(crate) fn validate(
         },
         limits,
         upstreams,
+        audit: match &file_audit {
+            Some(a) => Some(audit(a, |field: &str, v: &str| {
+                expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))
+            })?),
+            None => None,
+        },
+        admin: match &file_admin {
+            Some(a) => Some(a.listen.trim().parse::<SocketAddr>().map_err(|e| {
+                format!(
+                    "key `admin.listen`: `{}` is not a socket address: {e}",
+                    a.listen
+                )
+            })?),
+            None => None,
+        },
+        max_tool_series,
     })
+}
+
+fn audit(
+    a: &crate::model::AuditSection,
+    ex: impl Fn(&str, &str) -> Result<String, String>,
+) -> Result<manifold_audit::AuditSettings, String> {
+    use manifold_audit::AuditSettings;
+    let d = AuditSettings::default();
+    let path = match &a.path {
+        Some(p) => Some(std::path::PathBuf::from(ex("audit.path", p)?)),
+        None => None,
+    };
+    let parse = |v: &Option<String>| v.as_ref().map(|s| s.trim().to_string());
+    let settings = AuditSettings {
+        path,
+        stdout: a.stdout,
+        redact: a.redact.clone().unwrap_or(d.redact),
+        include_arguments: a.include_arguments.unwrap_or(d.include_arguments),
+        max_bytes: a.max_bytes.unwrap_or(d.max_bytes),
+        keep: a.keep.unwrap_or(d.keep),
+        fsync: match parse(&a.fsync) {
+            Some(s) => s.parse().map_err(|e| format!("key `audit.fsync`: {e}"))?,
+            None => d.fsync,
+        },
+        on_failure: match parse(&a.on_failure) {
+            Some(s) => s
+                .parse()
+                .map_err(|e| format!("key `audit.on_failure`: {e}"))?,
+            None => d.on_failure,
+        },
+        queue: a.queue.unwrap_or(d.queue),
+    };
+    settings
+        .validate()
+        .map_err(|e| format!("section `[audit]`: {e}"))?;
+    Ok(settings)
 }

@@ -23,8 +23,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::body::{sse_message, Body};
 use crate::http::{json_response, sse_response};
+use crate::observe::{failure_outcome, Observed};
 use crate::session::DownSession;
 use crate::Gateway;
+use manifold_audit::Outcome;
 
 fn unknown(kind: Kind, name: &str) -> RpcError {
     let what = match kind {
@@ -32,10 +34,6 @@ fn unknown(kind: Kind, name: &str) -> RpcError {
         Kind::Prompts => "prompt",
     };
     RpcError::invalid_params(format!("Unknown {what}: {name}"))
-}
-
-fn error_response(id: &RequestId, e: &RpcError) -> Response<Body> {
-    json_response(StatusCode::OK, jsonrpc::error_bytes(Some(id), e), None)
 }
 
 /// How a failure to get an upstream's answer reaches the client.
@@ -115,6 +113,9 @@ fn required_capability(method: &str) -> Option<&'static str> {
     }
 }
 
+// The pipeline's phases pass the request's facts explicitly rather than through a
+// context struct, so each phase shows what it reads.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn forward(
     gw: &Arc<Gateway>,
     session: &Arc<DownSession>,
@@ -123,37 +124,50 @@ pub(crate) async fn forward(
     mut params: Map<String, Value>,
     kind: Kind,
     accepts_sse: bool,
+    meta: &crate::RequestMeta,
 ) -> Response<Body> {
+    let mut obs = Observed::new(meta, method, Some(session));
+    if gw.auditor.is_some() {
+        obs.arguments = params.get("arguments").cloned();
+    }
     // Phase: resolve the exposed name through the table.
     let Some(name) = params
         .get("name")
         .and_then(Value::as_str)
         .map(str::to_string)
     else {
-        return error_response(
-            &id,
-            &RpcError::invalid_params(format!("{method} needs params.name (a string)")),
-        );
+        let e = RpcError::invalid_params(format!("{method} needs params.name (a string)"));
+        return refuse(gw, obs, &id, e).await;
+    };
+    obs.name = Some(name.clone());
+    let resolved = {
+        let catalog = gw.catalog.load();
+        match catalog.list(kind).get(&name) {
+            Some(entry) => gw
+                .by_name
+                .get(&entry.upstream)
+                .cloned()
+                .map(|u| (u, entry.clone())),
+            None => None,
+        }
+    };
+    let Some((upstream, entry)) = resolved else {
+        return refuse(gw, obs, &id, unknown(kind, &name)).await;
     };
     let (target, original) = {
-        let catalog = gw.catalog.load();
-        let Some(entry) = catalog.list(kind).get(&name) else {
-            return error_response(&id, &unknown(kind, &name));
-        };
-        let Some(upstream) = gw.by_name.get(&entry.upstream).cloned() else {
-            return error_response(&id, &unknown(kind, &name));
-        };
         // Phase: rewrite. The upstream sees its own name; HTTP upstreams get the
         // SEP-2243 headers computed from its own schema.
         let mut headers = standard_headers(method, Some(&entry.original));
         if !entry.header_params.is_empty() {
             match param_headers(&entry.header_params, params.get("arguments")) {
-                Ok(h) => headers.extend(h),
+                Ok(h) => {
+                    gw.metrics.headers_mirrored(h.len());
+                    headers.extend(h)
+                }
                 Err(e) => {
-                    return error_response(
-                        &id,
-                        &RpcError::invalid_params(format!("Invalid arguments for {name}: {e}")),
-                    )
+                    gw.metrics.header_rejected();
+                    let e = RpcError::invalid_params(format!("Invalid arguments for {name}: {e}"));
+                    return refuse(gw, obs, &id, e).await;
                 }
             }
         }
@@ -168,12 +182,30 @@ pub(crate) async fn forward(
         };
         (target, entry.original.clone())
     };
+    obs.original = Some(original.clone());
     params.insert("name".into(), Value::String(original));
-    dispatch(gw, session, id, method, params, target, accepts_sse).await
+    dispatch(gw, session, id, method, params, target, accepts_sse, obs).await
+}
+
+/// Answers a request Manifold refuses before any upstream sees it; audited as
+/// `refused` with the error's code.
+pub(crate) async fn refuse(
+    gw: &Gateway,
+    obs: Observed,
+    id: &RequestId,
+    e: RpcError,
+) -> Response<Body> {
+    let bytes = jsonrpc::error_bytes(Some(id), &e);
+    let outcome = Outcome::Refused { code: e.code.0 };
+    if let Err(err) = obs.finish(gw, outcome, bytes.len()).await {
+        tracing::error!(error = %err, "audit record not written");
+    }
+    json_response(StatusCode::OK, bytes, None)
 }
 
 /// Phases dispatch and relay: sends the request to its target and answers the
 /// client with JSON, or with SSE once the upstream streams.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn dispatch(
     gw: &Arc<Gateway>,
     session: &Arc<DownSession>,
@@ -182,18 +214,28 @@ pub(crate) async fn dispatch(
     params: Map<String, Value>,
     target: Target,
     accepts_sse: bool,
+    mut obs: Observed,
 ) -> Response<Body> {
     let Target {
         upstream,
         headers,
         failures,
     } = target;
+    // With `on_failure = "reject"`, no call runs while its record cannot be kept.
+    if let Some(Err(e)) = gw.auditor.as_ref().map(|a| a.check()) {
+        return refuse(gw, obs, &id, e.to_rpc_error()).await;
+    }
+    obs.dispatched(gw, upstream.name());
     let cancel = session.begin_call(id.clone());
     let call = match upstream.call(method, Some(params), headers).await {
         Ok(c) => c,
         Err(e) => {
             session.end_call(&id);
-            return json_response(StatusCode::OK, failure_bytes(&id, failures, &e), None);
+            let bytes = failure_bytes(&id, failures, &e);
+            if let Err(err) = obs.finish(gw, failure_outcome(&e), bytes.len()).await {
+                tracing::error!(error = %err, "audit record not written");
+            }
+            return json_response(StatusCode::OK, bytes, None);
         }
     };
     // From here on, dropping this handler (the client's connection closed) hands
@@ -206,6 +248,7 @@ pub(crate) async fn dispatch(
         id,
         failures,
         cancel,
+        obs: Some(obs),
     };
     // Phase: relay back.
     let Some(first) = pending.next().await else {
@@ -213,7 +256,7 @@ pub(crate) async fn dispatch(
     };
     match first {
         CallEvent::Done(outcome) => {
-            let bytes = pending.outcome_bytes(outcome);
+            let bytes = pending.answer(outcome).await;
             pending.finished();
             json_response(StatusCode::OK, bytes, None)
         }
@@ -229,7 +272,7 @@ pub(crate) async fn dispatch(
             loop {
                 match ev {
                     CallEvent::Done(outcome) => {
-                        let bytes = pending.outcome_bytes(outcome);
+                        let bytes = pending.answer(outcome).await;
                         pending.finished();
                         return json_response(StatusCode::OK, bytes, None);
                     }
@@ -278,6 +321,34 @@ struct Pending {
     id: RequestId,
     failures: Failures,
     cancel: CancellationToken,
+    /// Metrics and audit for this request; taken when it is answered.
+    obs: Option<Observed>,
+}
+
+/// Counts and audits an answer, then returns it. The response waits for its
+/// audit record (the writer back-pressures; with `fsync = "always"` the record is
+/// on disk first). A record that cannot be written is logged; the response still
+/// goes out, because the upstream already acted on the call.
+async fn answer(
+    gw: &Arc<Gateway>,
+    upstream: &Arc<str>,
+    id: &RequestId,
+    failures: Failures,
+    obs: &mut Option<Observed>,
+    outcome: CallOutcome,
+) -> Vec<u8> {
+    let audit_outcome = crate::observe::outcome_of(&outcome);
+    let bytes = outcome_bytes(gw, upstream, id, failures, outcome);
+    finish(gw, obs, audit_outcome, bytes.len()).await;
+    bytes
+}
+
+async fn finish(gw: &Gateway, obs: &mut Option<Observed>, outcome: Outcome, bytes: usize) {
+    if let Some(o) = obs.take() {
+        if let Err(e) = o.finish(gw, outcome, bytes).await {
+            tracing::error!(error = %e, "audit record not written");
+        }
+    }
 }
 
 impl Pending {
@@ -290,13 +361,22 @@ impl Pending {
             _ = self.cancel.cancelled() => {
                 call.cancel("cancelled by the client").await;
                 self.finished();
+                finish(&self.gw, &mut self.obs, Outcome::Cancelled, 0).await;
                 None
             }
         }
     }
 
-    fn outcome_bytes(&self, outcome: CallOutcome) -> Vec<u8> {
-        outcome_bytes(&self.gw, &self.upstream, &self.id, self.failures, outcome)
+    async fn answer(&mut self, outcome: CallOutcome) -> Vec<u8> {
+        answer(
+            &self.gw,
+            &self.upstream,
+            &self.id,
+            self.failures,
+            &mut self.obs,
+            outcome,
+        )
+        .await
     }
 
     /// The call is over: the session forgets it.
@@ -313,7 +393,7 @@ impl Pending {
     }
 
     fn spawn_pump(
-        &self,
+        &mut self,
         call: Call,
         tx: mpsc::Sender<Bytes>,
         first: Option<CallEvent>,
@@ -325,12 +405,16 @@ impl Pending {
             upstream: self.upstream.clone(),
             id: self.id.clone(),
             failures: self.failures,
+            obs: self.obs.take(),
             tx,
             minted: Vec::new(),
             gone,
         };
         let (cancel, shutdown) = (self.cancel.clone(), self.gw.shutdown.clone());
-        self.gw.tasks.spawn(pump.run(call, first, cancel, shutdown));
+        use tracing::Instrument;
+        self.gw
+            .tasks
+            .spawn(pump.run(call, first, cancel, shutdown).in_current_span());
     }
 }
 
@@ -351,6 +435,7 @@ struct Pump {
     upstream: Arc<str>,
     id: RequestId,
     failures: Failures,
+    obs: Option<Observed>,
     tx: mpsc::Sender<Bytes>,
     /// Ids of server→client requests minted on this stream, forgotten at the end.
     minted: Vec<String>,
@@ -376,24 +461,28 @@ impl Pump {
                     _ = cancel.cancelled() => {
                         // No response for a cancelled request: the stream just ends.
                         call.cancel("cancelled by the client").await;
+                        finish(&self.gw, &mut self.obs, Outcome::Cancelled, 0).await;
                         break;
                     }
                     _ = shutdown.cancelled() => {
                         call.cancel("the gateway is shutting down").await;
+                        finish(&self.gw, &mut self.obs, Outcome::Cancelled, 0).await;
                         break;
                     }
                 },
             };
             match ev {
                 CallEvent::Done(outcome) => {
+                    let bytes = answer(
+                        &self.gw,
+                        &self.upstream,
+                        &self.id,
+                        self.failures,
+                        &mut self.obs,
+                        outcome,
+                    )
+                    .await;
                     if !self.gone {
-                        let bytes = outcome_bytes(
-                            &self.gw,
-                            &self.upstream,
-                            &self.id,
-                            self.failures,
-                            outcome,
-                        );
                         let _ = self.tx.send(sse_message(&bytes)).await;
                     }
                     break;

@@ -187,7 +187,15 @@ async fn post(gw: Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
             );
         }
     };
-    crate::pipeline::handle_post(gw, &headers, &bytes, accepts_sse).await
+    let meta = crate::RequestMeta {
+        id: gw.request_id(),
+        bytes: bytes.len(),
+    };
+    let span = tracing::info_span!("request", request_id = %meta.id);
+    use tracing::Instrument;
+    crate::pipeline::handle_post(gw, &headers, &bytes, accepts_sse, &meta)
+        .instrument(span)
+        .await
 }
 
 fn is_loopback_host(host: &str) -> bool {

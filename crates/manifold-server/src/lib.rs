@@ -14,10 +14,12 @@
 // `Err`; it is built once per refusal and returned as-is, so its size is irrelevant.
 #![allow(clippy::result_large_err)]
 
+mod admin;
 mod body;
 mod forward;
 mod http;
 mod logging;
+mod observe;
 mod pipeline;
 mod resources;
 mod session;
@@ -60,13 +62,67 @@ pub struct Gateway {
     pub(crate) subscriptions: std::sync::Mutex<resources::Subscriptions>,
     pub(crate) shutdown: CancellationToken,
     pub(crate) tasks: TaskTracker,
+    pub(crate) metrics: observe::Metrics,
+    /// The audit writer, when `[audit]` is configured and the gateway was
+    /// started with [`Gateway::launch`].
+    pub(crate) auditor: Option<manifold_audit::Auditor>,
+    audit_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    next_request: std::sync::atomic::AtomicU64,
+    /// The admin listener, bound early by [`Gateway::bind_admin`] or by `serve`.
+    admin: std::sync::Mutex<Option<TcpListener>>,
+    admin_addr: std::sync::OnceLock<std::net::SocketAddr>,
+    /// Low bits of the start time, so request ids differ across restarts.
+    started_at: u32,
+}
+
+/// What the pipeline knows about a request before decoding it.
+pub(crate) struct RequestMeta {
+    /// Manifold's id for the request: in every log line of it and in its audit record.
+    pub id: String,
+    /// Size of the request body.
+    pub bytes: usize,
+}
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the audit log cannot start: {0}")]
+    Audit(#[from] manifold_audit::AuditError),
 }
 
 impl Gateway {
-    /// Starts every upstream (in parallel) and the catalog maintainer. Returns at
-    /// once; use [`Gateway::wait_ready`] to give upstreams a bounded head start.
+    /// Starts the gateway as `manifold serve` runs it: the audit writer (when
+    /// configured), every upstream, and the catalog maintainer. Invalid audit
+    /// settings are an error; a sink that cannot open yet is not (calls then fail
+    /// or count lost records, per `on_failure`, until it recovers).
+    pub async fn launch(
+        config: GatewayConfig,
+        shutdown: CancellationToken,
+    ) -> Result<Arc<Gateway>, StartError> {
+        let audit = observe::start_auditor(config.audit.as_ref(), shutdown.clone()).await?;
+        let (auditor, task) = match audit {
+            Some((a, t)) => (Some(a), Some(t)),
+            None => (None, None),
+        };
+        Ok(Gateway::build(config, shutdown, auditor, task))
+    }
+
+    /// Starts every upstream (in parallel) and the catalog maintainer, without the
+    /// audit writer: for commands that inspect the catalog (`manifold check`).
+    /// Returns at once; use [`Gateway::wait_ready`] to give upstreams a bounded
+    /// head start.
     pub fn start(config: GatewayConfig, shutdown: CancellationToken) -> Arc<Gateway> {
+        Gateway::build(config, shutdown, None, None)
+    }
+
+    fn build(
+        config: GatewayConfig,
+        shutdown: CancellationToken,
+        auditor: Option<manifold_audit::Auditor>,
+        audit_task: Option<tokio::task::JoinHandle<()>>,
+    ) -> Arc<Gateway> {
         let config = Arc::new(config);
+        let config_max_tool_series = config.max_tool_series;
         let tasks = TaskTracker::new();
         let (tx, rx) = mpsc::channel(UPSTREAM_EVENT_QUEUE);
         let upstreams: Vec<Upstream> = config
@@ -101,6 +157,16 @@ impl Gateway {
             filters,
             shutdown,
             tasks,
+            metrics: observe::Metrics::new(config_max_tool_series),
+            auditor,
+            audit_task: std::sync::Mutex::new(audit_task),
+            next_request: std::sync::atomic::AtomicU64::new(1),
+            admin: std::sync::Mutex::new(None),
+            admin_addr: std::sync::OnceLock::new(),
+            started_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as u32)
+                .unwrap_or(0),
         });
         let g = gw.clone();
         gw.tasks.spawn(async move { g.maintain_catalog(rx).await });
@@ -134,11 +200,61 @@ impl Gateway {
         self.rebuild_catalog();
     }
 
-    /// Serves the endpoint until shutdown, then waits for tracked tasks.
+    /// Serves the endpoint (and the admin listener, if configured) until shutdown,
+    /// then waits for tracked tasks and the audit writer's last flush.
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+        if let Err(e) = self.bind_admin().await {
+            tracing::error!(error = %e, "cannot listen for [admin]; serving without it");
+        }
+        let admin = self.admin.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(l) = admin {
+            self.tasks.spawn(admin::serve(self.clone(), l));
+        }
         http::serve(self.clone(), listener).await;
         self.tasks.close();
         let _ = tokio::time::timeout(Duration::from_secs(10), self.tasks.wait()).await;
+        let task = self
+            .audit_task
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(t) = task {
+            let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+        }
+    }
+
+    /// Binds the `[admin]` listener now (idempotent), so its address can be
+    /// printed before serving; `serve` binds it otherwise. `None` when not configured.
+    pub async fn bind_admin(&self) -> std::io::Result<Option<std::net::SocketAddr>> {
+        let Some(addr) = self.config.admin else {
+            return Ok(None);
+        };
+        if let Some(a) = self.admin_addr.get() {
+            return Ok(Some(*a));
+        }
+        let l = TcpListener::bind(addr).await.map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot listen on {addr} ([admin] listen): {e}"),
+            )
+        })?;
+        let bound = l.local_addr()?;
+        let _ = self.admin_addr.set(bound);
+        *self.admin.lock().unwrap_or_else(|p| p.into_inner()) = Some(l);
+        Ok(Some(bound))
+    }
+
+    /// The admin listener's address once bound.
+    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin_addr.get().copied()
+    }
+
+    /// A fresh request id (16 hex digits): in logs and audit records.
+    pub(crate) fn request_id(&self) -> String {
+        let n = self
+            .next_request
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{:08x}{n:08x}", self.started_at)
     }
 
     fn naming_policy(&self) -> NamingPolicy {
@@ -172,6 +288,7 @@ impl Gateway {
             })
             .collect();
         let new = Catalog::build(&inputs, &self.naming_policy(), self.config.server.page_size);
+        self.metrics.rebuilt();
         for lo in new.tools.left_out().iter().chain(new.prompts.left_out()) {
             if matches!(lo.reason, manifold_catalog::LeftOutReason::InvalidHeader(_)) {
                 tracing::warn!(upstream = %lo.upstream, name = %lo.original, reason = %lo.reason, "item left out of the merged list");
@@ -219,6 +336,7 @@ impl Gateway {
             let mut handle = |ev: UpstreamEvent| match ev {
                 UpstreamEvent::Changed { .. } => rebuild = true,
                 UpstreamEvent::ListChanged { upstream, method } => {
+                    self.metrics.list_changed_received(&upstream);
                     tracing::info!(upstream = %upstream, %method, "upstream list changed; refetching");
                 }
                 UpstreamEvent::Notification {
@@ -247,6 +365,7 @@ impl Gateway {
                 self.on_upstreams_changed(&mut ready);
                 for method in self.rebuild_catalog() {
                     let sent = self.sessions.broadcast_notification(method);
+                    self.metrics.list_changed_sent(method, sent);
                     tracing::info!(%method, sessions = sent, "merged list changed");
                 }
             }

@@ -73,6 +73,7 @@ pub(crate) async fn handle_post(
     headers: &HeaderMap,
     bytes: &[u8],
     accepts_sse: bool,
+    meta: &crate::RequestMeta,
 ) -> Response<Body> {
     // Phase: decode.
     let msg = match Incoming::parse(bytes) {
@@ -114,7 +115,7 @@ pub(crate) async fn handle_post(
             plain(StatusCode::ACCEPTED)
         }
         Incoming::Request { id, method, msg } => {
-            route(&gw, &session, id, &method, msg, accepts_sse).await
+            route(&gw, &session, id, &method, msg, accepts_sse, meta).await
         }
     }
 }
@@ -127,21 +128,27 @@ async fn route(
     method: &str,
     mut msg: Map<String, Value>,
     accepts_sse: bool,
+    meta: &crate::RequestMeta,
 ) -> Response<Body> {
     // Moved out, not cloned: the forwarded params are rewritten in place.
     let params = match msg.remove("params") {
         Some(Value::Object(p)) => p,
         _ => Map::new(),
     };
+    // Requests answered here (not forwarded) are counted here; forwarded ones
+    // when their answer comes (see `observe`).
     let ok = |result: &[u8]| {
+        gw.metrics.request(method, "ok", meta.bytes);
         json_response(
             StatusCode::OK,
             jsonrpc::response_bytes_from_json(&id, result),
             None,
         )
     };
-    let err =
-        |e: RpcError| json_response(StatusCode::OK, jsonrpc::error_bytes(Some(&id), &e), None);
+    let err = |e: RpcError| {
+        gw.metrics.request(method, "refused", meta.bytes);
+        json_response(StatusCode::OK, jsonrpc::error_bytes(Some(&id), &e), None)
+    };
     match method {
         m::PING => ok(b"{}"),
         m::TOOLS_LIST | m::PROMPTS_LIST | m::RESOURCES_LIST | m::RESOURCES_TEMPLATES_LIST => {
@@ -167,17 +174,38 @@ async fn route(
             }
         }
         m::TOOLS_CALL => {
-            crate::forward::forward(gw, session, id, method, params, Kind::Tools, accepts_sse).await
+            crate::forward::forward(
+                gw,
+                session,
+                id,
+                method,
+                params,
+                Kind::Tools,
+                accepts_sse,
+                meta,
+            )
+            .await
         }
         m::PROMPTS_GET => {
-            crate::forward::forward(gw, session, id, method, params, Kind::Prompts, accepts_sse)
-                .await
+            crate::forward::forward(
+                gw,
+                session,
+                id,
+                method,
+                params,
+                Kind::Prompts,
+                accepts_sse,
+                meta,
+            )
+            .await
         }
-        m::RESOURCES_READ => crate::resources::read(gw, session, id, params, accepts_sse).await,
+        m::RESOURCES_READ => {
+            crate::resources::read(gw, session, id, params, accepts_sse, meta).await
+        }
         m::RESOURCES_SUBSCRIBE => crate::resources::subscribe(gw, session, id, params).await,
         m::RESOURCES_UNSUBSCRIBE => crate::resources::unsubscribe(gw, session, id, params).await,
         m::COMPLETION_COMPLETE => {
-            crate::resources::complete(gw, session, id, params, accepts_sse).await
+            crate::resources::complete(gw, session, id, params, accepts_sse, meta).await
         }
         m::LOGGING_SET_LEVEL => match crate::logging::requested_level(&params) {
             Ok(level) => {

@@ -28,8 +28,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use crate::body::Body;
-use crate::forward::{dispatch, standard_headers, Failures, Target};
+use crate::forward::{dispatch, refuse, standard_headers, Failures, Target};
 use crate::http::json_response;
+use crate::observe::Observed;
 use crate::session::DownSession;
 use crate::Gateway;
 
@@ -178,13 +179,17 @@ pub(crate) async fn read(
     id: RequestId,
     params: Map<String, Value>,
     accepts_sse: bool,
+    meta: &crate::RequestMeta,
 ) -> Response<Body> {
+    let mut obs = Observed::new(meta, m::RESOURCES_READ, Some(session));
     let uri = match uri_param(&params, m::RESOURCES_READ) {
         Ok(u) => u,
-        Err(e) => return error_response(&id, &e),
+        Err(e) => return refuse(gw, obs, &id, e).await,
     };
+    obs.name = Some(uri.clone());
+    obs.original = Some(uri.clone());
     let Some(upstream) = owner(gw, &uri) else {
-        return error_response(&id, &not_found(&uri));
+        return refuse(gw, obs, &id, not_found(&uri)).await;
     };
     let target = Target {
         upstream,
@@ -199,6 +204,7 @@ pub(crate) async fn read(
         params,
         target,
         accepts_sse,
+        obs,
     )
     .await
 }
@@ -377,8 +383,10 @@ pub(crate) async fn complete(
     id: RequestId,
     mut params: Map<String, Value>,
     accepts_sse: bool,
+    meta: &crate::RequestMeta,
 ) -> Response<Body> {
     let method = m::COMPLETION_COMPLETE;
+    let obs = Observed::new(meta, method, Some(session));
     let Some(reference) = params.get_mut("ref").and_then(Value::as_object_mut) else {
         return error_response(
             &id,
@@ -437,5 +445,5 @@ pub(crate) async fn complete(
         headers: standard_headers(method, None),
         failures: Failures::RpcError,
     };
-    dispatch(gw, session, id, method, params, target, accepts_sse).await
+    dispatch(gw, session, id, method, params, target, accepts_sse, obs).await
 }

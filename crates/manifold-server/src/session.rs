@@ -196,6 +196,10 @@ impl Sessions {
         stale.into_iter().filter(|id| self.remove(id)).collect()
     }
 
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
     /// Every live session (a snapshot: no guard is kept).
     pub fn all(&self) -> Vec<Arc<DownSession>> {
         self.map.iter().map(|e| e.value().clone()).collect()

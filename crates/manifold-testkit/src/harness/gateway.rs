@@ -89,7 +89,8 @@ impl TestGateway {
         config.server.listen = addr;
         let url = format!("http://{addr}{}", config.server.path);
         let shutdown = CancellationToken::new();
-        let gateway = Gateway::start(config, shutdown.clone());
+        let gateway = Gateway::launch(config, shutdown.clone()).await?;
+        gateway.bind_admin().await?;
         // wait_ready is bounded itself; the outer timeout is a safety net.
         if tokio::time::timeout(WAIT + Duration::from_secs(1), gateway.wait_ready(WAIT))
             .await

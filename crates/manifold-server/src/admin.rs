@@ -1,0 +1,119 @@
+//! The admin listener (`[admin] listen`): `/metrics` (Prometheus text format),
+//! `/healthz` and `/readyz`, on a separate port from the MCP endpoint so it can be
+//! exposed to a scraper without exposing tools.
+//!
+//! - `/healthz`: 200 while the process serves (it answers, so it is alive).
+//! - `/readyz`: 200 when every upstream marked `required = true` is ready, else
+//!   503; the JSON body lists every upstream's state, last error and restarts (the
+//!   facts `manifold check` prints). A child that died is `down`, never ready.
+//!
+//! Not here: authentication (bind it to loopback or a private interface).
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use serde_json::json;
+use std::convert::Infallible;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+use crate::Gateway;
+
+/// Serves until the gateway shuts down.
+pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "admin listener (/metrics, /healthz, /readyz)");
+    }
+    let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
+    loop {
+        let accepted = tokio::select! {
+            _ = gw.shutdown.cancelled() => return,
+            a = listener.accept() => a,
+        };
+        let Ok((stream, _)) = accepted else {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        };
+        let gw2 = gw.clone();
+        let builder = builder.clone();
+        let shutdown = gw.shutdown.clone();
+        gw.tasks.spawn(async move {
+            let svc = service_fn(move |req| {
+                let gw = gw2.clone();
+                async move { Ok::<_, Infallible>(handle(&gw, &req)) }
+            });
+            let conn = builder.serve_connection(TokioIo::new(stream), svc);
+            tokio::select! {
+                _ = conn => {}
+                _ = shutdown.cancelled() => {}
+            }
+        });
+    }
+}
+
+fn reply(status: StatusCode, ctype: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    if let Ok(v) = http::HeaderValue::from_str(ctype) {
+        r.headers_mut().insert(http::header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+fn handle(gw: &Gateway, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET {
+        return reply(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "GET only\n");
+    }
+    match req.uri().path() {
+        "/metrics" => reply(
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            gw.metrics.render(gw),
+        ),
+        "/healthz" => reply(StatusCode::OK, "text/plain", "ok\n"),
+        "/readyz" => {
+            let (ready, body) = readiness(gw);
+            let status = if ready {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            reply(status, "application/json", body.to_string())
+        }
+        _ => reply(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "not found: try /metrics, /healthz or /readyz\n",
+        ),
+    }
+}
+
+/// Whether every required upstream is ready, and the facts behind the answer.
+pub(crate) fn readiness(gw: &Gateway) -> (bool, serde_json::Value) {
+    let mut ready = true;
+    let upstreams: Vec<serde_json::Value> = gw
+        .upstreams()
+        .iter()
+        .map(|u| {
+            let st = u.status();
+            let is_ready = st.state == manifold_upstream::State::Ready;
+            if u.config().required && !is_ready {
+                ready = false;
+            }
+            json!({
+                "name": &**u.name(),
+                "required": u.config().required,
+                "state": st.state.as_str(),
+                "ready": is_ready,
+                "last_error": st.last_error,
+                "restarts": st.restarts,
+                "last_exit_code": st.last_exit_code,
+            })
+        })
+        .collect();
+    (ready, json!({"ready": ready, "upstreams": upstreams}))
+}
