@@ -1,19 +1,18 @@
-//! `manifold`: the gateway binary. Thin: parses the command line, loads the
-//! configuration, sets up logging, and hands over to the library crates.
+//! `manifold`: the gateway binary. Thin: parses the command line, sets up logging
+//! and the runtime, and hands over to the command modules in [`cli`].
 //!
-//! Exit codes: 0 clean stop, 1 runtime failure (e.g. the port is taken), 2 bad
-//! configuration or command line.
+//! Exit codes, for every command: 0 success; 1 a runtime failure or a problem found
+//! (the port is taken, an upstream is not ready, a tool reported an error, an audit
+//! chain is broken); 2 bad configuration, command line or input.
 
-use anyhow::Context;
+mod cli;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
-/// Default configuration path.
-const DEFAULT_CONFIG: &str = "gateway.toml";
+use cli::ConfigArg;
 
 #[derive(Parser)]
 #[command(
@@ -22,7 +21,8 @@ const DEFAULT_CONFIG: &str = "gateway.toml";
     about = "An MCP gateway: one endpoint in front of many MCP servers"
 )]
 struct Cli {
-    /// Log format (default: text on a terminal, json otherwise). Filter with RUST_LOG.
+    /// Log format (default: text on a terminal, json otherwise). Filter with RUST_LOG
+    /// (default `info` for `serve`, `warn` for the other commands).
     #[arg(long, global = true, value_enum)]
     log_format: Option<LogFormat>,
     #[command(subcommand)]
@@ -45,16 +45,71 @@ enum Command {
         args: Vec<std::ffi::OsString>,
     },
     /// Run the gateway in the foreground until SIGINT or SIGTERM.
+    ///
+    /// Exit codes: 0 clean stop, 1 runtime failure (e.g. the port is taken),
+    /// 2 configuration error.
     Serve {
-        /// Configuration file.
-        #[arg(long, short, default_value = DEFAULT_CONFIG, env = "MANIFOLD_CONFIG")]
-        config: PathBuf,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Validate the configuration, connect every upstream (without listening) and
+    /// print the merged catalog, what was left out and why, and each upstream's status.
+    ///
+    /// Exit codes: 0 every upstream is ready, 1 some are not, 2 configuration error.
+    Check {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Print the same facts as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the exposed tool names, one per line, sorted.
+    ///
+    /// Exit codes: 0 every upstream is ready, 1 some are not (the names of the ready
+    /// ones are still printed), 2 configuration error.
+    Tools {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Call one tool through the gateway's name table and print its result as JSON.
+    ///
+    /// Exit codes: 0 a result without `isError`, 1 `isError`, a JSON-RPC error or an
+    /// upstream failure, 2 unknown tool, bad arguments or configuration error.
+    Call {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The exposed tool name, e.g. `demo__echo` (see `manifold tools`).
+        name: String,
+        /// The arguments, a JSON object, e.g. '{"text":"hi"}' (default `{}`).
+        #[arg(value_name = "JSON-ARGS")]
+        args: Option<String>,
+    },
+    /// Audit log tools.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
     },
 }
 
-fn init_logging(format: Option<LogFormat>) {
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Check the hash chain of audit log files.
+    ///
+    /// One path: that log and its rotated siblings (`PATH.N` … `PATH.1`, `PATH`),
+    /// oldest first. Several paths: those files, in the order given.
+    ///
+    /// Exit codes: 0 the chain is intact, 1 a problem was found (named as
+    /// file:line), 2 a file cannot be read.
+    Verify {
+        /// Audit log files.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
+}
+
+fn init_logging(format: Option<LogFormat>, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let json = match format {
         Some(LogFormat::Json) => true,
         Some(LogFormat::Text) => false,
@@ -88,7 +143,23 @@ fn main() -> ExitCode {
         // Single-threaded here: no other thread reads the environment yet.
         std::env::set_var(SELF_VAR, exe);
     }
-    init_logging(cli.log_format);
+    // The one-shot commands keep stdout for their answer and stderr for what went
+    // wrong. The catalog's warnings about left-out items are left to `check`, which
+    // lists them on stdout; on every `call` they would only be noise.
+    let default_level = match cli.command {
+        Command::Serve { .. } => "info",
+        Command::Check { .. } | Command::Tools { .. } | Command::Call { .. } => {
+            "warn,manifold_catalog=error"
+        }
+        _ => "warn",
+    };
+    init_logging(cli.log_format, default_level);
+    if let Command::Audit {
+        command: AuditCommand::Verify { paths },
+    } = &cli.command
+    {
+        return cli::audit::verify(paths);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -96,70 +167,16 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("manifold: cannot start the runtime: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(cli::FAILED);
         }
     };
     match cli.command {
-        Command::DemoUpstream { .. } => ExitCode::SUCCESS,
-        Command::Serve { config } => {
-            let cfg = match manifold_config::load(&config) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("manifold: configuration error: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            match rt.block_on(serve(cfg)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("manifold: {e:#}");
-                    ExitCode::from(1)
-                }
-            }
+        Command::DemoUpstream { .. } | Command::Audit { .. } => ExitCode::SUCCESS,
+        Command::Serve { config } => cli::serve::run(&rt, &config.config),
+        Command::Check { config, json } => cli::check::run(&rt, &config.config, json),
+        Command::Tools { config } => cli::tools::run(&rt, &config.config),
+        Command::Call { config, name, args } => {
+            cli::call::run(&rt, &config.config, &name, args.as_deref())
         }
     }
-}
-
-async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(cfg.server.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", cfg.server.listen))?;
-    let addr = listener.local_addr()?;
-    let url = format!("http://{addr}{}", cfg.server.path);
-    let connect_timeout = cfg.limits.connect_timeout;
-    let upstreams = cfg.upstreams.len();
-    let shutdown = CancellationToken::new();
-    let gw = manifold_server::Gateway::start(cfg, shutdown.clone());
-    spawn_signal_handler(shutdown.clone());
-    gw.wait_ready(connect_timeout).await;
-    let ready = gw
-        .upstreams()
-        .iter()
-        .filter(|u| u.status().state == manifold_upstream::State::Ready)
-        .count();
-    let tools = gw.catalog().tools.len();
-    tracing::info!(%url, upstreams, ready, tools, "Manifold is serving");
-    // One plain line on stdout, for people and for scripts that bind port 0.
-    println!("Manifold listening on {url} ({ready}/{upstreams} upstreams ready, {tools} tools)");
-    Arc::clone(&gw).serve(listener).await;
-    tracing::info!("stopped");
-    Ok(())
-}
-
-fn spawn_signal_handler(shutdown: CancellationToken) {
-    tokio::spawn(async move {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot install the SIGTERM handler");
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received; stopping"),
-            _ = term.recv() => tracing::info!("SIGTERM received; stopping"),
-        }
-        shutdown.cancel();
-    });
 }

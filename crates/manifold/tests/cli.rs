@@ -1,5 +1,13 @@
 //! The binary's contract: the shipped gateway.toml serves the demo upstreams,
-//! configuration errors exit 2 naming the key, SIGTERM stops cleanly.
+//! configuration errors exit 2 naming the key, SIGTERM stops cleanly; the one-shot
+//! commands (`check`, `tools`, `call`, `audit verify`) keep their output format and
+//! exit codes (see the modules below).
+
+// Under cli/ so Cargo does not build them as test binaries of their own.
+#[path = "cli/audit.rs"]
+mod audit;
+#[path = "cli/commands.rs"]
+mod commands;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -18,10 +26,13 @@ fn repo_file(name: &str) -> PathBuf {
 
 #[test]
 fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
+    let audit = std::env::temp_dir().join(format!("manifold-shipped-{}.jsonl", std::process::id()));
     let mut child = Command::new(bin())
         .args(["serve", "--config"])
         .arg(repo_file("gateway.toml"))
         .env("MANIFOLD_SERVER__LISTEN", "127.0.0.1:0")
+        .env("MANIFOLD_ADMIN__LISTEN", "127.0.0.1:0")
+        .env("MANIFOLD_AUDIT__PATH", &audit)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -43,6 +54,15 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
     assert!(line.contains("(2/2 upstreams ready"), "{line}");
     // The demo upstream has 10 tools; both copies are merged under their prefixes.
     assert!(line.contains(", 28 tools)"), "{line}");
+    // The shipped config turns on the admin listener and the audit log.
+    let admin = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the admin line");
+    assert!(
+        admin.starts_with("Manifold admin on http://127.0.0.1:"),
+        "{admin}"
+    );
+    assert!(audit.exists(), "the audit log was not opened");
     let pid = child.id().to_string();
     Command::new("kill")
         .args(["-TERM", &pid])
@@ -60,6 +80,7 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status}");
+    let _ = std::fs::remove_file(&audit);
 }
 
 #[test]

@@ -1,0 +1,397 @@
+//! `manifold check`: validate the configuration, connect every upstream in-process
+//! (no listener), and print what the gateway would expose: the merged catalog with
+//! each name's origin and why it changed, what was left out and why, and each
+//! upstream's status. `--json` prints the same facts as one JSON object.
+//!
+//! Exit codes: 0 every upstream is ready, 1 some are not, 2 configuration error.
+//!
+//! Invariants: the facts are collected once, from one catalog snapshot and one
+//! status reading per upstream, before the gateway is stopped; the text and JSON
+//! forms are rendered from the same [`Facts`].
+
+use manifold_catalog::{Entry, LeftOut, LeftOutReason, NameChange, NamedList};
+use manifold_upstream::State;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::inproc::InProcess;
+use super::table::Table;
+use super::{load_config, FAILED};
+
+pub fn run(rt: &tokio::runtime::Runtime, config: &Path, as_json: bool) -> ExitCode {
+    let cfg = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let facts = rt.block_on(async {
+        let core = InProcess::start(cfg).await;
+        let facts = Facts::collect(config, &core);
+        core.stop().await;
+        facts
+    });
+    let out = if as_json {
+        let mut s = serde_json::to_string_pretty(&facts.to_json()).unwrap_or_default();
+        s.push('\n');
+        s
+    } else {
+        facts.to_text()
+    };
+    // A closed stdout (`| head`) is not worth a panic.
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    if facts.all_ready() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FAILED)
+    }
+}
+
+/// Everything `check` reports.
+pub struct Facts {
+    config: PathBuf,
+    tools: Vec<Named>,
+    prompts: Vec<Named>,
+    resources: Vec<ByUri>,
+    templates: Vec<ByUri>,
+    left_out: Vec<Dropped>,
+    upstreams: Vec<UpstreamFacts>,
+}
+
+/// An exposed tool or prompt.
+struct Named {
+    exposed: String,
+    upstream: String,
+    original: String,
+    change: Option<Change>,
+}
+
+/// Why an exposed name differs from `<prefix><separator><original>`.
+struct Change {
+    /// Stable identifier for scripts.
+    kind: &'static str,
+    why: String,
+}
+
+/// A resource or resource template and its owner.
+struct ByUri {
+    uri: String,
+    upstream: String,
+}
+
+/// An upstream item that is not exposed.
+struct Dropped {
+    kind: &'static str,
+    upstream: String,
+    name: String,
+    reason: LeftOutReason,
+}
+
+struct UpstreamFacts {
+    name: String,
+    transport: &'static str,
+    state: State,
+    protocol_version: Option<String>,
+    server_info: Option<Value>,
+    /// Tools the upstream lists (before filters and collisions).
+    tools: Option<usize>,
+    restarts: u64,
+    last_error: Option<String>,
+    last_exit_code: Option<i32>,
+}
+
+impl Facts {
+    pub fn collect(config: &Path, core: &InProcess) -> Facts {
+        let catalog = core.gw.catalog();
+        let named = |list: &NamedList| -> Vec<Named> {
+            list.entries()
+                .iter()
+                .map(|e| Named {
+                    exposed: e.exposed.clone(),
+                    upstream: e.upstream.to_string(),
+                    original: e.original.clone(),
+                    change: e.change.as_ref().map(|c| change(core, list, e, c)),
+                })
+                .collect()
+        };
+        let by_uri = |list: &manifold_catalog::UriList| -> Vec<ByUri> {
+            list.items()
+                .map(|(uri, up)| ByUri {
+                    uri: uri.to_string(),
+                    upstream: up.to_string(),
+                })
+                .collect()
+        };
+        let dropped = |kind: &'static str, items: &[LeftOut]| -> Vec<Dropped> {
+            let mut rows = items
+                .iter()
+                .map(|lo| Dropped {
+                    kind,
+                    upstream: lo.upstream.to_string(),
+                    name: lo.original.clone(),
+                    reason: lo.reason.clone(),
+                })
+                .collect::<Vec<_>>();
+            // Upstream lists come in the upstream's order; read them sorted.
+            rows.sort_by(|a, b| (&a.upstream, &a.name).cmp(&(&b.upstream, &b.name)));
+            rows
+        };
+        let res = &catalog.resources;
+        let mut left_out = dropped("tool", catalog.tools.left_out());
+        left_out.extend(dropped("prompt", catalog.prompts.left_out()));
+        left_out.extend(dropped("resource", res.resources.left_out()));
+        left_out.extend(dropped("resource_template", res.templates.left_out()));
+        let upstreams = core
+            .upstreams()
+            .iter()
+            .map(|u| {
+                let st = u.status();
+                let facts = st.facts.as_ref();
+                UpstreamFacts {
+                    name: u.name().to_string(),
+                    transport: u.config().transport.kind(),
+                    state: st.state,
+                    protocol_version: facts.map(|f| f.protocol_version.clone()),
+                    server_info: facts.map(|f| f.server_info.clone()),
+                    tools: u.lists().map(|l| l.tools.len()),
+                    restarts: st.restarts,
+                    last_error: st.last_error.clone(),
+                    last_exit_code: st.last_exit_code,
+                }
+            })
+            .collect();
+        Facts {
+            config: config.to_path_buf(),
+            tools: named(&catalog.tools),
+            prompts: named(&catalog.prompts),
+            resources: by_uri(&res.resources),
+            templates: by_uri(&res.templates),
+            left_out,
+            upstreams,
+        }
+    }
+
+    pub fn all_ready(&self) -> bool {
+        self.upstreams.iter().all(|u| u.state == State::Ready)
+    }
+
+    fn ready_count(&self) -> usize {
+        self.upstreams
+            .iter()
+            .filter(|u| u.state == State::Ready)
+            .count()
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = format!("Configuration: {}\n", self.config.display());
+        let section = |out: &mut String, title: &str, t: &Table, n: usize| {
+            out.push_str(&format!("\n{title} ({n})\n"));
+            if t.is_empty() {
+                out.push_str("(none)\n");
+            } else {
+                t.render(out);
+            }
+        };
+        for (title, list) in [("TOOLS", &self.tools), ("PROMPTS", &self.prompts)] {
+            let mut t = Table::new(&["EXPOSED", "UPSTREAM", "ORIGINAL", "CHANGE"]);
+            for n in list {
+                let why = n.change.as_ref().map(|c| c.why.clone()).unwrap_or_default();
+                t.row(vec![
+                    n.exposed.clone(),
+                    n.upstream.clone(),
+                    n.original.clone(),
+                    why,
+                ]);
+            }
+            section(&mut out, title, &t, list.len());
+        }
+        for (title, head, list) in [
+            ("RESOURCES", "URI", &self.resources),
+            ("RESOURCE TEMPLATES", "URI TEMPLATE", &self.templates),
+        ] {
+            let mut t = Table::new(&[head, "UPSTREAM"]);
+            for r in list {
+                t.row(vec![r.uri.clone(), r.upstream.clone()]);
+            }
+            section(&mut out, title, &t, list.len());
+        }
+        let mut t = Table::new(&["KIND", "UPSTREAM", "NAME", "REASON"]);
+        for d in &self.left_out {
+            t.row(vec![
+                d.kind.to_string(),
+                d.upstream.clone(),
+                d.name.clone(),
+                d.reason.to_string(),
+            ]);
+        }
+        section(&mut out, "LEFT OUT", &t, self.left_out.len());
+        let mut t = Table::new(&[
+            "UPSTREAM",
+            "TRANSPORT",
+            "STATE",
+            "PROTOCOL",
+            "TOOLS",
+            "RESTARTS",
+            "LAST ERROR",
+        ]);
+        for u in &self.upstreams {
+            t.row(vec![
+                u.name.clone(),
+                u.transport.to_string(),
+                u.state.as_str().to_string(),
+                u.protocol_version.clone().unwrap_or_default(),
+                u.tools.map(|n| n.to_string()).unwrap_or_default(),
+                u.restarts.to_string(),
+                u.last_error.clone().unwrap_or_default(),
+            ]);
+        }
+        section(&mut out, "UPSTREAMS", &t, self.upstreams.len());
+        let (ready, total) = (self.ready_count(), self.upstreams.len());
+        out.push_str(&format!(
+            "\n{ready}/{total} upstreams ready; {}, {}, {}, {} exposed; {} left out\n",
+            plural(self.tools.len(), "tool"),
+            plural(self.prompts.len(), "prompt"),
+            plural(self.resources.len(), "resource"),
+            plural(self.templates.len(), "resource template"),
+            plural(self.left_out.len(), "item"),
+        ));
+        out
+    }
+
+    pub fn to_json(&self) -> Value {
+        let named = |list: &[Named]| -> Vec<Value> {
+            list.iter()
+                .map(|n| {
+                    json!({
+                        "exposed": n.exposed,
+                        "upstream": n.upstream,
+                        "original": n.original,
+                        "change": n.change.as_ref().map(|c| json!({"kind": c.kind, "why": c.why})),
+                    })
+                })
+                .collect()
+        };
+        let by_uri = |key: &str, list: &[ByUri]| -> Vec<Value> {
+            list.iter()
+                .map(|r| json!({key: r.uri, "upstream": r.upstream}))
+                .collect()
+        };
+        let left_out: Vec<Value> = self
+            .left_out
+            .iter()
+            .map(|d| {
+                let mut reason = json!({
+                    "kind": reason_kind(&d.reason),
+                    "message": d.reason.to_string(),
+                });
+                match &d.reason {
+                    LeftOutReason::InvalidHeader(e) => reason["error"] = json!(e),
+                    LeftOutReason::Collision {
+                        exposed,
+                        kept_upstream,
+                    } => {
+                        reason["exposed"] = json!(exposed);
+                        reason["kept_upstream"] = json!(kept_upstream);
+                    }
+                    LeftOutReason::NoName | LeftOutReason::Filtered => {}
+                }
+                json!({
+                    "kind": d.kind,
+                    "upstream": d.upstream,
+                    "name": (!d.name.is_empty()).then_some(&d.name),
+                    "reason": reason,
+                })
+            })
+            .collect();
+        let upstreams: Vec<Value> = self
+            .upstreams
+            .iter()
+            .map(|u| {
+                json!({
+                    "name": u.name,
+                    "transport": u.transport,
+                    "state": u.state.as_str(),
+                    "protocol_version": u.protocol_version,
+                    "server_info": u.server_info,
+                    "tools": u.tools,
+                    "restarts": u.restarts,
+                    "last_error": u.last_error,
+                    "last_exit_code": u.last_exit_code,
+                })
+            })
+            .collect();
+        json!({
+            "config": self.config.display().to_string(),
+            "ready": self.all_ready(),
+            "upstreams_ready": self.ready_count(),
+            "upstreams_total": self.upstreams.len(),
+            "tools": named(&self.tools),
+            "prompts": named(&self.prompts),
+            "resources": by_uri("uri", &self.resources),
+            "resource_templates": by_uri("uri_template", &self.templates),
+            "left_out": left_out,
+            "upstreams": upstreams,
+        })
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+fn reason_kind(r: &LeftOutReason) -> &'static str {
+    match r {
+        LeftOutReason::NoName => "no_name",
+        LeftOutReason::Filtered => "filtered",
+        LeftOutReason::InvalidHeader(_) => "invalid_header",
+        LeftOutReason::Collision { .. } => "collision",
+    }
+}
+
+/// What changed in `e`'s name and why; a collision names the item that kept the
+/// plain name.
+fn change(core: &InProcess, list: &NamedList, e: &Entry, c: &NameChange) -> Change {
+    let naming = &core.gw.config().naming;
+    let kind = match c {
+        NameChange::CharactersReplaced => "characters_replaced",
+        NameChange::Shortened => "shortened",
+        NameChange::ReplacedAndShortened => "replaced_and_shortened",
+        NameChange::Disambiguated => "disambiguated",
+    };
+    let why = match c {
+        NameChange::Shortened | NameChange::ReplacedAndShortened => {
+            format!(
+                "{} (naming.max_length = {})",
+                c.describe(),
+                naming.max_length
+            )
+        }
+        NameChange::Disambiguated => {
+            // A disambiguated item lost its plain name to another item: recompute the
+            // plain name (collisions only get a suffix when names are prefixed).
+            let prefix = core
+                .upstreams()
+                .iter()
+                .find(|u| **u.name() == *e.upstream)
+                .map(|u| u.config().prefix.clone())
+                .unwrap_or_else(|| e.upstream.to_string());
+            let (plain, _) = manifold_catalog::naming::expose(
+                &e.upstream,
+                Some(&prefix),
+                &naming.separator,
+                &e.original,
+                naming.max_length,
+            );
+            match list.get(&plain) {
+                Some(kept) => format!(
+                    "{}: `{plain}` is exposed from upstream `{}`",
+                    c.describe(),
+                    kept.upstream
+                ),
+                None => c.describe().to_string(),
+            }
+        }
+        NameChange::CharactersReplaced => c.describe().to_string(),
+    };
+    Change { kind, why }
+}

@@ -1,0 +1,54 @@
+//! The binary's commands, one module each: `serve` (the gateway), `check` and
+//! `tools` (what the gateway would expose), `call` (one tool call through the name
+//! table), `audit verify` (the audit log's hash chain).
+//!
+//! Invariants: stdout carries only a command's answer (tables, names, JSON); errors
+//! and logs go to stderr. Exit codes are a contract: [`FAILED`] for a runtime
+//! failure or a problem found, [`USAGE`] for bad configuration or input.
+//!
+//! Not here: argument parsing and logging setup (`main.rs`).
+
+pub mod audit;
+pub mod call;
+pub mod check;
+mod inproc;
+pub mod serve;
+mod table;
+pub mod tools;
+
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Exit code for a runtime failure or a problem found.
+pub const FAILED: u8 = 1;
+/// Exit code for bad configuration, command line or input.
+pub const USAGE: u8 = 2;
+
+/// Default configuration path.
+pub const DEFAULT_CONFIG: &str = "gateway.toml";
+
+/// `--config PATH`, shared by every command that runs the gateway core.
+#[derive(Args)]
+pub struct ConfigArg {
+    /// Configuration file.
+    #[arg(long, short, default_value = DEFAULT_CONFIG, env = "MANIFOLD_CONFIG")]
+    pub config: PathBuf,
+}
+
+/// Loads and validates the configuration; on error prints it and returns the
+/// exit code.
+pub fn load_config(path: &Path) -> Result<manifold_config::GatewayConfig, ExitCode> {
+    manifold_config::load(path).map_err(|e| {
+        eprintln!("manifold: configuration error: {e}");
+        ExitCode::from(USAGE)
+    })
+}
+
+/// One line for a table cell or an error message: control characters (newlines in
+/// an upstream's stderr, say) become spaces, so every row stays on one line.
+pub fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}

@@ -1,0 +1,71 @@
+//! `manifold serve`: run the gateway in the foreground until SIGINT or SIGTERM.
+
+use anyhow::Context;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+use super::{load_config, FAILED};
+
+pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
+    let cfg = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match rt.block_on(serve(cfg)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("manifold: {e:#}");
+            ExitCode::from(FAILED)
+        }
+    }
+}
+
+async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(cfg.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", cfg.server.listen))?;
+    let addr = listener.local_addr()?;
+    let url = format!("http://{addr}{}", cfg.server.path);
+    let connect_timeout = cfg.limits.connect_timeout;
+    let upstreams = cfg.upstreams.len();
+    let shutdown = CancellationToken::new();
+    let gw = manifold_server::Gateway::launch(cfg, shutdown.clone()).await?;
+    let admin = gw.bind_admin().await.context("the [admin] listener")?;
+    spawn_signal_handler(shutdown.clone());
+    gw.wait_ready(connect_timeout).await;
+    let ready = gw
+        .upstreams()
+        .iter()
+        .filter(|u| u.status().state == manifold_upstream::State::Ready)
+        .count();
+    let tools = gw.catalog().tools.len();
+    tracing::info!(%url, upstreams, ready, tools, "Manifold is serving");
+    // One plain line on stdout, for people and for scripts that bind port 0.
+    println!("Manifold listening on {url} ({ready}/{upstreams} upstreams ready, {tools} tools)");
+    if let Some(a) = admin {
+        println!("Manifold admin on http://{a} (/metrics, /healthz, /readyz)");
+    }
+    Arc::clone(&gw).serve(listener).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn spawn_signal_handler(shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot install the SIGTERM handler");
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received; stopping"),
+            _ = term.recv() => tracing::info!("SIGTERM received; stopping"),
+        }
+        shutdown.cancel();
+    });
+}

@@ -1,0 +1,354 @@
+//! `manifold check`, `tools` and `call` against the demo upstream built into the
+//! binary (`${MANIFOLD_SELF} demo-upstream`), run in-process without a listener.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use super::bin;
+
+/// A directory under the system temp dir, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("manifold-cmd-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).expect("write file");
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `demo`, with `crash` hidden, and `twin`: the same server under the same prefix,
+/// showing only `echo`, so its `echo` collides with demo's and gets a hash suffix.
+const DEMO: &str = r#"
+[upstreams.demo]
+command = "${MANIFOLD_SELF}"
+args = ["demo-upstream"]
+tools = { deny = ["crash"] }
+
+[upstreams.twin]
+command = "${MANIFOLD_SELF}"
+args = ["demo-upstream"]
+prefix = "demo"
+tools = { allow = ["echo"] }
+"#;
+
+const GONE: &str = r#"
+[upstreams.gone]
+command = "/nonexistent"
+"#;
+
+fn run(config: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run manifold")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The rows of a table whose cells are exactly `cells` (split on whitespace).
+fn has_row(out: &str, cells: &[&str]) -> bool {
+    out.lines()
+        .any(|l| l.split_whitespace().collect::<Vec<_>>() == cells)
+}
+
+#[test]
+fn check_prints_the_catalog_left_out_items_and_status_and_exits_0() {
+    let dir = TempDir::new("check-ok");
+    let cfg = dir.write("gateway.toml", DEMO);
+    let out = run(&cfg, &["check"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(stdout.contains("\nTOOLS (14)\n"), "{stdout}");
+    assert!(
+        has_row(&stdout, &["EXPOSED", "UPSTREAM", "ORIGINAL", "CHANGE"]),
+        "{stdout}"
+    );
+    assert!(
+        has_row(&stdout, &["demo__echo", "demo", "echo", "-"]),
+        "{stdout}"
+    );
+    assert!(
+        has_row(&stdout, &["demo__greet", "demo", "greet", "-"]),
+        "{stdout}"
+    );
+    let twin = stdout
+        .lines()
+        .find(|l| l.starts_with("demo__echo_") && l.contains(" twin "))
+        .unwrap_or_else(|| panic!("the disambiguated echo: {stdout}"));
+    assert!(
+        twin.contains("hash suffix added to resolve a collision: `demo__echo` is exposed from upstream `demo`"),
+        "{twin}"
+    );
+    assert!(!stdout.contains("demo__crash"), "{stdout}");
+    let crash = stdout
+        .lines()
+        .find(|l| l.split_whitespace().take(3).eq(["tool", "demo", "crash"]))
+        .unwrap_or_else(|| panic!("crash left out: {stdout}"));
+    assert!(crash.contains("allow/deny"), "{crash}");
+    assert!(stdout.contains("demo://readme"), "resources: {stdout}");
+    assert!(stdout.contains("demo://item/{id}"), "templates: {stdout}");
+    // TOOLS counts what the upstream lists, before filters.
+    for name in ["demo", "twin"] {
+        assert!(
+            has_row(
+                &stdout,
+                &[name, "stdio", "ready", "2025-11-25", "14", "0", "-"]
+            ),
+            "{stdout}"
+        );
+    }
+    assert!(stdout.contains("\n2/2 upstreams ready;"), "{stdout}");
+    // Every line of a table is one row: no trailing spaces.
+    assert!(stdout.lines().all(|l| !l.ends_with(' ')), "{stdout}");
+}
+
+#[test]
+fn check_json_reports_the_same_facts() {
+    let dir = TempDir::new("check-json");
+    let cfg = dir.write("gateway.toml", DEMO);
+    let out = run(&cfg, &["check", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["ready"], true);
+    assert_eq!(v["upstreams_total"], 2);
+    let tools = v["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 14);
+    let echo = tools
+        .iter()
+        .find(|t| t["exposed"] == "demo__echo")
+        .expect("echo");
+    assert_eq!(echo["upstream"], "demo");
+    assert_eq!(echo["original"], "echo");
+    assert_eq!(echo["change"], Value::Null);
+    let twin = tools
+        .iter()
+        .find(|t| t["upstream"] == "twin")
+        .expect("twin");
+    assert_eq!(twin["change"]["kind"], "disambiguated");
+    let crash = v["left_out"]
+        .as_array()
+        .expect("left_out")
+        .iter()
+        .find(|l| l["name"] == "crash")
+        .expect("crash");
+    assert_eq!(crash["kind"], "tool");
+    assert_eq!(crash["reason"]["kind"], "filtered");
+    let up = &v["upstreams"][0];
+    assert_eq!(up["name"], "demo");
+    assert_eq!(up["transport"], "stdio");
+    assert_eq!(up["state"], "ready");
+    assert_eq!(up["tools"], 14);
+}
+
+#[test]
+fn check_exits_1_when_an_upstream_is_not_ready() {
+    let dir = TempDir::new("check-down");
+    let cfg = dir.write("gateway.toml", &format!("{DEMO}{GONE}"));
+    let out = run(&cfg, &["check"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let gone = stdout
+        .lines()
+        .find(|l| l.split_whitespace().take(3).eq(["gone", "stdio", "down"]))
+        .unwrap_or_else(|| panic!("gone's status row: {stdout}"));
+    assert!(gone.contains("cannot start `/nonexistent`"), "{gone}");
+    assert!(stdout.contains("\n2/3 upstreams ready;"), "{stdout}");
+    // The ready ones are still listed.
+    assert!(
+        has_row(&stdout, &["demo__echo", "demo", "echo", "-"]),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn configuration_errors_exit_2_for_every_command() {
+    let dir = TempDir::new("bad-config");
+    let cfg = dir.write("gateway.toml", "[server]\nlisen = \"x\"\n");
+    for args in [
+        &["check"][..],
+        &["check", "--json"],
+        &["tools"],
+        &["call", "demo__echo"],
+    ] {
+        let out = run(&cfg, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("configuration error") && err.contains("lisen"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn tools_prints_sorted_names_and_exits_1_while_an_upstream_is_down() {
+    let dir = TempDir::new("tools");
+    let cfg = dir.write("gateway.toml", DEMO);
+    let out = run(&cfg, &["tools"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let names: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
+    assert_eq!(names.len(), 14, "{names:?}");
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+    assert!(names.iter().any(|n| n == "demo__echo"));
+    assert!(names.iter().any(|n| n.starts_with("demo__echo_")));
+
+    let cfg = dir.write("down.toml", &format!("{DEMO}{GONE}"));
+    let out = run(&cfg, &["tools"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout).lines().collect::<Vec<_>>(),
+        names,
+        "the ready upstreams' names are still printed"
+    );
+    assert!(text(&out.stderr).contains("gone"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn call_prints_the_result_and_maps_outcomes_to_exit_codes() {
+    let dir = TempDir::new("call");
+    let cfg = dir.write("gateway.toml", DEMO);
+
+    let out = run(&cfg, &["call", "demo__echo", r#"{"text":"hi"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("the result as JSON");
+    assert_eq!(result["content"][0]["text"], "hi");
+    assert!(text(&out.stdout).contains("\n  \"content\""), "pretty");
+
+    // The disambiguated name reaches the twin under its original name.
+    let twin = text(&run(&cfg, &["tools"]).stdout)
+        .lines()
+        .find(|n| n.starts_with("demo__echo_"))
+        .expect("twin echo")
+        .to_string();
+    let out = run(&cfg, &["call", &twin, r#"{"text":"twin"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("\"twin\""));
+
+    let out = run(&cfg, &["call", "demo__fail"]);
+    assert_eq!(out.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("the result as JSON");
+    assert_eq!(result["isError"], true);
+    assert!(text(&out.stderr).contains("this tool always fails"));
+
+    let out = run(&cfg, &["call", "demo__ecoh", "{}"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = text(&out.stderr);
+    assert!(err.contains("Unknown tool: demo__ecoh"), "{err}");
+    let hint = err
+        .lines()
+        .find(|l| l.starts_with("Did you mean: "))
+        .unwrap_or_else(|| panic!("a hint: {err}"));
+    assert!(hint.starts_with("Did you mean: demo__echo,"), "{hint}");
+    assert!(hint.matches(", ").count() <= 4, "at most 5 names: {hint}");
+
+    for bad in ["[1]", "{x", "\"text\""] {
+        let out = run(&cfg, &["call", "demo__echo", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            text(&out.stderr).contains("arguments"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+/// A demo upstream serving Streamable HTTP on a free port; killed on drop.
+struct HttpDemo {
+    child: Child,
+    url: String,
+}
+
+impl HttpDemo {
+    fn start() -> HttpDemo {
+        let mut child = Command::new(bin())
+            .args(["demo-upstream", "--http", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the HTTP demo");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the listening line");
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("{line}"))
+            .to_string();
+        HttpDemo { child, url }
+    }
+}
+
+impl Drop for HttpDemo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn check_and_call_through_an_http_upstream() {
+    let demo = HttpDemo::start();
+    let dir = TempDir::new("http");
+    let cfg = dir.write(
+        "gateway.toml",
+        &format!("[upstreams.web]\nurl = \"{}\"\n", demo.url),
+    );
+    let out = run(&cfg, &["check"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.split_whitespace().take(3).eq(["web", "http", "ready"])),
+        "{stdout}"
+    );
+    let out = run(&cfg, &["call", "web__echo", r#"{"text":"over http"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("over http"));
+}
