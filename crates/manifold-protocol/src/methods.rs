@@ -15,6 +15,7 @@ pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
 pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
 pub const COMPLETION_COMPLETE: &str = "completion/complete";
 pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 
 pub const NOTIF_CANCELLED: &str = "notifications/cancelled";
 pub const NOTIF_PROGRESS: &str = "notifications/progress";
@@ -23,6 +24,7 @@ pub const NOTIF_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 pub const NOTIF_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
 pub const NOTIF_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
 pub const NOTIF_RESOURCES_UPDATED: &str = "notifications/resources/updated";
+pub const NOTIF_SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
 pub const HEADER_SESSION_ID: &str = "mcp-session-id";
 pub const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";

@@ -71,23 +71,32 @@ fn outcome_bytes(
     upstream: &Arc<str>,
     id: &RequestId,
     failures: Failures,
+    modern: bool,
     outcome: CallOutcome,
 ) -> Vec<u8> {
     match outcome {
         CallOutcome::Result(raw) => {
             crate::resources::learn(gw, upstream, &raw);
-            jsonrpc::response_bytes(id, &raw)
+            if modern {
+                let text = crate::modern::with_result_type(raw.get());
+                jsonrpc::response_bytes_from_json(id, text.as_bytes())
+            } else {
+                jsonrpc::response_bytes(id, &raw)
+            }
         }
         CallOutcome::Error(raw) => jsonrpc::error_bytes_raw(id, &raw),
-        CallOutcome::Failed(e) => failure_bytes(id, failures, &e),
+        CallOutcome::Failed(e) => failure_bytes(id, failures, modern, &e),
     }
 }
 
-fn failure_bytes(id: &RequestId, failures: Failures, e: &UpstreamError) -> Vec<u8> {
+fn failure_bytes(id: &RequestId, failures: Failures, modern: bool, e: &UpstreamError) -> Vec<u8> {
     match failures {
         Failures::ToolError => {
-            let result =
+            let mut result =
                 json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true});
+            if modern {
+                result["resultType"] = json!("complete");
+            }
             jsonrpc::response_bytes_from_json(id, result.to_string().as_bytes())
         }
         Failures::RpcError => {
@@ -231,7 +240,7 @@ pub(crate) async fn dispatch(
         Ok(c) => c,
         Err(e) => {
             session.end_call(&id);
-            let bytes = failure_bytes(&id, failures, &e);
+            let bytes = failure_bytes(&id, failures, session.modern, &e);
             if let Err(err) = obs.finish(gw, failure_outcome(&e), bytes.len()).await {
                 tracing::error!(error = %err, "audit record not written");
             }
@@ -331,6 +340,7 @@ struct Pending {
 /// goes out, because the upstream already acted on the call.
 async fn answer(
     gw: &Arc<Gateway>,
+    session: &DownSession,
     upstream: &Arc<str>,
     id: &RequestId,
     failures: Failures,
@@ -338,7 +348,7 @@ async fn answer(
     outcome: CallOutcome,
 ) -> Vec<u8> {
     let audit_outcome = crate::observe::outcome_of(&outcome);
-    let bytes = outcome_bytes(gw, upstream, id, failures, outcome);
+    let bytes = outcome_bytes(gw, upstream, id, failures, session.modern, outcome);
     finish(gw, obs, audit_outcome, bytes.len()).await;
     bytes
 }
@@ -370,6 +380,7 @@ impl Pending {
     async fn answer(&mut self, outcome: CallOutcome) -> Vec<u8> {
         answer(
             &self.gw,
+            &self.session,
             &self.upstream,
             &self.id,
             self.failures,
@@ -454,6 +465,12 @@ impl Pump {
     ) {
         let mut next = first;
         loop {
+            if self.gone && self.session.modern {
+                // 2026-07-28: closing the response stream cancels the request.
+                call.cancel("the client closed the response stream").await;
+                finish(&self.gw, &mut self.obs, Outcome::Cancelled, 0).await;
+                break;
+            }
             let ev = match next.take() {
                 Some(ev) => ev,
                 None => tokio::select! {
@@ -475,6 +492,7 @@ impl Pump {
                 CallEvent::Done(outcome) => {
                     let bytes = answer(
                         &self.gw,
+                        &self.session,
                         &self.upstream,
                         &self.id,
                         self.failures,
@@ -532,6 +550,13 @@ impl Pump {
                 params,
                 responder,
             } => {
+                if self.session.modern {
+                    // 2026-07-28 servers never send requests (MRTR replaced them).
+                    responder
+                        .refuse(-32601, &format!("{method} cannot reach a 2026-07-28 client: Manifold does not bridge it to an InputRequiredResult yet"))
+                        .await;
+                    return true;
+                }
                 if let Some(cap) = required_capability(&method) {
                     if !self.session.has_capability(cap) {
                         responder

@@ -19,12 +19,14 @@ mod body;
 mod forward;
 mod http;
 mod logging;
+mod modern;
 mod observe;
 mod pipeline;
 mod resources;
 mod session;
 
 pub use logging::LEVELS as LOG_LEVELS;
+pub use modern::{LIST_TTL_MS, MODERN_SUPPORTED};
 pub use resources::LEARNED_URI_CAPACITY;
 pub use session::SESSION_ID_BYTES;
 
@@ -60,6 +62,8 @@ pub struct Gateway {
     pub(crate) learned: std::sync::Mutex<resources::Learned>,
     /// Resource subscriptions, shared across sessions.
     pub(crate) subscriptions: std::sync::Mutex<resources::Subscriptions>,
+    /// Open 2026-07-28 `subscriptions/listen` streams.
+    pub(crate) listeners: modern::Listeners,
     pub(crate) shutdown: CancellationToken,
     pub(crate) tasks: TaskTracker,
     pub(crate) metrics: observe::Metrics,
@@ -151,6 +155,7 @@ impl Gateway {
             sessions: session::Sessions::new(config.limits.max_sessions),
             learned: Default::default(),
             subscriptions: Default::default(),
+            listeners: Default::default(),
             config,
             upstreams,
             by_name,
@@ -364,7 +369,8 @@ impl Gateway {
             if rebuild {
                 self.on_upstreams_changed(&mut ready);
                 for method in self.rebuild_catalog() {
-                    let sent = self.sessions.broadcast_notification(method);
+                    let sent = self.sessions.broadcast_notification(method)
+                        + modern::notify_listeners(&self, method);
                     self.metrics.list_changed_sent(method, sent);
                     tracing::info!(%method, sessions = sent, "merged list changed");
                 }

@@ -32,8 +32,10 @@ pub const LEVELS: [&str; 8] = [
     "emergency",
 ];
 
-/// A session that never sent `logging/setLevel`.
+/// A session that never sent `logging/setLevel`: every level.
 pub(crate) const LEVEL_UNSET: u8 = u8::MAX;
+/// A 2026-07-28 request without `_meta` logLevel: no log messages at all.
+pub(crate) const LEVEL_OFF: u8 = LEVELS.len() as u8;
 
 pub(crate) fn level_index(level: &str) -> Option<u8> {
     LEVELS.iter().position(|l| *l == level).map(|i| i as u8)

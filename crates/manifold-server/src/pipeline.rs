@@ -80,6 +80,13 @@ pub(crate) async fn handle_post(
         Ok(m) => m,
         Err(e) => return rpc_error(StatusCode::BAD_REQUEST, e.id(), &e.to_rpc_error()),
     };
+    // Phase: era. A request with the 2026-07-28 `_meta` is served statelessly.
+    let msg = match msg {
+        Incoming::Request { id, method, msg } if crate::modern::is_modern(&msg) => {
+            return crate::modern::handle(gw, headers, id, &method, msg, accepts_sse, meta).await;
+        }
+        other => other,
+    };
     if let Incoming::Request { id, method, msg } = &msg {
         if method == m::INITIALIZE {
             return initialize(&gw, id, msg);
@@ -121,7 +128,7 @@ pub(crate) async fn handle_post(
 }
 
 /// Phase: route by method.
-async fn route(
+pub(crate) async fn route(
     gw: &Arc<Gateway>,
     session: &Arc<DownSession>,
     id: RequestId,
@@ -276,7 +283,7 @@ fn initialize(gw: &Gateway, id: &RequestId, msg: &Map<String, Value>) -> Respons
 /// The union of what the ready upstreams offer. Tools and prompts are always
 /// offered (an empty list is a valid answer, and an upstream may join later);
 /// Manifold itself emits every `list_changed`, so `listChanged` is true.
-fn capabilities_for(gw: &Gateway) -> Value {
+pub(crate) fn capabilities_for(gw: &Gateway) -> Value {
     let upstream_caps: Vec<Map<String, Value>> = gw
         .upstreams
         .iter()
@@ -308,7 +315,7 @@ fn capabilities_for(gw: &Gateway) -> Value {
 }
 
 /// One heading per upstream that gave instructions, in upstream order.
-fn merged_instructions(gw: &Gateway) -> Option<String> {
+pub(crate) fn merged_instructions(gw: &Gateway) -> Option<String> {
     let parts: Vec<String> = gw
         .upstreams
         .iter()

@@ -36,6 +36,10 @@ pub(crate) struct DownSession {
     /// The level of `logging/setLevel` (index into `logging::LEVELS`), or
     /// `logging::LEVEL_UNSET`.
     log_level: AtomicU8,
+    /// A 2026-07-28 request's stand-in session: not registered, lives as long as
+    /// the request. Server→client requests cannot be relayed to it, and closing its
+    /// response stream cancels the call.
+    pub modern: bool,
     pub ended: CancellationToken,
 }
 
@@ -44,6 +48,32 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl DownSession {
+    /// The stand-in session of one stateless (2026-07-28) request: what its
+    /// `_meta` declared, nothing kept afterwards. `log_level` is the requested
+    /// `logLevel`; without one the request gets no log messages.
+    pub fn ephemeral(
+        protocol_version: &str,
+        client_info: Value,
+        capabilities: Map<String, Value>,
+        log_level: u8,
+    ) -> Arc<DownSession> {
+        Arc::new(DownSession {
+            id: String::new(),
+            protocol_version: protocol_version.to_string(),
+            client_info,
+            capabilities,
+            created: Instant::now(),
+            last_seen_ms: AtomicU64::new(0),
+            next_request: AtomicU64::new(1),
+            get_stream: Mutex::new(None),
+            pending: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            log_level: AtomicU8::new(log_level),
+            modern: true,
+            ended: CancellationToken::new(),
+        })
+    }
+
     pub fn touch(&self) {
         let ms = self.created.elapsed().as_millis() as u64;
         self.last_seen_ms.store(ms, Ordering::Relaxed);
@@ -154,6 +184,7 @@ impl Sessions {
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             log_level: AtomicU8::new(crate::logging::LEVEL_UNSET),
+            modern: false,
             ended: CancellationToken::new(),
         });
         self.map.insert(s.id.clone(), s.clone());

@@ -16,6 +16,8 @@ mod errors;
 mod failures;
 #[path = "gateway/lists.rs"]
 mod lists;
+#[path = "gateway/modern.rs"]
+mod modern;
 #[path = "gateway/observe.rs"]
 mod observe;
 #[path = "gateway/sampling.rs"]

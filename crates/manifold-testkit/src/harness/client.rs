@@ -214,7 +214,16 @@ impl McpClient {
 
     /// Posts one message; returns once the response headers arrive.
     pub async fn send_streaming(&self, msg: &Value) -> Result<StreamingReply> {
-        let req = self.post_request(Bytes::from(serde_json::to_vec(msg)?), &[])?;
+        self.send_streaming_with(msg, &[]).await
+    }
+
+    /// [`McpClient::send_streaming`] with extra headers (replacing same-named ones).
+    pub async fn send_streaming_with(
+        &self,
+        msg: &Value,
+        extra: &[(&str, &str)],
+    ) -> Result<StreamingReply> {
+        let req = self.post_request(Bytes::from(serde_json::to_vec(msg)?), extra)?;
         let what = format!("reply to {}", msg.get("method").unwrap_or(&Value::Null));
         let resp = self.execute(req).await?;
         Ok(MessageStream::new(resp, self.inner.timeout, what))

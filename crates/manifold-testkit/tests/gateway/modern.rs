@@ -1,0 +1,277 @@
+//! The 2026-07-28 stateless era next to the legacy sessions on one endpoint:
+//! `server/discover`, per-request `_meta` validation with the spec's codes and
+//! statuses, SEP-2243 header checks, `resultType` and cache hints, forwarded calls
+//! without a session, and `subscriptions/listen`.
+
+use anyhow::{Context, Result};
+use http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::{bounded, fixture};
+
+const V: &str = "2026-07-28";
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "modern-test", "version": "1"}
+    })
+}
+
+fn request(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = meta();
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// POSTs a stateless request with the standard headers (overridable).
+async fn send(
+    client: &manifold_testkit::harness::McpClient,
+    body: &Value,
+    extra: &[(&str, &str)],
+) -> Result<(StatusCode, Value)> {
+    let method = body["method"].as_str().unwrap_or_default().to_string();
+    let mut headers: Vec<(&str, &str)> = vec![("mcp-protocol-version", V), ("mcp-method", &method)];
+    let name = body["params"]["name"]
+        .as_str()
+        .or(body["params"]["uri"].as_str())
+        .map(str::to_string);
+    if let Some(n) = &name {
+        headers.push(("mcp-name", n));
+    }
+    for (k, v) in extra {
+        headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
+        if !v.is_empty() {
+            headers.push((k, v));
+        }
+    }
+    let reply = client.post_raw(body.to_string(), &headers).await?;
+    let text = String::from_utf8_lossy(&reply.body).to_string();
+    // SSE replies: the last data line is the response.
+    let json_text = if reply.content_type().contains("event-stream") {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .rfind(|l| l.contains("\"id\""))
+            .unwrap_or("null")
+            .to_string()
+    } else {
+        text
+    };
+    let v = serde_json::from_str(&json_text).with_context(|| json_text.clone())?;
+    Ok((reply.status, v))
+}
+
+#[tokio::test]
+async fn discover_lists_and_calls_work_without_a_session() -> Result<()> {
+    bounded(async {
+        let f = fixture().await?;
+        let client = f.gw.client();
+        let (status, d) = send(&client, &request(1, "server/discover", json!({})), &[]).await?;
+        assert_eq!(status, StatusCode::OK, "{d}");
+        let r = &d["result"];
+        assert_eq!(r["resultType"], "complete", "{d}");
+        assert!(
+            r["supportedVersions"]
+                .as_array()
+                .is_some_and(|v| v.contains(&json!(V))),
+            "{d}"
+        );
+        assert_eq!(
+            r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "manifold"
+        );
+        assert!(r["ttlMs"].is_u64() && r["cacheScope"] == "public", "{d}");
+        assert!(r["capabilities"]["tools"].is_object(), "{d}");
+
+        let (_, list) = send(&client, &request(2, "tools/list", json!({})), &[]).await?;
+        let l = &list["result"];
+        assert_eq!(l["resultType"], "complete", "{list}");
+        assert_eq!(l["cacheScope"], "public");
+        assert!(
+            l["tools"].as_array().is_some_and(|t| t.len() > 10),
+            "{list}"
+        );
+
+        let call = request(
+            3,
+            "tools/call",
+            json!({"name": "local__echo", "arguments": {"text": "stateless"}}),
+        );
+        let (status, r) = send(&client, &call, &[]).await?;
+        assert_eq!(status, StatusCode::OK, "{r}");
+        assert_eq!(r["result"]["resultType"], "complete", "{r}");
+        assert_eq!(r["result"]["content"][0]["text"], "stateless", "{r}");
+        // Unknown members still pass through, after resultType.
+        assert_eq!(
+            r["result"]["x-demo-result-extra"],
+            json!({"z": 1, "a": 2}),
+            "{r}"
+        );
+        assert!(
+            client.session_id().is_none(),
+            "a stateless request minted a session"
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn bad_stateless_requests_get_the_spec_codes_and_statuses() -> Result<()> {
+    bounded(async {
+        let f = fixture().await?;
+        let client = f.gw.client();
+        let list = request(1, "tools/list", json!({}));
+        // Unsupported version: 400 + -32022 with `supported` and `requested`.
+        let mut old = list.clone();
+        old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("1900-01-01");
+        let (s, r) = send(&client, &old, &[("mcp-protocol-version", "1900-01-01")]).await?;
+        assert_eq!(
+            (s, &r["error"]["code"]),
+            (StatusCode::BAD_REQUEST, &json!(-32022)),
+            "{r}"
+        );
+        assert_eq!(r["error"]["data"]["requested"], "1900-01-01");
+        assert!(r["error"]["data"]["supported"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!(V))));
+        assert_eq!(r["id"], 1, "the id is echoed");
+        // Header disagrees with _meta, or is missing: -32020.
+        for extra in [
+            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-protocol-version", ""),
+        ] {
+            let (s, r) = send(&client, &list, &[extra]).await?;
+            assert_eq!(
+                (s, &r["error"]["code"]),
+                (StatusCode::BAD_REQUEST, &json!(-32020)),
+                "{extra:?}: {r}"
+            );
+        }
+        // Missing clientCapabilities: 400 + -32602.
+        let mut no_caps = list.clone();
+        no_caps["params"]["_meta"]
+            .as_object_mut()
+            .map(|m| m.remove("io.modelcontextprotocol/clientCapabilities"));
+        let (s, r) = send(&client, &no_caps, &[]).await?;
+        assert_eq!(
+            (s, &r["error"]["code"]),
+            (StatusCode::BAD_REQUEST, &json!(-32602)),
+            "{r}"
+        );
+        // Mcp-Method and Mcp-Name must match the body (values are case-sensitive).
+        let (s, r) = send(&client, &list, &[("mcp-method", "TOOLS/LIST")]).await?;
+        assert_eq!(
+            (s, &r["error"]["code"]),
+            (StatusCode::BAD_REQUEST, &json!(-32020)),
+            "{r}"
+        );
+        let call = request(
+            2,
+            "tools/call",
+            json!({"name": "local__echo", "arguments": {"text": "x"}}),
+        );
+        for extra in [("mcp-name", "local__add"), ("mcp-name", "")] {
+            let (s, r) = send(&client, &call, &[extra]).await?;
+            assert_eq!(
+                (s, &r["error"]["code"]),
+                (StatusCode::BAD_REQUEST, &json!(-32020)),
+                "{extra:?}: {r}"
+            );
+        }
+        // The base64 sentinel form of the right name is accepted.
+        let (s, r) = send(
+            &client,
+            &call,
+            &[("mcp-name", "=?base64?bG9jYWxfX2VjaG8=?=")],
+        )
+        .await?;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        // Legacy-only methods and unknown methods: 404 + -32601.
+        for method in [
+            "initialize",
+            "ping",
+            "logging/setLevel",
+            "resources/subscribe",
+            "resources/unsubscribe",
+            "unknown/method",
+        ] {
+            let (s, r) = send(&client, &request(3, method, json!({})), &[]).await?;
+            assert_eq!(
+                (s, &r["error"]["code"]),
+                (StatusCode::NOT_FOUND, &json!(-32601)),
+                "{method}: {r}"
+            );
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn mirrored_params_must_match_the_arguments() -> Result<()> {
+    bounded(async {
+        let f = fixture().await?;
+        let client = f.gw.client();
+        // regional_lookup mirrors `region` into Mcp-Param-Region.
+        let call = request(1, "tools/call", json!({"name": "local__regional_lookup", "arguments": {"region": "eu-west-1", "query": "q"}}));
+        let (s, r) = send(&client, &call, &[("mcp-param-region", "eu-west-1")]).await?;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        for extra in [("mcp-param-region", "us-east-1"), ("mcp-param-region", "")] {
+            let (s, r) = send(&client, &call, &[extra]).await?;
+            assert_eq!((s, &r["error"]["code"]), (StatusCode::BAD_REQUEST, &json!(-32020)), "{extra:?}: {r}");
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn listen_acknowledges_first_and_tags_list_changes() -> Result<()> {
+    bounded(async {
+        let f = fixture().await?;
+        let client = f.gw.client();
+        let listen = request(
+            7,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        );
+        let mut stream = client
+            .send_streaming_with(
+                &listen,
+                &[
+                    ("mcp-protocol-version", V),
+                    ("mcp-method", "subscriptions/listen"),
+                ],
+            )
+            .await?;
+        let ack = stream.expect_next().await?;
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        assert_eq!(
+            ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            7
+        );
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"toolsListChanged": true})
+        );
+        // A legacy session adds a tool upstream: the listener hears it, tagged.
+        let legacy = f.session().await?;
+        legacy
+            .call_tool("local__add_tool", json!({"name": "fresh"}))
+            .await?;
+        let note = stream
+            .wait_for(|m| m["method"] == "notifications/tools/list_changed")
+            .await?;
+        assert_eq!(
+            note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
+            "{note}"
+        );
+        Ok(())
+    })
+    .await
+}
