@@ -65,6 +65,27 @@ for drv in ts py; do
     check "$drv everything: wire log" 'sum(1 for m in w if m.get("method") == "notifications/progress") == 2 and all(m.get("jsonrpc") == "2.0" for m in w)'
 done
 
+# prompts, resources, completion, subscriptions, logging (the same server, straight)
+doc='demo://resource/static/document/features.md'
+plan='{"steps":[{"op":"set_logging_level","level":"debug"},{"op":"list_prompts"},
+ {"op":"get_prompt","name":"args-prompt","arguments":{"city":"Austin"}},{"op":"list_resources"},
+ {"op":"list_resource_templates"},{"op":"read_resource","uri":"demo://resource/dynamic/text/5"},
+ {"op":"complete","ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"department","value":"S"}},
+ {"op":"subscribe_resource","uri":"'"$doc"'"},{"op":"call_tool","name":"toggle-subscriber-updates"},
+ {"op":"wait_notifications","method":"notifications/resources/updated","since":7},
+ {"op":"call_tool","name":"toggle-subscriber-updates"},
+ {"op":"wait_notifications","method":"notifications/message","since":7},
+ {"op":"unsubscribe_resource","uri":"'"$doc"'"},{"op":"read_resource","uri":"demo://nope"}]}'
+for drv in ts py; do
+    "run_$drv" "$url" "$plan"
+    check "$drv everything: prompts" '"simple-prompt" in [p["name"] for p in o["results"][1]] and o["results"][2]["messages"][0]["content"]["text"] == "What'"'"'s weather in Austin?"'
+    check "$drv everything: resources" '"'"$doc"'" in [r["uri"] for r in o["results"][3]] and len(o["results"][4]) == 2 and o["results"][5]["contents"][0]["text"].startswith("Resource 5: ")'
+    check "$drv everything: completion" 'o["results"][6]["completion"]["values"] == ["Sales", "Support"]'
+    check "$drv everything: subscription" 'o["results"][7] == {} and o["results"][9] == [{"uri": "'"$doc"'"}] and o["results"][12] == {}'
+    check "$drv everything: logging" 'o["results"][0] == {} and any("Received Subscribe" in m["data"] for m in o["results"][11])'
+    check "$drv everything: only the unknown URI failed" '[e["step"] for e in o["errors"]] == [13] and o["results"][13]["error"]["code"] is not None'
+done
+
 # --- fake server: errors, pagination, discover fallback ---------------------------------
 plan='{"steps":[{"op":"list_tools"},{"op":"call_tool","name":"fail"},{"op":"call_tool","name":"fail400"},
  {"op":"call_tool_with_progress","name":"slow"},{"op":"ping"}],"timeoutMs":15000}'

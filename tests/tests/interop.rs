@@ -1,5 +1,6 @@
-//! Interop: the official TypeScript and Python SDK clients list and call tools
-//! through Manifold in front of `@modelcontextprotocol/server-everything` (stdio and
+//! Interop: the official TypeScript and Python SDK clients list and call tools, and
+//! use prompts, resources, subscriptions, completion and logging (see
+//! tests/interop/README.md, "The Rust suites"), through Manifold in front of `@modelcontextprotocol/server-everything` (stdio and
 //! Streamable HTTP) and `mcp-server-time` (stdio), all pinned and installed by
 //! `scripts/peers`. Every message Manifold sends the clients is validated against
 //! the official schema of the negotiated revision.
@@ -211,8 +212,8 @@ fn check_output(client: &str, out: &Value) -> Result<()> {
     Ok(())
 }
 
-fn run_driver(setup: &Setup, client: &str) -> Result<(Value, std::path::PathBuf)> {
-    let wire = setup.dir.0.join(format!("{client}-wire.jsonl"));
+/// The command running driver `client` ("ts" or "py") on `plan`, logging to `wire`.
+fn driver(setup: &Setup, client: &str, plan: &Value, wire: &std::path::Path) -> Command {
     let mut cmd = match client {
         "ts" => {
             let mut c = Command::new(&setup.peers.node);
@@ -226,8 +227,14 @@ fn run_driver(setup: &Setup, client: &str) -> Result<(Value, std::path::PathBuf)
         }
     };
     cmd.arg(&setup.url)
-        .arg(plan().to_string())
-        .env("MANIFOLD_WIRE_LOG", &wire);
+        .arg(plan.to_string())
+        .env("MANIFOLD_WIRE_LOG", wire);
+    cmd
+}
+
+fn run_driver(setup: &Setup, client: &str, plan: &Value) -> Result<(Value, std::path::PathBuf)> {
+    let wire = setup.dir.0.join(format!("{client}-wire.jsonl"));
+    let mut cmd = driver(setup, client, plan, &wire);
     let out = cmd
         .output()
         .with_context(|| format!("running the {client} driver"))?;
@@ -251,14 +258,18 @@ fn run_driver(setup: &Setup, client: &str) -> Result<(Value, std::path::PathBuf)
 fn sdk_clients_list_and_call_tools_through_manifold() -> Result<()> {
     let setup = start("sdk")?;
     for client in ["ts", "py"] {
-        let (out, wire) = run_driver(&setup, client)?;
+        let (out, wire) = run_driver(&setup, client, &plan())?;
         let version = out["protocolVersion"]
             .as_str()
             .context("no protocolVersion")?
             .to_string();
         // The TypeScript SDK 1.x speaks the session era; the Python SDK 2.x in auto
         // mode probes `server/discover` and goes stateless (2026-07-28).
-        let want = if client == "py" { "2026-07-28" } else { "2025-11-25" };
+        let want = if client == "py" {
+            "2026-07-28"
+        } else {
+            "2025-11-25"
+        };
         anyhow::ensure!(version == want, "{client}: negotiated {version}");
         anyhow::ensure!(
             out["serverInfo"]["name"] == "manifold",
@@ -292,3 +303,6 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
     }
     Ok(())
 }
+
+#[path = "interop/surface.rs"]
+mod surface;

@@ -8,14 +8,32 @@ Usage:
     (timeoutMs: optional per-request read timeout, default 60 s; mode: optional connect mode of
      mcp.Client - "auto" (default: server/discover probe, falling back to initialize),
      "legacy" (initialize only) or a modern revision such as "2026-07-28".)
+    More ops (same semantics in ts/client.mjs; see tests/interop/README.md):
+      {"op":"list_prompts"} | {"op":"list_resources"} | {"op":"list_resource_templates"}
+          every page; the result is the concatenated prompts / resources / resourceTemplates
+      {"op":"get_prompt","name":..,"arguments":{..}?}      -> the raw prompts/get result
+      {"op":"read_resource","uri":..}                      -> the raw resources/read result
+      {"op":"subscribe_resource","uri":..} | {"op":"unsubscribe_resource","uri":..}  -> {} (raw)
+      {"op":"complete","ref":{"type":"ref/prompt","name":..}|{"type":"ref/resource","uri":..},
+       "argument":{"name":..,"value":..},"context":{"arguments":{..}}?}
+          -> the raw completion/complete result
+      {"op":"set_logging_level","level":..}                -> {} (raw)
+      {"op":"wait_notifications","method":..,"since":<step index, default 0>,"count":<default 1>,
+       "timeoutMs":<default 10000>}
+          waits until `count` notifications with that method have been received (POST response
+          streams and the GET stream alike) since step `since` started, or until timeoutMs;
+          never fails: the result is the list of their `params` ({} when absent), possibly
+          shorter than `count` (so count:1 with a short timeoutMs checks that none arrives).
+          On stderr it logs "step <i>: waiting for <count> <method>" as it starts waiting.
 
 Prints ONE JSON object on stdout:
     {"protocolVersion", "serverInfo", "capabilities", "instructions",
      "negotiation": "initialize" | "discover", "results": [...], "errors": [...]}
-results[i] is the raw JSON-RPC `result` of step i as received on the wire (list_tools: the
-concatenated `tools` of all pages; call_tool_with_progress: {"result", "progress": [params...]};
-ping: {}), or {"error": {"message", "code"}} when the step failed (the run goes on). errors[]
-repeats the failures as {"step", "op", "message", "code"}; a failed connect is reported as
+results[i] is the raw JSON-RPC `result` of step i as received on the wire (list_tools and the
+other list ops: the concatenated items of all pages; call_tool_with_progress: {"result",
+"progress": [params...]}; ping: {}; wait_notifications: [params...]), or
+{"error": {"message", "code"}} when the step failed (the run goes on). errors[] repeats the
+failures as {"step", "op", "message", "code"}; a failed connect is reported as
 {"step": null, "op": "connect", ...}. Logs go to stderr.
 Exit status: 0 when connected and the plan ran (even with failed steps), 1 when the client could
 not connect, 2 on bad usage.
@@ -252,6 +270,45 @@ def error_record(err: BaseException, wire: Wire, method: str | None, start: int)
     return rec
 
 
+def raw_or(wire: Wire, method: str, start: int, model: Any) -> Any:
+    """The raw wire result of the last `method` response since `start`, else the SDK's view."""
+    raw = wire.last_result(method, start)
+    return raw if raw is not None else dump(model)
+
+
+def notifications_since(wire: Wire, start: int, method: Any) -> list[Any]:
+    """The params of every `method` notification received since wire.received[start]."""
+    return [
+        m.get("params") or {}
+        for m in wire.received[start:]
+        if isinstance(m, dict) and m.get("method") == method and "id" not in m
+    ]
+
+
+# op -> (method, result key, Client method) of the paginated list ops
+LISTS = {
+    "list_tools": ("tools/list", "tools", "list_tools"),
+    "list_prompts": ("prompts/list", "prompts", "list_prompts"),
+    "list_resources": ("resources/list", "resources", "list_resources"),
+    "list_resource_templates": ("resources/templates/list", "resourceTemplates", "list_resource_templates"),
+}
+
+
+async def list_all(wire: Wire, method: str, key: str, lister: Any) -> list[Any]:
+    """The concatenated `key` items of every page of a paginated list method (raw wire values)."""
+    items: list[Any] = []
+    cursor: str | None = None
+    for _page in range(1000):
+        page_start = len(wire.received)
+        r = await lister(cursor=cursor, cache_mode="bypass")
+        raw_page = raw_or(wire, method, page_start, r)
+        items.extend(raw_page.get(key, []))
+        cursor = raw_page.get("nextCursor")
+        if cursor is None:
+            return items
+    raise RuntimeError(f"{method}: more than 1000 pages")
+
+
 async def sampling_callback(_ctx: Any, _params: Any) -> types.CreateMessageResult:
     return types.CreateMessageResult(
         role="assistant",
@@ -317,26 +374,16 @@ async def run(url: str, plan: dict[str, Any]) -> int:
             out["instructions"] = raw.get("instructions", client.instructions)
             log(f"connected via {out['negotiation']}: protocol {out['protocolVersion']}, server {out['serverInfo']}")
 
+            marks: list[int] = []  # marks[i]: how many messages had been received when step i started
             for i, step in enumerate(plan["steps"]):
                 start, sent_start = len(wire.received), wire.sent_seq
+                marks.append(start)
                 op = step.get("op")
                 method: str | None = None
                 try:
-                    if op == "list_tools":
-                        method = "tools/list"
-                        tools: list[Any] = []
-                        cursor: str | None = None
-                        for _page in range(1000):
-                            page_start = len(wire.received)
-                            r = await client.list_tools(cursor=cursor, cache_mode="bypass")
-                            raw_page = wire.last_result("tools/list", page_start) or dump(r)
-                            tools.extend(raw_page.get("tools", []))
-                            cursor = raw_page.get("nextCursor")
-                            if cursor is None:
-                                break
-                        else:
-                            raise RuntimeError("tools/list: more than 1000 pages")
-                        result: Any = tools
+                    if op in LISTS:
+                        method, key, lister = LISTS[op]
+                        result: Any = await list_all(wire, method, key, getattr(client, lister))
                     elif op == "call_tool":
                         method = "tools/call"
                         r = await client.call_tool(step["name"], step.get("arguments") or {})
@@ -370,6 +417,50 @@ async def run(url: str, plan: dict[str, Any]) -> int:
                         if len(progress) != seen:
                             log(f"note: progress callback fired {seen}x, wire had {len(progress)}")
                         result = {"result": wire.last_result("tools/call", start) or dump(r), "progress": progress}
+                    elif op == "get_prompt":
+                        method = "prompts/get"
+                        r = await client.get_prompt(step["name"], step.get("arguments"))
+                        result = raw_or(wire, method, start, r)
+                    elif op == "read_resource":
+                        method = "resources/read"
+                        r = await client.read_resource(step["uri"])
+                        result = raw_or(wire, method, start, r)
+                    elif op in ("subscribe_resource", "unsubscribe_resource"):
+                        method = "resources/subscribe" if op == "subscribe_resource" else "resources/unsubscribe"
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")  # deprecated as of 2026-07-28
+                            r = await getattr(client, op)(step["uri"])
+                        result = raw_or(wire, method, start, r)
+                    elif op == "complete":
+                        method = "completion/complete"
+                        ref = step["ref"]
+                        if ref.get("type") == "ref/prompt":
+                            ref_model: Any = types.PromptReference(type="ref/prompt", name=ref["name"])
+                        else:
+                            ref_model = types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
+                        context = (step.get("context") or {}).get("arguments")
+                        r = await client.complete(ref_model, step["argument"], context_arguments=context)
+                        result = raw_or(wire, method, start, r)
+                    elif op == "set_logging_level":
+                        method = "logging/setLevel"
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")  # deprecated as of 2026-07-28
+                            r = await client.set_logging_level(step["level"])
+                        result = raw_or(wire, method, start, r)
+                    elif op == "wait_notifications":
+                        since = step.get("since", 0)
+                        if not isinstance(since, int) or isinstance(since, bool) or not 0 <= since <= i:
+                            raise ValueError(f"wait_notifications: bad since {since!r}")
+                        want = step.get("count", 1)
+                        deadline = anyio.current_time() + float(step.get("timeoutMs", 10000)) / 1000.0
+                        log(f"step {i}: waiting for {want} {step.get('method')}")  # every earlier step is done
+
+                        while True:
+                            seen_params = notifications_since(wire, marks[since], step.get("method"))
+                            if len(seen_params) >= want or anyio.current_time() >= deadline:
+                                break
+                            await anyio.sleep(0.02)
+                        result = seen_params
                     elif op == "ping":
                         method = "ping"
                         with warnings.catch_warnings():

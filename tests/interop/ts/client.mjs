@@ -5,13 +5,31 @@
 //   plan: {"steps":[{"op":"list_tools"},{"op":"call_tool","name":"echo","arguments":{...}},
 //                   {"op":"call_tool_with_progress","name":"...","arguments":{...}},{"op":"ping"}],
 //          "timeoutMs": 60000}                     (timeoutMs: optional per-request timeout)
+//   More ops (same semantics in py/client.py; see tests/interop/README.md):
+//     {"op":"list_prompts"} | {"op":"list_resources"} | {"op":"list_resource_templates"}
+//         every page; the result is the concatenated prompts / resources / resourceTemplates
+//     {"op":"get_prompt","name":..,"arguments":{..}?}      -> the raw prompts/get result
+//     {"op":"read_resource","uri":..}                      -> the raw resources/read result
+//     {"op":"subscribe_resource","uri":..} | {"op":"unsubscribe_resource","uri":..}  -> {} (raw)
+//     {"op":"complete","ref":{"type":"ref/prompt","name":..}|{"type":"ref/resource","uri":..},
+//      "argument":{"name":..,"value":..},"context":{"arguments":{..}}?}
+//         -> the raw completion/complete result
+//     {"op":"set_logging_level","level":..}                -> {} (raw)
+//     {"op":"wait_notifications","method":..,"since":<step index, default 0>,"count":<default 1>,
+//      "timeoutMs":<default 10000>}
+//         waits until `count` notifications with that method have been received (POST response
+//         streams and the GET stream alike) since step `since` started, or until timeoutMs;
+//         never fails: the result is the list of their `params` ({} when absent), possibly
+//         shorter than `count` (so count:1 with a short timeoutMs checks that none arrives).
+//         On stderr it logs "step <i>: waiting for <count> <method>" as it starts waiting.
 //
 // Prints ONE JSON object on stdout:
 //   {"protocolVersion", "serverInfo", "capabilities", "instructions", "negotiation":"initialize",
 //    "results":[...], "errors":[...]}
-// results[i] is the raw JSON-RPC `result` of step i as received on the wire (list_tools: the
-// concatenated `tools` of all pages; call_tool_with_progress: {"result", "progress":[params...]};
-// ping: {}), or {"error":{"message","code","httpStatus"?}} when the step failed (the run goes on).
+// results[i] is the raw JSON-RPC `result` of step i as received on the wire (list_tools and the
+// other list ops: the concatenated items of all pages; call_tool_with_progress: {"result",
+// "progress":[params...]}; ping: {}; wait_notifications: [params...]), or
+// {"error":{"message","code","httpStatus"?}} when the step failed (the run goes on).
 // errors[] repeats the failures as {"step","op","message","code"}; a failed connect is reported
 // as {"step":null,"op":"connect",...}. Logs go to stderr.
 // Exit status: 0 when connected and the plan ran (even with failed steps), 1 when the client
@@ -230,27 +248,102 @@ out.capabilities = rawInit.capabilities ?? client.getServerCapabilities() ?? nul
 out.instructions = rawInit.instructions ?? client.getInstructions() ?? null;
 log(`connected: protocol ${out.protocolVersion}, server ${JSON.stringify(out.serverInfo)}`);
 
+// Concatenated `key` items of every page of a paginated list method (raw wire values).
+async function listAll(method, key, list) {
+    const items = [];
+    let cursor;
+    for (let page = 0; ; page++) {
+        if (page >= 1000) throw new Error(`${method}: more than 1000 pages`);
+        const pageFrom = received.length;
+        const r = await list(cursor !== undefined ? { cursor } : undefined);
+        const raw = lastRawResult(method, pageFrom) ?? r;
+        items.push(...(raw[key] ?? []));
+        cursor = raw.nextCursor;
+        if (cursor === undefined || cursor === null) break;
+    }
+    return items;
+}
+
+const marks = []; // marks[i]: how many messages had been received when step i started
 for (const [i, step] of plan.steps.entries()) {
     const from = received.length;
+    marks.push(from);
     const sentFrom = sentSeq;
     let method = null;
     try {
         let result;
         switch (step.op) {
-            case 'list_tools': {
+            case 'list_tools':
                 method = 'tools/list';
-                const tools = [];
-                let cursor;
-                for (let page = 0; ; page++) {
-                    if (page >= 1000) throw new Error('tools/list: more than 1000 pages');
-                    const pageFrom = received.length;
-                    const r = await client.listTools(cursor !== undefined ? { cursor } : undefined, reqOpts);
-                    const raw = lastRawResult('tools/list', pageFrom) ?? r;
-                    tools.push(...(raw.tools ?? []));
-                    cursor = raw.nextCursor;
-                    if (cursor === undefined || cursor === null) break;
+                result = await listAll(method, 'tools', (p) => client.listTools(p, reqOpts));
+                break;
+            case 'list_prompts':
+                method = 'prompts/list';
+                result = await listAll(method, 'prompts', (p) => client.listPrompts(p, reqOpts));
+                break;
+            case 'list_resources':
+                method = 'resources/list';
+                result = await listAll(method, 'resources', (p) => client.listResources(p, reqOpts));
+                break;
+            case 'list_resource_templates':
+                method = 'resources/templates/list';
+                result = await listAll(method, 'resourceTemplates', (p) => client.listResourceTemplates(p, reqOpts));
+                break;
+            case 'get_prompt': {
+                method = 'prompts/get';
+                const params = { name: step.name };
+                if (step.arguments !== undefined) params.arguments = step.arguments;
+                const r = await client.getPrompt(params, reqOpts);
+                result = lastRawResult(method, from) ?? r;
+                break;
+            }
+            case 'read_resource': {
+                method = 'resources/read';
+                const r = await client.readResource({ uri: step.uri }, reqOpts);
+                result = lastRawResult(method, from) ?? r;
+                break;
+            }
+            case 'subscribe_resource': {
+                method = 'resources/subscribe';
+                const r = await client.subscribeResource({ uri: step.uri }, reqOpts);
+                result = lastRawResult(method, from) ?? r;
+                break;
+            }
+            case 'unsubscribe_resource': {
+                method = 'resources/unsubscribe';
+                const r = await client.unsubscribeResource({ uri: step.uri }, reqOpts);
+                result = lastRawResult(method, from) ?? r;
+                break;
+            }
+            case 'complete': {
+                method = 'completion/complete';
+                const params = { ref: step.ref, argument: step.argument };
+                if (step.context !== undefined) params.context = step.context;
+                const r = await client.complete(params, reqOpts);
+                result = lastRawResult(method, from) ?? r;
+                break;
+            }
+            case 'set_logging_level': {
+                method = 'logging/setLevel';
+                const r = await client.setLoggingLevel(step.level, reqOpts);
+                result = lastRawResult(method, from) ?? r;
+                break;
+            }
+            case 'wait_notifications': {
+                const since = step.since ?? 0;
+                if (!Number.isInteger(since) || since < 0 || since > i) {
+                    throw new Error(`wait_notifications: bad since ${JSON.stringify(step.since)}`);
                 }
-                result = tools;
+                const want = step.count ?? 1;
+                const deadline = Date.now() + (step.timeoutMs ?? 10000);
+                log(`step ${i}: waiting for ${want} ${step.method}`); // every earlier step is done
+                const matching = () =>
+                    received
+                        .slice(marks[since])
+                        .filter((m) => m && typeof m === 'object' && m.method === step.method && !('id' in m))
+                        .map((m) => m.params ?? {});
+                while (matching().length < want && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+                result = matching();
                 break;
             }
             case 'call_tool': {
