@@ -302,8 +302,13 @@ pub(crate) async fn unsubscribe(
         Ok(u) => u,
         Err(e) => return error_response(&id, &e),
     };
+    // Awaited, not spawned: a subscribe right after must not overtake it upstream.
     if let Some(upstream) = leave(gw, &session.id, &uri) {
-        unsubscribe_upstream(gw, upstream, uri);
+        if let Some(up) = gw.by_name.get(&upstream).cloned() {
+            if let Err(e) = own_request(&up, m::RESOURCES_UNSUBSCRIBE, &uri).await {
+                tracing::debug!(upstream = %up.name(), %uri, error = %e.message, "unsubscribe failed");
+            }
+        }
     }
     empty_result(&id)
 }

@@ -160,7 +160,9 @@ impl Call {
                         )
                         .await
                 }
-                CallEvent::Notification(_) => {}
+                // A log message the upstream tied to this call still reaches
+                // the clients that listen for logs.
+                CallEvent::Notification(msg) => self.session.router.unrouted(msg),
             }
         }
     }

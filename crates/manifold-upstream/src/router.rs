@@ -232,6 +232,23 @@ impl Router {
         }
     }
 
+    /// Hands a call's notification to the gateway as if it had arrived outside any
+    /// call (for calls Manifold makes itself, whose notifications no client awaits).
+    pub(crate) fn unrouted(&self, msg: Map<String, Value>) {
+        let method = msg
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if method == manifold_protocol::methods::NOTIF_MESSAGE {
+            let _ = self.gateway.try_send(UpstreamEvent::Notification {
+                upstream: self.upstream.clone(),
+                method,
+                msg,
+            });
+        }
+    }
+
     /// Routes a notification from the upstream by where it arrived.
     pub(crate) fn notification(&self, method: &str, mut msg: Map<String, Value>, source: Source) {
         use manifold_protocol::methods as m;
