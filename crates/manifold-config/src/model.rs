@@ -46,7 +46,8 @@ pub struct FileConfig {
     /// Upstream MCP servers, keyed by name (`^[A-Za-z0-9_-]{1,32}$`).
     #[serde(default)]
     pub upstreams: BTreeMap<String, UpstreamSection>,
-    /// The audit log; off unless the section names a sink.
+    /// The audit log; off without this section. The section must name a sink
+    /// (`path`, `stdout`, or both).
     #[serde(default)]
     pub audit: Option<AuditSection>,
     /// The admin listener (`/metrics`, `/healthz`, `/readyz`); off unless set.

@@ -3,8 +3,8 @@
 //! exposed to a scraper without exposing tools.
 //!
 //! - `/healthz`: 200 while the process serves (it answers, so it is alive).
-//! - `/readyz`: 200 when every upstream marked `required = true` is ready, else
-//!   503; the JSON body lists every upstream's state, last error and restarts (the
+//! - `/readyz`: 200 when every upstream marked `required = true` is ready and the
+//!   audit log (if any) is not refusing calls, else 503; the JSON body lists every upstream's state, last error and restarts (the
 //!   facts `manifold check` prints). A child that died is `down`, never ready.
 //!
 //! Not here: authentication (bind it to loopback or a private interface).
@@ -115,5 +115,17 @@ pub(crate) fn readiness(gw: &Gateway) -> (bool, serde_json::Value) {
             })
         })
         .collect();
-    (ready, json!({"ready": ready, "upstreams": upstreams}))
+    // With `on_failure = "reject"`, a failing audit sink refuses every call.
+    let audit = match gw.auditor.as_ref().map(|a| a.check()) {
+        Some(Err(e)) => {
+            ready = false;
+            json!({"ok": false, "error": e.to_string()})
+        }
+        Some(Ok(())) => json!({"ok": true}),
+        None => serde_json::Value::Null,
+    };
+    (
+        ready,
+        json!({"ready": ready, "upstreams": upstreams, "audit": audit}),
+    )
 }

@@ -194,7 +194,7 @@ impl Metrics {
         let headers_mirrored = Counter::default();
         r.register(
             "header_params_mirrored",
-            "Mcp-Param-* headers sent to HTTP upstreams",
+            "Mcp-Param-* headers computed for forwarded tool calls (HTTP upstreams receive them)",
             headers_mirrored.clone(),
         );
         let header_rejections = Counter::default();
@@ -477,8 +477,12 @@ impl Observed {
                 method: method_label(&self.method),
             })
             .inc_by(response_bytes as u64);
-        if let (Some(up), Some(tool)) = (&self.upstream, &self.original) {
-            let tool = gw.metrics.tool_label(tool);
+        if let Some(up) = &self.upstream {
+            // Only tools and prompts name a series; URIs would use up the bound.
+            let tool = match (&self.original, self.method.as_str()) {
+                (Some(t), m::TOOLS_CALL | m::PROMPTS_GET) => gw.metrics.tool_label(t),
+                _ => "none".to_string(),
+            };
             gw.metrics
                 .call_latency
                 .get_or_create(&UpstreamTool {
@@ -492,7 +496,7 @@ impl Observed {
         };
         let mut rec = AuditRecord::new(self.request_id.clone(), self.method.clone());
         rec.time = self.time;
-        rec.session = self.session.as_ref().map(|s| s.id.clone());
+        rec.session = self.session.as_ref().and_then(|s| session_ref(&s.id));
         rec.client = self
             .session
             .as_ref()
@@ -515,6 +519,17 @@ impl Drop for Observed {
             g.dec();
         }
     }
+}
+
+/// How a session appears in audit records: the first 16 hex digits of the SHA-256
+/// of its id. Records of one session correlate, but a reader of the log cannot
+/// use the value to join the live session (the id is a bearer credential).
+pub(crate) fn session_ref(id: &str) -> Option<String> {
+    if id.is_empty() {
+        return None;
+    }
+    use sha2::{Digest, Sha256};
+    Some(hex::encode(&Sha256::digest(id.as_bytes())[..8]))
 }
 
 fn client_info(v: &Value) -> Option<ClientInfo> {

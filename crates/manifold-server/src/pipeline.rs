@@ -89,7 +89,11 @@ pub(crate) async fn handle_post(
     };
     if let Incoming::Request { id, method, msg } = &msg {
         if method == m::INITIALIZE {
-            return initialize(&gw, id, msg);
+            let r = initialize(&gw, id, msg);
+            let minted = r.headers().contains_key(m::HEADER_SESSION_ID);
+            let outcome = if minted { "ok" } else { "refused" };
+            gw.metrics.request(m::INITIALIZE, outcome, meta.bytes);
+            return r;
         }
         if method == m::SERVER_DISCOVER && header(headers, m::HEADER_SESSION_ID).is_none() {
             return discover_fallback(id);

@@ -472,6 +472,12 @@ impl Upstream {
             tokio::select! {
                 r = setup => r,
                 _ = shutdown.cancelled() => Err(UpstreamError::unavailable(&self.inner.name, "the gateway is shutting down")),
+                // A child that exits (or a link that fails) during the handshake
+                // fails it now, not when the handshake's timeout runs out.
+                _ = session.closed.cancelled() => Err(UpstreamError::unavailable(
+                    &self.inner.name,
+                    "the connection closed during the handshake",
+                )),
             }
         };
         match setup.await {

@@ -190,7 +190,15 @@ async fn a_scripted_workload_gives_exact_metrics_and_audit_lines() -> Result<()>
         assert_eq!(first["upstream"], "local");
         assert_eq!(first["original"], "echo");
         assert_eq!(first["principal"], "anonymous");
-        assert_eq!(first["session"], client.session_id().unwrap_or_default());
+        // The session appears as a digest: correlatable, not usable to join it.
+        let sid = client.session_id().unwrap_or_default();
+        let session_ref = first["session"].as_str().unwrap_or_default();
+        assert_eq!(session_ref.len(), 16, "{first}");
+        assert!(
+            !sid.contains(session_ref) && !first.to_string().contains(&sid),
+            "{first}"
+        );
+        assert!(lines.iter().all(|l| l["session"] == first["session"]));
         assert_eq!(first["arguments"]["text"], "hi 0");
         assert_eq!(first["arguments"]["Secret"], "[REDACTED]", "{first}");
         assert!(!first.to_string().contains("hunter2"), "{first}");
