@@ -263,6 +263,15 @@ pub(crate) async fn dispatch(
     let Some(first) = pending.next().await else {
         return cancelled_response(&pending.id, accepts_sse);
     };
+    // A modern client cannot be sent a request: bridge it (MRTR).
+    let first = match first {
+        CallEvent::Request {
+            method,
+            params,
+            responder,
+        } if session.modern => return pending.bridge(method, params, responder).await,
+        other => other,
+    };
     match first {
         CallEvent::Done(outcome) => {
             let bytes = pending.answer(outcome).await;
@@ -386,6 +395,45 @@ impl Pending {
             self.failures,
             &mut self.obs,
             outcome,
+        )
+        .await
+    }
+
+    /// Hands the call to the MRTR bridge, which answers it with an
+    /// `InputRequiredResult` (or -32021) and holds it for the client's retry.
+    async fn bridge(
+        mut self,
+        method: String,
+        params: Option<Value>,
+        responder: manifold_upstream::Responder,
+    ) -> Response<Body> {
+        let Some(call) = self.call.take() else {
+            return cancelled_response(&self.id, false);
+        };
+        self.session.end_call(&self.id);
+        let (gw, session, upstream, id, failures) = (
+            self.gw.clone(),
+            self.session.clone(),
+            self.upstream.clone(),
+            self.id.clone(),
+            self.failures,
+        );
+        let mut obs = self.obs.take();
+        let answer: crate::mrtr::Answer = Box::new(move |outcome| {
+            Box::pin(async move {
+                answer(&gw, &session, &upstream, &id, failures, &mut obs, outcome).await
+            })
+        });
+        crate::mrtr::bridge(
+            &self.gw,
+            &self.session.capabilities,
+            &self.id,
+            self.session.request_digest.clone(),
+            call,
+            method,
+            params,
+            responder,
+            answer,
         )
         .await
     }

@@ -20,6 +20,7 @@ mod forward;
 mod http;
 mod logging;
 mod modern;
+mod mrtr;
 mod observe;
 mod pipeline;
 mod resources;
@@ -27,6 +28,7 @@ mod session;
 
 pub use logging::LEVELS as LOG_LEVELS;
 pub use modern::{LIST_TTL_MS, MODERN_SUPPORTED};
+pub use mrtr::{HELD_CALL_TTL, MAX_HELD_CALLS};
 pub use resources::LEARNED_URI_CAPACITY;
 pub use session::SESSION_ID_BYTES;
 
@@ -64,6 +66,8 @@ pub struct Gateway {
     pub(crate) subscriptions: std::sync::Mutex<resources::Subscriptions>,
     /// Open 2026-07-28 `subscriptions/listen` streams.
     pub(crate) listeners: modern::Listeners,
+    /// Calls held for a modern client's input (`InputRequiredResult`).
+    pub(crate) held: mrtr::Held,
     pub(crate) shutdown: CancellationToken,
     pub(crate) tasks: TaskTracker,
     pub(crate) metrics: observe::Metrics,
@@ -156,6 +160,7 @@ impl Gateway {
             learned: Default::default(),
             subscriptions: Default::default(),
             listeners: Default::default(),
+            held: Default::default(),
             config,
             upstreams,
             by_name,

@@ -18,9 +18,11 @@
 //!
 //! Every result carries `resultType`. Closing a response stream cancels the call.
 //!
-//! Not yet here: bridging server→client requests into `InputRequiredResult`
-//! (they are refused), `resourceSubscriptions` on a listen (not acknowledged), and
-//! modern upstreams (upstreams are spoken to in the legacy era).
+//! Server→client requests a legacy upstream makes before answering become an
+//! `InputRequiredResult` (see `mrtr`).
+//!
+//! Not yet here: `resourceSubscriptions` on a listen (not acknowledged), and modern
+//! upstreams (upstreams are spoken to in the legacy era).
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
@@ -193,7 +195,10 @@ fn validate(
         None => crate::logging::LEVEL_OFF,
     };
     let client = meta.get(META_CLIENT).cloned().unwrap_or(Value::Null);
-    Ok(DownSession::ephemeral(requested, client, caps, level))
+    let digest = crate::mrtr::params_digest(method, jsonrpc::params(msg).unwrap_or(&Map::new()));
+    Ok(DownSession::ephemeral(
+        requested, client, caps, level, digest,
+    ))
 }
 
 /// `Mcp-Name` and `Mcp-Param-*` against the body.
@@ -354,6 +359,12 @@ pub(crate) async fn handle(
         }
         m::SUBSCRIPTIONS_LISTEN => listen(&gw, &id, &msg),
         m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ | m::COMPLETION_COMPLETE => {
+            // A retry with `requestState` resumes a call held for client input.
+            let empty = Map::new();
+            let params = jsonrpc::params(&msg).unwrap_or(&empty);
+            if let Some(r) = crate::mrtr::resume(&gw, &id, method, params).await {
+                return r;
+            }
             // Forwarded calls: the legacy pipeline, with the stand-in session. The
             // `_meta` keys of this era are for Manifold, not the legacy upstream.
             if let Some(Value::Object(p)) = msg.get_mut("params") {

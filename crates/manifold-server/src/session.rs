@@ -40,6 +40,8 @@ pub(crate) struct DownSession {
     /// the request. Server→client requests cannot be relayed to it, and closing its
     /// response stream cancels the call.
     pub modern: bool,
+    /// Modern requests: the digest `requestState` is bound to (see `mrtr`).
+    pub request_digest: String,
     pub ended: CancellationToken,
 }
 
@@ -56,6 +58,7 @@ impl DownSession {
         client_info: Value,
         capabilities: Map<String, Value>,
         log_level: u8,
+        request_digest: String,
     ) -> Arc<DownSession> {
         Arc::new(DownSession {
             id: String::new(),
@@ -70,6 +73,7 @@ impl DownSession {
             in_flight: Mutex::new(HashMap::new()),
             log_level: AtomicU8::new(log_level),
             modern: true,
+            request_digest,
             ended: CancellationToken::new(),
         })
     }
@@ -185,6 +189,7 @@ impl Sessions {
             in_flight: Mutex::new(HashMap::new()),
             log_level: AtomicU8::new(crate::logging::LEVEL_UNSET),
             modern: false,
+            request_digest: String::new(),
             ended: CancellationToken::new(),
         });
         self.map.insert(s.id.clone(), s.clone());

@@ -275,3 +275,63 @@ async fn listen_acknowledges_first_and_tags_list_changes() -> Result<()> {
     })
     .await
 }
+
+#[tokio::test]
+async fn a_legacy_upstreams_sampling_becomes_an_input_required_result() -> Result<()> {
+    bounded(async {
+        let f = fixture().await?;
+        let client = f.gw.client();
+        for upstream in ["local", "remote"] {
+            let name = format!("{upstream}__sample");
+            let params = json!({"name": name, "arguments": {"prompt": "hi"}});
+            // Without the capability: 400 + -32021 naming it.
+            let (s, r) = send(&client, &request(1, "tools/call", params.clone()), &[]).await?;
+            assert_eq!((s, &r["error"]["code"]), (StatusCode::BAD_REQUEST, &json!(-32021)), "{r}");
+            assert!(r["error"]["data"]["requiredCapabilities"]["sampling"].is_object(), "{r}");
+
+            // With it: an InputRequiredResult carrying the upstream's request.
+            let mut first = request(2, "tools/call", params.clone());
+            first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"sampling": {}});
+            let (s, r) = send(&client, &first, &[]).await?;
+            assert_eq!(s, StatusCode::OK, "{r}");
+            let ir = &r["result"];
+            assert_eq!(ir["resultType"], "input_required", "{r}");
+            let (key, asked) = ir["inputRequests"]
+                .as_object()
+                .and_then(|m| m.iter().next())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .context("no inputRequests")?;
+            assert_eq!(asked["method"], "sampling/createMessage", "{r}");
+            assert_eq!(asked["params"]["messages"][0]["content"]["text"], "hi");
+            assert!(asked.get("id").is_none() && asked.get("jsonrpc").is_none(), "{asked}");
+            let state = ir["requestState"].as_str().context("no requestState")?.to_string();
+
+            // The retry (new id, same params) resumes the held call.
+            let mut retry = first.clone();
+            retry["id"] = json!(3);
+            retry["params"]["requestState"] = json!(state);
+            retry["params"]["inputResponses"] = json!({key.clone(): {
+                "role": "assistant", "content": {"type": "text", "text": "hello back"}, "model": "m"}});
+            let (s, r) = send(&client, &retry, &[]).await?;
+            assert_eq!(s, StatusCode::OK, "{r}");
+            assert_eq!(r["id"], 3, "{r}");
+            assert_eq!(r["result"]["resultType"], "complete", "{r}");
+            assert_eq!(r["result"]["content"][0]["text"], "sampled: hello back", "{r}");
+
+            // A state is single-use; a tampered one or one for other params is refused.
+            let (s, r) = send(&client, &retry, &[]).await?;
+            assert_eq!((s, &r["error"]["code"]), (StatusCode::BAD_REQUEST, &json!(-32602)), "{r}");
+            let mut tampered = retry.clone();
+            tampered["params"]["requestState"] = json!(format!("0{}", &state[1..]));
+            let (s, r) = send(&client, &tampered, &[]).await?;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
+            let mut other = retry.clone();
+            other["params"]["arguments"]["prompt"] = json!("changed");
+            let (s, r) = send(&client, &other, &[]).await?;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
+            assert!(r["error"]["message"].as_str().unwrap_or("").contains("requestState"), "{r}");
+        }
+        Ok(())
+    })
+    .await
+}

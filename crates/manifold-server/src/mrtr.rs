@@ -1,0 +1,444 @@
+//! Bridging a 2026-07-28 client to a legacy upstream that asks the client
+//! something mid-call (sampling, elicitation, roots): the upstream's request
+//! becomes an `InputRequiredResult`, and the client's retry resumes the held call.
+//!
+//! - The call stays open upstream, owned by a holder task, for at most
+//!   [`HELD_CALL_TTL`]; then it is cancelled upstream.
+//! - `requestState` is `<id>.<expiry>.<mac>`: the MAC (HMAC-SHA-256 with a key
+//!   generated at start) covers the id, the expiry, the method and a digest of the
+//!   request's params (without `_meta`, `inputResponses`, `requestState`), so a
+//!   tampered, expired or replayed-elsewhere state is refused before anything is
+//!   looked up. States are single-use: a resumed call gets a fresh one if it asks
+//!   again.
+//! - A client that did not declare the capability the upstream needs gets 400 +
+//!   -32021 with `requiredCapabilities`, and the call is cancelled upstream.
+//!
+//! Not here: the reverse bridge (legacy client ↔ modern upstream), and requests
+//! that arrive after a response stream has started (those are refused).
+
+use http::{Response, StatusCode};
+use manifold_protocol::{jsonrpc, ErrorCode, RequestId, RpcError};
+use manifold_upstream::{Call, CallEvent, CallOutcome, Responder};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::oneshot;
+
+use crate::body::Body;
+use crate::http::{json_response, rpc_error};
+use crate::Gateway;
+
+/// How long a call waits upstream for the client's retry.
+pub const HELD_CALL_TTL: Duration = Duration::from_secs(120);
+/// Calls held at once; beyond, new input requests are refused (the upstream gets an
+/// error for its request) rather than holding without bound.
+pub const MAX_HELD_CALLS: usize = 1024;
+
+/// The key `inputRequests` / `inputResponses` use for the one pending question.
+const INPUT_KEY: &str = "input_1";
+
+/// What a retry brings to a held call.
+struct Resume {
+    responses: Map<String, Value>,
+    id: RequestId,
+    reply: oneshot::Sender<Response<Body>>,
+}
+
+/// Held calls by state id, and the MAC key.
+pub(crate) struct Held {
+    key: [u8; 32],
+    calls: Mutex<HashMap<String, oneshot::Sender<Resume>>>,
+}
+
+impl Default for Held {
+    fn default() -> Self {
+        let mut key = [0u8; 32];
+        // Without OS randomness a key of zeros would make states forgeable; the
+        // bridge then refuses every state (see `verify`), which is safe.
+        if getrandom::fill(&mut key).is_err() {
+            tracing::error!("no OS randomness: InputRequiredResult bridging is disabled");
+        }
+        Held {
+            key,
+            calls: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+fn hmac(key: &[u8; 32], msg: &[u8]) -> [u8; 32] {
+    let mut ipad = [0x36u8; 64];
+    let mut opad = [0x5cu8; 64];
+    for (i, k) in key.iter().enumerate() {
+        ipad[i] ^= k;
+        opad[i] ^= k;
+    }
+    let inner = Sha256::new()
+        .chain_update(ipad)
+        .chain_update(msg)
+        .finalize();
+    Sha256::new()
+        .chain_update(opad)
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+/// A digest of what identifies the request across retries.
+pub(crate) fn params_digest(method: &str, params: &Map<String, Value>) -> String {
+    let mut p = params.clone();
+    for k in ["_meta", "inputResponses", "requestState"] {
+        p.remove(k);
+    }
+    let text = format!("{method}\n{}", Value::Object(p));
+    hex::encode(&Sha256::digest(text.as_bytes())[..16])
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl Held {
+    fn mint(&self, digest: &str) -> (String, String) {
+        let mut raw = [0u8; 16];
+        let _ = getrandom::fill(&mut raw);
+        let id = hex::encode(raw);
+        let expiry = now_secs() + HELD_CALL_TTL.as_secs();
+        let mac = hmac(&self.key, format!("{id}.{expiry}.{digest}").as_bytes());
+        (id.clone(), format!("{id}.{expiry}.{}", hex::encode(mac)))
+    }
+
+    /// The state's id when it is authentic, unexpired and for this request.
+    fn verify(&self, state: &str, digest: &str) -> Result<String, &'static str> {
+        if self.key == [0u8; 32] {
+            return Err("bridging is disabled on this gateway");
+        }
+        let mut parts = state.split('.');
+        let (Some(id), Some(expiry), Some(mac), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err("it is not a state this gateway issued");
+        };
+        let want = hmac(&self.key, format!("{id}.{expiry}.{digest}").as_bytes());
+        let got = hex::decode(mac).map_err(|_| "it is not a state this gateway issued")?;
+        // Constant-time comparison: no early exit on the first differing byte.
+        if got.len() != want.len() || got.iter().zip(want).fold(0u8, |a, (x, y)| a | (x ^ y)) != 0 {
+            return Err("it was altered, or belongs to a different request");
+        }
+        let expiry: u64 = expiry.parse().map_err(|_| "it is malformed")?;
+        if now_secs() > expiry {
+            return Err("it expired");
+        }
+        Ok(id.to_string())
+    }
+}
+
+/// The client capability a relayed server→client request needs.
+fn required_capability(method: &str) -> Option<&'static str> {
+    match method {
+        "sampling/createMessage" => Some("sampling"),
+        "elicitation/create" => Some("elicitation"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
+}
+
+fn input_required(id: &RequestId, method: &str, params: Option<Value>, state: &str) -> Vec<u8> {
+    let mut request = Map::new();
+    request.insert("method".into(), Value::from(method));
+    if let Some(p) = params {
+        request.insert("params".into(), p);
+    }
+    let result = json!({
+        "resultType": "input_required",
+        "inputRequests": {INPUT_KEY: Value::Object(request)},
+        "requestState": state,
+    });
+    jsonrpc::response_bytes_from_json(id, result.to_string().as_bytes())
+}
+
+/// Phase: the upstream asked the (modern) client something before answering.
+/// Answers the client with -32021 or an `InputRequiredResult`, holding the call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn bridge(
+    gw: &Arc<Gateway>,
+    caps: &Map<String, Value>,
+    id: &RequestId,
+    digest: String,
+    mut call: Call,
+    method: String,
+    params: Option<Value>,
+    responder: Responder,
+    answer: Answer,
+) -> Response<Body> {
+    if let Some(cap) = required_capability(&method) {
+        if !caps.contains_key(cap) {
+            responder
+                .refuse(
+                    ErrorCode::MISSING_CLIENT_CAPABILITY.0,
+                    &format!("the client did not declare `{cap}`"),
+                )
+                .await;
+            call.cancel("the client lacks a required capability").await;
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Some(id),
+                &RpcError::new(
+                    ErrorCode::MISSING_CLIENT_CAPABILITY,
+                    format!("This request needs the client capability `{cap}` ({method}); declare it in _meta clientCapabilities"),
+                )
+                .with_data(json!({"requiredCapabilities": {cap: {}}})),
+            );
+        }
+    }
+    let full = gw
+        .held
+        .calls
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .len()
+        >= MAX_HELD_CALLS;
+    if full {
+        responder
+            .refuse(-32603, "too many calls are waiting for client input")
+            .await;
+        call.cancel("too many held calls").await;
+        return rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(id),
+            &RpcError::internal(format!(
+                "too many calls are waiting for client input ({MAX_HELD_CALLS}); retry later"
+            )),
+        );
+    }
+    let (state_id, state) = gw.held.mint(&digest);
+    let (tx, rx) = oneshot::channel();
+    gw.held
+        .calls
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(state_id.clone(), tx);
+    let g = gw.clone();
+    gw.tasks
+        .spawn(hold(g, call, responder, rx, state_id, digest, answer));
+    json_response(
+        StatusCode::OK,
+        input_required(id, &method, params, &state),
+        None,
+    )
+}
+
+/// Builds (and audits) the final response bytes from the call's outcome.
+pub(crate) type Answer = Box<
+    dyn FnOnce(CallOutcome) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send>>
+        + Send,
+>;
+
+/// Owns a held call until the retry comes (or the TTL ends), answers the
+/// upstream's request with the client's response, and drives the call on; asks
+/// again (a fresh state) if the upstream does.
+async fn hold(
+    gw: Arc<Gateway>,
+    mut call: Call,
+    mut responder: Responder,
+    mut rx: oneshot::Receiver<Resume>,
+    mut state_id: String,
+    digest: String,
+    answer: Answer,
+) {
+    loop {
+        let resume = tokio::select! {
+            r = &mut rx => r.ok(),
+            _ = tokio::time::sleep(HELD_CALL_TTL) => None,
+            _ = gw.shutdown.cancelled() => None,
+        };
+        let Some(resume) = resume else {
+            gw.held
+                .calls
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&state_id);
+            call.cancel("the client did not come back with the input")
+                .await;
+            return;
+        };
+        match resume.responses.get(INPUT_KEY) {
+            Some(v) => {
+                let raw = RawValue::from_string(v.to_string())
+                    .unwrap_or_else(|_| RawValue::NULL.to_owned());
+                responder.respond(Ok(raw)).await;
+            }
+            None => {
+                responder
+                    .refuse(
+                        -32602,
+                        "the client's retry carried no response for the input request",
+                    )
+                    .await
+            }
+        }
+        // Drive the call on: its outcome, or the next question.
+        loop {
+            match call.next().await {
+                CallEvent::Notification(_) => continue,
+                CallEvent::Done(outcome) => {
+                    let bytes = answer(outcome).await;
+                    let _ = resume.reply.send(json_response(
+                        StatusCode::OK,
+                        retag(&bytes, &resume.id),
+                        None,
+                    ));
+                    return;
+                }
+                CallEvent::Request {
+                    method,
+                    params,
+                    responder: next,
+                } => {
+                    let (id, state) = gw.held.mint(&digest);
+                    let (tx, new_rx) = oneshot::channel();
+                    gw.held
+                        .calls
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(id.clone(), tx);
+                    let bytes = input_required(&resume.id, &method, params, &state);
+                    let _ = resume
+                        .reply
+                        .send(json_response(StatusCode::OK, bytes, None));
+                    responder = next;
+                    rx = new_rx;
+                    state_id = id;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The final response was built for the first request's id; the retry has its own.
+fn retag(bytes: &[u8], id: &RequestId) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<Map<String, Value>>(bytes) else {
+        return bytes.to_vec();
+    };
+    v.insert("id".into(), id.as_value().clone());
+    serde_json::to_vec(&Value::Object(v)).unwrap_or_else(|_| bytes.to_vec())
+}
+
+/// A retry carrying `requestState`: resumes its held call and waits for the
+/// answer. `None` when the request carries no state (a first attempt).
+pub(crate) async fn resume(
+    gw: &Gateway,
+    id: &RequestId,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Option<Response<Body>> {
+    let state = params.get("requestState")?;
+    let refuse = |why: &str| {
+        Some(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Some(id),
+            &RpcError::invalid_params(format!(
+                "Invalid requestState: {why}; send the request again without it"
+            )),
+        ))
+    };
+    let Some(state) = state.as_str() else {
+        return refuse("it must be a string");
+    };
+    let state_id = match gw.held.verify(state, &params_digest(method, params)) {
+        Ok(s) => s,
+        Err(why) => return refuse(why),
+    };
+    let held = gw
+        .held
+        .calls
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&state_id);
+    let Some(tx) = held else {
+        return refuse("it was already used, or its call ended");
+    };
+    let responses = params
+        .get("inputResponses")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let (reply, wait) = oneshot::channel();
+    if tx
+        .send(Resume {
+            responses,
+            id: id.clone(),
+            reply,
+        })
+        .is_err()
+    {
+        return refuse("its call ended");
+    }
+    Some(match wait.await {
+        Ok(r) => r,
+        Err(_) => rpc_error(
+            StatusCode::OK,
+            Some(id),
+            &RpcError::internal("the held call ended without an answer"),
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_verify_only_for_their_request_and_untampered() {
+        let held = Held::default();
+        let (id, state) = held.mint("digest-a");
+        assert_eq!(held.verify(&state, "digest-a"), Ok(id));
+        assert!(held.verify(&state, "digest-b").is_err(), "another request");
+        let mut tampered = state.clone();
+        tampered.replace_range(0..1, if state.starts_with('0') { "1" } else { "0" });
+        assert!(held.verify(&tampered, "digest-a").is_err(), "altered id");
+        assert!(held.verify("garbage", "digest-a").is_err());
+        let other = Held::default();
+        assert!(
+            other.verify(&state, "digest-a").is_err(),
+            "another gateway's key"
+        );
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231_test_case_2() {
+        // Key "Jefe", zero-padded: HMAC pads short keys with zeros, so the MAC is
+        // the RFC's.
+        let mut key = [0u8; 32];
+        key[..4].copy_from_slice(b"Jefe");
+        assert_eq!(
+            hex::encode(hmac(&key, b"what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn the_digest_ignores_meta_and_retry_members() {
+        let a: Map<String, Value> =
+            serde_json::from_value(json!({"name": "t", "arguments": {"x": 1}})).unwrap();
+        let b: Map<String, Value> = serde_json::from_value(json!({
+            "name": "t", "arguments": {"x": 1}, "_meta": {"k": 1},
+            "inputResponses": {}, "requestState": "s"
+        }))
+        .unwrap();
+        assert_eq!(
+            params_digest("tools/call", &a),
+            params_digest("tools/call", &b)
+        );
+        assert_ne!(
+            params_digest("tools/call", &a),
+            params_digest("prompts/get", &a)
+        );
+    }
+}
