@@ -57,13 +57,47 @@ const REQUEST_TIMEOUT_MS = 15000;
 const upstreamUrl = url.replace(/^(https?:\/\/)localhost(?=[:/]|$)/, '$1127.0.0.1');
 
 // What each scenario expects the client to do after initialize: call a tool (original name).
+//   callAll     call every tool Manifold lists (with {} or, with fillArgs, the required
+//               arguments filled in from the tool's inputSchema)
+//   fromContext call the tools/arguments the suite passes in MCP_CONFORMANCE_CONTEXT.toolCalls
+//   resources / prompts   also list resources and read each, list prompts and get each
 const PLAN = {
     initialize: { listOnly: true },
     tools_call: { tool: 'add_numbers', args: { a: 5, b: 3 } },
     'elicitation-sep1034-client-defaults': { tool: 'test_client_elicitation_defaults', args: {} },
     'sse-retry': { tool: 'test_reconnection', args: {} },
+    // 0.2.0 alpha, 2026-07-28 (tests/conformance/run client-2026)
+    'http-standard-headers': { callAll: true, fillArgs: true, resources: true, prompts: true },
+    'http-custom-headers': { fromContext: true },
+    'http-invalid-tool-headers': { callAll: true, fillArgs: true }, // Manifold must not list the invalid ones
 };
 const plan = PLAN[scenario] ?? { callAll: true }; // unknown (e.g. auth/*): call whatever is listed
+let context = {};
+try {
+    context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}');
+} catch {
+    log('MCP_CONFORMANCE_CONTEXT is not JSON; ignored');
+}
+// Required arguments from a JSON Schema: a placeholder of the property's type.
+function fillArgs(schema) {
+    const args = {};
+    for (const name of schema?.required ?? []) {
+        const type = schema.properties?.[name]?.type;
+        args[name] =
+            type === 'integer' || type === 'number'
+                ? 1
+                : type === 'boolean'
+                  ? true
+                  : type === 'object'
+                    ? {}
+                    : type === 'array'
+                      ? []
+                      : type === 'null'
+                        ? null
+                        : 'test-value';
+    }
+    return args;
+}
 
 // ------------------------------------------------------------------ Manifold
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'manifold-conformance-client-'));
@@ -167,8 +201,10 @@ async function runClient(gatewayUrl) {
         const calls = plan.listOnly
             ? []
             : plan.callAll
-              ? tools.map((t) => ({ tool: t.name, args: {} }))
-              : [{ tool: plan.tool, args: plan.args }];
+              ? tools.map((t) => ({ tool: t.name, args: plan.fillArgs ? fillArgs(t.inputSchema) : {} }))
+              : plan.fromContext
+                ? (context.toolCalls ?? []).map((c) => ({ tool: c.name, args: c.arguments ?? {} }))
+                : [{ tool: plan.tool, args: plan.args }];
         for (const { tool, args } of calls) {
             if (!plan.callAll && !tools.some((t) => t.name === tool)) {
                 log(`tool ${tool} is not listed by Manifold`);
@@ -183,6 +219,32 @@ async function runClient(gatewayUrl) {
                 if (res.isError) ok = false;
             } catch (e) {
                 log(`tools/call ${tool} failed: ${e?.message ?? e}`);
+                ok = false;
+            }
+        }
+        // Resources and prompts only where the scenario looks at them, and only when listed.
+        const caps = client.getServerCapabilities() ?? {};
+        if (plan.resources && caps.resources) {
+            try {
+                const { resources } = await client.listResources({}, { timeout: REQUEST_TIMEOUT_MS });
+                for (const r of resources) {
+                    const res = await client.readResource({ uri: r.uri }, { timeout: REQUEST_TIMEOUT_MS });
+                    log(`resources/read ${r.uri} -> ${JSON.stringify(res).slice(0, 200)}`);
+                }
+            } catch (e) {
+                log(`resources failed: ${e?.message ?? e}`);
+                ok = false;
+            }
+        }
+        if (plan.prompts && caps.prompts) {
+            try {
+                const { prompts } = await client.listPrompts({}, { timeout: REQUEST_TIMEOUT_MS });
+                for (const p of prompts) {
+                    const res = await client.getPrompt({ name: p.name }, { timeout: REQUEST_TIMEOUT_MS });
+                    log(`prompts/get ${p.name} -> ${JSON.stringify(res).slice(0, 200)}`);
+                }
+            } catch (e) {
+                log(`prompts failed: ${e?.message ?? e}`);
                 ok = false;
             }
         }
