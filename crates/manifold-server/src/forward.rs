@@ -43,6 +43,9 @@ pub(crate) enum Failures {
     ToolError,
     /// As a JSON-RPC error (everything else).
     RpcError,
+    /// As a JSON-RPC error, for `resources/read` (whose modern results carry cache
+    /// hints).
+    RpcRead,
 }
 
 /// Where a request goes, decided by the resolve phase of each method.
@@ -77,7 +80,10 @@ fn outcome_bytes(
     match outcome {
         CallOutcome::Result(raw) => {
             crate::resources::learn(gw, upstream, &raw);
-            if modern {
+            if modern && failures == Failures::RpcRead {
+                let text = crate::modern::with_read_hints(raw.get());
+                jsonrpc::response_bytes_from_json(id, text.as_bytes())
+            } else if modern {
                 let text = crate::modern::with_result_type(raw.get());
                 jsonrpc::response_bytes_from_json(id, text.as_bytes())
             } else {
@@ -99,7 +105,7 @@ fn failure_bytes(id: &RequestId, failures: Failures, modern: bool, e: &UpstreamE
             }
             jsonrpc::response_bytes_from_json(id, result.to_string().as_bytes())
         }
-        Failures::RpcError => {
+        Failures::RpcError | Failures::RpcRead => {
             jsonrpc::error_bytes(Some(id), &RpcError::new(e.code(), e.to_string()))
         }
     }

@@ -66,9 +66,26 @@ fn meta(msg: &Map<String, Value>) -> Option<&Map<String, Value>> {
     jsonrpc::params(msg)?.get("_meta")?.as_object()
 }
 
-/// Whether a request speaks the stateless era (it carries the `_meta` version).
-pub(crate) fn is_modern(msg: &Map<String, Value>) -> bool {
+/// Whether a request speaks the stateless era: it carries the `_meta` version, or
+/// its `MCP-Protocol-Version` header names a stateless revision (then a missing
+/// `_meta` is that era's -32602, not a legacy request).
+pub(crate) fn is_modern(headers: &HeaderMap, msg: &Map<String, Value>) -> bool {
     meta(msg).is_some_and(|m| m.contains_key(META_VERSION))
+        || header(headers, m::HEADER_PROTOCOL_VERSION)
+            .is_some_and(|v| MODERN_SUPPORTED.contains(&v))
+}
+
+/// A `resources/read` result: `resultType` plus cache hints. A read may differ by
+/// caller and Manifold cannot know how long it stays valid: not cached, private.
+pub(crate) fn with_read_hints(raw: &str) -> String {
+    let typed = with_result_type(raw);
+    let Some(rest) = typed.strip_prefix("{\"resultType\":\"complete\"") else {
+        return typed.into_owned();
+    };
+    if raw.contains("\"ttlMs\"") {
+        return typed.into_owned();
+    }
+    format!("{{\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":\"private\"{rest}")
 }
 
 /// `raw` (a result object) with `"resultType":"complete"` first, unless it has one.
@@ -124,23 +141,15 @@ fn validate(
     msg: &Map<String, Value>,
 ) -> Result<Arc<DownSession>, Response<Body>> {
     let meta = meta(msg).cloned().unwrap_or_default();
-    let requested = meta.get(META_VERSION).and_then(Value::as_str).unwrap_or("");
-    if !MODERN_SUPPORTED.contains(&requested) {
-        let supported: Vec<&str> = MODERN_SUPPORTED
-            .iter()
-            .chain(version::LEGACY_SUPPORTED)
-            .copied()
-            .collect();
-        return Err(rpc_error(
-            StatusCode::BAD_REQUEST,
-            Some(id),
-            &RpcError::new(
-                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-                format!("Unsupported protocol version `{requested}`"),
-            )
-            .with_data(json!({"supported": supported, "requested": meta.get(META_VERSION)})),
+    let Some(requested) = meta.get(META_VERSION).and_then(Value::as_str) else {
+        return Err(bad(
+            id,
+            ErrorCode::INVALID_PARAMS,
+            format!("params._meta[\"{META_VERSION}\"] is required (a string)"),
         ));
-    }
+    };
+    // The header is compared first: a body that disagrees with its header is a
+    // mismatch whatever the version says.
     match header(headers, m::HEADER_PROTOCOL_VERSION) {
         Some(h) if h == requested => {}
         Some(h) => {
@@ -155,6 +164,22 @@ fn validate(
                 "the MCP-Protocol-Version header is required".into(),
             ))
         }
+    }
+    if !MODERN_SUPPORTED.contains(&requested) {
+        let supported: Vec<&str> = MODERN_SUPPORTED
+            .iter()
+            .chain(version::LEGACY_SUPPORTED)
+            .copied()
+            .collect();
+        return Err(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Some(id),
+            &RpcError::new(
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+                format!("Unsupported protocol version `{requested}`"),
+            )
+            .with_data(json!({"supported": supported, "requested": requested})),
+        ));
     }
     let Some(caps) = meta.get(META_CAPS).and_then(Value::as_object).cloned() else {
         return Err(bad(
@@ -398,7 +423,13 @@ fn discover(gw: &Gateway) -> Vec<u8> {
         .copied()
         .collect();
     result.insert("supportedVersions".into(), json!(supported));
-    result.insert("capabilities".into(), crate::pipeline::capabilities_for(gw));
+    let mut caps = crate::pipeline::capabilities_for(gw);
+    // In this era `subscribe` promises `resourceSubscriptions` on a listen, which
+    // Manifold does not honour yet.
+    if let Some(r) = caps.get_mut("resources").and_then(Value::as_object_mut) {
+        r.insert("subscribe".into(), Value::Bool(false));
+    }
+    result.insert("capabilities".into(), caps);
     if let Some(text) = crate::pipeline::merged_instructions(gw) {
         result.insert("instructions".into(), Value::from(text));
     }
@@ -522,6 +553,19 @@ mod tests {
         for (raw, want) in cases {
             assert_eq!(with_result_type(raw), want, "{raw}");
         }
+    }
+
+    #[test]
+    fn reads_get_private_uncached_hints() {
+        let out = with_read_hints(r#"{"contents":[]}"#);
+        assert_eq!(
+            out,
+            r#"{"resultType":"complete","ttlMs":0,"cacheScope":"private","contents":[]}"#
+        );
+        assert_eq!(
+            with_read_hints("{}"),
+            r#"{"resultType":"complete","ttlMs":0,"cacheScope":"private"}"#
+        );
     }
 
     #[test]

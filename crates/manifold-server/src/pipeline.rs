@@ -82,7 +82,7 @@ pub(crate) async fn handle_post(
     };
     // Phase: era. A request with the 2026-07-28 `_meta` is served statelessly.
     let msg = match msg {
-        Incoming::Request { id, method, msg } if crate::modern::is_modern(&msg) => {
+        Incoming::Request { id, method, msg } if crate::modern::is_modern(headers, &msg) => {
             return crate::modern::handle(gw, headers, id, &method, msg, accepts_sse, meta).await;
         }
         other => other,

@@ -194,7 +194,7 @@ pub(crate) async fn read(
     let target = Target {
         upstream,
         headers: standard_headers(m::RESOURCES_READ, Some(&uri)),
-        failures: Failures::RpcError,
+        failures: Failures::RpcRead,
     };
     dispatch(
         gw,

@@ -149,6 +149,24 @@ async fn bad_stateless_requests_get_the_spec_codes_and_statuses() -> Result<()> 
                 "{extra:?}: {r}"
             );
         }
+        // The header names the stateless era but `_meta` lacks the version: that
+        // era's 400 + -32602, not the legacy fallback.
+        let bare = json!({"jsonrpc": "2.0", "id": 9, "method": "server/discover", "params": {}});
+        let (s, r) = send(&client, &bare, &[]).await?;
+        assert_eq!(
+            (s, &r["error"]["code"]),
+            (StatusCode::BAD_REQUEST, &json!(-32602)),
+            "{r}"
+        );
+        // A body version that disagrees with the header is a mismatch first.
+        let mut v999 = list.clone();
+        v999["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+        let (s, r) = send(&client, &v999, &[]).await?;
+        assert_eq!(
+            (s, &r["error"]["code"]),
+            (StatusCode::BAD_REQUEST, &json!(-32020)),
+            "{r}"
+        );
         // Missing clientCapabilities: 400 + -32602.
         let mut no_caps = list.clone();
         no_caps["params"]["_meta"]
