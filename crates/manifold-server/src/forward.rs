@@ -119,7 +119,7 @@ fn cancelled_bytes(id: &RequestId) -> Vec<u8> {
 }
 
 /// The client capability a relayed server→client request needs.
-fn required_capability(method: &str) -> Option<&'static str> {
+pub(crate) fn required_capability(method: &str) -> Option<&'static str> {
     match method {
         "sampling/createMessage" => Some("sampling"),
         "elicitation/create" => Some("elicitation"),
@@ -544,16 +544,7 @@ impl Pump {
             };
             match ev {
                 CallEvent::Done(outcome) => {
-                    let bytes = answer(
-                        &self.gw,
-                        &self.session,
-                        &self.upstream,
-                        &self.id,
-                        self.failures,
-                        &mut self.obs,
-                        outcome,
-                    )
-                    .await;
+                    let bytes = self.answer(outcome).await;
                     if !self.gone {
                         let _ = self.tx.send(sse_message(&bytes)).await;
                     }
@@ -573,6 +564,19 @@ impl Pump {
                 drop(r);
             }
         }
+    }
+
+    async fn answer(&mut self, outcome: CallOutcome) -> Vec<u8> {
+        answer(
+            &self.gw,
+            &self.session,
+            &self.upstream,
+            &self.id,
+            self.failures,
+            &mut self.obs,
+            outcome,
+        )
+        .await
     }
 
     /// Sends one event to the client; false when the client is gone.

@@ -365,14 +365,7 @@ pub(crate) async fn handle(
         m::TOOLS_LIST | m::PROMPTS_LIST | m::RESOURCES_LIST | m::RESOURCES_TEMPLATES_LIST => {
             let params = jsonrpc::params(&msg);
             let cursor = params.and_then(|p| p.get("cursor")).and_then(Value::as_str);
-            let catalog = gw.catalog.load();
-            let page = match method {
-                m::TOOLS_LIST => catalog.tools.page(cursor),
-                m::PROMPTS_LIST => catalog.prompts.page(cursor),
-                m::RESOURCES_LIST => catalog.resources.resources.page(cursor),
-                _ => catalog.resources.templates.page(cursor),
-            };
-            match page {
+            match crate::pipeline::list_page(&gw, method, cursor) {
                 // The same for every caller: Manifold has no per-caller views yet.
                 Ok(page) => ok(complete_with_cache(&page, "public")),
                 Err(e) => rpc_error(

@@ -28,6 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
 
 use crate::body::Body;
+use crate::forward::required_capability;
 use crate::http::{json_response, rpc_error};
 use crate::Gateway;
 
@@ -135,16 +136,6 @@ impl Held {
             return Err("it expired");
         }
         Ok(id.to_string())
-    }
-}
-
-/// The client capability a relayed server→client request needs.
-fn required_capability(method: &str) -> Option<&'static str> {
-    match method {
-        "sampling/createMessage" => Some("sampling"),
-        "elicitation/create" => Some("elicitation"),
-        "roots/list" => Some("roots"),
-        _ => None,
     }
 }
 

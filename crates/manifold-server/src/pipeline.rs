@@ -172,14 +172,7 @@ pub(crate) async fn route(
                     ))
                 }
             };
-            let catalog = gw.catalog.load();
-            let page = match method {
-                m::TOOLS_LIST => catalog.tools.page(cursor),
-                m::PROMPTS_LIST => catalog.prompts.page(cursor),
-                m::RESOURCES_LIST => catalog.resources.resources.page(cursor),
-                _ => catalog.resources.templates.page(cursor),
-            };
-            match page {
+            match list_page(gw, method, cursor) {
                 Ok(page) => ok(&page),
                 Err(e) => err(RpcError::invalid_params(e.to_string())),
             }
@@ -227,6 +220,22 @@ pub(crate) async fn route(
             Err(e) => err(e),
         },
         _ => err(RpcError::method_not_found(method)),
+    }
+}
+
+/// One page of a merged list (`tools/list`, `prompts/list`, `resources/list`,
+/// `resources/templates/list`), pre-serialized.
+pub(crate) fn list_page(
+    gw: &Gateway,
+    method: &str,
+    cursor: Option<&str>,
+) -> Result<bytes::Bytes, manifold_catalog::CursorError> {
+    let catalog = gw.catalog.load();
+    match method {
+        m::TOOLS_LIST => catalog.tools.page(cursor),
+        m::PROMPTS_LIST => catalog.prompts.page(cursor),
+        m::RESOURCES_LIST => catalog.resources.resources.page(cursor),
+        _ => catalog.resources.templates.page(cursor),
     }
 }
 

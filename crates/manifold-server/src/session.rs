@@ -60,9 +60,29 @@ impl DownSession {
         log_level: u8,
         request_digest: String,
     ) -> Arc<DownSession> {
-        Arc::new(DownSession {
-            id: String::new(),
-            protocol_version: protocol_version.to_string(),
+        Arc::new(DownSession::new(
+            String::new(),
+            protocol_version.to_string(),
+            client_info,
+            capabilities,
+            log_level,
+            request_digest,
+        ))
+    }
+
+    fn new(
+        id: String,
+        protocol_version: String,
+        client_info: Value,
+        capabilities: Map<String, Value>,
+        log_level: u8,
+        request_digest: String,
+    ) -> DownSession {
+        DownSession {
+            // Only stand-in (stateless) sessions have no id.
+            modern: id.is_empty(),
+            id,
+            protocol_version,
             client_info,
             capabilities,
             created: Instant::now(),
@@ -72,10 +92,9 @@ impl DownSession {
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             log_level: AtomicU8::new(log_level),
-            modern: true,
             request_digest,
             ended: CancellationToken::new(),
-        })
+        }
     }
 
     pub fn touch(&self) {
@@ -176,22 +195,14 @@ impl Sessions {
         }
         let mut raw = [0u8; SESSION_ID_BYTES];
         getrandom::fill(&mut raw).ok()?;
-        let s = Arc::new(DownSession {
-            id: hex::encode(raw),
+        let s = Arc::new(DownSession::new(
+            hex::encode(raw),
             protocol_version,
             client_info,
             capabilities,
-            created: Instant::now(),
-            last_seen_ms: AtomicU64::new(0),
-            next_request: AtomicU64::new(1),
-            get_stream: Mutex::new(None),
-            pending: Mutex::new(HashMap::new()),
-            in_flight: Mutex::new(HashMap::new()),
-            log_level: AtomicU8::new(crate::logging::LEVEL_UNSET),
-            modern: false,
-            request_digest: String::new(),
-            ended: CancellationToken::new(),
-        });
+            crate::logging::LEVEL_UNSET,
+            String::new(),
+        ));
         self.map.insert(s.id.clone(), s.clone());
         Some(s)
     }
