@@ -430,15 +430,18 @@ impl Pending {
                 answer(&gw, &session, &upstream, &id, failures, &mut obs, outcome).await
             })
         });
+        let first = crate::mrtr::Question {
+            method,
+            params,
+            responder,
+        };
         crate::mrtr::bridge(
             &self.gw,
             &self.session.capabilities,
             &self.id,
             self.session.request_digest.clone(),
             call,
-            method,
-            params,
-            responder,
+            first,
             answer,
         )
         .await

@@ -28,7 +28,7 @@ mod session;
 
 pub use logging::LEVELS as LOG_LEVELS;
 pub use modern::{LIST_TTL_MS, MODERN_SUPPORTED};
-pub use mrtr::{HELD_CALL_TTL, MAX_HELD_CALLS};
+pub use mrtr::{GATHER_WINDOW, HELD_CALL_TTL, MAX_HELD_CALLS};
 pub use resources::LEARNED_URI_CAPACITY;
 pub use session::SESSION_ID_BYTES;
 

@@ -38,8 +38,49 @@ pub const HELD_CALL_TTL: Duration = Duration::from_secs(120);
 /// error for its request) rather than holding without bound.
 pub const MAX_HELD_CALLS: usize = 1024;
 
-/// The key `inputRequests` / `inputResponses` use for the one pending question.
-const INPUT_KEY: &str = "input_1";
+/// How long Manifold waits, after an upstream's question, for more questions to
+/// ask in the same round (an upstream may ask several concurrently).
+pub const GATHER_WINDOW: Duration = Duration::from_millis(50);
+
+/// The key of the `n`-th question of a round (from 0) in `inputRequests`.
+fn input_key(n: usize) -> String {
+    format!("input_{}", n + 1)
+}
+
+/// One question an upstream asked its client.
+pub(crate) struct Question {
+    pub method: String,
+    pub params: Option<Value>,
+    pub responder: Responder,
+}
+
+/// The round's questions: `first`, and any others that arrive within
+/// [`GATHER_WINDOW`]. An outcome instead means the upstream answered anyway.
+async fn gather(call: &mut Call, first: Question) -> (Vec<Question>, Option<CallOutcome>) {
+    let mut questions = vec![first];
+    loop {
+        match tokio::time::timeout(GATHER_WINDOW, call.next()).await {
+            Ok(CallEvent::Request {
+                method,
+                params,
+                responder,
+            }) => questions.push(Question {
+                method,
+                params,
+                responder,
+            }),
+            Ok(CallEvent::Notification(_)) => {}
+            Ok(CallEvent::Done(outcome)) => return (questions, Some(outcome)),
+            Err(_) => return (questions, None),
+        }
+    }
+}
+
+async fn refuse_all(questions: Vec<Question>, code: i64, why: &str) {
+    for q in questions {
+        q.responder.refuse(code, why).await;
+    }
+}
 
 /// What a retry brings to a held call.
 struct Resume {
@@ -139,15 +180,19 @@ impl Held {
     }
 }
 
-fn input_required(id: &RequestId, method: &str, params: Option<Value>, state: &str) -> Vec<u8> {
-    let mut request = Map::new();
-    request.insert("method".into(), Value::from(method));
-    if let Some(p) = params {
-        request.insert("params".into(), p);
+fn input_required(id: &RequestId, questions: &[Question], state: &str) -> Vec<u8> {
+    let mut requests = Map::new();
+    for (n, q) in questions.iter().enumerate() {
+        let mut request = Map::new();
+        request.insert("method".into(), Value::from(q.method.as_str()));
+        if let Some(p) = &q.params {
+            request.insert("params".into(), p.clone());
+        }
+        requests.insert(input_key(n), Value::Object(request));
     }
     let result = json!({
         "resultType": "input_required",
-        "inputRequests": {INPUT_KEY: Value::Object(request)},
+        "inputRequests": requests,
         "requestState": state,
     });
     jsonrpc::response_bytes_from_json(id, result.to_string().as_bytes())
@@ -155,37 +200,48 @@ fn input_required(id: &RequestId, method: &str, params: Option<Value>, state: &s
 
 /// Phase: the upstream asked the (modern) client something before answering.
 /// Answers the client with -32021 or an `InputRequiredResult`, holding the call.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn bridge(
     gw: &Arc<Gateway>,
     caps: &Map<String, Value>,
     id: &RequestId,
     digest: String,
     mut call: Call,
-    method: String,
-    params: Option<Value>,
-    responder: Responder,
+    first: Question,
     answer: Answer,
 ) -> Response<Body> {
-    if let Some(cap) = required_capability(&method) {
-        if !caps.contains_key(cap) {
-            responder
-                .refuse(
-                    ErrorCode::MISSING_CLIENT_CAPABILITY.0,
-                    &format!("the client did not declare `{cap}`"),
-                )
-                .await;
-            call.cancel("the client lacks a required capability").await;
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                Some(id),
-                &RpcError::new(
-                    ErrorCode::MISSING_CLIENT_CAPABILITY,
-                    format!("This request needs the client capability `{cap}` ({method}); declare it in _meta clientCapabilities"),
-                )
-                .with_data(json!({"requiredCapabilities": {cap: {}}})),
-            );
+    let (questions, outcome) = gather(&mut call, first).await;
+    if let Some(outcome) = outcome {
+        // The upstream answered without waiting for its questions.
+        refuse_all(questions, -32603, "the call already ended").await;
+        return json_response(StatusCode::OK, answer(outcome).await, None);
+    }
+    let mut missing = Map::new();
+    for q in &questions {
+        if let Some(cap) = required_capability(&q.method) {
+            if !caps.contains_key(cap) {
+                missing.insert(cap.to_string(), json!({}));
+            }
         }
+    }
+    if !missing.is_empty() {
+        let names: Vec<&str> = missing.keys().map(String::as_str).collect();
+        let message = format!(
+            "This request needs the client capabilities {}; declare them in _meta clientCapabilities",
+            names.join(", ")
+        );
+        refuse_all(
+            questions,
+            ErrorCode::MISSING_CLIENT_CAPABILITY.0,
+            "the client lacks a required capability",
+        )
+        .await;
+        call.cancel("the client lacks a required capability").await;
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Some(id),
+            &RpcError::new(ErrorCode::MISSING_CLIENT_CAPABILITY, message)
+                .with_data(json!({"requiredCapabilities": missing})),
+        );
     }
     let full = gw
         .held
@@ -195,9 +251,12 @@ pub(crate) async fn bridge(
         .len()
         >= MAX_HELD_CALLS;
     if full {
-        responder
-            .refuse(-32603, "too many calls are waiting for client input")
-            .await;
+        refuse_all(
+            questions,
+            -32603,
+            "too many calls are waiting for client input",
+        )
+        .await;
         call.cancel("too many held calls").await;
         return rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -214,14 +273,12 @@ pub(crate) async fn bridge(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(state_id.clone(), tx);
+    let bytes = input_required(id, &questions, &state);
+    let responders = questions.into_iter().map(|q| q.responder).collect();
     let g = gw.clone();
     gw.tasks
-        .spawn(hold(g, call, responder, rx, state_id, digest, answer));
-    json_response(
-        StatusCode::OK,
-        input_required(id, &method, params, &state),
-        None,
-    )
+        .spawn(hold(g, call, responders, rx, state_id, digest, answer));
+    json_response(StatusCode::OK, bytes, None)
 }
 
 /// Builds (and audits) the final response bytes from the call's outcome.
@@ -236,7 +293,7 @@ pub(crate) type Answer = Box<
 async fn hold(
     gw: Arc<Gateway>,
     mut call: Call,
-    mut responder: Responder,
+    mut responders: Vec<Responder>,
     mut rx: oneshot::Receiver<Resume>,
     mut state_id: String,
     digest: String,
@@ -258,57 +315,66 @@ async fn hold(
                 .await;
             return;
         };
-        match resume.responses.get(INPUT_KEY) {
-            Some(v) => {
-                let raw = RawValue::from_string(v.to_string())
-                    .unwrap_or_else(|_| RawValue::NULL.to_owned());
-                responder.respond(Ok(raw)).await;
-            }
-            None => {
-                responder
-                    .refuse(
-                        -32602,
-                        "the client's retry carried no response for the input request",
-                    )
-                    .await
+        for (n, responder) in responders.drain(..).enumerate() {
+            match resume.responses.get(&input_key(n)) {
+                Some(v) => {
+                    let raw = RawValue::from_string(v.to_string())
+                        .unwrap_or_else(|_| RawValue::NULL.to_owned());
+                    responder.respond(Ok(raw)).await;
+                }
+                None => {
+                    responder
+                        .refuse(
+                            -32602,
+                            "the client's retry carried no response for this input request",
+                        )
+                        .await
+                }
             }
         }
-        // Drive the call on: its outcome, or the next question.
-        loop {
+        // Drive the call on: its outcome, or the next round of questions.
+        let (questions, outcome) = loop {
             match call.next().await {
                 CallEvent::Notification(_) => continue,
-                CallEvent::Done(outcome) => {
-                    let bytes = answer(outcome).await;
-                    let _ = resume.reply.send(json_response(
-                        StatusCode::OK,
-                        retag(&bytes, &resume.id),
-                        None,
-                    ));
-                    return;
-                }
+                CallEvent::Done(outcome) => break (Vec::new(), Some(outcome)),
                 CallEvent::Request {
                     method,
                     params,
-                    responder: next,
+                    responder,
                 } => {
-                    let (id, state) = gw.held.mint(&digest);
-                    let (tx, new_rx) = oneshot::channel();
-                    gw.held
-                        .calls
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(id.clone(), tx);
-                    let bytes = input_required(&resume.id, &method, params, &state);
-                    let _ = resume
-                        .reply
-                        .send(json_response(StatusCode::OK, bytes, None));
-                    responder = next;
-                    rx = new_rx;
-                    state_id = id;
-                    break;
+                    let first = Question {
+                        method,
+                        params,
+                        responder,
+                    };
+                    break gather(&mut call, first).await;
                 }
             }
+        };
+        if let Some(outcome) = outcome {
+            refuse_all(questions, -32603, "the call already ended").await;
+            let bytes = answer(outcome).await;
+            let _ = resume.reply.send(json_response(
+                StatusCode::OK,
+                retag(&bytes, &resume.id),
+                None,
+            ));
+            return;
         }
+        let (id, state) = gw.held.mint(&digest);
+        let (tx, new_rx) = oneshot::channel();
+        gw.held
+            .calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), tx);
+        let bytes = input_required(&resume.id, &questions, &state);
+        let _ = resume
+            .reply
+            .send(json_response(StatusCode::OK, bytes, None));
+        responders = questions.into_iter().map(|q| q.responder).collect();
+        rx = new_rx;
+        state_id = id;
     }
 }
 
