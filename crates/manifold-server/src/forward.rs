@@ -241,6 +241,7 @@ pub(crate) async fn dispatch(
         return refuse(gw, obs, &id, e.to_rpc_error()).await;
     }
     obs.dispatched(gw, upstream.name());
+    tracing::debug!(upstream = %upstream.name(), %method, "forwarding");
     let cancel = session.begin_call(id.clone());
     let call = match upstream.call(method, Some(params), headers).await {
         Ok(c) => c,
