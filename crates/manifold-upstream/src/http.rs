@@ -289,6 +289,16 @@ async fn run_call(
     }
     read_reply(session, l, resp, id).await.map_err(|e| match e {
         ReplyError::Upstream(e) => e,
+        // Credentials are the operator's to fix (`headers` in the config), not a
+        // protocol fault of the upstream.
+        ReplyError::Status(code, _)
+            if code == StatusCode::UNAUTHORIZED || code == StatusCode::FORBIDDEN =>
+        {
+            UpstreamError::unavailable(
+                &name,
+                format!("authorization required (HTTP {code}); check the upstream's `headers` in the configuration"),
+            )
+        }
         ReplyError::Status(code, body) => UpstreamError::protocol(
             &name,
             format!(

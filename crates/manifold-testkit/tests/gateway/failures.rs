@@ -297,3 +297,44 @@ async fn a_dead_http_upstream_leaves_and_comes_back_when_restarted() -> Result<(
     })
     .await
 }
+
+#[tokio::test]
+async fn an_upstream_answering_401_is_reported_as_needing_authorization() -> Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    bounded(async {
+        // A bounded fake upstream: answers the first few requests with 401.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let server = tokio::spawn(async move {
+            for _ in 0..8 {
+                let Ok((mut s, _)) = listener.accept().await else { return };
+                let mut buf = vec![0u8; 16 * 1024];
+                let _ = s.read(&mut buf).await;
+                let body = r#"{"error":"invalid_token"}"#;
+                let reply = format!(
+                    "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\nwww-authenticate: Bearer\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(reply.as_bytes()).await;
+            }
+        });
+        let f = Setup {
+            extra: format!("[upstreams.locked]\nurl = \"http://{addr}/mcp\"\n"),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let up =
+            f.gw.gateway()
+                .upstreams()
+                .iter()
+                .find(|u| &**u.name() == "locked")
+                .ok_or_else(|| anyhow!("no upstream locked"))?;
+        let status = up.status();
+        let err = status.last_error.unwrap_or_default();
+        assert!(err.contains("authorization required (HTTP 401"), "{err}");
+        server.abort();
+        Ok(())
+    })
+    .await
+}
