@@ -155,17 +155,13 @@ pub(crate) async fn forward(
         return refuse(gw, obs, &id, e).await;
     };
     obs.name = Some(name.clone());
-    let resolved = {
-        let catalog = gw.catalog.load();
-        match catalog.list(kind).get(&name) {
-            Some(entry) => gw
-                .by_name
-                .get(&entry.upstream)
-                .cloned()
-                .map(|u| (u, entry.clone())),
-            None => None,
-        }
-    };
+    // An `Arc` of the snapshot (not a guard): the entry is borrowed from it, and
+    // nothing of it is copied but the names the upstream needs.
+    let catalog = gw.catalog.load_full();
+    let resolved = catalog
+        .list(kind)
+        .get(&name)
+        .and_then(|entry| Some((gw.by_name.get(&entry.upstream)?.clone(), entry)));
     let Some((upstream, entry)) = resolved else {
         return refuse(gw, obs, &id, unknown(kind, &name)).await;
     };
@@ -258,17 +254,19 @@ pub(crate) async fn dispatch(
     // the call to a background drain instead of cancelling it.
     let mut pending = Pending {
         call: Some(call),
-        gw: gw.clone(),
-        session: session.clone(),
-        upstream: upstream.name().clone(),
-        id,
-        failures,
         cancel,
-        obs: Some(obs),
+        a: Answering {
+            gw: gw.clone(),
+            session: session.clone(),
+            upstream: upstream.name().clone(),
+            id,
+            failures,
+            obs: Some(obs),
+        },
     };
     // Phase: relay back.
     let Some(first) = pending.next().await else {
-        return cancelled_response(&pending.id, accepts_sse);
+        return cancelled_response(&pending.a.id, accepts_sse);
     };
     // A modern client cannot be sent a request: bridge it (MRTR).
     let first = match first {
@@ -309,7 +307,7 @@ pub(crate) async fn dispatch(
                     CallEvent::Notification(_) => {}
                 }
                 let Some(next) = pending.next().await else {
-                    return cancelled_response(&pending.id, accepts_sse);
+                    return cancelled_response(&pending.a.id, accepts_sse);
                 };
                 ev = next;
             }
@@ -340,39 +338,59 @@ fn cancelled_response(id: &RequestId, accepts_sse: bool) -> Response<Body> {
 struct Pending {
     /// `None` once the call has finished or moved to a pump.
     call: Option<Call>,
+    cancel: CancellationToken,
+    a: Answering,
+}
+
+/// Who gets a call's answer and how it is counted: what the handler, a pump and
+/// the MRTR bridge share.
+struct Answering {
     gw: Arc<Gateway>,
     session: Arc<DownSession>,
     upstream: Arc<str>,
     id: RequestId,
     failures: Failures,
-    cancel: CancellationToken,
     /// Metrics and audit for this request; taken when it is answered.
     obs: Option<Observed>,
 }
 
-/// Counts and audits an answer, then returns it. The response waits for its
-/// audit record (the writer back-pressures; with `fsync = "always"` the record is
-/// on disk first). A record that cannot be written is logged; the response still
-/// goes out, because the upstream already acted on the call.
-async fn answer(
-    gw: &Arc<Gateway>,
-    session: &DownSession,
-    upstream: &Arc<str>,
-    id: &RequestId,
-    failures: Failures,
-    obs: &mut Option<Observed>,
-    outcome: CallOutcome,
-) -> Vec<u8> {
-    let audit_outcome = crate::observe::outcome_of(&outcome);
-    let bytes = outcome_bytes(gw, upstream, id, failures, session.modern, outcome);
-    finish(gw, obs, audit_outcome, bytes.len()).await;
-    bytes
-}
+impl Answering {
+    /// Counts and audits an answer, then returns it. The response waits for its
+    /// audit record (the writer back-pressures; with `fsync = "always"` the record
+    /// is on disk first). A record that cannot be written is logged; the response
+    /// still goes out, because the upstream already acted on the call.
+    async fn answer(&mut self, outcome: CallOutcome) -> Vec<u8> {
+        let audit_outcome = crate::observe::outcome_of(&outcome);
+        let modern = self.session.modern;
+        let bytes = outcome_bytes(
+            &self.gw,
+            &self.upstream,
+            &self.id,
+            self.failures,
+            modern,
+            outcome,
+        );
+        self.finish(audit_outcome, bytes.len()).await;
+        bytes
+    }
 
-async fn finish(gw: &Gateway, obs: &mut Option<Observed>, outcome: Outcome, bytes: usize) {
-    if let Some(o) = obs.take() {
-        if let Err(e) = o.finish(gw, outcome, bytes).await {
-            tracing::error!(error = %e, "audit record not written");
+    async fn finish(&mut self, outcome: Outcome, bytes: usize) {
+        if let Some(o) = self.obs.take() {
+            if let Err(e) = o.finish(&self.gw, outcome, bytes).await {
+                tracing::error!(error = %e, "audit record not written");
+            }
+        }
+    }
+
+    /// A copy that takes over the audit record (which is written once).
+    fn hand_over(&mut self) -> Answering {
+        Answering {
+            gw: self.gw.clone(),
+            session: self.session.clone(),
+            upstream: self.upstream.clone(),
+            id: self.id.clone(),
+            failures: self.failures,
+            obs: self.obs.take(),
         }
     }
 }
@@ -387,23 +405,14 @@ impl Pending {
             _ = self.cancel.cancelled() => {
                 call.cancel("cancelled by the client").await;
                 self.finished();
-                finish(&self.gw, &mut self.obs, Outcome::Cancelled, 0).await;
+                self.a.finish(Outcome::Cancelled, 0).await;
                 None
             }
         }
     }
 
     async fn answer(&mut self, outcome: CallOutcome) -> Vec<u8> {
-        answer(
-            &self.gw,
-            &self.session,
-            &self.upstream,
-            &self.id,
-            self.failures,
-            &mut self.obs,
-            outcome,
-        )
-        .await
+        self.a.answer(outcome).await
     }
 
     /// Hands the call to the MRTR bridge, which answers it with an
@@ -415,32 +424,22 @@ impl Pending {
         responder: manifold_upstream::Responder,
     ) -> Response<Body> {
         let Some(call) = self.call.take() else {
-            return cancelled_response(&self.id, false);
+            return cancelled_response(&self.a.id, false);
         };
-        self.session.end_call(&self.id);
-        let (gw, session, upstream, id, failures) = (
-            self.gw.clone(),
-            self.session.clone(),
-            self.upstream.clone(),
-            self.id.clone(),
-            self.failures,
-        );
-        let mut obs = self.obs.take();
-        let answer: crate::mrtr::Answer = Box::new(move |outcome| {
-            Box::pin(async move {
-                answer(&gw, &session, &upstream, &id, failures, &mut obs, outcome).await
-            })
-        });
+        self.a.session.end_call(&self.a.id);
+        let mut a = self.a.hand_over();
+        let answer: crate::mrtr::Answer =
+            Box::new(move |outcome| Box::pin(async move { a.answer(outcome).await }));
         let first = crate::mrtr::Question {
             method,
             params,
             responder,
         };
         crate::mrtr::bridge(
-            &self.gw,
-            &self.session.capabilities,
-            &self.id,
-            self.session.request_digest.clone(),
+            &self.a.gw,
+            &self.a.session.capabilities,
+            &self.a.id,
+            self.a.session.request_digest.clone(),
             call,
             first,
             answer,
@@ -451,7 +450,7 @@ impl Pending {
     /// The call is over: the session forgets it.
     fn finished(&mut self) {
         self.call = None;
-        self.session.end_call(&self.id);
+        self.a.session.end_call(&self.a.id);
     }
 
     /// Moves the call to a pump that relays it onto `tx`, starting with `first`.
@@ -469,19 +468,15 @@ impl Pending {
         gone: bool,
     ) {
         let pump = Pump {
-            gw: self.gw.clone(),
-            session: self.session.clone(),
-            upstream: self.upstream.clone(),
-            id: self.id.clone(),
-            failures: self.failures,
-            obs: self.obs.take(),
+            a: self.a.hand_over(),
             tx,
             minted: Vec::new(),
             gone,
         };
-        let (cancel, shutdown) = (self.cancel.clone(), self.gw.shutdown.clone());
+        let (cancel, shutdown) = (self.cancel.clone(), self.a.gw.shutdown.clone());
         use tracing::Instrument;
-        self.gw
+        self.a
+            .gw
             .tasks
             .spawn(pump.run(call, first, cancel, shutdown).in_current_span());
     }
@@ -499,12 +494,7 @@ impl Drop for Pending {
 
 /// Relays a call's events onto its SSE response until the outcome.
 struct Pump {
-    gw: Arc<Gateway>,
-    session: Arc<DownSession>,
-    upstream: Arc<str>,
-    id: RequestId,
-    failures: Failures,
-    obs: Option<Observed>,
+    a: Answering,
     tx: mpsc::Sender<Bytes>,
     /// Ids of server→client requests minted on this stream, forgotten at the end.
     minted: Vec<String>,
@@ -523,10 +513,10 @@ impl Pump {
     ) {
         let mut next = first;
         loop {
-            if self.gone && self.session.modern {
+            if self.gone && self.a.session.modern {
                 // 2026-07-28: closing the response stream cancels the request.
                 call.cancel("the client closed the response stream").await;
-                finish(&self.gw, &mut self.obs, Outcome::Cancelled, 0).await;
+                self.a.finish(Outcome::Cancelled, 0).await;
                 break;
             }
             let ev = match next.take() {
@@ -536,19 +526,19 @@ impl Pump {
                     _ = cancel.cancelled() => {
                         // No response for a cancelled request: the stream just ends.
                         call.cancel("cancelled by the client").await;
-                        finish(&self.gw, &mut self.obs, Outcome::Cancelled, 0).await;
+                        self.a.finish(Outcome::Cancelled, 0).await;
                         break;
                     }
                     _ = shutdown.cancelled() => {
                         call.cancel("the gateway is shutting down").await;
-                        finish(&self.gw, &mut self.obs, Outcome::Cancelled, 0).await;
+                        self.a.finish(Outcome::Cancelled, 0).await;
                         break;
                     }
                 },
             };
             match ev {
                 CallEvent::Done(outcome) => {
-                    let bytes = self.answer(outcome).await;
+                    let bytes = self.a.answer(outcome).await;
                     if !self.gone {
                         let _ = self.tx.send(sse_message(&bytes)).await;
                     }
@@ -557,30 +547,15 @@ impl Pump {
                 other => {
                     if !self.relay(other).await && !self.gone {
                         self.gone = true;
-                        tracing::debug!(request = %self.id, "the client disconnected; the call runs on upstream");
+                        tracing::debug!(request = %self.a.id, "the client disconnected; the call runs on upstream");
                     }
                 }
             }
         }
-        self.session.end_call(&self.id);
+        self.a.session.end_call(&self.a.id);
         for id in &self.minted {
-            if let Some(r) = self.session.forget_pending(id) {
-                drop(r);
-            }
+            self.a.session.forget_pending(id);
         }
-    }
-
-    async fn answer(&mut self, outcome: CallOutcome) -> Vec<u8> {
-        answer(
-            &self.gw,
-            &self.session,
-            &self.upstream,
-            &self.id,
-            self.failures,
-            &mut self.obs,
-            outcome,
-        )
-        .await
     }
 
     /// Sends one event to the client; false when the client is gone.
@@ -601,7 +576,7 @@ impl Pump {
         }
         match ev {
             CallEvent::Notification(mut msg) => {
-                if !crate::logging::for_client(&self.session, &self.upstream, &mut msg) {
+                if !crate::logging::for_client(&self.a.session, &self.a.upstream, &mut msg) {
                     return true;
                 }
                 let bytes = serde_json::to_vec(&Value::Object(msg)).unwrap_or_default();
@@ -612,22 +587,24 @@ impl Pump {
                 params,
                 responder,
             } => {
-                if self.session.modern {
-                    // 2026-07-28 servers never send requests (MRTR replaced them).
+                if self.a.session.modern {
+                    // 2026-07-28 servers never send requests (MRTR replaced them);
+                    // once the response streams, it is too late for an
+                    // InputRequiredResult.
                     responder
-                        .refuse(-32601, &format!("{method} cannot reach a 2026-07-28 client: Manifold does not bridge it to an InputRequiredResult yet"))
+                        .refuse(-32601, &format!("{method} cannot reach a 2026-07-28 client after its response started streaming"))
                         .await;
                     return true;
                 }
                 if let Some(cap) = required_capability(&method) {
-                    if !self.session.has_capability(cap) {
+                    if !self.a.session.has_capability(cap) {
                         responder
                             .refuse(-32601, &format!("the client did not declare the `{cap}` capability, so {method} cannot be relayed"))
                             .await;
                         return true;
                     }
                 }
-                let down_id = match self.session.add_pending(responder) {
+                let down_id = match self.a.session.add_pending(responder) {
                     Ok(id) => id,
                     Err(responder) => {
                         responder

@@ -37,6 +37,7 @@ use tokio::sync::mpsc;
 
 use crate::body::{sse_message, Body};
 use crate::http::{json_response, rpc_error, sse_response};
+use crate::pipeline::header;
 use crate::session::DownSession;
 use crate::Gateway;
 
@@ -107,13 +108,6 @@ pub(crate) fn with_result_type(raw: &str) -> Cow<'_, str> {
         ","
     };
     Cow::Owned(format!("{{\"resultType\":\"complete\"{sep}{rest}"))
-}
-
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
 }
 
 fn bad(id: &RequestId, code: ErrorCode, message: String) -> Response<Body> {

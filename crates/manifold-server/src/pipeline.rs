@@ -21,8 +21,12 @@ use crate::Gateway;
 pub const SERVER_NAME: &str = "manifold";
 pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
+/// A header's value, without optional whitespace; `None` if absent or not text.
+pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
 }
 
 /// Phase: find the session a request belongs to. 400 without an id, 404 for an
@@ -56,7 +60,7 @@ fn session_of(gw: &Gateway, headers: &HeaderMap) -> Result<Arc<DownSession>, Res
 /// header is accepted (the spec: assume the negotiated or 2025-03-26 revision).
 fn check_protocol_header(headers: &HeaderMap) -> Result<(), Response<Body>> {
     match header(headers, m::HEADER_PROTOCOL_VERSION) {
-        Some(v) if !version::is_supported_legacy(v.trim()) => Err(rpc_error(
+        Some(v) if !version::is_supported_legacy(v) => Err(rpc_error(
             StatusCode::BAD_REQUEST,
             None,
             &RpcError::invalid_request(format!(

@@ -559,18 +559,8 @@ fn get_prompt(params: &Map<String, Value>) -> Result<Value, RpcError> {
 }
 
 fn set_log_level(server: &DemoServer, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    const LEVELS: &[&str] = &[
-        "debug",
-        "info",
-        "notice",
-        "warning",
-        "error",
-        "critical",
-        "alert",
-        "emergency",
-    ];
     match params.get("level").and_then(Value::as_str) {
-        Some(level) if LEVELS.contains(&level) => {
+        Some(level) if manifold_server::LOG_LEVELS.contains(&level) => {
             *lock(&server.log_level) = Some(level.to_string());
             Ok(json!({}))
         }
