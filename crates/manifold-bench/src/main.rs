@@ -56,7 +56,11 @@ impl Drop for Kill {
             .arg("-TERM")
             .arg(self.0.id().to_string())
             .status();
-        std::thread::sleep(Duration::from_millis(300));
+        // A graceful stop first (bounded), then SIGKILL.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline && matches!(self.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }

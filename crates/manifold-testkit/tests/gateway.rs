@@ -158,3 +158,30 @@ pub(crate) fn ok_text(reply: &Reply) -> Result<String> {
     }
     Ok(text_of(result)?.to_owned())
 }
+
+/// Requests in flight from the gateway to upstream `name`.
+pub(crate) fn in_flight(f: &Fixture, name: &str) -> Result<usize> {
+    f.gw.gateway()
+        .upstreams()
+        .iter()
+        .find(|u| &**u.name() == name)
+        .map(|u| u.in_flight())
+        .ok_or_else(|| anyhow!("no upstream {name}"))
+}
+
+/// Waits (at most `limit`) until upstream `name` has exactly `n` requests in flight.
+pub(crate) async fn until_in_flight(
+    f: &Fixture,
+    name: &str,
+    n: usize,
+    limit: Duration,
+) -> Result<()> {
+    let deadline = std::time::Instant::now() + limit;
+    while in_flight(f, name)? != n {
+        if std::time::Instant::now() > deadline {
+            anyhow::bail!("{name}: not {n} in flight after {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}

@@ -264,16 +264,15 @@ async fn a_cancellation_from_another_session_does_not_touch_the_call() -> Result
                     async move { a.request_with_id(json!("same"), "tools/call", params).await },
                 )
             };
-            for _ in 0..5 {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                let ack = b
-                    .notify(
-                        "notifications/cancelled",
-                        json!({"requestId": "same", "reason": "not yours"}),
-                    )
-                    .await?;
-                assert_eq!(ack.status, http::StatusCode::ACCEPTED);
-            }
+            // Once `a`'s call is in flight, `b` names the same id.
+            crate::until_in_flight(&f, upstream, 1, std::time::Duration::from_secs(5)).await?;
+            let ack = b
+                .notify(
+                    "notifications/cancelled",
+                    json!({"requestId": "same", "reason": "not yours"}),
+                )
+                .await?;
+            assert_eq!(ack.status, http::StatusCode::ACCEPTED);
             let reply = call.await??;
             assert_eq!(ok_text(&reply)?, "slept", "{upstream}");
         }

@@ -9,28 +9,11 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Result};
 use serde_json::json;
 
-use crate::{bounded, fixture, ok_text, Fixture};
-
-/// Requests in flight from the gateway to upstream `name`.
-fn in_flight(f: &Fixture, name: &str) -> Result<usize> {
-    f.gw.gateway()
-        .upstreams()
-        .iter()
-        .find(|u| &**u.name() == name)
-        .map(|u| u.in_flight())
-        .ok_or_else(|| anyhow!("no upstream {name}"))
-}
+use crate::{bounded, fixture, in_flight, ok_text, until_in_flight, Fixture};
 
 /// Waits (at most `limit`) until upstream `name` has nothing in flight.
 async fn drained(f: &Fixture, name: &str, limit: Duration) -> Result<()> {
-    let deadline = Instant::now() + limit;
-    while in_flight(f, name)? != 0 {
-        if Instant::now() > deadline {
-            anyhow::bail!("{name}: still in flight after {limit:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
+    until_in_flight(f, name, 0, limit).await
 }
 
 #[tokio::test]
@@ -39,6 +22,7 @@ async fn a_disconnect_while_waiting_is_not_a_cancellation() -> Result<()> {
         let f = fixture().await?;
         let client = f.session().await?;
         for upstream in ["local", "remote"] {
+            let started = Instant::now();
             let call = {
                 let client = client.clone();
                 tokio::spawn(async move {
@@ -47,25 +31,23 @@ async fn a_disconnect_while_waiting_is_not_a_cancellation() -> Result<()> {
                         .await
                 })
             };
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while in_flight(&f, upstream)? != 1 {
-                assert!(
-                    Instant::now() < deadline,
-                    "{upstream}: the call never started"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            until_in_flight(&f, upstream, 1, Duration::from_secs(5)).await?;
             // Drop the request: the client's connection closes.
             call.abort();
             let _ = call.await;
-            tokio::time::sleep(Duration::from_millis(500)).await;
             assert_eq!(
                 in_flight(&f, upstream)?,
                 1,
                 "{upstream}: the disconnect cancelled the upstream call"
             );
-            // The call runs to completion upstream.
+            // The call runs to completion upstream: it leaves no earlier than its
+            // 3 s sleep ends (a cancellation would end it at once).
             drained(&f, upstream, Duration::from_secs(6)).await?;
+            assert!(
+                started.elapsed() >= Duration::from_millis(2500),
+                "{upstream}: the call ended after {:?}, before its natural end",
+                started.elapsed()
+            );
         }
         Ok(())
     })
@@ -78,6 +60,7 @@ async fn a_disconnect_from_a_streamed_reply_is_not_a_cancellation() -> Result<()
         let f = fixture().await?;
         let client = f.session().await?;
         for upstream in ["local", "remote"] {
+            let started = Instant::now();
             let mut stream = client
                 .request_streaming(
                     "tools/call",
@@ -89,13 +72,18 @@ async fn a_disconnect_from_a_streamed_reply_is_not_a_cancellation() -> Result<()
             let first = stream.expect_next().await?;
             assert_eq!(first["method"], "notifications/progress", "{first}");
             drop(stream);
-            tokio::time::sleep(Duration::from_millis(500)).await;
             assert_eq!(
                 in_flight(&f, upstream)?,
                 1,
                 "{upstream}: the disconnect cancelled the upstream call"
             );
+            // 40 steps of 50 ms: the call leaves no earlier than about 2 s.
             drained(&f, upstream, Duration::from_secs(6)).await?;
+            assert!(
+                started.elapsed() >= Duration::from_millis(1500),
+                "{upstream}: the call ended after {:?}, before its natural end",
+                started.elapsed()
+            );
         }
         Ok(())
     })
@@ -176,17 +164,9 @@ async fn a_cancellation_after_a_disconnect_still_reaches_the_upstream() -> Resul
                     json!({"name": format!("{upstream}__sleep"), "arguments": {"ms": 20000}});
                 tokio::spawn(async move { client.request_with_id(id, "tools/call", params).await })
             };
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while in_flight(&f, upstream)? != 1 {
-                assert!(
-                    Instant::now() < deadline,
-                    "{upstream}: the call never started"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            until_in_flight(&f, upstream, 1, Duration::from_secs(5)).await?;
             call.abort();
             let _ = call.await;
-            tokio::time::sleep(Duration::from_millis(200)).await;
             assert_eq!(in_flight(&f, upstream)?, 1, "{upstream}");
             client
                 .notify("notifications/cancelled", json!({"requestId": id}))

@@ -8,7 +8,10 @@ use http::StatusCode;
 use manifold_testkit::harness::{DemoHttp, McpClient};
 use serde_json::{json, Value};
 
-use crate::{bounded, expected_names, fixture, names_of, ok_text, text_of, Setup, DEMO_TOOLS};
+use crate::{
+    bounded, expected_names, fixture, names_of, ok_text, text_of, until_in_flight, Setup,
+    DEMO_TOOLS,
+};
 
 fn count_with_prefix(names: &[String], prefix: &str) -> usize {
     names.iter().filter(|n| n.starts_with(prefix)).count()
@@ -135,7 +138,8 @@ async fn a_crash_fails_calls_in_flight_and_announces_list_changed() -> Result<()
                 async move { client.call_tool("local__sleep", json!({"ms": 10000})).await },
             )
         };
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // The sleeper must be in flight when the crash comes.
+        until_in_flight(&f, "local", 1, Duration::from_secs(5)).await?;
         let started = Instant::now();
         let reply = client.call_tool("local__crash", json!({})).await?;
         assert_eq!(reply.result()?["isError"], true, "{reply}");
