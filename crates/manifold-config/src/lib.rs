@@ -16,7 +16,7 @@ mod validate;
 pub use model::*;
 pub use validate::{
     is_valid_upstream_name, Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode,
-    ServerConfig, Transport, UpstreamConfig,
+    ServerConfig, Transport, UpstreamConfig, UpstreamProtocol,
 };
 
 use figment::providers::{Env, Format, Serialized, Toml};

@@ -249,6 +249,10 @@ pub struct UpstreamSection {
     /// Which of the upstream's prompts are exposed (globs over its own prompt names).
     #[serde(default)]
     pub prompts: FilterSection,
+    /// Which protocol era to speak to it: `auto` (default: probe with
+    /// `server/discover`, fall back to `initialize`), `legacy` (`initialize` only,
+    /// 2025-11-25 and older) or `2026-07-28` (stateless only; no fallback).
+    pub protocol: Option<String>,
 }
 
 /// `allow` / `deny` glob lists (`*` any run, `?` one character). An item is exposed

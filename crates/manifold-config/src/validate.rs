@@ -86,6 +86,21 @@ pub struct UpstreamConfig {
     pub tools: Filter,
     /// `prompts.allow` / `prompts.deny` globs.
     pub prompts: Filter,
+    /// The protocol era spoken to this upstream.
+    pub protocol: UpstreamProtocol,
+}
+
+/// `upstreams.<name>.protocol`: which era Manifold speaks to an upstream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UpstreamProtocol {
+    /// Probe with `server/discover`; any answer that is not a 2026-07-28 discover
+    /// result falls back to `initialize`.
+    #[default]
+    Auto,
+    /// `initialize` only (2025-11-25 and older).
+    Legacy,
+    /// 2026-07-28 only: a failed probe is a failed start.
+    Modern,
 }
 
 /// Validated `allow` / `deny` globs.
@@ -324,7 +339,18 @@ pub(crate) fn validate(
                 deny: f.deny.clone(),
             })
         };
+        let protocol = match u.protocol.as_deref() {
+            None | Some("auto") => UpstreamProtocol::Auto,
+            Some("legacy") => UpstreamProtocol::Legacy,
+            Some("2026-07-28") => UpstreamProtocol::Modern,
+            Some(other) => {
+                return Err(format!(
+                    "key `{key}.protocol`: `{other}` is not one of \"auto\", \"legacy\", \"2026-07-28\""
+                ))
+            }
+        };
         upstreams.push(UpstreamConfig {
+            protocol,
             tools: filter("tools", &u.tools)?,
             prompts: filter("prompts", &u.prompts)?,
             name,

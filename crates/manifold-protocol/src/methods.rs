@@ -34,3 +34,15 @@ pub const HEADER_LAST_EVENT_ID: &str = "last-event-id";
 
 pub const CONTENT_TYPE_JSON: &str = "application/json";
 pub const CONTENT_TYPE_SSE: &str = "text/event-stream";
+
+/// Reserved `_meta` keys of the 2026-07-28 revision.
+pub mod meta {
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// The prefix every reserved key of this revision shares.
+    pub const RESERVED_PREFIX: &str = "io.modelcontextprotocol/";
+}

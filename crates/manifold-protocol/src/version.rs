@@ -3,6 +3,16 @@
 /// Stateful-era revisions Manifold serves downstream, newest first.
 pub const LEGACY_SUPPORTED: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
+/// Stateless-era revisions Manifold speaks (downstream and upstream), newest first.
+pub const MODERN_SUPPORTED: &[&str] = &["2026-07-28"];
+
+/// The stateless revision Manifold asks modern upstreams for.
+pub const LATEST_MODERN: &str = "2026-07-28";
+
+pub fn is_supported_modern(v: &str) -> bool {
+    MODERN_SUPPORTED.contains(&v)
+}
+
 /// The revision Manifold answers when a client asks for one it does not know.
 pub const LATEST_LEGACY: &str = "2025-11-25";
 

@@ -239,7 +239,13 @@ pub(crate) async fn dispatch(
     obs.dispatched(gw, upstream.name());
     tracing::debug!(upstream = %upstream.name(), %method, "forwarding");
     let cancel = session.begin_call(id.clone());
-    let call = match upstream.call(method, Some(params), headers).await {
+    // A modern upstream is told who the client is; a legacy client gets its
+    // InputRequiredResults as requests it understands.
+    let caller = upstream.is_modern().then(|| caller_of(session));
+    let call = match upstream
+        .call_as(method, Some(params), headers, caller.as_ref())
+        .await
+    {
         Ok(c) => c,
         Err(e) => {
             session.end_call(&id);
@@ -312,6 +318,22 @@ pub(crate) async fn dispatch(
                 ev = next;
             }
         }
+    }
+}
+
+/// What a modern upstream is told about the client a request is made for.
+fn caller_of(session: &DownSession) -> manifold_upstream::Caller {
+    let level = session.log_level();
+    manifold_upstream::Caller {
+        capabilities: session.capabilities.clone(),
+        log_level: (level != crate::logging::LEVEL_UNSET)
+            .then(|| {
+                crate::logging::LEVELS
+                    .get(level as usize)
+                    .map(|l| l.to_string())
+            })
+            .flatten(),
+        bridge_input: !session.modern,
     }
 }
 

@@ -66,9 +66,11 @@ pub(crate) async fn apply_to_upstreams(gw: &Arc<Gateway>) {
         .upstreams
         .iter()
         .filter(|u| {
+            // Modern upstreams have no logging/setLevel: each request carries
+            // its client's level in `_meta`.
             u.status()
                 .facts
-                .is_some_and(|f| f.capabilities.contains_key("logging"))
+                .is_some_and(|f| f.capabilities.contains_key("logging") && !f.is_modern())
         })
         .cloned()
         .collect();

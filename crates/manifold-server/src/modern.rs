@@ -40,20 +40,20 @@ use crate::http::{json_response, rpc_error, sse_response};
 use crate::pipeline::header;
 use crate::session::DownSession;
 use crate::Gateway;
+use manifold_upstream::Upstream;
 
 /// Revisions served statelessly.
-pub const MODERN_SUPPORTED: &[&str] = &["2026-07-28"];
+pub const MODERN_SUPPORTED: &[&str] = version::MODERN_SUPPORTED;
 /// How long clients may cache Manifold's lists and discovery result. The lists
 /// change only on `list_changed`, which listeners hear at once; the bound keeps a
 /// client that does not listen from holding a stale list for long.
 pub const LIST_TTL_MS: u64 = 60_000;
 
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
-const META_CLIENT: &str = "io.modelcontextprotocol/clientInfo";
-const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
-const META_SERVER: &str = "io.modelcontextprotocol/serverInfo";
+use m::meta::{
+    CLIENT_CAPABILITIES as META_CAPS, CLIENT_INFO as META_CLIENT, LOG_LEVEL as META_LOG_LEVEL,
+    PROTOCOL_VERSION as META_VERSION, SERVER_INFO as META_SERVER,
+    SUBSCRIPTION_ID as META_SUBSCRIPTION,
+};
 
 const LEGACY_ONLY: &[&str] = &[
     m::INITIALIZE,
@@ -371,11 +371,15 @@ pub(crate) async fn handle(
         }
         m::SUBSCRIPTIONS_LISTEN => listen(&gw, &id, &msg),
         m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ | m::COMPLETION_COMPLETE => {
-            // A retry with `requestState` resumes a call held for client input.
+            // A retry with `requestState` resumes a call held for client input,
+            // unless the target upstream is modern: then the state is its own and
+            // goes to it byte-exact.
             let empty = Map::new();
             let params = jsonrpc::params(&msg).unwrap_or(&empty);
-            if let Some(r) = crate::mrtr::resume(&gw, &id, method, params).await {
-                return r;
+            if !target(&gw, method, params).is_some_and(|u| u.is_modern()) {
+                if let Some(r) = crate::mrtr::resume(&gw, &id, method, params).await {
+                    return r;
+                }
             }
             // Forwarded calls: the legacy pipeline, with the stand-in session. The
             // `_meta` keys of this era are for Manifold, not the legacy upstream.
@@ -398,6 +402,20 @@ pub(crate) async fn handle(
             )
         }
     }
+}
+
+/// The upstream a `tools/call`, `prompts/get` or `resources/read` goes to.
+fn target(gw: &Gateway, method: &str, params: &Map<String, Value>) -> Option<Upstream> {
+    let name = |k: &str| params.get(k).and_then(Value::as_str);
+    let kind = match method {
+        m::TOOLS_CALL => manifold_catalog::Kind::Tools,
+        m::PROMPTS_GET => manifold_catalog::Kind::Prompts,
+        m::RESOURCES_READ => return crate::resources::owner(gw, name("uri")?),
+        _ => return None,
+    };
+    let catalog = gw.catalog.load();
+    let entry = catalog.list(kind).get(name("name")?)?;
+    gw.by_name.get(&entry.upstream).cloned()
 }
 
 /// The `server/discover` result.

@@ -210,7 +210,13 @@ pub(crate) async fn read(
 }
 
 /// Sends a request Manifold makes itself (subscribe, unsubscribe) and waits for it.
+/// A modern upstream has no such methods: the URI joins (or leaves) the
+/// `resourceSubscriptions` of Manifold's listen to it.
 async fn own_request(upstream: &Upstream, method: &str, uri: &str) -> Result<(), RpcError> {
+    if upstream.is_modern() {
+        upstream.watch_resource(uri, method == m::RESOURCES_SUBSCRIBE);
+        return Ok(());
+    }
     let mut params = Map::new();
     params.insert("uri".into(), Value::from(uri));
     let mut call = upstream

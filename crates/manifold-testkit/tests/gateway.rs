@@ -18,6 +18,8 @@ mod failures;
 mod lists;
 #[path = "gateway/modern.rs"]
 mod modern;
+#[path = "gateway/modern_upstream.rs"]
+mod modern_upstream;
 #[path = "gateway/observe.rs"]
 mod observe;
 #[path = "gateway/sampling.rs"]

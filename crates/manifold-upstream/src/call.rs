@@ -41,24 +41,56 @@ pub enum CallOutcome {
     Failed(UpstreamError),
 }
 
-/// Answers one server→client request back to the upstream that sent it, with that
-/// upstream's own id.
+/// Answers one server→client request: back to the upstream that sent it (with
+/// that upstream's own id), or, for a question bridged from a modern upstream's
+/// `InputRequiredResult`, into the call's next retry.
 #[derive(Debug)]
 pub struct Responder {
-    pub(crate) upstream_id: Value,
-    pub(crate) session: Arc<Session>,
+    pub(crate) to: AnswerTo,
+}
+
+#[derive(Debug)]
+pub(crate) enum AnswerTo {
+    Upstream {
+        upstream_id: Value,
+        session: Arc<Session>,
+    },
+    Retry {
+        key: String,
+        answers: mpsc::Sender<crate::bridge::Answer>,
+    },
 }
 
 impl Responder {
+    pub(crate) fn upstream(upstream_id: Value, session: Arc<Session>) -> Responder {
+        Responder {
+            to: AnswerTo::Upstream {
+                upstream_id,
+                session,
+            },
+        }
+    }
+
     /// Sends the client's answer (`{"result":…}` or `{"error":…}` member) upstream.
     pub async fn respond(self, outcome: Result<Box<RawValue>, Box<RawValue>>) {
-        let id = self.upstream_id.to_string();
-        let (member, raw) = match &outcome {
-            Ok(r) => ("result", r.get()),
-            Err(e) => ("error", e.get()),
-        };
-        let bytes = format!(r#"{{"jsonrpc":"2.0","id":{id},"{member}":{raw}}}"#);
-        self.session.send_message(bytes.into_bytes()).await;
+        match self.to {
+            AnswerTo::Upstream {
+                upstream_id,
+                session,
+            } => {
+                let id = upstream_id.to_string();
+                let (member, raw) = match &outcome {
+                    Ok(r) => ("result", r.get()),
+                    Err(e) => ("error", e.get()),
+                };
+                let bytes = format!(r#"{{"jsonrpc":"2.0","id":{id},"{member}":{raw}}}"#);
+                session.send_message(bytes.into_bytes()).await;
+            }
+            AnswerTo::Retry { key, answers } => {
+                // The channel holds one slot per question of the round.
+                let _ = answers.try_send((key, outcome));
+            }
+        }
     }
 
     /// Refuses the request with a JSON-RPC error.
@@ -74,6 +106,8 @@ pub(crate) type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = ()> 
 
 /// A request in flight.
 pub struct Call {
+    /// Set for a legacy caller's call to a modern upstream (see `bridge`).
+    pub(crate) bridge: Option<Box<crate::bridge::Bridge>>,
     /// HTTP: the POST and its reply, driven from [`Call::next`]; it ends once the
     /// outcome is dispatched. `None` for stdio, whose reader task serves all calls.
     pub(crate) driver: Option<Driver>,
@@ -90,6 +124,14 @@ impl Call {
     /// The next event; `Done` comes last and exactly once. After the deadline the
     /// call is cancelled upstream and ends with a timeout.
     pub async fn next(&mut self) -> CallEvent {
+        if self.bridge.is_none() {
+            return self.next_raw().await;
+        }
+        crate::bridge::next(self).await
+    }
+
+    /// The next event of the current exchange, as the upstream sent it.
+    pub(crate) async fn next_raw(&mut self) -> CallEvent {
         if self.finished {
             return CallEvent::Done(CallOutcome::Failed(UpstreamError::Cancelled {
                 upstream: self.session.router.upstream.to_string(),
@@ -116,16 +158,20 @@ impl Call {
                     if self.driver.is_some() => {
                     self.driver = None;
                 }
-                _ = tokio::time::sleep_until(self.deadline) => {
-                    self.cancel_upstream("timeout").await;
-                    self.finished = true;
-                    return CallEvent::Done(CallOutcome::Failed(UpstreamError::Timeout {
-                        upstream: self.session.router.upstream.to_string(),
-                        timeout: self.timeout,
-                    }));
-                }
+                _ = tokio::time::sleep_until(self.deadline) => return self.timed_out().await,
             }
         }
+    }
+
+    /// Ends the call at its deadline: cancelled upstream, a timeout for the caller.
+    pub(crate) async fn timed_out(&mut self) -> CallEvent {
+        self.cancel_upstream("timeout").await;
+        self.finished = true;
+        self.driver = None;
+        CallEvent::Done(CallOutcome::Failed(UpstreamError::Timeout {
+            upstream: self.session.router.upstream.to_string(),
+            timeout: self.timeout,
+        }))
     }
 
     fn lost(&self) -> CallOutcome {
@@ -178,6 +224,8 @@ impl Call {
             self.cancel_upstream(reason).await;
             self.finished = true;
         }
+        // Over stateless HTTP, closing the response stream is the cancellation.
+        self.driver = None;
     }
 
     /// Written over the session alone, not `&self`: the driver is not `Sync`, so a

@@ -1,4 +1,13 @@
-//! The `initialize` handshake and list fetching, the same over every transport.
+//! The era probe, the `initialize` handshake and list fetching, the same over
+//! every transport.
+//!
+//! Era: unless the config pins one, Manifold first sends `server/discover` the
+//! 2026-07-28 way (`_meta` and headers). Only a discover result that lists a
+//! stateless revision Manifold speaks makes the upstream modern; any other answer
+//! (an error of any code, an HTTP error, a result of another shape, silence for
+//! [`PROBE_TIMEOUT`](crate::PROBE_TIMEOUT)) falls back to `initialize`. A dual-era
+//! server commits a stdio connection to the era of its first answer, so nothing is
+//! sent after a successful probe but modern requests.
 //!
 //! Manifold declares to upstreams the client capabilities it can relay to the
 //! calling client (`sampling`, `elicitation`); a client that lacks one gets the
@@ -11,7 +20,117 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::supervisor::Session;
-use crate::{ServerFacts, UpstreamError};
+use crate::{ServerFacts, UpstreamError, UpstreamProtocol};
+use manifold_protocol::methods::{self as m, meta};
+use manifold_protocol::version;
+
+/// Finds the upstream's era (as configured, or probed) and sets the session up.
+pub(crate) async fn establish(
+    session: &Arc<Session>,
+    protocol: UpstreamProtocol,
+) -> Result<ServerFacts, UpstreamError> {
+    match protocol {
+        UpstreamProtocol::Legacy => initialize(session).await,
+        UpstreamProtocol::Modern => match probe(session).await? {
+            Ok(facts) => Ok(facts),
+            Err(why) => Err(UpstreamError::protocol(
+                &session.router.upstream,
+                format!("`protocol = \"2026-07-28\"` is configured, but {why}"),
+            )),
+        },
+        UpstreamProtocol::Auto => match probe(session).await? {
+            Ok(facts) => Ok(facts),
+            Err(why) => {
+                tracing::debug!(upstream = %session.router.upstream, %why,
+                    "not a 2026-07-28 server; using initialize");
+                initialize(session).await
+            }
+        },
+    }
+}
+
+/// The `_meta` of a request Manifold makes to a modern upstream.
+pub(crate) fn request_meta(version: &str, caller: Option<&crate::Caller>) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert(meta::PROTOCOL_VERSION.into(), Value::from(version));
+    let caps = caller.map(|c| c.capabilities.clone()).unwrap_or_default();
+    meta.insert(meta::CLIENT_CAPABILITIES.into(), Value::Object(caps));
+    meta.insert(
+        meta::CLIENT_INFO.into(),
+        json!({"name": crate::CLIENT_NAME, "version": crate::CLIENT_VERSION}),
+    );
+    if let Some(level) = caller.and_then(|c| c.log_level.as_deref()) {
+        meta.insert(meta::LOG_LEVEL.into(), Value::from(level));
+    }
+    meta
+}
+
+/// Sends `server/discover`. `Ok(Ok(facts))`: a modern upstream (the session now
+/// speaks 2026-07-28). `Ok(Err(why))`: it is not one. `Err`: it cannot be reached.
+async fn probe(session: &Arc<Session>) -> Result<Result<ServerFacts, String>, UpstreamError> {
+    let mut params = Map::new();
+    params.insert(
+        "_meta".into(),
+        Value::Object(request_meta(version::LATEST_MODERN, None)),
+    );
+    let headers = vec![
+        (m::HEADER_METHOD.to_string(), m::SERVER_DISCOVER.to_string()),
+        (
+            m::HEADER_PROTOCOL_VERSION.to_string(),
+            version::LATEST_MODERN.to_string(),
+        ),
+    ];
+    let timeout = session.timeout.min(crate::PROBE_TIMEOUT);
+    let mut call = session
+        .start_call(m::SERVER_DISCOVER, Some(params), headers, timeout, None)
+        .await?;
+    let result = match call.outcome().await {
+        crate::CallOutcome::Result(raw) => raw,
+        crate::CallOutcome::Error(raw) => {
+            return Ok(Err(format!(
+                "server/discover answered the error {}",
+                raw.get()
+            )))
+        }
+        crate::CallOutcome::Failed(e) if e.is_unavailable() => return Err(e),
+        crate::CallOutcome::Failed(e) => return Ok(Err(format!("server/discover failed: {e}"))),
+    };
+    let Ok(result) = serde_json::from_str::<Map<String, Value>>(result.get()) else {
+        return Ok(Err("the server/discover result is not an object".into()));
+    };
+    let offered: Vec<&str> = result
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(chosen) = version::MODERN_SUPPORTED
+        .iter()
+        .find(|v| offered.contains(v))
+    else {
+        return Ok(Err(format!(
+            "server/discover offered {offered:?}, no stateless revision Manifold speaks"
+        )));
+    };
+    let _ = session.protocol_version.set(chosen.to_string());
+    let server_info = result
+        .get("_meta")
+        .and_then(|m| m.get(meta::SERVER_INFO))
+        .cloned()
+        .unwrap_or(Value::Null);
+    Ok(Ok(ServerFacts {
+        protocol_version: chosen.to_string(),
+        capabilities: result
+            .get("capabilities")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+        server_info,
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    }))
+}
 
 pub(crate) async fn initialize(session: &Arc<Session>) -> Result<ServerFacts, UpstreamError> {
     let name = session.router.upstream.clone();
@@ -21,10 +140,7 @@ pub(crate) async fn initialize(session: &Arc<Session>) -> Result<ServerFacts, Up
         "clientInfo": {"name": crate::CLIENT_NAME, "version": crate::CLIENT_VERSION},
     });
     let result = session
-        .request(
-            manifold_protocol::methods::INITIALIZE,
-            params.as_object().cloned(),
-        )
+        .request(m::INITIALIZE, params.as_object().cloned())
         .await?;
     let version = result
         .get("protocolVersion")
@@ -51,7 +167,7 @@ pub(crate) async fn initialize(session: &Arc<Session>) -> Result<ServerFacts, Up
             .and_then(Value::as_str)
             .map(str::to_string),
     };
-    let initialized = json!({"jsonrpc": "2.0", "method": manifold_protocol::methods::INITIALIZED});
+    let initialized = json!({"jsonrpc": "2.0", "method": m::INITIALIZED});
     session
         .send_message(initialized.to_string().into_bytes())
         .await;
@@ -62,40 +178,60 @@ pub(crate) async fn initialize(session: &Arc<Session>) -> Result<ServerFacts, Up
 }
 
 /// Fetches every page of every list the upstream declared.
+/// The lists, and how long they may be kept: the shortest `ttlMs` a modern
+/// upstream gave (never below [`MIN_LIST_TTL`](crate::MIN_LIST_TTL)); `None` when
+/// only `list_changed` ends them.
 pub(crate) async fn fetch_lists(
     session: &Arc<Session>,
     facts: &ServerFacts,
-) -> Result<ListSnapshot, UpstreamError> {
+) -> Result<(ListSnapshot, Option<std::time::Duration>), UpstreamError> {
     let mut snap = ListSnapshot::default();
+    let mut ttl = Ttl(None);
     if facts.capabilities.contains_key("tools") {
-        snap.tools = fetch_all(session, manifold_protocol::methods::TOOLS_LIST, "tools").await?;
+        snap.tools = fetch_all(session, m::TOOLS_LIST, "tools", &mut ttl).await?;
     }
     if facts.capabilities.contains_key("prompts") {
-        snap.prompts =
-            fetch_all(session, manifold_protocol::methods::PROMPTS_LIST, "prompts").await?;
+        snap.prompts = fetch_all(session, m::PROMPTS_LIST, "prompts", &mut ttl).await?;
     }
     if facts.capabilities.contains_key("resources") {
-        use manifold_protocol::methods as m;
-        snap.resources = fetch_all(session, m::RESOURCES_LIST, "resources").await?;
+        snap.resources = fetch_all(session, m::RESOURCES_LIST, "resources", &mut ttl).await?;
         // Templates are optional even for resource servers: a server without them
         // may answer -32601, which must not fail the connection.
-        snap.resource_templates =
-            match fetch_all(session, m::RESOURCES_TEMPLATES_LIST, "resourceTemplates").await {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::debug!(upstream = %session.router.upstream, error = %e,
+        let templates = fetch_all(
+            session,
+            m::RESOURCES_TEMPLATES_LIST,
+            "resourceTemplates",
+            &mut ttl,
+        );
+        snap.resource_templates = match templates.await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::debug!(upstream = %session.router.upstream, error = %e,
                         "no resource templates");
-                    Vec::new()
-                }
-            };
+                Vec::new()
+            }
+        };
     }
-    Ok(snap)
+    Ok((snap, ttl.0.map(|t| t.max(crate::MIN_LIST_TTL))))
+}
+
+/// The shortest `ttlMs` seen across list pages.
+struct Ttl(Option<std::time::Duration>);
+
+impl Ttl {
+    fn see(&mut self, result: &Value) {
+        if let Some(ms) = result.get("ttlMs").and_then(Value::as_u64) {
+            let t = std::time::Duration::from_millis(ms);
+            self.0 = Some(self.0.map_or(t, |cur| cur.min(t)));
+        }
+    }
 }
 
 async fn fetch_all(
     session: &Arc<Session>,
     method: &str,
     member: &str,
+    ttl: &mut Ttl,
 ) -> Result<Vec<Map<String, Value>>, UpstreamError> {
     let name = session.router.upstream.clone();
     let mut items = Vec::new();
@@ -108,6 +244,7 @@ async fn fetch_all(
             m
         });
         let mut result = session.request(method, params).await?;
+        ttl.see(&result);
         let page = match result.get_mut(member).map(Value::take) {
             Some(Value::Array(a)) => a,
             _ => {

@@ -172,10 +172,13 @@ impl HttpLink {
         let resp = self.client.request(req).await.map_err(|e| {
             UpstreamError::unavailable(name, format!("HTTP request to {} failed: {e}", self.url))
         })?;
+        // A stateless (2026-07-28) exchange has no session, whatever is sent.
+        let stateful = !session.is_modern();
         if let Some(id) = resp
             .headers()
             .get(m::HEADER_SESSION_ID)
             .and_then(|v| v.to_str().ok())
+            .filter(|_| stateful)
         {
             let mut cur = lock(&self.session_id);
             if cur.as_deref() != Some(id) {
@@ -239,8 +242,9 @@ pub(crate) fn drive_call(
     method: String,
     bytes: Vec<u8>,
     headers: Vec<(String, String)>,
+    timeout: Duration,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
-    let limit = session.timeout + STREAM_GRACE;
+    let limit = timeout + STREAM_GRACE;
     async move {
         let run = run_call(&session, id, &method, bytes, &headers);
         let closed = session.closed.clone();
@@ -282,11 +286,17 @@ async fn run_call(
             session.closed.cancel();
         })?;
     if resp.status() == StatusCode::NOT_FOUND && sent_session.is_some() && method != m::INITIALIZE {
-        l.reinitialize(session, sent_session).await?;
+        l.reinitialize(session, sent_session)
+            .await
+            .inspect_err(|_| {
+                // It may have been re-deployed as another era: reconnect and probe.
+                session.closed.cancel();
+            })?;
         resp = l
             .send(session, Method::POST, Some(bytes), headers, None)
             .await?;
     }
+    let modern = session.is_modern();
     read_reply(session, l, resp, id).await.map_err(|e| match e {
         ReplyError::Upstream(e) => e,
         // Credentials are the operator's to fix (`headers` in the config), not a
@@ -297,6 +307,17 @@ async fn run_call(
             UpstreamError::unavailable(
                 &name,
                 format!("authorization required (HTTP {code}); check the upstream's `headers` in the configuration"),
+            )
+        }
+        ReplyError::Status(code, _) if modern && code.is_client_error() => {
+            // Not a 2026-07-28 answer (those carry a JSON-RPC error): the upstream
+            // may have been re-deployed as a legacy server. Reconnect and probe.
+            tracing::warn!(upstream = %name, status = %code,
+                "a 2026-07-28 request got a non-JSON-RPC HTTP error; reconnecting to probe the upstream's era again");
+            session.closed.cancel();
+            UpstreamError::unavailable(
+                &name,
+                format!("it answered HTTP {code} to a 2026-07-28 request; reconnecting"),
             )
         }
         ReplyError::Status(code, body) => UpstreamError::protocol(
@@ -337,6 +358,11 @@ async fn read_reply(
         // A JSON-RPC error body with our id still answers the call.
         let text = String::from_utf8_lossy(&body).to_string();
         if ctype.starts_with(m::CONTENT_TYPE_JSON) && text.contains("\"error\"") {
+            if session.is_modern() && text.contains("-32022") {
+                // Our revision is no longer supported: re-probe after this answer.
+                tracing::warn!(upstream = %name, "the upstream no longer supports Manifold's 2026-07-28 requests (-32022); reconnecting to probe again");
+                session.closed.cancel();
+            }
             crate::router::dispatch(session, &text, Source::Call(id));
             if !session.router.is_pending(id) {
                 return Ok(());

@@ -1,7 +1,15 @@
 //! One actor task per upstream MCP server. It owns the connection (a stdio child
-//! process or a Streamable-HTTP session), performs the `initialize` handshake, keeps
-//! the upstream's lists (all pages) until the upstream says `list_changed`, restarts
-//! it with capped exponential backoff when it dies, and publishes its health.
+//! process or a Streamable-HTTP session), finds the upstream's era (a
+//! `server/discover` probe, else the `initialize` handshake), keeps the upstream's
+//! lists (all pages) until the upstream says `list_changed` or, for a 2026-07-28
+//! upstream, until their `ttlMs` runs out, restarts it with capped exponential
+//! backoff when it dies, and publishes its health.
+//!
+//! A 2026-07-28 (modern) upstream gets per-request `_meta` (the revision, the
+//! capabilities of the client the request is made for, Manifold's client info),
+//! one `subscriptions/listen` kept open for its `list_changed` and resource
+//! updates, and, for a legacy caller, its `InputRequiredResult`s turned into
+//! server→client requests and retried (see `bridge`).
 //!
 //! Calls do not queue behind the actor: a [`Call`] goes straight to the live session,
 //! which mints the upstream-side id and progress token and routes what comes back
@@ -15,14 +23,17 @@
 //! Not here: naming and merging (manifold-catalog), downstream sessions
 //! (manifold-server).
 
+mod bridge;
 mod call;
 mod handshake;
 mod http;
+mod listen;
 mod router;
 mod stdio;
 mod supervisor;
 
 pub use call::{Call, CallEvent, CallOutcome, Responder};
+pub use manifold_config::UpstreamProtocol;
 pub use supervisor::{State, Upstream, UpstreamStatus};
 
 use manifold_protocol::ErrorCode;
@@ -42,6 +53,33 @@ pub const MAX_LIST_PAGES: usize = 1000;
 pub const BACKOFF_INITIAL: std::time::Duration = std::time::Duration::from_millis(500);
 pub const BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(30);
 pub const BACKOFF_RESET_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+/// Longest wait for the answer to the `server/discover` probe (or the upstream's
+/// timeout, if shorter) before falling back to `initialize`.
+pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// A modern upstream's `subscriptions/listen` stream is reopened after this long.
+pub const LISTEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Shortest time a modern upstream's lists are kept, whatever `ttlMs` it gives (a
+/// `ttlMs` of 0 would otherwise mean refetching on every client request).
+pub const MIN_LIST_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+/// Rounds of `InputRequiredResult` bridged for one legacy client's call before
+/// Manifold gives up on an upstream that keeps asking.
+pub const MAX_INPUT_ROUNDS: usize = 16;
+/// Questions (`inputRequests` entries) one round may carry.
+pub const MAX_INPUT_REQUESTS: usize = 16;
+
+/// On whose behalf a request is made; what a modern upstream is told about the
+/// client, and what the call may do for it.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// The downstream client's capabilities (`_meta` clientCapabilities).
+    pub capabilities: Map<String, Value>,
+    /// The log level the client asked for, if any (`_meta` logLevel).
+    pub log_level: Option<String>,
+    /// The client speaks the legacy era: a modern upstream's
+    /// `InputRequiredResult` becomes [`CallEvent::Request`]s whose answers are
+    /// sent back in a retry, instead of being returned as the result.
+    pub bridge_input: bool,
+}
 
 /// What an upstream tells the gateway outside any call.
 #[derive(Debug)]
@@ -123,10 +161,19 @@ impl UpstreamError {
 /// What the upstream said about itself in `initialize`.
 #[derive(Debug, Clone, Default)]
 pub struct ServerFacts {
+    /// The revision spoken: negotiated by `initialize`, or the stateless one
+    /// chosen from `server/discover`.
     pub protocol_version: String,
     pub capabilities: Map<String, Value>,
     pub server_info: Value,
     pub instructions: Option<String>,
+}
+
+impl ServerFacts {
+    /// Whether the upstream speaks the stateless era.
+    pub fn is_modern(&self) -> bool {
+        manifold_protocol::version::is_supported_modern(&self.protocol_version)
+    }
 }
 
 /// Extra HTTP headers for one forwarded request (`Mcp-Method`, `Mcp-Name`,

@@ -42,6 +42,9 @@ pub(crate) struct Router {
     gateway: mpsc::Sender<UpstreamEvent>,
     /// Wakes the supervisor to refetch lists (capacity 1: changes coalesce).
     refresh: mpsc::Sender<()>,
+    /// The id of the open `subscriptions/listen` (0: none). It is not a client's
+    /// call: it neither counts as in flight nor claims unaddressed messages.
+    listen: AtomicU64,
 }
 
 /// What the router needs from the receiving end of a new call.
@@ -98,7 +101,12 @@ impl Router {
             max_pending,
             gateway,
             refresh,
+            listen: AtomicU64::new(0),
         }
+    }
+
+    pub(crate) fn set_listen(&self, id: u64) {
+        self.listen.store(id, Ordering::Relaxed);
     }
 
     /// Registers a call and rewrites `msg` (id, progress token) for the upstream.
@@ -167,24 +175,29 @@ impl Router {
     }
 
     pub(crate) fn in_flight(&self) -> usize {
-        lock(&self.calls).len()
+        let listen = self.listen.load(Ordering::Relaxed);
+        let calls = lock(&self.calls);
+        calls.len() - usize::from(calls.contains_key(&listen))
     }
 
     /// The only call in flight, if exactly one is: where a stdio upstream's
     /// unaddressed server→client request belongs.
     pub(crate) fn sole_call(&self) -> Option<u64> {
+        let listen = self.listen.load(Ordering::Relaxed);
         let calls = lock(&self.calls);
-        if calls.len() == 1 {
-            calls.keys().next().copied()
-        } else {
-            None
+        let mut clients = calls.keys().filter(|id| **id != listen);
+        match (clients.next(), clients.next()) {
+            (Some(id), None) => Some(*id),
+            _ => None,
         }
     }
 
     /// Completes a call with the upstream's response.
     pub(crate) fn complete(&self, id: &Value, outcome: CallOutcome) {
         let Some(id) = id.as_u64() else {
-            tracing::warn!(upstream = %self.upstream, %id, "response with an id Manifold never sent; dropped");
+            // A null id answers a request the upstream could not parse or place (a
+            // legacy server refusing the era probe does this).
+            tracing::debug!(upstream = %self.upstream, %id, "response with an id Manifold never sent; dropped");
             return;
         };
         let slot = lock(&self.calls).remove(&id);
@@ -232,6 +245,26 @@ impl Router {
         }
     }
 
+    /// Asks the supervisor to refetch the lists.
+    pub(crate) fn request_refresh(&self) {
+        let _ = self.refresh.try_send(());
+    }
+
+    /// Hands a notification to the gateway, whatever its method (a modern
+    /// upstream's resource update from the listen stream).
+    pub(crate) fn to_gateway(&self, msg: Map<String, Value>) {
+        let method = msg
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let _ = self.gateway.try_send(UpstreamEvent::Notification {
+            upstream: self.upstream.clone(),
+            method,
+            msg,
+        });
+    }
+
     /// Hands a call's notification to the gateway as if it had arrived outside any
     /// call (for calls Manifold makes itself, whose notifications no client awaits).
     pub(crate) fn unrouted(&self, msg: Map<String, Value>) {
@@ -252,6 +285,7 @@ impl Router {
     /// Routes a notification from the upstream by where it arrived.
     pub(crate) fn notification(&self, method: &str, mut msg: Map<String, Value>, source: Source) {
         use manifold_protocol::methods as m;
+        strip_subscription_id(&mut msg);
         match method {
             m::NOTIF_PROGRESS => {
                 let params = msg.get_mut("params").and_then(Value::as_object_mut);
@@ -358,6 +392,20 @@ fn unreachable_request() -> Result<(), (Unplaced, crate::Responder)> {
     Ok(())
 }
 
+/// Drops the upstream's `subscriptionId` from a notification's `_meta`: it names
+/// Manifold's own listen request, which no client knows.
+fn strip_subscription_id(msg: &mut Map<String, Value>) {
+    let key = manifold_protocol::methods::meta::SUBSCRIPTION_ID;
+    let Some(params) = msg.get_mut("params").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+        if meta.remove(key).is_some() && meta.is_empty() {
+            params.remove("_meta");
+        }
+    }
+}
+
 /// The raw pieces of a message from an upstream: responses keep their result and
 /// error bytes untouched.
 #[derive(serde::Deserialize)]
@@ -412,10 +460,7 @@ pub(crate) fn dispatch(
             mut msg,
         }) => {
             let params = msg.remove("params");
-            let responder = crate::Responder {
-                upstream_id: id.as_value().clone(),
-                session: session.clone(),
-            };
+            let responder = crate::Responder::upstream(id.as_value().clone(), session.clone());
             if let Err((unplaced, responder)) = router.request(&method, params, responder, source) {
                 let s = session.clone();
                 s.clone().spawn_owned(async move {

@@ -51,6 +51,14 @@ pub(crate) enum Link {
     Http(Box<http::HttpLink>),
 }
 
+/// One request sent upstream: its id and where its answer arrives.
+pub(crate) struct Exchange {
+    pub id: u64,
+    pub events: mpsc::Receiver<crate::CallEvent>,
+    pub done: tokio::sync::oneshot::Receiver<crate::CallOutcome>,
+    pub driver: Option<crate::call::Driver>,
+}
+
 /// A live connection to an upstream.
 pub(crate) struct Session {
     pub(crate) router: Router,
@@ -97,6 +105,11 @@ impl Session {
     }
 
     pub(crate) async fn send_cancelled(&self, id: u64, reason: &str) {
+        if self.is_modern() && matches!(self.link, Link::Http(_)) {
+            // 2026-07-28 HTTP has no client notifications: the caller closes the
+            // response stream instead (dropping the exchange does).
+            return;
+        }
         let msg = serde_json::json!({
             "jsonrpc": "2.0",
             "method": manifold_protocol::methods::NOTIF_CANCELLED,
@@ -105,14 +118,59 @@ impl Session {
         self.send_message(msg.to_string().into_bytes()).await;
     }
 
-    /// Starts a request. `params` is forwarded as given, except the progress token.
+    /// Whether this session speaks the stateless era (decided by the probe).
+    pub(crate) fn is_modern(&self) -> bool {
+        self.protocol_version
+            .get()
+            .is_some_and(|v| manifold_protocol::version::is_supported_modern(v))
+    }
+
+    /// Starts a request. `params` is forwarded as given, except the progress token
+    /// and, for a modern upstream, the `_meta` that describes `caller`.
     pub(crate) async fn start_call(
         self: &Arc<Self>,
         method: &str,
         params: Option<Map<String, Value>>,
         headers: ExtraHeaders,
         timeout: Duration,
+        caller: Option<&crate::Caller>,
     ) -> Result<Call, UpstreamError> {
+        let bridge = match caller {
+            Some(c) if c.bridge_input && self.is_modern() && crate::bridge::applies(method) => {
+                Some(Box::new(crate::bridge::Bridge::new(
+                    method,
+                    params.clone().unwrap_or_default(),
+                    headers.clone(),
+                    c.clone(),
+                )))
+            }
+            _ => None,
+        };
+        let ex = self
+            .launch(method, params, headers, timeout, caller)
+            .await?;
+        Ok(Call {
+            bridge,
+            driver: ex.driver,
+            id: ex.id,
+            session: self.clone(),
+            events: ex.events,
+            done: ex.done,
+            deadline: Instant::now() + timeout,
+            timeout,
+            finished: false,
+        })
+    }
+
+    /// Sends one request upstream (one exchange of a call).
+    pub(crate) async fn launch(
+        self: &Arc<Self>,
+        method: &str,
+        params: Option<Map<String, Value>>,
+        headers: ExtraHeaders,
+        timeout: Duration,
+        caller: Option<&crate::Caller>,
+    ) -> Result<Exchange, UpstreamError> {
         if self.closed.is_cancelled() {
             return Err(UpstreamError::unavailable(
                 &self.router.upstream,
@@ -123,21 +181,28 @@ impl Session {
         msg.insert("jsonrpc".into(), Value::from("2.0"));
         msg.insert("id".into(), Value::Null);
         msg.insert("method".into(), Value::from(method));
+        let mut params = params;
+        if let Some(version) = self.protocol_version.get().filter(|_| self.is_modern()) {
+            // The upstream keeps no state: every request says who asks and how.
+            let p = params.get_or_insert_with(Map::new);
+            let meta = p
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !meta.is_object() {
+                *meta = Value::Object(Map::new());
+            }
+            if let Value::Object(meta) = meta {
+                for (k, v) in handshake::request_meta(version, caller) {
+                    meta.insert(k, v);
+                }
+            }
+        }
         if let Some(p) = params {
             msg.insert("params".into(), Value::Object(p));
         }
         let reg = self.router.register(&mut msg)?;
         let bytes = serde_json::to_vec(&msg).unwrap_or_default();
-        let mut call = Call {
-            driver: None,
-            id: reg.id,
-            session: self.clone(),
-            events: reg.events,
-            done: reg.done,
-            deadline: Instant::now() + timeout,
-            timeout,
-            finished: false,
-        };
+        let mut driver = None;
         match &self.link {
             Link::Stdio(l) => {
                 if l.send(bytes).await.is_err() {
@@ -149,16 +214,22 @@ impl Session {
                 }
             }
             Link::Http(_) => {
-                call.driver = Some(Box::pin(http::drive_call(
+                driver = Some(Box::pin(http::drive_call(
                     self.clone(),
                     reg.id,
                     method.to_string(),
                     bytes,
                     headers,
-                )))
+                    timeout,
+                )) as crate::call::Driver)
             }
         }
-        Ok(call)
+        Ok(Exchange {
+            id: reg.id,
+            events: reg.events,
+            done: reg.done,
+            driver,
+        })
     }
 
     /// Sends a request and waits for its result (handshake and list fetching).
@@ -176,6 +247,7 @@ impl Session {
                     method.into(),
                 )],
                 self.timeout,
+                None,
             )
             .await?;
         loop {
@@ -218,6 +290,9 @@ impl Session {
     }
 }
 
+/// A connected session, what it said about itself, its lists and their lifetime.
+type Connected = (Arc<Session>, ServerFacts, ListSnapshot, Option<Duration>);
+
 struct Inner {
     config: UpstreamConfig,
     limits: LimitsConfig,
@@ -225,6 +300,9 @@ struct Inner {
     session: RwLock<Option<Arc<Session>>>,
     lists: RwLock<Option<Arc<ListSnapshot>>>,
     status: watch::Sender<UpstreamStatus>,
+    /// Resource URIs whose updates clients want (modern upstreams: the listen's
+    /// `resourceSubscriptions`).
+    watched: watch::Sender<std::collections::BTreeSet<String>>,
 }
 
 /// A handle to one upstream. Cheap to clone.
@@ -257,6 +335,7 @@ impl Upstream {
             session: RwLock::new(None),
             lists: RwLock::new(None),
             status,
+            watched: watch::channel(Default::default()).0,
         });
         let up = Upstream { inner };
         let actor = up.clone();
@@ -292,12 +371,24 @@ impl Upstream {
             .clone()
     }
 
-    /// Forwards a request. Fails fast when the upstream is not connected.
+    /// Sends a request Manifold makes on its own behalf. Fails fast when the
+    /// upstream is not connected.
     pub async fn call(
         &self,
         method: &str,
         params: Option<Map<String, Value>>,
         headers: ExtraHeaders,
+    ) -> Result<Call, UpstreamError> {
+        self.call_as(method, params, headers, None).await
+    }
+
+    /// Forwards a client's request, made on behalf of `caller`.
+    pub async fn call_as(
+        &self,
+        method: &str,
+        params: Option<Map<String, Value>>,
+        headers: ExtraHeaders,
+        caller: Option<&crate::Caller>,
     ) -> Result<Call, UpstreamError> {
         let Some(session) = self.session() else {
             let st = self.status();
@@ -307,8 +398,26 @@ impl Upstream {
             return Err(UpstreamError::unavailable(&self.inner.name, reason));
         };
         session
-            .start_call(method, params, headers, self.inner.config.timeout)
+            .start_call(method, params, headers, self.inner.config.timeout, caller)
             .await
+    }
+
+    /// Whether the live connection speaks the stateless era.
+    pub fn is_modern(&self) -> bool {
+        self.session().is_some_and(|s| s.is_modern())
+    }
+
+    /// Asks for (`on`) or drops a resource's update notifications from a modern
+    /// upstream: they arrive on its `subscriptions/listen` stream, which is
+    /// reopened with the new set. Legacy upstreams use `resources/subscribe`.
+    pub fn watch_resource(&self, uri: &str, on: bool) {
+        self.inner.watched.send_if_modified(|set| {
+            if on {
+                set.insert(uri.to_string())
+            } else {
+                set.remove(uri)
+            }
+        });
     }
 
     /// Requests in flight to this upstream.
@@ -338,7 +447,7 @@ impl Upstream {
             let (refresh_tx, mut refresh_rx) = mpsc::channel::<()>(1);
             let started = Instant::now();
             match self.connect(&gateway, refresh_tx, &shutdown).await {
-                Ok((session, facts, lists)) => {
+                Ok((session, facts, lists, ttl)) => {
                     tracing::info!(upstream = %name, protocol = %facts.protocol_version,
                         tools = lists.tools.len(), prompts = lists.prompts.len(), "upstream ready");
                     *self
@@ -358,19 +467,45 @@ impl Upstream {
                             upstream: name.clone(),
                         })
                         .await;
+                    if facts.is_modern() {
+                        crate::listen::start(&session, &facts, self.inner.watched.subscribe());
+                    }
+                    // A modern upstream's lists expire after their `ttlMs`.
+                    let mut expiry = ttl.map(|t| Instant::now() + t);
                     let stopping = loop {
+                        let expired = async {
+                            match expiry {
+                                Some(at) => tokio::time::sleep_until(at).await,
+                                None => std::future::pending().await,
+                            }
+                        };
                         tokio::select! {
                             biased;
                             _ = shutdown.cancelled() => break true,
                             _ = session.closed.cancelled() => break false,
-                            Some(()) = refresh_rx.recv() => {
-                                match handshake::fetch_lists(&session, &facts).await {
-                                    Ok(lists) => {
-                                        *self.inner.lists.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(lists));
-                                        let _ = gateway.send(UpstreamEvent::Changed { upstream: name.clone() }).await;
-                                    }
-                                    Err(e) => tracing::warn!(upstream = %name, error = %e, "refetching lists failed; keeping the previous ones"),
+                            Some(()) = refresh_rx.recv() => {}
+                            _ = expired => {}
+                        }
+                        match handshake::fetch_lists(&session, &facts).await {
+                            Ok((lists, ttl)) => {
+                                expiry = ttl.map(|t| Instant::now() + t);
+                                let same = self.lists().is_some_and(|cur| *cur == lists);
+                                if !same {
+                                    *self.inner.lists.write().unwrap_or_else(|p| p.into_inner()) =
+                                        Some(Arc::new(lists));
+                                    let _ = gateway
+                                        .send(UpstreamEvent::Changed {
+                                            upstream: name.clone(),
+                                        })
+                                        .await;
                                 }
+                            }
+                            Err(e) => {
+                                // Retried when the next change or expiry comes.
+                                expiry = expiry.map(|_| {
+                                    Instant::now() + crate::MIN_LIST_TTL.max(Duration::from_secs(5))
+                                });
+                                tracing::warn!(upstream = %name, error = %e, "refetching lists failed; keeping the previous ones");
                             }
                         }
                     };
@@ -444,7 +579,7 @@ impl Upstream {
         gateway: &mpsc::Sender<UpstreamEvent>,
         refresh: mpsc::Sender<()>,
         shutdown: &CancellationToken,
-    ) -> Result<(Arc<Session>, ServerFacts, ListSnapshot), (UpstreamError, Option<i32>)> {
+    ) -> Result<Connected, (UpstreamError, Option<i32>)> {
         let cfg = &self.inner.config;
         let router = Router::new(
             self.inner.name.clone(),
@@ -464,9 +599,9 @@ impl Upstream {
         }
         .map_err(|e| (e, None))?;
         let setup = async {
-            let facts = handshake::initialize(&session).await?;
-            let lists = handshake::fetch_lists(&session, &facts).await?;
-            Ok::<_, UpstreamError>((facts, lists))
+            let facts = handshake::establish(&session, cfg.protocol).await?;
+            let (lists, ttl) = handshake::fetch_lists(&session, &facts).await?;
+            Ok::<_, UpstreamError>((facts, lists, ttl))
         };
         let setup = async {
             tokio::select! {
@@ -481,7 +616,7 @@ impl Upstream {
             }
         };
         match setup.await {
-            Ok((facts, lists)) => Ok((session, facts, lists)),
+            Ok((facts, lists, ttl)) => Ok((session, facts, lists, ttl)),
             Err(e) => {
                 let exit = match &session.link {
                     Link::Stdio(l) => {

@@ -41,6 +41,20 @@ pub struct Args {
     /// Answer initialize with a -32603 error (tests startup failures).
     #[arg(long)]
     pub fail_initialize: bool,
+
+    /// Speak MCP 2026-07-28 only: stateless requests with `_meta`,
+    /// `server/discover`, `subscriptions/listen`, InputRequiredResult (`ask`).
+    #[arg(long)]
+    pub modern: bool,
+
+    /// In --modern mode, declare `tools.listChanged: false` and honour no
+    /// `toolsListChanged` on a listen (clients must rely on `ttlMs`).
+    #[arg(long)]
+    pub no_list_changed: bool,
+
+    /// `ttlMs` on lists in --modern mode.
+    #[arg(long, value_name = "MS", default_value_t = super::DEFAULT_LIST_TTL_MS)]
+    pub list_ttl_ms: u64,
 }
 
 impl Args {
@@ -50,6 +64,9 @@ impl Args {
             synthetic_tools: self.synthetic_tools,
             instructions: Some(self.instructions.clone()).filter(|text| !text.is_empty()),
             fail_initialize: self.fail_initialize,
+            modern: self.modern,
+            list_ttl_ms: self.list_ttl_ms,
+            no_list_changed: self.no_list_changed,
         }
     }
 }

@@ -141,14 +141,19 @@ async fn handle(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body>
     if !origin_allowed(req.headers()) {
         return plain(StatusCode::FORBIDDEN, "origin not allowed");
     }
+    let modern = state.server.config().modern;
     let unsupported_version = req
         .headers()
         .get_all(PROTOCOL_HEADER)
         .iter()
         .any(|version| {
-            !version
-                .to_str()
-                .is_ok_and(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v))
+            !version.to_str().is_ok_and(|v| {
+                if modern {
+                    v == super::modern::MODERN_VERSION
+                } else {
+                    SUPPORTED_PROTOCOL_VERSIONS.contains(&v)
+                }
+            })
         });
     if unsupported_version {
         return error_json(
@@ -196,6 +201,9 @@ async fn post(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body> {
         return json(StatusCode::BAD_REQUEST, &parse_error());
     };
     let incoming = classify(message);
+    if state.server.config().modern {
+        return stateless(&state, &parts.headers, incoming).await;
+    }
     if let Incoming::Request { method, .. } = &incoming {
         if method == "initialize" {
             return initialize(state, incoming).await;
@@ -234,6 +242,37 @@ async fn post(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body> {
         }
         Incoming::Invalid(error) => json(StatusCode::BAD_REQUEST, &error),
     }
+}
+
+/// A 2026-07-28 POST: no session; each request is served on its own, with the
+/// status codes of that revision for its errors.
+async fn stateless(state: &State, headers: &HeaderMap, incoming: Incoming) -> Response<Body> {
+    let Incoming::Request { id, method, params } = incoming else {
+        // No client notifications or responses exist over 2026-07-28 HTTP.
+        return empty(StatusCode::ACCEPTED);
+    };
+    let accepts_sse = accepts(headers, "text/event-stream", true);
+    let session = state.server.new_session();
+    let mut reply = request(
+        state,
+        session,
+        id,
+        method,
+        params,
+        mcp_headers(headers),
+        accepts_sse,
+    )
+    .await;
+    if reply.status() == StatusCode::OK {
+        if let Some(code) = reply.headers().get("x-demo-error-code").cloned() {
+            *reply.status_mut() = match code.to_str().unwrap_or("") {
+                "-32601" => StatusCode::NOT_FOUND,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            reply.headers_mut().remove("x-demo-error-code");
+        }
+    }
+    reply
 }
 
 async fn initialize(state: Arc<State>, incoming: Incoming) -> Response<Body> {
@@ -302,7 +341,18 @@ async fn request(
     });
     match rx.recv().await {
         // Responses have no `method`; interim notifications/requests do.
-        Some(response) if response.get("method").is_none() => json(StatusCode::OK, &response),
+        Some(response) if response.get("method").is_none() => {
+            let mut reply = json(StatusCode::OK, &response);
+            // Protocol-level errors of the stateless era get 4xx (see `stateless`).
+            let code = response.pointer("/error/code").and_then(Value::as_i64);
+            let modern = state.server.config().modern;
+            if let Some(code) = code.filter(|c| modern && [-32601, -32602, -32022].contains(c)) {
+                if let Ok(v) = HeaderValue::from_str(&code.to_string()) {
+                    reply.headers_mut().insert("x-demo-error-code", v);
+                }
+            }
+            reply
+        }
         first => sse(
             state.streams.fetch_add(1, Ordering::Relaxed),
             first,

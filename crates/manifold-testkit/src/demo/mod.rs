@@ -25,6 +25,7 @@
 
 pub mod cli;
 pub mod http;
+pub mod modern;
 mod resources;
 pub mod stdio;
 mod tools;
@@ -53,6 +54,7 @@ pub mod codes {
     pub const INVALID_REQUEST: i64 = -32600;
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
+    pub const UNSUPPORTED_VERSION: i64 = -32022;
     pub const INTERNAL_ERROR: i64 = -32603;
     /// MCP's "resource not found".
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
@@ -69,7 +71,16 @@ pub struct DemoConfig {
     pub instructions: Option<String>,
     /// Answer `initialize` with -32603 to exercise startup failures.
     pub fail_initialize: bool,
+    /// Speak 2026-07-28 only (stateless; see [`modern`]).
+    pub modern: bool,
+    /// `ttlMs` on lists and `server/discover` in modern mode.
+    pub list_ttl_ms: u64,
+    /// Modern mode: declare no `tools.listChanged` and send none.
+    pub no_list_changed: bool,
 }
+
+/// `ttlMs` of the modern mode's lists unless `--list-ttl-ms` says otherwise.
+pub const DEFAULT_LIST_TTL_MS: u64 = 60_000;
 
 impl Default for DemoConfig {
     fn default() -> Self {
@@ -78,6 +89,9 @@ impl Default for DemoConfig {
             synthetic_tools: 0,
             instructions: Some(DEFAULT_INSTRUCTIONS.to_owned()),
             fail_initialize: false,
+            modern: false,
+            list_ttl_ms: DEFAULT_LIST_TTL_MS,
+            no_list_changed: false,
         }
     }
 }
@@ -336,7 +350,7 @@ impl Session {
         };
         eprintln!("{SERVER_NAME}: {method}{detail} (id {id})");
         // The spec forbids cancelling initialize, so it is never registered.
-        if method == "initialize" {
+        if method == "initialize" && !self.server.config.modern {
             return Some(respond(id, self.initialize(&params)));
         }
         let token = CancellationToken::new();
@@ -352,7 +366,7 @@ impl Session {
                 eprintln!("{SERVER_NAME}: request {id} cancelled; no response is sent");
                 None
             }
-            outcome = self.dispatch(&method, &params, &ctx) => Some(respond(id, outcome)),
+            outcome = self.dispatch_era(&id, &method, &params, &ctx) => Some(respond(id, outcome)),
         }
     }
 
@@ -470,6 +484,20 @@ impl Session {
             result.insert("instructions".into(), json!(text));
         }
         Ok(Value::Object(result))
+    }
+
+    async fn dispatch_era(
+        self: &Arc<Self>,
+        id: &Value,
+        method: &str,
+        params: &Map<String, Value>,
+        ctx: &CallContext,
+    ) -> Result<Value, RpcError> {
+        if self.server.config.modern {
+            modern::dispatch(self, id, method, params, ctx).await
+        } else {
+            self.dispatch(method, params, ctx).await
+        }
     }
 
     async fn dispatch(

@@ -41,7 +41,9 @@ where
     let session = server.new_session();
     let (tx, rx) = mpsc::unbounded_channel::<Value>();
     let writer = tokio::spawn(write_lines(output, rx));
-    let forwarder = tokio::spawn(forward_events(server.subscribe_events(), tx.clone()));
+    // In 2026-07-28 mode, list changes reach clients only on a listen stream.
+    let events = (!server.config().modern).then(|| server.subscribe_events());
+    let forwarder = tokio::spawn(forward_events(events, tx.clone()));
 
     let mut input = BufReader::new(input);
     let mut line = Vec::new();
@@ -114,7 +116,11 @@ where
     Ok(())
 }
 
-async fn forward_events(mut events: broadcast::Receiver<Value>, tx: mpsc::UnboundedSender<Value>) {
+async fn forward_events(
+    events: Option<broadcast::Receiver<Value>>,
+    tx: mpsc::UnboundedSender<Value>,
+) {
+    let Some(mut events) = events else { return };
     loop {
         match events.recv().await {
             Ok(event) => {

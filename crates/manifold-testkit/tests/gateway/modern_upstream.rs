@@ -1,0 +1,306 @@
+//! 2026-07-28 upstreams behind the gateway: the era probe, per-request `_meta` and
+//! headers, `InputRequiredResult` bridged for legacy clients and passed through
+//! for modern ones, list changes heard on the upstream's `subscriptions/listen`,
+//! and lists refetched when their `ttlMs` runs out.
+//!
+//! The upstreams are the demo in `--modern` mode: `mlocal` over stdio, `mremote`
+//! over HTTP, next to the legacy `local` (stdio).
+
+use anyhow::{bail, Result};
+use http::StatusCode;
+use manifold_testkit::harness::{toml_string, DemoHttp, TestGateway};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+use crate::{bounded, names_of, text_of, BIN};
+
+const V: &str = "2026-07-28";
+
+struct Modern {
+    gw: TestGateway,
+    _remote: DemoHttp,
+}
+
+async fn start(modern_args: &[&str]) -> Result<Modern> {
+    let mut args = vec!["--modern"];
+    args.extend_from_slice(modern_args);
+    let remote = DemoHttp::spawn_bin(BIN, &args).await?;
+    let stdio_args: Vec<String> = args.iter().map(|a| toml_string(a)).collect();
+    let toml = format!(
+        "[upstreams.local]\ncommand = {bin}\n\n\
+         [upstreams.mlocal]\ncommand = {bin}\nargs = [{args}]\ntimeout = \"20s\"\n\n\
+         [upstreams.mremote]\nurl = {url}\ntimeout = \"20s\"\n",
+        bin = toml_string(BIN),
+        args = stdio_args.join(", "),
+        url = toml_string(&remote.url),
+    );
+    let gw = TestGateway::start(&toml).await?;
+    Ok(Modern {
+        gw,
+        _remote: remote,
+    })
+}
+
+fn protocol_of(gw: &TestGateway, name: &str) -> Option<String> {
+    let up = gw
+        .gateway()
+        .upstreams()
+        .iter()
+        .find(|u| &**u.name() == name)?;
+    up.status().facts.map(|f| f.protocol_version)
+}
+
+#[tokio::test]
+async fn the_era_is_probed_per_upstream_and_both_eras_serve_legacy_clients() -> Result<()> {
+    bounded(async {
+        let m = start(&[]).await?;
+        assert_eq!(protocol_of(&m.gw, "local").as_deref(), Some("2025-11-25"));
+        assert_eq!(protocol_of(&m.gw, "mlocal").as_deref(), Some(V));
+        assert_eq!(protocol_of(&m.gw, "mremote").as_deref(), Some(V));
+        let client = m.gw.session("2025-11-25", json!({})).await?;
+        let names = names_of(&client.list_all_tools().await?);
+        for n in [
+            "local__echo",
+            "mlocal__ask",
+            "mlocal__echo",
+            "mremote__whoami",
+        ] {
+            assert!(names.contains(&n.to_string()), "{n} missing from {names:?}");
+        }
+        assert!(!names.contains(&"local__ask".to_string()), "{names:?}");
+        for up in ["mlocal", "mremote"] {
+            let reply = client
+                .call_tool(&format!("{up}__echo"), json!({"text": "hi", "x-extra": 1}))
+                .await?;
+            let result = reply.result()?;
+            assert_eq!(text_of(result)?, "hi", "{up}: {result}");
+            // Lossless: the modern upstream's own members reach the client.
+            assert_eq!(result["resultType"], "complete", "{up}: {result}");
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn modern_upstreams_get_the_clients_capabilities_in_meta_and_the_standard_headers(
+) -> Result<()> {
+    bounded(async {
+        let m = start(&[]).await?;
+        let caps = json!({"sampling": {}, "elicitation": {"form": {}}});
+        let client = m.gw.session("2025-11-25", caps.clone()).await?;
+        for up in ["mlocal", "mremote"] {
+            let reply = client
+                .call_tool(&format!("{up}__whoami"), json!({}))
+                .await?;
+            let seen = &reply.result()?["structuredContent"];
+            let meta = &seen["meta"];
+            assert_eq!(
+                meta["io.modelcontextprotocol/protocolVersion"], V,
+                "{up}: {seen}"
+            );
+            assert_eq!(
+                meta["io.modelcontextprotocol/clientCapabilities"], caps,
+                "{up}: {seen}"
+            );
+            assert_eq!(
+                meta["io.modelcontextprotocol/clientInfo"]["name"], "manifold",
+                "{up}: {seen}"
+            );
+            if up == "mremote" {
+                let h = &seen["headers"];
+                assert_eq!(h["mcp-protocol-version"], V, "{seen}");
+                assert_eq!(h["mcp-method"], "tools/call", "{seen}");
+                assert_eq!(h["mcp-name"], "whoami", "{seen}");
+                assert!(
+                    h.get("mcp-session-id").is_none(),
+                    "a stateless request carried a session: {seen}"
+                );
+            }
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn input_required_becomes_an_elicitation_for_a_legacy_client_and_the_call_is_retried(
+) -> Result<()> {
+    bounded(async {
+        let m = start(&[]).await?;
+        let client =
+            m.gw.session("2025-11-25", json!({"elicitation": {"form": {}}}))
+                .await?;
+        for up in ["mlocal", "mremote"] {
+            let call_id = json!(format!("ask-{up}"));
+            let mut stream = client
+                .send_streaming(&json!({
+                    "jsonrpc": "2.0", "id": call_id, "method": "tools/call",
+                    "params": {"name": format!("{up}__ask"), "arguments": {"question": "Name?"}}
+                }))
+                .await?;
+            assert_eq!(stream.status, StatusCode::OK);
+            assert!(stream.is_sse(), "{up}: {}", stream.content_type);
+            let asked = stream.expect_next().await?;
+            assert_eq!(asked["method"], "elicitation/create", "{up}: {asked}");
+            assert_eq!(asked["params"]["message"], "Name?", "{up}: {asked}");
+            let ack = client
+                .respond(
+                    asked["id"].clone(),
+                    json!({"action": "accept", "content": {"name": "Ada"}}),
+                )
+                .await?;
+            assert_eq!(ack.status, StatusCode::ACCEPTED, "{ack}");
+            let response = stream.expect_next().await?;
+            assert_eq!(response["id"], call_id, "{response}");
+            assert_eq!(
+                text_of(&response["result"])?,
+                r#"you answered {"name":"Ada"}"#,
+                "{up}: {response}"
+            );
+            assert_eq!(response["result"]["resultType"], "complete", "{response}");
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_legacy_client_that_declines_to_answer_gets_the_error_not_a_hang() -> Result<()> {
+    bounded(async {
+        let m = start(&[]).await?;
+        let client =
+            m.gw.session("2025-11-25", json!({"elicitation": {"form": {}}}))
+                .await?;
+        let mut stream = client
+            .send_streaming(&json!({
+                "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "mremote__ask", "arguments": {}}
+            }))
+            .await?;
+        let asked = stream.expect_next().await?;
+        client
+            .respond_error(asked["id"].clone(), -32000, "the user closed the dialog")
+            .await?;
+        let response = stream.expect_next().await?;
+        assert_eq!(response["id"], 7, "{response}");
+        let message = response["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("closed the dialog"), "{response}");
+        Ok(())
+    })
+    .await
+}
+
+fn modern_call(id: u64, name: &str, extra: Value) -> Value {
+    let mut params = json!({
+        "name": name, "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": V,
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}
+        }
+    });
+    if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
+        p.extend(e);
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+#[tokio::test]
+async fn input_required_passes_through_to_a_modern_client_and_its_retry_reaches_the_upstream(
+) -> Result<()> {
+    bounded(async {
+        let m = start(&[]).await?;
+        let client = m.gw.client();
+        for up in ["mlocal", "mremote"] {
+            let name = format!("{up}__ask");
+            let headers = [
+                ("mcp-protocol-version", V),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", name.as_str()),
+            ];
+            let first = client
+                .post_raw(modern_call(1, &name, json!({})).to_string(), &headers)
+                .await?;
+            let first: Value = serde_json::from_slice(&first.body)?;
+            let result = &first["result"];
+            assert_eq!(result["resultType"], "input_required", "{up}: {first}");
+            assert_eq!(
+                result["inputRequests"]["answer"]["method"],
+                "elicitation/create"
+            );
+            // The upstream's state, byte for byte: not one Manifold minted.
+            assert_eq!(result["requestState"], "demo-ask-state-1", "{up}: {first}");
+            let retry = modern_call(
+                2,
+                &name,
+                json!({
+                    "inputResponses": {"answer": {"action": "accept", "content": {"name": "Lin"}}},
+                    "requestState": "demo-ask-state-1"
+                }),
+            );
+            let done = client.post_raw(retry.to_string(), &headers).await?;
+            let done: Value = serde_json::from_slice(&done.body)?;
+            assert_eq!(
+                text_of(&done["result"])?,
+                r#"you answered {"name":"Lin"}"#,
+                "{up}: {done}"
+            );
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Polls the merged list until `name` is in it (or not, per `present`).
+async fn until_listed(client: &manifold_testkit::harness::McpClient, name: &str) -> Result<()> {
+    for _ in 0..100 {
+        if names_of(&client.list_all_tools().await?).contains(&name.to_string()) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("{name} never appeared in the merged list")
+}
+
+#[tokio::test]
+async fn a_modern_upstreams_list_change_arrives_through_its_listen_stream() -> Result<()> {
+    bounded(async {
+        let m = start(&[]).await?;
+        let client = m.gw.session("2025-11-25", json!({})).await?;
+        let mut events = client.open_get_stream().await?;
+        for up in ["mlocal", "mremote"] {
+            let reply = client
+                .call_tool(&format!("{up}__add_tool"), json!({"name": "fresh"}))
+                .await?;
+            reply.result()?;
+            let note = events
+                .wait_for(|m| m["method"] == "notifications/tools/list_changed")
+                .await?;
+            assert!(
+                note["params"].get("_meta").is_none(),
+                "the upstream's subscriptionId leaked: {note}"
+            );
+            until_listed(&client, &format!("{up}__fresh")).await?;
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_modern_upstreams_lists_are_refetched_when_their_ttl_runs_out() -> Result<()> {
+    bounded(async {
+        // No list_changed at all: only the 1 s ttlMs brings the new tool in.
+        let m = start(&["--no-list-changed", "--list-ttl-ms", "1000"]).await?;
+        let client = m.gw.session("2025-11-25", json!({})).await?;
+        for up in ["mlocal", "mremote"] {
+            client
+                .call_tool(&format!("{up}__add_tool"), json!({"name": "late"}))
+                .await?
+                .result()?;
+            until_listed(&client, &format!("{up}__late")).await?;
+        }
+        Ok(())
+    })
+    .await
+}

@@ -1,0 +1,228 @@
+//! Legacy client ↔ modern upstream: a 2026-07-28 upstream asks for client input
+//! with an `InputRequiredResult` instead of a server→client request. For a caller
+//! that speaks the legacy era, the call turns each `inputRequests` entry into a
+//! [`CallEvent::Request`] (which the gateway relays to the client like any
+//! upstream request), collects the answers under the same keys, and sends the
+//! request again with a new id, `inputResponses` and the `requestState` exactly
+//! as received, looping while the upstream asks again.
+//!
+//! Invariants: the caller sees one call and one outcome; the call's deadline
+//! covers every round; at most [`MAX_INPUT_ROUNDS`] rounds of at most
+//! [`MAX_INPUT_REQUESTS`] questions each. A question the client answers with an
+//! error ends the call with that error (there is no `inputResponses` form for a
+//! refusal).
+//!
+//! Not here: relaying the questions to the client (manifold-server), and the
+//! reverse bridge for modern clients of legacy upstreams (manifold-server `mrtr`).
+
+use manifold_protocol::methods as m;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::collections::VecDeque;
+use tokio::sync::mpsc;
+
+use crate::call::{AnswerTo, Call};
+use crate::{
+    CallEvent, CallOutcome, Caller, ExtraHeaders, Responder, UpstreamError, MAX_INPUT_REQUESTS,
+    MAX_INPUT_ROUNDS,
+};
+
+/// One question's answer: its `inputRequests` key and the client's result or error.
+pub(crate) type Answer = (String, Result<Box<RawValue>, Box<RawValue>>);
+
+/// The methods on which a 2026-07-28 server may answer `InputRequiredResult`.
+pub(crate) fn applies(method: &str) -> bool {
+    matches!(method, m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ)
+}
+
+/// The bridging state of one call.
+pub(crate) struct Bridge {
+    method: String,
+    /// The request as the caller made it, resent on every round.
+    params: Map<String, Value>,
+    headers: ExtraHeaders,
+    caller: Caller,
+    rounds: usize,
+    /// Questions of this round not yet handed to the caller.
+    queued: VecDeque<CallEvent>,
+    /// Answers of this round, while some are outstanding.
+    answers: Option<mpsc::Receiver<Answer>>,
+    expected: usize,
+    collected: Map<String, Value>,
+    state: Option<Value>,
+    /// A round was asked: once its answers are in, the request goes again.
+    retry_due: bool,
+}
+
+impl Bridge {
+    pub(crate) fn new(
+        method: &str,
+        params: Map<String, Value>,
+        headers: ExtraHeaders,
+        caller: Caller,
+    ) -> Bridge {
+        Bridge {
+            method: method.to_string(),
+            params,
+            headers,
+            caller,
+            rounds: 0,
+            queued: VecDeque::new(),
+            answers: None,
+            expected: 0,
+            collected: Map::new(),
+            state: None,
+            retry_due: false,
+        }
+    }
+
+    /// Reads an `InputRequiredResult`: queues its questions; `Err` when it breaks
+    /// the rules or the limits.
+    fn ask(&mut self, result: Map<String, Value>) -> Result<(), String> {
+        self.rounds += 1;
+        if self.rounds > MAX_INPUT_ROUNDS {
+            return Err(format!(
+                "it asked for client input more than {MAX_INPUT_ROUNDS} times in one call"
+            ));
+        }
+        let requests = match result.get("inputRequests") {
+            None => Map::new(),
+            Some(Value::Object(r)) => r.clone(),
+            Some(_) => return Err("inputRequests is not an object".into()),
+        };
+        self.state = result.get("requestState").cloned();
+        if requests.is_empty() && self.state.is_none() {
+            return Err(
+                "an InputRequiredResult with neither inputRequests nor requestState".into(),
+            );
+        }
+        if requests.len() > MAX_INPUT_REQUESTS {
+            return Err(format!(
+                "it asked {} questions at once (at most {MAX_INPUT_REQUESTS} are relayed)",
+                requests.len()
+            ));
+        }
+        self.collected.clear();
+        self.expected = requests.len();
+        let (tx, rx) = mpsc::channel(requests.len().max(1));
+        for (key, req) in requests {
+            let method = req.get("method").and_then(Value::as_str);
+            let Some(method) = method else {
+                return Err(format!("inputRequests[{key:?}] has no method"));
+            };
+            self.queued.push_back(CallEvent::Request {
+                method: method.to_string(),
+                params: req.get("params").cloned(),
+                responder: Responder {
+                    to: AnswerTo::Retry {
+                        key,
+                        answers: tx.clone(),
+                    },
+                },
+            });
+        }
+        // With no questions (only a requestState), the retry goes at once.
+        self.answers = (self.expected > 0).then_some(rx);
+        self.retry_due = true;
+        Ok(())
+    }
+
+    /// The request for the next round.
+    fn retry_params(&mut self) -> Map<String, Value> {
+        let mut p = self.params.clone();
+        p.insert(
+            "inputResponses".into(),
+            Value::Object(std::mem::take(&mut self.collected)),
+        );
+        match self.state.take() {
+            Some(state) => p.insert("requestState".into(), state),
+            None => p.remove("requestState"),
+        };
+        p
+    }
+}
+
+/// `Some(result)` when `raw` is an `InputRequiredResult`.
+fn input_required(raw: &RawValue) -> Option<Map<String, Value>> {
+    if !raw.get().contains("input_required") {
+        return None;
+    }
+    let map: Map<String, Value> = serde_json::from_str(raw.get()).ok()?;
+    (map.get("resultType").and_then(Value::as_str) == Some("input_required")).then_some(map)
+}
+
+fn end(call: &mut Call, outcome: CallOutcome) -> CallEvent {
+    call.finished = true;
+    call.driver = None;
+    CallEvent::Done(outcome)
+}
+
+/// [`Call::next`] for a bridged call.
+pub(crate) async fn next(call: &mut Call) -> CallEvent {
+    loop {
+        let Some(b) = call.bridge.as_mut() else {
+            return call.next_raw().await;
+        };
+        if let Some(ev) = b.queued.pop_front() {
+            return ev;
+        }
+        if let Some(rx) = b.answers.as_mut() {
+            let answer = tokio::select! {
+                a = rx.recv() => a,
+                _ = tokio::time::sleep_until(call.deadline) => return call.timed_out().await,
+            };
+            match answer {
+                Some((key, Ok(raw))) => {
+                    let v = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+                    b.collected.insert(key, v);
+                    if b.collected.len() < b.expected {
+                        continue;
+                    }
+                    b.answers = None;
+                }
+                Some((_, Err(error))) => return end(call, CallOutcome::Error(error)),
+                None => {
+                    let upstream = call.session.router.upstream.to_string();
+                    return end(
+                        call,
+                        CallOutcome::Failed(UpstreamError::Cancelled { upstream }),
+                    );
+                }
+            }
+        }
+        if b.retry_due {
+            // Every answer is in: the next round.
+            b.retry_due = false;
+            let params = b.retry_params();
+            let (method, headers, caller) = (b.method.clone(), b.headers.clone(), b.caller.clone());
+            let (session, timeout) = (call.session.clone(), call.timeout);
+            let launched = session.launch(&method, Some(params), headers, timeout, Some(&caller));
+            match launched.await {
+                Ok(ex) => {
+                    call.id = ex.id;
+                    call.events = ex.events;
+                    call.done = ex.done;
+                    call.driver = ex.driver;
+                    call.finished = false;
+                }
+                Err(e) => return end(call, CallOutcome::Failed(e)),
+            }
+        }
+        match call.next_raw().await {
+            CallEvent::Done(CallOutcome::Result(raw)) => {
+                let Some(result) = input_required(&raw) else {
+                    return CallEvent::Done(CallOutcome::Result(raw));
+                };
+                let asked = call.bridge.as_mut().map(|b| b.ask(result));
+                if let Some(Err(why)) = asked {
+                    let upstream = call.session.router.upstream.to_string();
+                    return end(
+                        call,
+                        CallOutcome::Failed(UpstreamError::protocol(&upstream, why)),
+                    );
+                }
+            }
+            other => return other,
+        }
+    }
+}
