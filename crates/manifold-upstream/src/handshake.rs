@@ -67,37 +67,83 @@ pub(crate) fn request_meta(version: &str, caller: Option<&crate::Caller>) -> Map
 
 /// Sends `server/discover`. `Ok(Ok(facts))`: a modern upstream (the session now
 /// speaks 2026-07-28). `Ok(Err(why))`: it is not one. `Err`: it cannot be reached.
+///
+/// An `UnsupportedProtocolVersionError` (-32022) is a modern answer: the probe is
+/// sent once more with a revision from its `supported` list that Manifold speaks.
 async fn probe(session: &Arc<Session>) -> Result<Result<ServerFacts, String>, UpstreamError> {
+    let mut asking = version::LATEST_MODERN;
+    for _ in 0..PROBE_ATTEMPTS {
+        match discover(session, asking).await? {
+            Discovered::Result(result) => return Ok(facts_of(session, &result)),
+            // Once more, even with the same revision: a server may refuse a
+            // request for a reason it fixes by itself (a restart mid-probe).
+            Discovered::Retry(v) => asking = v,
+            Discovered::NotModern(why) => return Ok(Err(why)),
+        }
+    }
+    Ok(Err(
+        "server/discover kept refusing every revision Manifold speaks".into(),
+    ))
+}
+
+/// `server/discover` attempts when the upstream answers -32022.
+const PROBE_ATTEMPTS: usize = 2;
+
+enum Discovered {
+    Result(Map<String, Value>),
+    /// -32022 naming a stateless revision Manifold speaks.
+    Retry(&'static str),
+    NotModern(String),
+}
+
+async fn discover(session: &Arc<Session>, asking: &str) -> Result<Discovered, UpstreamError> {
     let mut params = Map::new();
-    params.insert(
-        "_meta".into(),
-        Value::Object(request_meta(version::LATEST_MODERN, None)),
-    );
+    params.insert("_meta".into(), Value::Object(request_meta(asking, None)));
     let headers = vec![
         (m::HEADER_METHOD.to_string(), m::SERVER_DISCOVER.to_string()),
-        (
-            m::HEADER_PROTOCOL_VERSION.to_string(),
-            version::LATEST_MODERN.to_string(),
-        ),
+        (m::HEADER_PROTOCOL_VERSION.to_string(), asking.to_string()),
     ];
     let timeout = session.timeout.min(crate::PROBE_TIMEOUT);
     let mut call = session
         .start_call(m::SERVER_DISCOVER, Some(params), headers, timeout, None)
         .await?;
-    let result = match call.outcome().await {
+    let raw = match call.outcome().await {
         crate::CallOutcome::Result(raw) => raw,
         crate::CallOutcome::Error(raw) => {
-            return Ok(Err(format!(
-                "server/discover answered the error {}",
-                raw.get()
-            )))
+            let err: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+            let supported = err
+                .pointer("/data/supported")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let ours = version::MODERN_SUPPORTED
+                .iter()
+                .find(|v| supported.iter().any(|s| s.as_str() == Some(**v)));
+            return Ok(match (err.get("code").and_then(Value::as_i64), ours) {
+                (Some(-32022), Some(v)) => Discovered::Retry(v),
+                _ => Discovered::NotModern(format!(
+                    "server/discover answered the error {}",
+                    raw.get()
+                )),
+            });
         }
         crate::CallOutcome::Failed(e) if e.is_unavailable() => return Err(e),
-        crate::CallOutcome::Failed(e) => return Ok(Err(format!("server/discover failed: {e}"))),
+        crate::CallOutcome::Failed(e) => {
+            return Ok(Discovered::NotModern(format!(
+                "server/discover failed: {e}"
+            )))
+        }
     };
-    let Ok(result) = serde_json::from_str::<Map<String, Value>>(result.get()) else {
-        return Ok(Err("the server/discover result is not an object".into()));
-    };
+    Ok(
+        match serde_json::from_str::<Map<String, Value>>(raw.get()) {
+            Ok(result) => Discovered::Result(result),
+            Err(_) => Discovered::NotModern("the server/discover result is not an object".into()),
+        },
+    )
+}
+
+/// What a discover result says, if it names a stateless revision Manifold speaks.
+fn facts_of(session: &Session, result: &Map<String, Value>) -> Result<ServerFacts, String> {
     let offered: Vec<&str> = result
         .get("supportedVersions")
         .and_then(Value::as_array)
@@ -107,9 +153,9 @@ async fn probe(session: &Arc<Session>) -> Result<Result<ServerFacts, String>, Up
         .iter()
         .find(|v| offered.contains(v))
     else {
-        return Ok(Err(format!(
+        return Err(format!(
             "server/discover offered {offered:?}, no stateless revision Manifold speaks"
-        )));
+        ));
     };
     let _ = session.protocol_version.set(chosen.to_string());
     let server_info = result
@@ -117,7 +163,7 @@ async fn probe(session: &Arc<Session>) -> Result<Result<ServerFacts, String>, Up
         .and_then(|m| m.get(meta::SERVER_INFO))
         .cloned()
         .unwrap_or(Value::Null);
-    Ok(Ok(ServerFacts {
+    Ok(ServerFacts {
         protocol_version: chosen.to_string(),
         capabilities: result
             .get("capabilities")
@@ -129,7 +175,7 @@ async fn probe(session: &Arc<Session>) -> Result<Result<ServerFacts, String>, Up
             .get("instructions")
             .and_then(Value::as_str)
             .map(str::to_string),
-    }))
+    })
 }
 
 pub(crate) async fn initialize(session: &Arc<Session>) -> Result<ServerFacts, UpstreamError> {
