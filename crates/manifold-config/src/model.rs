@@ -142,7 +142,15 @@ pub struct ServerSection {
     /// loopback listener only loopback hosts are accepted unless listed here.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// Secret that keys the HMAC of the `requestState` Manifold mints when it
+    /// bridges a legacy upstream's mid-call request for a 2026-07-28 client (at
+    /// least `MIN_REQUEST_STATE_KEY_LEN` characters; `${VAR}` expands). Unset: a
+    /// random key per process, so states die with it.
+    pub request_state_key: Option<String>,
 }
+
+/// Shortest `server.request_state_key` accepted.
+pub const MIN_REQUEST_STATE_KEY_LEN: usize = 32;
 
 impl Default for ServerSection {
     fn default() -> Self {
@@ -152,6 +160,7 @@ impl Default for ServerSection {
             page_size: DEFAULT_PAGE_SIZE,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            request_state_key: None,
         }
     }
 }

@@ -209,3 +209,53 @@ fn bad_prefix_and_filters_are_errors_naming_the_key() {
         assert!(err.contains(needle), "{text}: {err}");
     }
 }
+
+#[test]
+fn request_state_key_expands_and_must_be_long_enough() {
+    let env = |k: &str| (k == "STATE_KEY").then(|| "k".repeat(40));
+    let cfg = load_str(
+        Path::new("g.toml"),
+        "[server]\nrequest_state_key = \"${STATE_KEY}\"\n",
+        env,
+        figment::providers::Env::raw().only(&[] as &[&str]),
+    )
+    .expect("valid");
+    assert_eq!(cfg.server.request_state_key, Some("k".repeat(40)));
+    let err = load_str(
+        Path::new("g.toml"),
+        "[server]\nrequest_state_key = \"short\"\n",
+        |_| None,
+        figment::providers::Env::raw().only(&[] as &[&str]),
+    )
+    .expect_err("too short");
+    assert!(
+        err.to_string().contains("server.request_state_key"),
+        "{err}"
+    );
+}
+
+#[test]
+fn upstream_protocol_is_auto_legacy_or_2026_07_28() {
+    let load = |p: &str| {
+        load_str(
+            Path::new("g.toml"),
+            &format!("[upstreams.a]\ncommand = \"x\"\n{p}"),
+            |_| None,
+            figment::providers::Env::raw().only(&[] as &[&str]),
+        )
+    };
+    assert_eq!(
+        load("").expect("ok").upstreams[0].protocol,
+        UpstreamProtocol::Auto
+    );
+    assert_eq!(
+        load("protocol = \"legacy\"\n").expect("ok").upstreams[0].protocol,
+        UpstreamProtocol::Legacy
+    );
+    assert_eq!(
+        load("protocol = \"2026-07-28\"\n").expect("ok").upstreams[0].protocol,
+        UpstreamProtocol::Modern
+    );
+    let err = load("protocol = \"modern\"\n").expect_err("bad value");
+    assert!(err.to_string().contains("upstreams.a.protocol"), "{err}");
+}

@@ -31,6 +31,8 @@ pub struct ServerConfig {
     pub page_size: usize,
     pub allowed_origins: Vec<String>,
     pub allowed_hosts: Vec<String>,
+    /// `server.request_state_key`, expanded (`None`: generate one at start).
+    pub request_state_key: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,6 +224,20 @@ pub(crate) fn validate(
     let limits = limits(file.limits)?;
 
     let mut upstreams = Vec::with_capacity(file.upstreams.len());
+    let request_state_key = match &file.server.request_state_key {
+        None => None,
+        Some(k) => {
+            let k =
+                expand(k, lookup).map_err(|e| format!("key `server.request_state_key`: {e}"))?;
+            if k.chars().count() < crate::model::MIN_REQUEST_STATE_KEY_LEN {
+                return Err(format!(
+                    "key `server.request_state_key`: must be at least {} characters (a random secret, e.g. `openssl rand -hex 32`)",
+                    crate::model::MIN_REQUEST_STATE_KEY_LEN
+                ));
+            }
+            Some(k)
+        }
+    };
     for (name, u) in file.upstreams {
         let key = format!("upstreams.{name}");
         if !is_valid_upstream_name(&name) {
@@ -370,6 +386,7 @@ pub(crate) fn validate(
             page_size: file.server.page_size,
             allowed_origins: file.server.allowed_origins,
             allowed_hosts: file.server.allowed_hosts,
+            request_state_key,
         },
         naming: NamingConfig {
             separator: sep,

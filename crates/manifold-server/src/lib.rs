@@ -160,7 +160,7 @@ impl Gateway {
             learned: Default::default(),
             subscriptions: Default::default(),
             listeners: Default::default(),
-            held: Default::default(),
+            held: mrtr::Held::new(config.server.request_state_key.as_deref()),
             config,
             upstreams,
             by_name,

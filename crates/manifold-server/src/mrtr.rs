@@ -4,8 +4,8 @@
 //!
 //! - The call stays open upstream, owned by a holder task, for at most
 //!   [`HELD_CALL_TTL`]; then it is cancelled upstream.
-//! - `requestState` is `<id>.<expiry>.<mac>`: the MAC (HMAC-SHA-256 with a key
-//!   generated at start) covers the id, the expiry, the method and a digest of the
+//! - `requestState` is `<id>.<expiry>.<mac>`: the MAC (HMAC-SHA-256 with the
+//!   SHA-256 of `server.request_state_key`, or a key generated at start) covers the id, the expiry, the method and a digest of the
 //!   request's params (without `_meta`, `inputResponses`, `requestState`), so a
 //!   tampered, expired or replayed-elsewhere state is refused before anything is
 //!   looked up. States are single-use: a resumed call gets a fresh one if it asks
@@ -93,6 +93,20 @@ struct Resume {
 pub(crate) struct Held {
     key: [u8; 32],
     calls: Mutex<HashMap<String, oneshot::Sender<Resume>>>,
+}
+
+impl Held {
+    /// With `secret` (`server.request_state_key`), the MAC key is its SHA-256,
+    /// the same in every process configured with it; without, a random key.
+    pub(crate) fn new(secret: Option<&str>) -> Held {
+        match secret {
+            Some(s) => Held {
+                key: Sha256::digest(s.as_bytes()).into(),
+                calls: Mutex::new(HashMap::new()),
+            },
+            None => Held::default(),
+        }
+    }
 }
 
 impl Default for Held {
@@ -466,6 +480,20 @@ mod tests {
             other.verify(&state, "digest-a").is_err(),
             "another gateway's key"
         );
+    }
+
+    #[test]
+    fn a_configured_key_is_shared_by_every_gateway_configured_with_it() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        let (a, b) = (Held::new(Some(secret)), Held::new(Some(secret)));
+        let (id, state) = a.mint("digest-a");
+        assert_eq!(
+            b.verify(&state, "digest-a"),
+            Ok(id),
+            "same secret, same key"
+        );
+        let c = Held::new(Some("another-secret-another-secret-xx"));
+        assert!(c.verify(&state, "digest-a").is_err(), "another secret");
     }
 
     #[test]
