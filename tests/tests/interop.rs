@@ -277,6 +277,20 @@ fn sdk_clients_list_and_call_tools_through_manifold() -> Result<()> {
             out["serverInfo"]
         );
         check_output(client, &out)?;
+        // mcp-server-time answers `server/discover`, so Manifold speaks 2026-07-28 to
+        // it: its result reaches the client with the upstream's own stateless `_meta`,
+        // whichever era the client speaks (server-everything stays legacy).
+        let log = std::fs::read_to_string(&wire)?;
+        let from_modern_time = log.lines().any(|l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|m| {
+                m.pointer("/result/_meta/io.modelcontextprotocol~1serverInfo/name")
+                    == Some(&json!("mcp-time"))
+            })
+        });
+        anyhow::ensure!(
+            from_modern_time,
+            "{client}: no result of the 2026-07-28 time upstream in the wire log"
+        );
         let schema = Schema::load(&version)?;
         let n = schema.check_wire_log(&wire)?;
         anyhow::ensure!(n >= 12, "{client}: only {n} messages in the wire log");

@@ -14,7 +14,7 @@ use http::{Response, StatusCode};
 use manifold_catalog::Kind;
 use manifold_protocol::headers::{encode_header_value, param_headers};
 use manifold_protocol::methods as m;
-use manifold_protocol::{jsonrpc, RequestId, RpcError};
+use manifold_protocol::{jsonrpc, ErrorCode, RequestId, RpcError};
 use manifold_upstream::{Call, CallEvent, CallOutcome, Upstream, UpstreamError};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -285,9 +285,10 @@ pub(crate) async fn dispatch(
     };
     match first {
         CallEvent::Done(outcome) => {
+            let status = status_of(session.modern, &outcome);
             let bytes = pending.answer(outcome).await;
             pending.finished();
-            json_response(StatusCode::OK, bytes, None)
+            json_response(status, bytes, None)
         }
         ev if accepts_sse => {
             let (tx, rx) = mpsc::channel::<Bytes>(gw.config.limits.stream_queue);
@@ -318,6 +319,27 @@ pub(crate) async fn dispatch(
                 ev = next;
             }
         }
+    }
+}
+
+/// The HTTP status of a JSON answer. A modern upstream's -32021 (a capability the
+/// client did not declare) is the client's to fix and gets 400, as it would have
+/// directly. Its -32020 or -32022 are about Manifold's own request, so they stay
+/// errors of the call.
+fn status_of(modern: bool, outcome: &CallOutcome) -> StatusCode {
+    let CallOutcome::Error(raw) = outcome else {
+        return StatusCode::OK;
+    };
+    if !modern {
+        return StatusCode::OK;
+    }
+    #[derive(serde::Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    match serde_json::from_str::<Code>(raw.get()).map(|c| ErrorCode(c.code)) {
+        Ok(ErrorCode::MISSING_CLIENT_CAPABILITY) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
     }
 }
 

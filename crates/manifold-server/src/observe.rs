@@ -22,7 +22,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
@@ -377,27 +377,30 @@ fn reason_label(r: &manifold_catalog::LeftOutReason) -> &'static str {
     }
 }
 
+/// The members of an answer the audit outcome depends on; serde skips the rest
+/// without building it (results can be large).
+#[derive(serde::Deserialize)]
+struct OutcomeProbe {
+    #[serde(rename = "isError", default)]
+    is_error: Option<bool>,
+    #[serde(default)]
+    code: Option<i64>,
+}
+
+fn probe(raw: &serde_json::value::RawValue) -> Option<OutcomeProbe> {
+    serde_json::from_str(raw.get()).ok()
+}
+
 /// The audit outcome of an upstream's answer.
 pub(crate) fn outcome_of(o: &CallOutcome) -> Outcome {
     match o {
-        CallOutcome::Result(raw) => {
-            let is_error = serde_json::from_str::<Map<String, Value>>(raw.get())
-                .ok()
-                .and_then(|m| m.get("isError").and_then(Value::as_bool))
-                .unwrap_or(false);
-            if is_error {
-                Outcome::ToolError
-            } else {
-                Outcome::Ok
-            }
-        }
-        CallOutcome::Error(raw) => {
-            let code = serde_json::from_str::<Map<String, Value>>(raw.get())
-                .ok()
-                .and_then(|m| m.get("code").and_then(Value::as_i64))
-                .unwrap_or(-32603);
-            Outcome::ProtocolError { code }
-        }
+        CallOutcome::Result(raw) => match probe(raw).and_then(|p| p.is_error) {
+            Some(true) => Outcome::ToolError,
+            _ => Outcome::Ok,
+        },
+        CallOutcome::Error(raw) => Outcome::ProtocolError {
+            code: probe(raw).and_then(|p| p.code).unwrap_or(-32603),
+        },
         CallOutcome::Failed(e) => failure_outcome(e),
     }
 }

@@ -77,12 +77,16 @@ pub(crate) fn connect(
         };
         map.insert(name, value);
     }
+    // Requests are small and latency-bound: send each segment at once (no Nagle).
+    let mut tcp = HttpConnector::new();
+    tcp.set_nodelay(true);
+    tcp.enforce_http(false);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_webpki_roots()
         .https_or_http()
         .enable_http1()
         .enable_http2()
-        .build();
+        .wrap_connector(tcp);
     let client = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(60))
         .build(https);
