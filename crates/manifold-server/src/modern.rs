@@ -376,7 +376,8 @@ pub(crate) async fn handle(
             // goes to it byte-exact.
             let empty = Map::new();
             let params = jsonrpc::params(&msg).unwrap_or(&empty);
-            if !target(&gw, method, params).is_some_and(|u| u.is_modern()) {
+            let retry = params.contains_key("requestState");
+            if retry && !target(&gw, method, params).is_some_and(|u| u.is_modern()) {
                 if let Some(r) = crate::mrtr::resume(&gw, &id, method, params).await {
                     return r;
                 }

@@ -253,7 +253,7 @@ async fn stateless(state: &State, headers: &HeaderMap, incoming: Incoming) -> Re
     };
     let accepts_sse = accepts(headers, "text/event-stream", true);
     let session = state.server.new_session();
-    let mut reply = request(
+    request(
         state,
         session,
         id,
@@ -262,17 +262,7 @@ async fn stateless(state: &State, headers: &HeaderMap, incoming: Incoming) -> Re
         mcp_headers(headers),
         accepts_sse,
     )
-    .await;
-    if reply.status() == StatusCode::OK {
-        if let Some(code) = reply.headers().get("x-demo-error-code").cloned() {
-            *reply.status_mut() = match code.to_str().unwrap_or("") {
-                "-32601" => StatusCode::NOT_FOUND,
-                _ => StatusCode::BAD_REQUEST,
-            };
-            reply.headers_mut().remove("x-demo-error-code");
-        }
-    }
-    reply
+    .await
 }
 
 async fn initialize(state: Arc<State>, incoming: Incoming) -> Response<Body> {
@@ -342,16 +332,14 @@ async fn request(
     match rx.recv().await {
         // Responses have no `method`; interim notifications/requests do.
         Some(response) if response.get("method").is_none() => {
-            let mut reply = json(StatusCode::OK, &response);
-            // Protocol-level errors of the stateless era get 4xx (see `stateless`).
+            // Protocol-level errors of the stateless era have their own statuses.
             let code = response.pointer("/error/code").and_then(Value::as_i64);
-            let modern = state.server.config().modern;
-            if let Some(code) = code.filter(|c| modern && [-32601, -32602, -32022].contains(c)) {
-                if let Ok(v) = HeaderValue::from_str(&code.to_string()) {
-                    reply.headers_mut().insert("x-demo-error-code", v);
-                }
-            }
-            reply
+            let status = match code {
+                Some(-32601) if state.server.config().modern => StatusCode::NOT_FOUND,
+                Some(-32602 | -32022) if state.server.config().modern => StatusCode::BAD_REQUEST,
+                _ => StatusCode::OK,
+            };
+            json(status, &response)
         }
         first => sse(
             state.streams.fetch_add(1, Ordering::Relaxed),

@@ -6,11 +6,10 @@
 //! The upstreams are the demo in `--modern` mode: `mlocal` over stdio, `mremote`
 //! over HTTP, next to the legacy `local` (stdio).
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use http::StatusCode;
 use manifold_testkit::harness::{toml_string, DemoHttp, TestGateway};
 use serde_json::{json, Value};
-use std::time::Duration;
 
 use crate::{bounded, names_of, text_of, BIN};
 
@@ -251,15 +250,9 @@ async fn input_required_passes_through_to_a_modern_client_and_its_retry_reaches_
     .await
 }
 
-/// Polls the merged list until `name` is in it (or not, per `present`).
-async fn until_listed(client: &manifold_testkit::harness::McpClient, name: &str) -> Result<()> {
-    for _ in 0..100 {
-        if names_of(&client.list_all_tools().await?).contains(&name.to_string()) {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!("{name} never appeared in the merged list")
+/// The merged list lists `name`.
+async fn listed(client: &manifold_testkit::harness::McpClient, name: &str) -> Result<bool> {
+    Ok(names_of(&client.list_all_tools().await?).contains(&name.to_string()))
 }
 
 #[tokio::test]
@@ -280,7 +273,11 @@ async fn a_modern_upstreams_list_change_arrives_through_its_listen_stream() -> R
                 note["params"].get("_meta").is_none(),
                 "the upstream's subscriptionId leaked: {note}"
             );
-            until_listed(&client, &format!("{up}__fresh")).await?;
+            // The merged list is rebuilt before clients are told.
+            assert!(
+                listed(&client, &format!("{up}__fresh")).await?,
+                "{up}__fresh not listed"
+            );
         }
         Ok(())
     })
@@ -293,12 +290,20 @@ async fn a_modern_upstreams_lists_are_refetched_when_their_ttl_runs_out() -> Res
         // No list_changed at all: only the 1 s ttlMs brings the new tool in.
         let m = start(&["--no-list-changed", "--list-ttl-ms", "1000"]).await?;
         let client = m.gw.session("2025-11-25", json!({})).await?;
+        let mut events = client.open_get_stream().await?;
         for up in ["mlocal", "mremote"] {
             client
                 .call_tool(&format!("{up}__add_tool"), json!({"name": "late"}))
                 .await?
                 .result()?;
-            until_listed(&client, &format!("{up}__late")).await?;
+            // The refetch after ttlMs rebuilds the merged list and tells clients.
+            events
+                .wait_for(|m| m["method"] == "notifications/tools/list_changed")
+                .await?;
+            assert!(
+                listed(&client, &format!("{up}__late")).await?,
+                "{up}__late not listed"
+            );
         }
         Ok(())
     })
