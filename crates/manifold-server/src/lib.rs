@@ -18,6 +18,7 @@ mod admin;
 mod body;
 mod forward;
 mod http;
+mod listen;
 mod logging;
 mod modern;
 mod mrtr;
@@ -65,7 +66,7 @@ pub struct Gateway {
     /// Resource subscriptions, shared across sessions.
     pub(crate) subscriptions: std::sync::Mutex<resources::Subscriptions>,
     /// Open 2026-07-28 `subscriptions/listen` streams.
-    pub(crate) listeners: modern::Listeners,
+    pub(crate) listeners: listen::Listeners,
     /// Calls held for a modern client's input (`InputRequiredResult`).
     pub(crate) held: mrtr::Held,
     pub(crate) shutdown: CancellationToken,
@@ -375,7 +376,7 @@ impl Gateway {
                 self.on_upstreams_changed(&mut ready);
                 for method in self.rebuild_catalog() {
                     let sent = self.sessions.broadcast_notification(method)
-                        + modern::notify_listeners(&self, method);
+                        + listen::notify_listeners(&self, method);
                     self.metrics.list_changed_sent(method, sent);
                     tracing::info!(%method, sessions = sent, "merged list changed");
                 }

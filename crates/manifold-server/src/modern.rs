@@ -21,10 +21,8 @@
 //! Server→client requests a legacy upstream makes before answering become an
 //! `InputRequiredResult` (see `mrtr`).
 //!
-//! Not yet here: `resourceSubscriptions` on a listen (not acknowledged), and modern
-//! upstreams (upstreams are spoken to in the legacy era).
+//! `subscriptions/listen` streams live in `listen`.
 
-use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
 use manifold_catalog::Kind;
 use manifold_protocol::headers::{decode_header_value, header_matches_value};
@@ -32,11 +30,10 @@ use manifold_protocol::methods as m;
 use manifold_protocol::{jsonrpc, version, ErrorCode, RequestId, RpcError};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
+use std::sync::Arc;
 
-use crate::body::{sse_message, Body};
-use crate::http::{json_response, rpc_error, sse_response};
+use crate::body::Body;
+use crate::http::{json_response, rpc_error};
 use crate::pipeline::header;
 use crate::session::DownSession;
 use crate::Gateway;
@@ -44,15 +41,27 @@ use manifold_upstream::Upstream;
 
 /// Revisions served statelessly.
 pub const MODERN_SUPPORTED: &[&str] = version::MODERN_SUPPORTED;
-/// How long clients may cache Manifold's lists and discovery result. The lists
+/// The longest clients may cache Manifold's lists and discovery result. The lists
 /// change only on `list_changed`, which listeners hear at once; the bound keeps a
-/// client that does not listen from holding a stale list for long.
+/// client that does not listen from holding a stale list for long. A ready modern
+/// upstream whose lists Manifold refetches sooner (its `ttlMs`) shortens it: see
+/// [`list_ttl_ms`].
 pub const LIST_TTL_MS: u64 = 60_000;
+
+/// The `ttlMs` of Manifold's lists: [`LIST_TTL_MS`], or the shortest time a ready
+/// upstream's lists are kept before Manifold refetches them, if shorter. A
+/// client's cached list then lives no longer than Manifold's own copy.
+pub(crate) fn list_ttl_ms(gw: &Gateway) -> u64 {
+    gw.upstreams
+        .iter()
+        .filter_map(Upstream::list_ttl)
+        .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+        .fold(LIST_TTL_MS, u64::min)
+}
 
 use m::meta::{
     CLIENT_CAPABILITIES as META_CAPS, CLIENT_INFO as META_CLIENT, LOG_LEVEL as META_LOG_LEVEL,
     PROTOCOL_VERSION as META_VERSION, SERVER_INFO as META_SERVER,
-    SUBSCRIPTION_ID as META_SUBSCRIPTION,
 };
 
 const LEGACY_ONLY: &[&str] = &[
@@ -315,7 +324,7 @@ fn check_name_headers(
 }
 
 /// Adds `resultType` (and cache hints) to a pre-serialized result object.
-fn complete_with_cache(page: &[u8], scope: &str) -> Vec<u8> {
+fn complete_with_cache(page: &[u8], ttl_ms: u64, scope: &str) -> Vec<u8> {
     let text = String::from_utf8_lossy(page);
     let rest = text.trim_start().strip_prefix('{').unwrap_or("}");
     let sep = if rest.trim_start().starts_with('}') {
@@ -324,7 +333,7 @@ fn complete_with_cache(page: &[u8], scope: &str) -> Vec<u8> {
         ","
     };
     format!(
-        "{{\"resultType\":\"complete\",\"ttlMs\":{LIST_TTL_MS},\"cacheScope\":\"{scope}\"{sep}{rest}"
+        "{{\"resultType\":\"complete\",\"ttlMs\":{ttl_ms},\"cacheScope\":\"{scope}\"{sep}{rest}"
     )
     .into_bytes()
 }
@@ -361,7 +370,7 @@ pub(crate) async fn handle(
             let cursor = params.and_then(|p| p.get("cursor")).and_then(Value::as_str);
             match crate::pipeline::list_page(&gw, method, cursor) {
                 // The same for every caller: Manifold has no per-caller views yet.
-                Ok(page) => ok(complete_with_cache(&page, "public")),
+                Ok(page) => ok(complete_with_cache(&page, list_ttl_ms(&gw), "public")),
                 Err(e) => rpc_error(
                     StatusCode::OK,
                     Some(&id),
@@ -369,7 +378,7 @@ pub(crate) async fn handle(
                 ),
             }
         }
-        m::SUBSCRIPTIONS_LISTEN => listen(&gw, &id, &msg),
+        m::SUBSCRIPTIONS_LISTEN => crate::listen::listen(&gw, &id, &msg).await,
         m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ | m::COMPLETION_COMPLETE => {
             // A retry with `requestState` resumes a call held for client input,
             // unless the target upstream is modern: then the state is its own and
@@ -429,12 +438,9 @@ fn discover(gw: &Gateway) -> Vec<u8> {
         .copied()
         .collect();
     result.insert("supportedVersions".into(), json!(supported));
-    let mut caps = crate::pipeline::capabilities_for(gw);
-    // In this era `subscribe` promises `resourceSubscriptions` on a listen, which
-    // Manifold does not honour yet.
-    if let Some(r) = caps.get_mut("resources").and_then(Value::as_object_mut) {
-        r.insert("subscribe".into(), Value::Bool(false));
-    }
+    // In this era `resources.subscribe` promises `resourceSubscriptions` on a
+    // listen, which `listen` honours for every URI an upstream can subscribe to.
+    let caps = crate::pipeline::capabilities_for(gw);
     result.insert("capabilities".into(), caps);
     if let Some(text) = crate::pipeline::merged_instructions(gw) {
         result.insert("instructions".into(), Value::from(text));
@@ -443,95 +449,9 @@ fn discover(gw: &Gateway) -> Vec<u8> {
         "_meta".into(),
         json!({META_SERVER: {"name": crate::pipeline::SERVER_NAME, "version": crate::pipeline::SERVER_VERSION}}),
     );
-    result.insert("ttlMs".into(), json!(LIST_TTL_MS));
+    result.insert("ttlMs".into(), json!(list_ttl_ms(gw)));
     result.insert("cacheScope".into(), json!("public"));
     Value::Object(result).to_string().into_bytes()
-}
-
-/// One open `subscriptions/listen` stream.
-pub(crate) struct Listener {
-    id: Value,
-    tools: bool,
-    prompts: bool,
-    resources: bool,
-    tx: mpsc::Sender<Bytes>,
-}
-
-/// Every open listen stream.
-#[derive(Default)]
-pub(crate) struct Listeners(Mutex<Vec<Listener>>);
-
-fn listen(gw: &Gateway, id: &RequestId, msg: &Map<String, Value>) -> Response<Body> {
-    let wanted = jsonrpc::params(msg)
-        .and_then(|p| p.get("notifications"))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let flag = |k: &str| wanted.get(k).and_then(Value::as_bool) == Some(true);
-    let (tools, prompts, resources) = (
-        flag("toolsListChanged"),
-        flag("promptsListChanged"),
-        flag("resourcesListChanged"),
-    );
-    // The acknowledgment names what is honoured: the list kinds asked for.
-    let mut honoured = Map::new();
-    for (k, on) in [
-        ("toolsListChanged", tools),
-        ("promptsListChanged", prompts),
-        ("resourcesListChanged", resources),
-    ] {
-        if on {
-            honoured.insert(k.into(), Value::Bool(true));
-        }
-    }
-    let (tx, rx) = mpsc::channel(gw.config.limits.stream_queue);
-    let ack = json!({
-        "jsonrpc": "2.0",
-        "method": m::NOTIF_SUBSCRIPTIONS_ACKNOWLEDGED,
-        "params": {"_meta": {META_SUBSCRIPTION: id.as_value()}, "notifications": honoured}
-    });
-    // The channel is new and empty: the acknowledgment is first.
-    let _ = tx.try_send(sse_message(ack.to_string().as_bytes()));
-    let mut listeners = gw.listeners.0.lock().unwrap_or_else(|p| p.into_inner());
-    listeners.retain(|l| !l.tx.is_closed());
-    listeners.push(Listener {
-        id: id.as_value().clone(),
-        tools,
-        prompts,
-        resources,
-        tx,
-    });
-    sse_response(rx, None)
-}
-
-/// A merged list changed: every listener that asked for that kind hears it,
-/// tagged with its listen request's id.
-pub(crate) fn notify_listeners(gw: &Gateway, method: &str) -> usize {
-    let mut listeners = gw.listeners.0.lock().unwrap_or_else(|p| p.into_inner());
-    listeners.retain(|l| !l.tx.is_closed());
-    let mut sent = 0;
-    for l in listeners.iter() {
-        let wants = match method {
-            m::NOTIF_TOOLS_LIST_CHANGED => l.tools,
-            m::NOTIF_PROMPTS_LIST_CHANGED => l.prompts,
-            m::NOTIF_RESOURCES_LIST_CHANGED => l.resources,
-            _ => false,
-        };
-        if wants {
-            let note = json!({
-                "jsonrpc": "2.0",
-                "method": method,
-                "params": {"_meta": {META_SUBSCRIPTION: l.id}}
-            });
-            if l.tx
-                .try_send(sse_message(note.to_string().as_bytes()))
-                .is_ok()
-            {
-                sent += 1;
-            }
-        }
-    }
-    sent
 }
 
 #[cfg(test)]
@@ -576,7 +496,7 @@ mod tests {
 
     #[test]
     fn lists_get_cache_hints() {
-        let out = complete_with_cache(br#"{"tools":[]}"#, "public");
+        let out = complete_with_cache(br#"{"tools":[]}"#, LIST_TTL_MS, "public");
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["resultType"], "complete");
         assert_eq!(v["ttlMs"], LIST_TTL_MS);

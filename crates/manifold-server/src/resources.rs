@@ -249,26 +249,39 @@ pub(crate) async fn subscribe(
         Ok(u) => u,
         Err(e) => return error_response(&id, &e),
     };
-    let Some(upstream) = owner(gw, &uri) else {
-        return error_response(&id, &not_found(&uri));
+    match join(gw, &session.id, &uri).await {
+        Ok(()) => empty_result(&id),
+        Err(e) => error_response(&id, &e),
+    }
+}
+
+/// Adds `subscriber` (a session id, or a listen stream's key) to the URI's
+/// subscribers; the first one subscribes upstream. On an upstream refusal the
+/// subscriber is removed again and the error returned.
+pub(crate) async fn join(gw: &Arc<Gateway>, subscriber: &str, uri: &str) -> Result<(), RpcError> {
+    let Some(upstream) = owner(gw, uri) else {
+        return Err(not_found(uri));
     };
     let first = {
         let mut subs = lock(&gw.subscriptions);
-        let sub = subs.0.entry(uri.clone()).or_insert_with(|| Subscription {
-            upstream: upstream.name().clone(),
-            sessions: HashSet::new(),
-        });
+        let sub = subs
+            .0
+            .entry(uri.to_string())
+            .or_insert_with(|| Subscription {
+                upstream: upstream.name().clone(),
+                sessions: HashSet::new(),
+            });
         let first = sub.sessions.is_empty();
-        sub.sessions.insert(session.id.clone());
+        sub.sessions.insert(subscriber.to_string());
         first
     };
     if first {
-        if let Err(e) = own_request(&upstream, m::RESOURCES_SUBSCRIBE, &uri).await {
-            leave(gw, &session.id, &uri);
-            return error_response(&id, &e);
+        if let Err(e) = own_request(&upstream, m::RESOURCES_SUBSCRIBE, uri).await {
+            leave(gw, subscriber, uri);
+            return Err(e);
         }
     }
-    empty_result(&id)
+    Ok(())
 }
 
 /// Removes one session from a URI's subscribers; true if nobody is left (the
@@ -319,7 +332,8 @@ pub(crate) async fn unsubscribe(
     empty_result(&id)
 }
 
-/// A session ended: its subscriptions go, upstream too where it was the last.
+/// A session (or listen stream) ended: its subscriptions go, upstream too where
+/// it was the last.
 pub(crate) fn session_ended(gw: &Arc<Gateway>, session: &str) {
     let uris: Vec<String> = lock(&gw.subscriptions)
         .0
@@ -334,7 +348,9 @@ pub(crate) fn session_ended(gw: &Arc<Gateway>, session: &str) {
     }
 }
 
-/// `notifications/resources/updated` from `upstream`: to the subscribers of its URI.
+/// `notifications/resources/updated` from `upstream`: to the subscribers of its
+/// URI, legacy sessions on their GET stream and listen streams tagged with their
+/// `subscriptionId`.
 pub(crate) fn updated(gw: &Arc<Gateway>, upstream: &str, msg: &Map<String, Value>) -> usize {
     let Some(uri) = jsonrpc::params(msg)
         .and_then(|p| p.get("uri"))
@@ -351,6 +367,13 @@ pub(crate) fn updated(gw: &Arc<Gateway>, upstream: &str, msg: &Map<String, Value
     );
     let mut sent = 0;
     for id in sessions {
+        if crate::listen::is_listen_key(&id) {
+            match crate::listen::resource_updated(gw, &id, msg) {
+                Some(delivered) => sent += usize::from(delivered),
+                None => session_ended(gw, &id),
+            }
+            continue;
+        }
         match gw.sessions.get(&id) {
             Some(s) => sent += usize::from(s.push(bytes.clone())),
             None => session_ended(gw, &id),

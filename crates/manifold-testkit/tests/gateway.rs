@@ -54,6 +54,7 @@ pub(crate) const DEMO_TOOLS: &[&str] = &[
     "sleep",
     "crash",
     "sample",
+    "elicit",
     "link",
     "touch",
     "log",
@@ -186,4 +187,26 @@ pub(crate) async fn until_in_flight(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(())
+}
+
+/// Calls `tool` (a demo upstream's `touch`, which sends a resource update) until
+/// it reports `want_ok`: the demo refuses to touch a URI nobody subscribed to,
+/// and subscriptions upstream may change in the background.
+pub(crate) async fn touch_until(
+    client: &McpClient,
+    tool: &str,
+    uri: &str,
+    want_ok: bool,
+) -> Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let reply = client.call_tool(tool, json!({"uri": uri})).await?;
+        if ok_text(&reply).is_ok() == want_ok {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            anyhow::bail!("touch {uri}: still {reply}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -282,6 +282,7 @@ async fn run_call(
     };
     let name = session.router.upstream.clone();
     let sent_session = lock(&l.session_id).clone();
+    let in_session = sent_session.is_some();
     let mut resp = l
         .send(session, Method::POST, Some(bytes.clone()), headers, None)
         .await
@@ -313,15 +314,23 @@ async fn run_call(
                 format!("authorization required (HTTP {code}); check the upstream's `headers` in the configuration"),
             )
         }
-        ReplyError::Status(code, _) if modern && code.is_client_error() => {
-            // Not a 2026-07-28 answer (those carry a JSON-RPC error): the upstream
-            // may have been re-deployed as a legacy server. Reconnect and probe.
+        ReplyError::Status(code, _)
+            if code.is_client_error()
+                && (modern || (code == StatusCode::BAD_REQUEST && in_session)) =>
+        {
+            // Not an answer to this request (that would carry a JSON-RPC error
+            // with its id) but a refusal of how it was sent: a 2026-07-28 request
+            // refused outside JSON-RPC, or a legacy session's request refused with
+            // 400 (its session or `MCP-Protocol-Version` header is not accepted).
+            // The upstream may have been re-deployed in the other era: reconnect,
+            // which probes again.
+            let era = if modern { "2026-07-28" } else { "session" };
             tracing::warn!(upstream = %name, status = %code,
-                "a 2026-07-28 request got a non-JSON-RPC HTTP error; reconnecting to probe the upstream's era again");
+                "the upstream refused a {era} request outside JSON-RPC; reconnecting to probe its era again");
             session.closed.cancel();
             UpstreamError::unavailable(
                 &name,
-                format!("it answered HTTP {code} to a 2026-07-28 request; reconnecting"),
+                format!("it answered HTTP {code} to a {era} request; reconnecting"),
             )
         }
         ReplyError::Status(code, body) => UpstreamError::protocol(

@@ -44,6 +44,10 @@ pub struct UpstreamStatus {
     pub restarts: u64,
     pub last_exit_code: Option<i32>,
     pub facts: Option<ServerFacts>,
+    /// How long the current lists are kept before a refetch: a modern upstream's
+    /// shortest list `ttlMs` (at least `MIN_LIST_TTL`). `None`: until a
+    /// `list_changed` (legacy upstreams, and modern ones that gave no `ttlMs`).
+    pub list_ttl: Option<Duration>,
 }
 
 pub(crate) enum Link {
@@ -327,6 +331,7 @@ impl Upstream {
             restarts: 0,
             last_exit_code: None,
             facts: None,
+            list_ttl: None,
         });
         let inner = Arc::new(Inner {
             name: Arc::from(config.name.as_str()),
@@ -351,6 +356,11 @@ impl Upstream {
     }
     pub fn status(&self) -> UpstreamStatus {
         self.inner.status.borrow().clone()
+    }
+    /// [`UpstreamStatus::list_ttl`] while ready (without cloning the status).
+    pub fn list_ttl(&self) -> Option<Duration> {
+        let s = self.inner.status.borrow();
+        (s.state == State::Ready).then_some(s.list_ttl).flatten()
     }
     pub fn watch_status(&self) -> watch::Receiver<UpstreamStatus> {
         self.inner.status.subscribe()
@@ -461,6 +471,7 @@ impl Upstream {
                         s.state = State::Ready;
                         s.last_error = None;
                         s.facts = Some(facts.clone());
+                        s.list_ttl = ttl;
                     });
                     let _ = gateway
                         .send(UpstreamEvent::Changed {
@@ -489,6 +500,11 @@ impl Upstream {
                         match handshake::fetch_lists(&session, &facts).await {
                             Ok((lists, ttl)) => {
                                 expiry = ttl.map(|t| Instant::now() + t);
+                                self.inner.status.send_if_modified(|s| {
+                                    let changed = s.list_ttl != ttl;
+                                    s.list_ttl = ttl;
+                                    changed
+                                });
                                 let same = self.lists().is_some_and(|cur| *cur == lists);
                                 if !same {
                                     *self.inner.lists.write().unwrap_or_else(|p| p.into_inner()) =

@@ -251,6 +251,9 @@ pub struct DemoServer {
     log_level: Mutex<Option<String>>,
     /// URIs with a `resources/subscribe` in force (the `touch` tool checks it).
     subscribed: Mutex<std::collections::HashSet<String>>,
+    /// URIs in the `resourceSubscriptions` of open `subscriptions/listen`
+    /// streams (`--modern`), counted per stream.
+    watched: Mutex<HashMap<String, usize>>,
 }
 
 impl DemoServer {
@@ -263,6 +266,7 @@ impl DemoServer {
             events,
             log_level: Mutex::new(None),
             subscribed: Mutex::new(Default::default()),
+            watched: Mutex::new(Default::default()),
         })
     }
 

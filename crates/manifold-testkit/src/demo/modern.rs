@@ -4,10 +4,13 @@
 //! client capabilities in `params._meta` (else -32602, or -32022 for another
 //! revision); `initialize` is refused with -32022 naming the supported revision;
 //! results carry `resultType`, lists `ttlMs`/`cacheScope`; `subscriptions/listen`
-//! acknowledges, then relays the server's list changes tagged with the listen id;
+//! acknowledges, then relays the server's list changes and the updates of its
+//! `resourceSubscriptions` (which `touch` accepts while the stream is open),
+//! tagged with the listen id;
 //! two tools exist only here: `whoami` echoes the request's `_meta` and `Mcp-*`
-//! headers, and `ask` asks a question with an `InputRequiredResult` (key
-//! `answer`, a `requestState`) and answers once the retry carries the answer.
+//! headers, and `ask` asks with `InputRequiredResult`s (key `answer`, a
+//! `requestState`), one round per entry of its `via` argument (elicitation,
+//! sampling, roots), and answers once the retries carried every answer.
 //!
 //! The legacy tools and lists are reused unchanged; tools that need a
 //! server→client request fail here (2026-07-28 servers cannot send those).
@@ -34,8 +37,11 @@ pub fn extra_tools() -> Vec<Value> {
     vec![
         json!({
             "name": "ask",
-            "description": "Asks the user for an answer with an InputRequiredResult (elicitation), then echoes it.",
-            "inputSchema": {"type": "object", "properties": {"question": {"type": "string"}}}
+            "description": "Asks the client with InputRequiredResults, one round per entry of `via` (elicitation, sampling, roots; default elicitation), then echoes the answers.",
+            "inputSchema": {"type": "object", "properties": {
+                "question": {"type": "string"},
+                "via": {"type": "array", "items": {"enum": ["elicitation", "sampling", "roots"]}}
+            }}
         }),
         json!({
             "name": "whoami",
@@ -154,7 +160,7 @@ fn discover(session: &Session) -> Value {
         "capabilities": {
             "tools": {"listChanged": !session.server.config.no_list_changed},
             "prompts": {"listChanged": false},
-            "resources": {"subscribe": false, "listChanged": false},
+            "resources": {"subscribe": true, "listChanged": false},
             "completions": {},
             "logging": {}
         },
@@ -165,41 +171,86 @@ fn discover(session: &Session) -> Value {
     })
 }
 
-/// The `ask` tool: first an InputRequiredResult, then (with the answer and the
-/// state) the answer echoed.
+/// What `ask` can ask for, one per round: the `inputRequests` entry for each.
+fn input_request(via: &str, question: &str) -> Option<Value> {
+    Some(match via {
+        "elicitation" => json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": question,
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+            }
+        }),
+        "sampling" => json!({
+            "method": "sampling/createMessage",
+            "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": question}}],
+                "maxTokens": 100
+            }
+        }),
+        "roots" => json!({"method": "roots/list", "params": {}}),
+        _ => return None,
+    })
+}
+
+/// The `ask` tool: one `InputRequiredResult` round per entry of `via` (default
+/// `["elicitation"]`), each asking under the key `answer`, then the answers
+/// echoed. Stateless like the revision wants: the answers so far travel in the
+/// `requestState` (`ASK_STATE` for the first round, then `ASK_STATE|<json>`).
 fn ask(params: &Map<String, Value>) -> Value {
-    let answer = params
-        .get("inputResponses")
-        .and_then(|r| r.get("answer"))
-        .filter(|_| params.get("requestState") == Some(&json!(ASK_STATE)));
-    match answer {
-        Some(answer) => {
-            let said = answer
-                .get("content")
-                .map(Value::to_string)
-                .unwrap_or_else(|| answer.to_string());
-            complete(json!({"content": [{"type": "text", "text": format!("you answered {said}")}]}))
-        }
-        None => {
-            let question = params
-                .get("arguments")
-                .and_then(|a| a.get("question"))
-                .and_then(Value::as_str)
-                .unwrap_or("What is your name?");
-            json!({
-                "resultType": "input_required",
-                "inputRequests": {"answer": {
-                    "method": "elicitation/create",
-                    "params": {
-                        "mode": "form",
-                        "message": question,
-                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-                    }
-                }},
-                "requestState": ASK_STATE
-            })
+    let args = params.get("arguments");
+    let question = args
+        .and_then(|a| a.get("question"))
+        .and_then(Value::as_str)
+        .unwrap_or("What is your name?");
+    let via: Vec<&str> = match args.and_then(|a| a.get("via")).and_then(Value::as_array) {
+        Some(v) => v.iter().filter_map(Value::as_str).collect(),
+        None => vec!["elicitation"],
+    };
+    let state = params.get("requestState").and_then(Value::as_str);
+    let mut collected: Vec<Value> = match state {
+        None => Vec::new(),
+        Some(ASK_STATE) => Vec::new(),
+        Some(s) => match s
+            .strip_prefix(ASK_STATE)
+            .and_then(|r| r.strip_prefix('|'))
+            .and_then(|r| serde_json::from_str(r).ok())
+        {
+            Some(so_far) => so_far,
+            None => return tool_error(&format!("not a requestState of mine: {s}")),
+        },
+    };
+    if state.is_some() {
+        if let Some(answer) = params.get("inputResponses").and_then(|r| r.get("answer")) {
+            collected.push(answer.get("content").unwrap_or(answer).clone());
         }
     }
+    let Some(next) = via.get(collected.len()) else {
+        let said: Vec<String> = collected.iter().map(Value::to_string).collect();
+        return complete(
+            json!({"content": [{"type": "text", "text": format!("you answered {}", said.join(" then "))}]}),
+        );
+    };
+    let Some(request) = input_request(next, question) else {
+        return tool_error(&format!(
+            "cannot ask via `{next}`: use elicitation, sampling or roots"
+        ));
+    };
+    let state = if collected.is_empty() {
+        ASK_STATE.to_string()
+    } else {
+        format!("{ASK_STATE}|{}", Value::from(collected))
+    };
+    json!({
+        "resultType": "input_required",
+        "inputRequests": {"answer": request},
+        "requestState": state
+    })
+}
+
+fn tool_error(text: &str) -> Value {
+    complete(json!({"content": [{"type": "text", "text": text}], "isError": true}))
 }
 
 /// `subscriptions/listen`: acknowledgment, then the server's list changes tagged
@@ -222,11 +273,25 @@ async fn listen(
         .unwrap_or_default();
     let tools = wanted.get("toolsListChanged") == Some(&json!(true))
         && !session.server.config.no_list_changed;
+    let uris: Vec<String> = wanted
+        .get("resourceSubscriptions")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
     let mut honoured = Map::new();
     if tools {
         honoured.insert("toolsListChanged".into(), json!(true));
     }
+    if !uris.is_empty() {
+        honoured.insert("resourceSubscriptions".into(), json!(uris));
+    }
     let mut events = session.server.subscribe_events();
+    let watch = super::resources::Watch::new(&session.server, uris);
     let ack = super::notification(
         "notifications/subscriptions/acknowledged",
         json!({"_meta": {META_SUBSCRIPTION: id}, "notifications": honoured}),
@@ -238,10 +303,22 @@ async fn listen(
         match events.recv().await {
             Ok(mut ev) => {
                 let method = ev.get("method").and_then(Value::as_str).unwrap_or("");
-                if method != "notifications/tools/list_changed" || !tools {
+                let wanted = match method {
+                    "notifications/tools/list_changed" => tools,
+                    "notifications/resources/updated" => ev["params"]["uri"]
+                        .as_str()
+                        .is_some_and(|u| watch.contains(u)),
+                    _ => false,
+                };
+                if !wanted {
                     continue;
                 }
-                ev["params"] = json!({"_meta": {META_SUBSCRIPTION: id}});
+                match ev.get_mut("params").and_then(Value::as_object_mut) {
+                    Some(p) => {
+                        p.insert("_meta".into(), json!({META_SUBSCRIPTION: id}));
+                    }
+                    None => ev["params"] = json!({"_meta": {META_SUBSCRIPTION: id}}),
+                }
                 if out.send(ev).is_err() {
                     break;
                 }

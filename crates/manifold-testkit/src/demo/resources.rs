@@ -66,9 +66,45 @@ pub(super) fn subscription(
     Ok(json!({}))
 }
 
-/// Whether a subscription to `uri` is in force.
+/// Whether a subscription to `uri` is in force: a `resources/subscribe`, or an
+/// open listen stream's `resourceSubscriptions`.
 pub(super) fn is_subscribed(server: &DemoServer, uri: &str) -> bool {
-    lock(&server.subscribed).contains(uri)
+    lock(&server.subscribed).contains(uri) || lock(&server.watched).contains_key(uri)
+}
+
+/// The `resourceSubscriptions` of one open listen stream: counted in while it
+/// lives, out when it is dropped (the stream ended or the request was cancelled).
+pub(super) struct Watch<'a> {
+    server: &'a DemoServer,
+    uris: Vec<String>,
+}
+
+impl<'a> Watch<'a> {
+    pub(super) fn new(server: &'a DemoServer, uris: Vec<String>) -> Watch<'a> {
+        let mut watched = lock(&server.watched);
+        for u in &uris {
+            *watched.entry(u.clone()).or_default() += 1;
+        }
+        Watch { server, uris }
+    }
+
+    pub(super) fn contains(&self, uri: &str) -> bool {
+        self.uris.iter().any(|u| u == uri)
+    }
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        let mut watched = lock(&self.server.watched);
+        for u in &self.uris {
+            if let Some(n) = watched.get_mut(u) {
+                *n -= 1;
+                if *n == 0 {
+                    watched.remove(u);
+                }
+            }
+        }
+    }
 }
 
 pub(super) fn complete(params: &Map<String, Value>) -> Result<Value, RpcError> {

@@ -236,6 +236,15 @@ fn fixed_tools() -> Vec<Value> {
             }
         }),
         json!({
+            "name": "elicit",
+            "description": "Asks the user for a name via elicitation/create (form mode).",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"message": {"type": "string"}},
+                "required": ["message"]
+            }
+        }),
+        json!({
             "name": "link",
             "description": "Returns a resource_link to demo://linked/<n>, a resource no list names.",
             "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}
@@ -303,6 +312,7 @@ pub(super) async fn call(
         "sleep" => sleep(args).await,
         "crash" => crash(server.transport()),
         "sample" => sample(session, args, ctx).await,
+        "elicit" => elicit(session, args, ctx).await,
         "link" => link(args),
         "touch" => touch(server, args),
         "log" => log(server, args, ctx),
@@ -490,6 +500,29 @@ async fn sample(session: &Session, args: &Map<String, Value>, ctx: &CallContext)
     Ok(text_result(&format!("sampled: {text}")))
 }
 
+async fn elicit(session: &Session, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutcome {
+    let message = str_arg(args, "message")?;
+    if !session.client_has_capability("elicitation") {
+        return Err("the client did not declare the elicitation capability".to_owned());
+    }
+    let params = json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    });
+    let result = session
+        .request_client(ctx, "elicitation/create", params)
+        .await?;
+    let action = result.get("action").and_then(Value::as_str).unwrap_or("?");
+    let content = result
+        .get("content")
+        .map(Value::to_string)
+        .unwrap_or_default();
+    Ok(text_result(
+        format!("elicited: {action} {content}").trim_end(),
+    ))
+}
+
 fn link(args: &Map<String, Value>) -> ToolOutcome {
     let n = u64_arg(args, "n", Some(1))?;
     let uri = format!("demo://linked/{n}");
@@ -543,7 +576,7 @@ mod tests {
         assert!(!catalog.add_dynamic("echo"), "clash with a fixed tool");
         let (all, next) = catalog.page(0, 0).expect("page");
         assert_eq!(next, None);
-        assert_eq!(all.len(), 17);
+        assert_eq!(all.len(), 18);
         let mut offset = 0;
         let mut paged = Vec::new();
         loop {
@@ -557,12 +590,12 @@ mod tests {
         }
         assert_eq!(names(&paged), names(&all));
         assert_eq!(
-            names(&all)[14..],
+            names(&all)[15..],
             ["synthetic_0000", "synthetic_0001", "late"]
         );
-        assert!(catalog.page(18, 5).is_none(), "offset past the end");
+        assert!(catalog.page(19, 5).is_none(), "offset past the end");
         assert_eq!(
-            catalog.page(17, 5).map(|(p, n)| (p.len(), n)),
+            catalog.page(18, 5).map(|(p, n)| (p.len(), n)),
             Some((0, None))
         );
     }

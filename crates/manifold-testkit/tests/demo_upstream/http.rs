@@ -225,7 +225,7 @@ async fn http_tools_list_paginates_and_echo_passes_unknown_members() {
             None => break,
         }
     }
-    assert_eq!(names.len(), 14, "{names:?}");
+    assert_eq!(names.len(), 15, "{names:?}");
 
     let echo = peer
         .rpc(call(1, "echo", json!({"text": "over http"})))

@@ -179,10 +179,10 @@ async fn stdio_tools_list_paginates() {
             None => break,
         }
     }
-    assert_eq!(names.len(), 17, "{names:?}");
+    assert_eq!(names.len(), 18, "{names:?}");
     assert_eq!(&names[..3], ["echo", "add", "weather"]);
     assert_eq!(
-        &names[14..],
+        &names[15..],
         ["synthetic_0000", "synthetic_0001", "synthetic_0002"]
     );
     let echo = &tools[0];

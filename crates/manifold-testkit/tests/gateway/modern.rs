@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::{bounded, fixture};
+use crate::{bounded, fixture, touch_until};
 
 const V: &str = "2026-07-28";
 
@@ -295,6 +295,123 @@ async fn listen_acknowledges_first_and_tags_list_changes() -> Result<()> {
 }
 
 #[tokio::test]
+async fn listen_subscribes_resources_for_as_long_as_the_stream_is_open() -> Result<()> {
+    bounded(async {
+        let f = fixture().await?;
+        let client = f.gw.client();
+        let (_, discovered) = send(&client, &request(1, "server/discover", json!({})), &[]).await?;
+        assert_eq!(
+            discovered["result"]["capabilities"]["resources"]["subscribe"], true,
+            "{discovered}"
+        );
+        let uri = "demo://item/1";
+        let listen = request(
+            9,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": [uri, "nope://x", uri]}}),
+        );
+        let headers = [
+            ("mcp-protocol-version", V),
+            ("mcp-method", "subscriptions/listen"),
+        ];
+        let mut stream = client.send_streaming_with(&listen, &headers).await?;
+        let ack = stream.expect_next().await?;
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        // Only what is honoured: the URI nobody owns is left out, duplicates folded.
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"resourceSubscriptions": [uri]}),
+            "{ack}"
+        );
+        // The listen subscribed upstream: the demo accepts the touch, and the
+        // update reaches the stream tagged with the listen id.
+        let legacy = f.session().await?;
+        touch_until(&legacy, "local__touch", uri, true).await?;
+        let note = stream
+            .wait_for(|m| m["method"] == "notifications/resources/updated")
+            .await?;
+        assert_eq!(note["params"]["uri"], uri, "{note}");
+        assert_eq!(
+            note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 9,
+            "{note}"
+        );
+        // Closing the stream ends the subscription upstream.
+        drop(stream);
+        touch_until(&legacy, "local__touch", uri, false).await?;
+
+        let bad = request(
+            10,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": uri}}),
+        );
+        let (status, reply) = send(&client, &bad, &[]).await?;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{reply}");
+        assert_eq!(reply["error"]["code"], -32602, "{reply}");
+        Ok(())
+    })
+    .await
+}
+
+/// Sends `first` and expects an `InputRequiredResult` with one question: its key,
+/// the question, and the `requestState`.
+async fn input_required(
+    client: &manifold_testkit::harness::McpClient,
+    first: &Value,
+) -> Result<(String, Value, String)> {
+    let (s, r) = send(client, first, &[]).await?;
+    anyhow::ensure!(s == StatusCode::OK, "{s}: {r}");
+    let ir = &r["result"];
+    anyhow::ensure!(ir["resultType"] == "input_required", "{r}");
+    let (key, asked) = ir["inputRequests"]
+        .as_object()
+        .and_then(|m| m.iter().next())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .context("no inputRequests")?;
+    let state = ir["requestState"].as_str().context("no requestState")?;
+    Ok((key, asked, state.to_string()))
+}
+
+#[tokio::test]
+async fn a_legacy_upstreams_elicitation_becomes_an_input_required_result() -> Result<()> {
+    bounded(async {
+        let f = fixture().await?;
+        let client = f.gw.client();
+        for upstream in ["local", "remote"] {
+            let params =
+                json!({"name": format!("{upstream}__elicit"), "arguments": {"message": "Name?"}});
+            let mut first = request(1, "tools/call", params);
+            first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                json!({"elicitation": {"form": {}}});
+            let (key, asked, state) = input_required(&client, &first).await?;
+            assert_eq!(asked["method"], "elicitation/create", "{asked}");
+            assert_eq!(asked["params"]["message"], "Name?", "{asked}");
+            assert_eq!(
+                asked["params"]["requestedSchema"]["required"],
+                json!(["name"]),
+                "{asked}"
+            );
+            let mut retry = first.clone();
+            retry["id"] = json!(2);
+            retry["params"]["requestState"] = json!(state);
+            retry["params"]["inputResponses"] =
+                json!({key: {"action": "accept", "content": {"name": "Ada"}}});
+            let (s, r) = send(&client, &retry, &[]).await?;
+            assert_eq!(s, StatusCode::OK, "{r}");
+            assert_eq!(r["result"]["resultType"], "complete", "{r}");
+            assert_eq!(
+                r["result"]["content"][0]["text"], r#"elicited: accept {"name":"Ada"}"#,
+                "{r}"
+            );
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
 async fn a_legacy_upstreams_sampling_becomes_an_input_required_result() -> Result<()> {
     bounded(async {
         let f = fixture().await?;
@@ -310,19 +427,10 @@ async fn a_legacy_upstreams_sampling_becomes_an_input_required_result() -> Resul
             // With it: an InputRequiredResult carrying the upstream's request.
             let mut first = request(2, "tools/call", params.clone());
             first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"sampling": {}});
-            let (s, r) = send(&client, &first, &[]).await?;
-            assert_eq!(s, StatusCode::OK, "{r}");
-            let ir = &r["result"];
-            assert_eq!(ir["resultType"], "input_required", "{r}");
-            let (key, asked) = ir["inputRequests"]
-                .as_object()
-                .and_then(|m| m.iter().next())
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .context("no inputRequests")?;
-            assert_eq!(asked["method"], "sampling/createMessage", "{r}");
+            let (key, asked, state) = input_required(&client, &first).await?;
+            assert_eq!(asked["method"], "sampling/createMessage", "{asked}");
             assert_eq!(asked["params"]["messages"][0]["content"]["text"], "hi");
             assert!(asked.get("id").is_none() && asked.get("jsonrpc").is_none(), "{asked}");
-            let state = ir["requestState"].as_str().context("no requestState")?.to_string();
 
             // The retry (new id, same params) resumes the held call.
             let mut retry = first.clone();

@@ -11,7 +11,7 @@ use http::StatusCode;
 use manifold_testkit::harness::{toml_string, DemoHttp, TestGateway};
 use serde_json::{json, Value};
 
-use crate::{bounded, names_of, text_of, BIN};
+use crate::{bounded, names_of, text_of, touch_until, BIN};
 
 const V: &str = "2026-07-28";
 
@@ -165,6 +165,62 @@ async fn input_required_becomes_an_elicitation_for_a_legacy_client_and_the_call_
 }
 
 #[tokio::test]
+async fn a_modern_upstream_asking_several_rounds_gets_sampling_elicitation_and_roots_answers(
+) -> Result<()> {
+    bounded(async {
+        let m = start(&[]).await?;
+        let caps = json!({"sampling": {}, "elicitation": {"form": {}}, "roots": {}});
+        let client = m.gw.session("2025-11-25", caps).await?;
+        let answers = [
+            (
+                "sampling/createMessage",
+                json!({"role": "assistant", "content": {"type": "text", "text": "Grace"},
+                       "model": "test-model", "stopReason": "endTurn"}),
+            ),
+            (
+                "elicitation/create",
+                json!({"action": "accept", "content": {"name": "Ada"}}),
+            ),
+            ("roots/list", json!({"roots": [{"uri": "file:///srv", "name": "srv"}]})),
+        ];
+        for up in ["mlocal", "mremote"] {
+            let mut stream = client
+                .send_streaming(&json!({
+                    "jsonrpc": "2.0", "id": 11, "method": "tools/call",
+                    "params": {"name": format!("{up}__ask"),
+                               "arguments": {"question": "Who?", "via": ["sampling", "elicitation", "roots"]}}
+                }))
+                .await?;
+            assert!(stream.is_sse(), "{up}: {}", stream.content_type);
+            // One round per question: each is asked only after the previous
+            // answer went back to the upstream with its requestState.
+            for (method, answer) in &answers {
+                let asked = stream.expect_next().await?;
+                assert_eq!(asked["method"], *method, "{up}: {asked}");
+                if *method == "sampling/createMessage" {
+                    assert_eq!(
+                        asked["params"]["messages"][0]["content"]["text"], "Who?",
+                        "{up}: {asked}"
+                    );
+                }
+                let ack = client.respond(asked["id"].clone(), answer.clone()).await?;
+                assert_eq!(ack.status, StatusCode::ACCEPTED, "{ack}");
+            }
+            let response = stream.expect_next().await?;
+            assert_eq!(response["id"], 11, "{response}");
+            let text = text_of(&response["result"])?;
+            let want = format!(
+                "you answered {} then {} then {}",
+                answers[0].1["content"], answers[1].1["content"], answers[2].1
+            );
+            assert_eq!(text, want, "{up}: {response}");
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
 async fn a_legacy_client_that_declines_to_answer_gets_the_error_not_a_hang() -> Result<()> {
     bounded(async {
         let m = start(&[]).await?;
@@ -289,6 +345,19 @@ async fn a_modern_upstreams_lists_are_refetched_when_their_ttl_runs_out() -> Res
     bounded(async {
         // No list_changed at all: only the 1 s ttlMs brings the new tool in.
         let m = start(&["--no-list-changed", "--list-ttl-ms", "1000"]).await?;
+        // A modern client may cache Manifold's lists no longer than Manifold
+        // keeps its own copy of the upstreams' lists.
+        let raw = m.gw.client();
+        for method in ["tools/list", "server/discover"] {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": V,
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }}});
+            let headers = [("mcp-protocol-version", V), ("mcp-method", method)];
+            let reply = raw.post_raw(body.to_string(), &headers).await?;
+            let reply: Value = serde_json::from_slice(&reply.body)?;
+            assert_eq!(reply["result"]["ttlMs"], 1000, "{method}: {reply}");
+        }
         let client = m.gw.session("2025-11-25", json!({})).await?;
         let mut events = client.open_get_stream().await?;
         for up in ["mlocal", "mremote"] {
@@ -303,6 +372,100 @@ async fn a_modern_upstreams_lists_are_refetched_when_their_ttl_runs_out() -> Res
             assert!(
                 listed(&client, &format!("{up}__late")).await?,
                 "{up}__late not listed"
+            );
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_legacy_clients_resource_subscription_rides_a_modern_upstreams_listen() -> Result<()> {
+    bounded(async {
+        let m = start(&[]).await?;
+        let client = m.gw.session("2025-11-25", json!({})).await?;
+        let mut events = client.open_get_stream().await?;
+        for (n, up) in [(7, "mlocal"), (8, "mremote")] {
+            // The link teaches Manifold that this URI belongs to `up`.
+            let uri = format!("demo://linked/{n}");
+            client
+                .call_tool(&format!("{up}__link"), json!({"n": n}))
+                .await?
+                .result()?;
+            let touch = format!("{up}__touch");
+            let r = client
+                .request("resources/subscribe", json!({"uri": uri}))
+                .await?;
+            assert_eq!(r.result()?, &json!({}), "{r}");
+            // The URI joins Manifold's listen to `up`: the demo accepts the touch
+            // once that listen is open, and the update reaches the session.
+            touch_until(&client, &touch, &uri, true).await?;
+            let note = events
+                .wait_for(|m| m["method"] == "notifications/resources/updated")
+                .await?;
+            assert_eq!(note["params"]["uri"], uri.as_str(), "{note}");
+            assert!(
+                note["params"].get("_meta").is_none(),
+                "the upstream's subscriptionId leaked: {note}"
+            );
+            // Unsubscribing reopens the listen without the URI.
+            client
+                .request("resources/unsubscribe", json!({"uri": uri}))
+                .await?
+                .result()?;
+            touch_until(&client, &touch, &uri, false).await?;
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_upstream_redeployed_in_the_other_era_is_probed_again() -> Result<()> {
+    bounded(async {
+        let mut up = DemoHttp::spawn_bin(BIN, &[]).await?;
+        let addr = up
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        let gw = TestGateway::start(&format!(
+            "[upstreams.swap]\nurl = {}\ntimeout = \"5s\"\n",
+            toml_string(&up.url)
+        ))
+        .await?;
+        assert_eq!(protocol_of(&gw, "swap").as_deref(), Some("2025-11-25"));
+        let client = gw.session("2025-11-25", json!({})).await?;
+        // Legacy → modern → legacy, on the same address.
+        for (args, era) in [(&["--modern"][..], V), (&[][..], "2025-11-25")] {
+            up.child.kill().await?;
+            up = DemoHttp::spawn_at(BIN, &addr, args).await?;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            loop {
+                let reply = client
+                    .call_tool("swap__echo", json!({"text": "again"}))
+                    .await?;
+                let answered = reply
+                    .result()
+                    .ok()
+                    .filter(|r| r.get("isError") != Some(&json!(true)))
+                    .is_some();
+                if answered && protocol_of(&gw, "swap").as_deref() == Some(era) {
+                    break;
+                }
+                anyhow::ensure!(
+                    std::time::Instant::now() < deadline,
+                    "still {:?} after the redeploy to {era}: {reply}",
+                    protocol_of(&gw, "swap")
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            // The merged list follows the era: `ask` exists only in the modern demo.
+            let names = names_of(&client.list_all_tools().await?);
+            assert_eq!(
+                names.contains(&"swap__ask".to_string()),
+                era == V,
+                "{era}: {names:?}"
             );
         }
         Ok(())

@@ -6,12 +6,12 @@
 //! Both demo upstreams serve the same resources, so the duplicate rule shows:
 //! `local` sorts first and owns `demo://readme` and `demo://item/{id}`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 
-use crate::{bounded, fixture, ok_text};
+use crate::{bounded, fixture, ok_text, touch_until};
 
 #[tokio::test]
 async fn resources_and_templates_are_merged_by_uri() -> Result<()> {
@@ -84,28 +84,6 @@ async fn reads_route_by_list_template_and_learned_link() -> Result<()> {
     .await
 }
 
-/// Calls `local__touch` until it reports `want_ok` (subscriptions upstream are
-/// sent in the background when the last subscriber leaves).
-async fn touch_until(
-    client: &manifold_testkit::harness::McpClient,
-    uri: &str,
-    want_ok: bool,
-) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let reply = client
-            .call_tool("local__touch", json!({"uri": uri}))
-            .await?;
-        if ok_text(&reply).is_ok() == want_ok {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("touch {uri}: still {reply}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test]
 async fn subscriptions_are_shared_and_updates_reach_only_subscribers() -> Result<()> {
     bounded(async {
@@ -126,7 +104,7 @@ async fn subscriptions_are_shared_and_updates_reach_only_subscribers() -> Result
             .request("resources/unsubscribe", json!({"uri": uri}))
             .await?;
         assert_eq!(r.result()?, &json!({}), "{r}");
-        touch_until(&a, uri, true).await?;
+        touch_until(&a, "local__touch", uri, true).await?;
         let note = a_stream
             .wait_for(|m| m["method"] == "notifications/resources/updated")
             .await?;
@@ -138,13 +116,13 @@ async fn subscriptions_are_shared_and_updates_reach_only_subscribers() -> Result
         // The last subscriber leaves: Manifold unsubscribes upstream.
         a.request("resources/unsubscribe", json!({"uri": uri}))
             .await?;
-        touch_until(&a, uri, false).await?;
+        touch_until(&a, "local__touch", uri, false).await?;
         // Ending a session also ends its subscriptions upstream.
         a.request("resources/subscribe", json!({"uri": uri}))
             .await?;
-        touch_until(&b, uri, true).await?;
+        touch_until(&b, "local__touch", uri, true).await?;
         a.delete().await?;
-        touch_until(&b, uri, false).await?;
+        touch_until(&b, "local__touch", uri, false).await?;
         let unknown = b
             .request("resources/subscribe", json!({"uri": "nope://x"}))
             .await?;

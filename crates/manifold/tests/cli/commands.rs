@@ -87,7 +87,7 @@ fn check_prints_the_catalog_left_out_items_and_status_and_exits_0() {
         "{stdout}\n{}",
         text(&out.stderr)
     );
-    assert!(stdout.contains("\nTOOLS (14)\n"), "{stdout}");
+    assert!(stdout.contains("\nTOOLS (15)\n"), "{stdout}");
     assert!(
         has_row(&stdout, &["EXPOSED", "UPSTREAM", "ORIGINAL", "CHANGE"]),
         "{stdout}"
@@ -121,7 +121,7 @@ fn check_prints_the_catalog_left_out_items_and_status_and_exits_0() {
         assert!(
             has_row(
                 &stdout,
-                &[name, "stdio", "ready", "2025-11-25", "14", "0", "-"]
+                &[name, "stdio", "ready", "2025-11-25", "15", "0", "-"]
             ),
             "{stdout}"
         );
@@ -141,7 +141,7 @@ fn check_json_reports_the_same_facts() {
     assert_eq!(v["ready"], true);
     assert_eq!(v["upstreams_total"], 2);
     let tools = v["tools"].as_array().expect("tools");
-    assert_eq!(tools.len(), 14);
+    assert_eq!(tools.len(), 15);
     let echo = tools
         .iter()
         .find(|t| t["exposed"] == "demo__echo")
@@ -166,7 +166,7 @@ fn check_json_reports_the_same_facts() {
     assert_eq!(up["name"], "demo");
     assert_eq!(up["transport"], "stdio");
     assert_eq!(up["state"], "ready");
-    assert_eq!(up["tools"], 14);
+    assert_eq!(up["tools"], 15);
 }
 
 #[test]
@@ -217,7 +217,7 @@ fn tools_prints_sorted_names_and_exits_1_while_an_upstream_is_down() {
     let out = run(&cfg, &["tools"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let names: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
-    assert_eq!(names.len(), 14, "{names:?}");
+    assert_eq!(names.len(), 15, "{names:?}");
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(names, sorted);
