@@ -6,11 +6,13 @@
 //! Invariants:
 //! - the acknowledgment is the first message of a stream; nothing is sent to a
 //!   listener before it (the `acked` flag, set under the same lock that sends);
+//!   a list change that comes earlier is sent right after it, not lost;
 //! - only requested kinds are sent, and only the URIs the acknowledgment named;
 //! - `resourceSubscriptions` join the shared subscriptions of `resources` under a
 //!   listen key (`listen:<n>`), so a URI is subscribed upstream once whatever mix
 //!   of legacy sessions and listen streams wants it; when the stream closes (or
-//!   Manifold stops) the key leaves them, unsubscribing upstream where it was last;
+//!   the client leaves mid-listen, or Manifold stops) the key leaves them,
+//!   unsubscribing upstream where it was last;
 //! - a URI nobody owns, or whose upstream refuses the subscription, is left out of
 //!   the acknowledgment rather than failing the listen;
 //! - the `std::sync::Mutex` is never held across `.await`.
@@ -20,11 +22,12 @@
 //! match exactly).
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use http::{Response, StatusCode};
 use manifold_protocol::methods as m;
 use manifold_protocol::{jsonrpc, RequestId, RpcError};
 use serde_json::{json, Map, Value};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
@@ -40,10 +43,11 @@ pub const MAX_LISTEN_RESOURCES: usize = 1024;
 
 const KEY_PREFIX: &str = "listen:";
 
+/// Upstream subscriptions a listen request makes at once.
+const JOIN_CONCURRENCY: usize = 8;
+
 /// One open `subscriptions/listen` stream.
 struct Listener {
-    /// The subscriber key in the shared resource subscriptions.
-    key: String,
     /// The listen request's JSON-RPC id: every notification's `subscriptionId`.
     id: Value,
     tools: bool,
@@ -52,20 +56,24 @@ struct Listener {
     /// The URIs the acknowledgment named.
     uris: HashSet<String>,
     acked: bool,
+    /// List changes that came before the acknowledgment, sent right after it.
+    missed: Vec<&'static str>,
     tx: mpsc::Sender<Bytes>,
 }
 
 /// Every open listen stream.
 #[derive(Default)]
 pub(crate) struct Listeners {
-    open: Mutex<Vec<Listener>>,
+    /// By listen key.
+    open: Mutex<HashMap<String, Listener>>,
     next_key: AtomicU64,
 }
 
 impl Listeners {
-    fn lock(&self) -> MutexGuard<'_, Vec<Listener>> {
+    /// The open listeners, closed streams pruned.
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Listener>> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        open.retain(|l| !l.tx.is_closed());
+        open.retain(|_, l| !l.tx.is_closed());
         open
     }
 }
@@ -150,27 +158,49 @@ pub(crate) async fn listen(
     // Registered before the upstream subscriptions, unacknowledged: an update
     // arriving meanwhile finds the key (and is not delivered) rather than
     // ending the subscription as if the stream were gone.
-    gw.listeners.lock().push(Listener {
-        key: key.clone(),
-        id: id.as_value().clone(),
-        tools: wanted.tools,
-        prompts: wanted.prompts,
-        resources: wanted.resources,
-        uris: HashSet::new(),
-        acked: false,
-        tx: tx.clone(),
-    });
-    let key_ref = &key;
-    let joins = wanted.uris.iter().map(|uri| async move {
-        match crate::resources::join(gw, key_ref, uri).await {
-            Ok(()) => Some(uri.clone()),
-            Err(e) => {
-                tracing::debug!(%uri, error = %e.message, "listen: resource subscription not honoured");
-                None
+    gw.listeners.lock().insert(
+        key.clone(),
+        Listener {
+            id: id.as_value().clone(),
+            tools: wanted.tools,
+            prompts: wanted.prompts,
+            resources: wanted.resources,
+            uris: HashSet::new(),
+            acked: false,
+            missed: Vec::new(),
+            tx: tx.clone(),
+        },
+    );
+    if !wanted.uris.is_empty() {
+        // The subscriptions last as long as the stream: its receiver is dropped
+        // when the client goes, or with this handler if the client leaves while
+        // the joins below are still running. Either way no join runs after.
+        let (gw2, key2, tx2) = (gw.clone(), key.clone(), tx.clone());
+        gw.tasks.spawn(async move {
+            tokio::select! {
+                _ = gw2.shutdown.cancelled() => {}
+                _ = tx2.closed() => {}
+            }
+            crate::resources::session_ended(&gw2, &key2);
+        });
+    }
+    let joins = wanted.uris.clone().into_iter().map(|uri| {
+        // Owned: a stream of futures borrowing from here trips the compiler's
+        // higher-ranked `Send` check in the connection task.
+        let (gw, key) = (gw.clone(), key.clone());
+        async move {
+            match crate::resources::join(&gw, &key, &uri).await {
+                Ok(()) => Some(uri),
+                Err(e) => {
+                    tracing::debug!(%uri, error = %e.message, "listen: resource subscription not honoured");
+                    None
+                }
             }
         }
     });
-    let honoured_uris: Vec<String> = futures_util::future::join_all(joins)
+    let honoured_uris: Vec<String> = futures_util::stream::iter(joins)
+        .buffered(JOIN_CONCURRENCY)
+        .collect::<Vec<Option<String>>>()
         .await
         .into_iter()
         .flatten()
@@ -194,86 +224,93 @@ pub(crate) async fn listen(
         "method": m::NOTIF_SUBSCRIPTIONS_ACKNOWLEDGED,
         "params": {"_meta": {META_SUBSCRIPTION: id.as_value()}, "notifications": honoured}
     });
-    {
-        let mut open = gw.listeners.lock();
-        if let Some(l) = open.iter_mut().find(|l| l.key == key) {
-            // Nothing was sent before: the queue has room for the acknowledgment.
-            let _ = l.tx.try_send(sse_message(ack.to_string().as_bytes()));
-            l.uris = honoured_uris.iter().cloned().collect();
-            l.acked = true;
+    let mut open = gw.listeners.lock();
+    if let Some(l) = open.get_mut(&key) {
+        // Nothing was sent before: the queue has room for the acknowledgment.
+        let _ = l.tx.try_send(sse_message(ack.to_string().as_bytes()));
+        l.uris = honoured_uris.into_iter().collect();
+        l.acked = true;
+        for method in std::mem::take(&mut l.missed) {
+            let _ = l.tx.try_send(list_changed(method, &l.id));
         }
     }
-    if !honoured_uris.is_empty() {
-        // The subscriptions last as long as the stream. Spawned after the joins:
-        // a stream already closed ends them at once, none is left behind.
-        let gw2 = gw.clone();
-        gw.tasks.spawn(async move {
-            tokio::select! {
-                _ = gw2.shutdown.cancelled() => {}
-                _ = tx.closed() => {}
-            }
-            crate::resources::session_ended(&gw2, &key);
-        });
-    }
+    drop(open);
     sse_response(rx, None)
 }
 
 /// A merged list changed: every listener that asked for that kind hears it,
 /// tagged with its listen request's id. Returns how many were sent.
-pub(crate) fn notify_listeners(gw: &Gateway, method: &str) -> usize {
-    let open = gw.listeners.lock();
+pub(crate) fn notify_listeners(gw: &Gateway, method: &'static str) -> usize {
+    let mut open = gw.listeners.lock();
     let mut sent = 0;
-    for l in open.iter().filter(|l| l.acked) {
+    for l in open.values_mut() {
         let wants = match method {
             m::NOTIF_TOOLS_LIST_CHANGED => l.tools,
             m::NOTIF_PROMPTS_LIST_CHANGED => l.prompts,
             m::NOTIF_RESOURCES_LIST_CHANGED => l.resources,
             _ => false,
         };
-        if wants {
-            let note = json!({
-                "jsonrpc": "2.0",
-                "method": method,
-                "params": {"_meta": {META_SUBSCRIPTION: l.id}}
-            });
-            if l.tx
-                .try_send(sse_message(note.to_string().as_bytes()))
-                .is_ok()
-            {
-                sent += 1;
+        if !wants {
+            continue;
+        }
+        if !l.acked {
+            // Not lost: sent right after the acknowledgment.
+            if !l.missed.contains(&method) {
+                l.missed.push(method);
             }
+            continue;
+        }
+        if l.tx.try_send(list_changed(method, &l.id)).is_ok() {
+            sent += 1;
         }
     }
     sent
 }
 
-/// An upstream's `notifications/resources/updated` for the listen stream `key`:
-/// `None` when the stream is gone (its subscriptions should end), else whether
-/// it was delivered. Every member of the upstream's notification passes
-/// through; `subscriptionId` is added to its `_meta`.
-pub(crate) fn resource_updated(gw: &Gateway, key: &str, msg: &Map<String, Value>) -> Option<bool> {
-    let open = gw.listeners.lock();
-    let l = open.iter().find(|l| l.key == key)?;
+fn list_changed(method: &str, id: &Value) -> Bytes {
+    let note = json!({
+        "jsonrpc": "2.0",
+        "method": method,
+        "params": {"_meta": {META_SUBSCRIPTION: id}}
+    });
+    sse_message(note.to_string().as_bytes())
+}
+
+/// An upstream's `notifications/resources/updated` for the listen streams `keys`
+/// (one lock for all): for each key, `None` when the stream is gone (its
+/// subscriptions should end), else whether it was delivered. Every member of the
+/// upstream's notification passes through; `subscriptionId` is added to its `_meta`.
+pub(crate) fn resource_updated(
+    gw: &Gateway,
+    keys: &[String],
+    msg: &Map<String, Value>,
+) -> Vec<Option<bool>> {
     let uri = jsonrpc::params(msg)
         .and_then(|p| p.get("uri"))
         .and_then(Value::as_str);
-    if !l.acked || !uri.is_some_and(|u| l.uris.contains(u)) {
-        return Some(false);
-    }
-    let mut note = msg.clone();
-    let params = note
-        .entry("params")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(p) = params {
-        let meta = p
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(meta) = meta {
-            meta.insert(META_SUBSCRIPTION.into(), l.id.clone());
-        }
-    }
-    let bytes = serde_json::to_vec(&Value::Object(note)).unwrap_or_default();
-    Some(l.tx.try_send(sse_message(&bytes)).is_ok())
+    let open = gw.listeners.lock();
+    keys.iter()
+        .map(|key| {
+            let l = open.get(key)?;
+            if !l.acked || !uri.is_some_and(|u| l.uris.contains(u)) {
+                return Some(false);
+            }
+            let mut note = msg.clone();
+            let params = note
+                .entry("params")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(p) = params {
+                let meta = p
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(meta) = meta {
+                    meta.insert(META_SUBSCRIPTION.into(), l.id.clone());
+                }
+            }
+            let bytes = serde_json::to_vec(&Value::Object(note)).unwrap_or_default();
+            Some(l.tx.try_send(sse_message(&bytes)).is_ok())
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -295,17 +295,38 @@ fn leave(gw: &Gateway, session: &str, uri: &str) -> Option<Arc<str>> {
     subs.0.remove(uri).map(|s| s.upstream)
 }
 
+/// Unsubscribes upstream in the background (the last subscriber left without a
+/// request to answer). A subscriber may join while the unsubscribe is on its way
+/// and its subscribe can reach the upstream first: then the URI is subscribed
+/// again afterwards, so the upstream ends up as the subscribers say.
 fn unsubscribe_upstream(gw: &Arc<Gateway>, upstream: Arc<str>, uri: String) {
     let Some(up) = gw.by_name.get(&upstream).cloned() else {
         return;
     };
-    let shutdown = gw.shutdown.clone();
+    if up.is_modern() {
+        // No request: the URI leaves the listen's set at once, in order.
+        up.watch_resource(&uri, false);
+        return;
+    }
+    let gw2 = gw.clone();
     gw.tasks.spawn(async move {
+        let wanted = |gw: &Gateway| lock(&gw.subscriptions).0.contains_key(&uri);
         tokio::select! {
-            _ = shutdown.cancelled() => {}
-            r = own_request(&up, m::RESOURCES_UNSUBSCRIBE, &uri) => if let Err(e) = r {
-                tracing::debug!(upstream = %up.name(), %uri, error = %e.message, "unsubscribe failed");
-            }
+            _ = gw2.shutdown.cancelled() => {}
+            _ = async {
+                if wanted(&gw2) {
+                    return; // someone joined before it was sent: nothing to undo
+                }
+                if let Err(e) = own_request(&up, m::RESOURCES_UNSUBSCRIBE, &uri).await {
+                    tracing::debug!(upstream = %up.name(), %uri, error = %e.message, "unsubscribe failed");
+                }
+                if wanted(&gw2) {
+                    if let Err(e) = own_request(&up, m::RESOURCES_SUBSCRIBE, &uri).await {
+                        tracing::warn!(upstream = %up.name(), %uri, error = %e.message,
+                            "re-subscribing after a racing unsubscribe failed");
+                    }
+                }
+            } => {}
         }
     });
 }
@@ -365,15 +386,18 @@ pub(crate) fn updated(gw: &Arc<Gateway>, upstream: &str, msg: &Map<String, Value
     let bytes = crate::body::sse_message(
         &serde_json::to_vec(&Value::Object(msg.clone())).unwrap_or_default(),
     );
+    let (listens, sessions): (Vec<String>, Vec<String>) = sessions
+        .into_iter()
+        .partition(|id| crate::listen::is_listen_key(id));
     let mut sent = 0;
-    for id in sessions {
-        if crate::listen::is_listen_key(&id) {
-            match crate::listen::resource_updated(gw, &id, msg) {
-                Some(delivered) => sent += usize::from(delivered),
-                None => session_ended(gw, &id),
-            }
-            continue;
+    let delivered = crate::listen::resource_updated(gw, &listens, msg);
+    for (key, delivered) in listens.iter().zip(delivered) {
+        match delivered {
+            Some(d) => sent += usize::from(d),
+            None => session_ended(gw, key),
         }
+    }
+    for id in sessions {
         match gw.sessions.get(&id) {
             Some(s) => sent += usize::from(s.push(bytes.clone())),
             None => session_ended(gw, &id),

@@ -43,6 +43,8 @@ pub(crate) struct HttpLink {
     max_message: usize,
     session_id: Mutex<Option<String>>,
     reinit: tokio::sync::Mutex<()>,
+    /// A `ping` is checking whether the upstream still accepts the session.
+    checking: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -99,6 +101,7 @@ pub(crate) fn connect(
             max_message: limits.max_message_bytes,
             session_id: Mutex::new(None),
             reinit: tokio::sync::Mutex::new(()),
+            checking: std::sync::atomic::AtomicBool::new(false),
         })),
         closed,
         tasks: TaskTracker::new(),
@@ -314,23 +317,34 @@ async fn run_call(
                 format!("authorization required (HTTP {code}); check the upstream's `headers` in the configuration"),
             )
         }
-        ReplyError::Status(code, _)
-            if code.is_client_error()
-                && (modern || (code == StatusCode::BAD_REQUEST && in_session)) =>
-        {
-            // Not an answer to this request (that would carry a JSON-RPC error
-            // with its id) but a refusal of how it was sent: a 2026-07-28 request
-            // refused outside JSON-RPC, or a legacy session's request refused with
-            // 400 (its session or `MCP-Protocol-Version` header is not accepted).
-            // The upstream may have been re-deployed in the other era: reconnect,
-            // which probes again.
-            let era = if modern { "2026-07-28" } else { "session" };
+        ReplyError::Status(code, _) if modern && code.is_client_error() => {
+            // Not a 2026-07-28 answer (those carry a JSON-RPC error): the upstream
+            // may have been re-deployed as a legacy server. Reconnect and probe.
             tracing::warn!(upstream = %name, status = %code,
-                "the upstream refused a {era} request outside JSON-RPC; reconnecting to probe its era again");
+                "a 2026-07-28 request got a non-JSON-RPC HTTP error; reconnecting to probe the upstream's era again");
             session.closed.cancel();
             UpstreamError::unavailable(
                 &name,
-                format!("it answered HTTP {code} to a {era} request; reconnecting"),
+                format!("it answered HTTP {code} to a 2026-07-28 request; reconnecting"),
+            )
+        }
+        ReplyError::Status(StatusCode::BAD_REQUEST, _) if in_session && method == m::PING => {
+            // Even a ping is refused: the upstream no longer accepts this session
+            // (or its `MCP-Protocol-Version`), as after a re-deploy in the other
+            // era. Reconnect, which probes again.
+            tracing::warn!(upstream = %name,
+                "the upstream refuses its session's ping (HTTP 400); reconnecting to probe its era again");
+            session.closed.cancel();
+            UpstreamError::unavailable(&name, "it refused its session (HTTP 400); reconnecting")
+        }
+        ReplyError::Status(StatusCode::BAD_REQUEST, body) if in_session => {
+            // A 400 outside JSON-RPC may be about this request alone (too large,
+            // refused by the server's validation) or about the session. A ping
+            // tells which, so one bad request never resets a shared upstream.
+            check_session(session, l);
+            UpstreamError::protocol(
+                &name,
+                format!("HTTP 400: {}", body.chars().take(300).collect::<String>()),
             )
         }
         ReplyError::Status(code, body) => UpstreamError::protocol(
@@ -341,6 +355,25 @@ async fn run_call(
             ),
         ),
     })
+}
+
+/// Sends one `ping` in the session (at most one at a time); its refusal with 400
+/// reconnects (see `run_call`).
+fn check_session(session: &Arc<Session>, l: &HttpLink) {
+    use std::sync::atomic::Ordering;
+    if l.checking.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let s = session.clone();
+    session.clone().spawn_owned(async move {
+        let timeout = s.timeout.min(crate::PROBE_TIMEOUT);
+        if let Ok(mut call) = s.start_call(m::PING, None, Vec::new(), timeout, None).await {
+            let _ = call.outcome().await;
+        }
+        if let Some(l) = link(&s) {
+            l.checking.store(false, Ordering::Release);
+        }
+    });
 }
 
 enum ReplyError {

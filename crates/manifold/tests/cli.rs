@@ -52,7 +52,7 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
         "{line}"
     );
     assert!(line.contains("(2/2 upstreams ready"), "{line}");
-    // The demo upstream has 10 tools; both copies are merged under their prefixes.
+    // The demo upstream has 15 tools; both copies are merged under their prefixes.
     assert!(line.contains(", 30 tools)"), "{line}");
     // The shipped config turns on the admin listener and the audit log.
     let admin = rx

@@ -55,6 +55,12 @@ pub struct Args {
     /// `ttlMs` on lists in --modern mode.
     #[arg(long, value_name = "MS", default_value_t = super::DEFAULT_LIST_TTL_MS)]
     pub list_ttl_ms: u64,
+
+    /// Over HTTP, answer a POST body over this many bytes with 400 and a
+    /// JSON-RPC error with a null id, as servers with a message size limit do
+    /// (tests that one refused request does not reset a gateway's session).
+    #[arg(long, value_name = "BYTES")]
+    pub bad_request_over: Option<usize>,
 }
 
 impl Args {
@@ -67,6 +73,7 @@ impl Args {
             modern: self.modern,
             list_ttl_ms: self.list_ttl_ms,
             no_list_changed: self.no_list_changed,
+            bad_request_over: self.bad_request_over,
         }
     }
 }

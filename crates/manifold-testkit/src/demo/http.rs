@@ -197,6 +197,18 @@ async fn post(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body> {
             )
         }
     };
+    if state
+        .server
+        .config()
+        .bad_request_over
+        .is_some_and(|max| bytes.len() > max)
+    {
+        return json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({"jsonrpc": "2.0", "id": null,
+                    "error": {"code": -32700, "message": "Parse error: message too large"}}),
+        );
+    }
     let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
         return json(StatusCode::BAD_REQUEST, &parse_error());
     };

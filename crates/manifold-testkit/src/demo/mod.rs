@@ -77,6 +77,8 @@ pub struct DemoConfig {
     pub list_ttl_ms: u64,
     /// Modern mode: declare no `tools.listChanged` and send none.
     pub no_list_changed: bool,
+    /// HTTP: POST bodies over this many bytes get 400 with a null-id error.
+    pub bad_request_over: Option<usize>,
 }
 
 /// `ttlMs` of the modern mode's lists unless `--list-ttl-ms` says otherwise.
@@ -92,6 +94,7 @@ impl Default for DemoConfig {
             modern: false,
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
             no_list_changed: false,
+            bad_request_over: None,
         }
     }
 }

@@ -342,3 +342,54 @@ async fn an_upstream_answering_401_is_reported_as_needing_authorization() -> Res
     })
     .await
 }
+
+#[tokio::test]
+async fn one_request_refused_with_400_does_not_reset_the_shared_http_session() -> Result<()> {
+    bounded(async {
+        // This upstream answers bodies over 4 KB with 400 and a null-id error,
+        // as servers with a message size limit do.
+        let remote = DemoHttp::spawn(&["--bad-request-over", "4000"]).await?;
+        let gw = manifold_testkit::harness::TestGateway::start(&format!(
+            "[upstreams.remote]\nurl = {}\n",
+            manifold_testkit::harness::toml_string(&remote.url)
+        ))
+        .await?;
+        let client = gw.session("2025-11-25", json!({})).await?;
+        let other = gw.session("2025-11-25", json!({})).await?;
+        let big = "x".repeat(5000);
+        // Another client's call is in flight while the big one is refused.
+        let (slow, refused) = tokio::join!(
+            other.call_tool("remote__sleep", json!({"ms": 600})),
+            async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                client.call_tool("remote__echo", json!({"text": big})).await
+            }
+        );
+        let refused = refused?;
+        let result = refused.result()?;
+        assert_eq!(result["isError"], true, "{result}");
+        assert!(text_of(result)?.contains("HTTP 400"), "{result}");
+        assert_eq!(ok_text(&slow?)?, "slept", "the other client's call was cut");
+        // The session check (a ping) passed: no reconnect, and calls go on.
+        let up = gw
+            .gateway()
+            .upstreams()
+            .iter()
+            .find(|u| &**u.name() == "remote")
+            .cloned()
+            .ok_or_else(|| anyhow!("no remote upstream"))?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while up.in_flight() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let status = up.status();
+        assert_eq!(status.restarts, 0, "{:?}", status.last_error);
+        assert_eq!(status.state.as_str(), "ready");
+        let reply = client
+            .call_tool("remote__echo", json!({"text": "small"}))
+            .await?;
+        assert_eq!(ok_text(&reply)?, "small");
+        Ok(())
+    })
+    .await
+}
