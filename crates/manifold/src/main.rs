@@ -14,6 +14,12 @@ use std::process::ExitCode;
 
 use cli::ConfigArg;
 
+/// Every forwarded call allocates many small buffers (JSON values, headers,
+/// frames); glibc malloc spent about 10 % of the gateway's CPU at c=16 (see
+/// docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "manifold",
