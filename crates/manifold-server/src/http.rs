@@ -59,6 +59,10 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
             }
         });
     }
+    // Listen streams never end on their own: close them with their final result
+    // so the connections can finish gracefully.
+    let ended = crate::listen::end_all(&gw);
+    tracing::debug!(listens = ended, "ended the subscriptions/listen streams");
     conns.close();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(6), conns.wait()).await;
 }

@@ -17,8 +17,9 @@
 //!   the acknowledgment rather than failing the listen;
 //! - the `std::sync::Mutex` is never held across `.await`.
 //!
-//! Not here: the final `SubscriptionsListenResult` on shutdown (the stream just
-//! ends), and sub-resource matching of `notifications/resources/updated` (URIs
+//! When Manifold stops, each stream ends with the final `SubscriptionsListenResult`.
+//!
+//! Not here: sub-resource matching of `notifications/resources/updated` (URIs
 //! match exactly).
 
 use bytes::Bytes;
@@ -236,6 +237,28 @@ pub(crate) async fn listen(
     }
     drop(open);
     sse_response(rx, None)
+}
+
+/// Manifold is stopping: every listen stream gets the final
+/// `SubscriptionsListenResult` (`resultType` and the `subscriptionId`) and ends.
+pub(crate) fn end_all(gw: &Gateway) -> usize {
+    let ended: Vec<Listener> = gw.listeners.lock().drain().map(|(_, l)| l).collect();
+    let mut sent = 0;
+    for l in ended {
+        let last = json!({
+            "jsonrpc": "2.0",
+            "id": l.id,
+            "result": {"resultType": "complete", "_meta": {META_SUBSCRIPTION: l.id}}
+        });
+        if l.acked
+            && l.tx
+                .try_send(sse_message(last.to_string().as_bytes()))
+                .is_ok()
+        {
+            sent += 1;
+        }
+    }
+    sent
 }
 
 /// A merged list changed: every listener that asked for that kind hears it,

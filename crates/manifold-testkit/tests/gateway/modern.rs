@@ -289,6 +289,16 @@ async fn listen_acknowledges_first_and_tags_list_changes() -> Result<()> {
             note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
             "{note}"
         );
+        // Manifold stops: the stream ends with the listen's final result.
+        let stopping = tokio::spawn(f.gw.shutdown());
+        let last = stream.wait_for(|m| m.get("id").is_some()).await?;
+        assert_eq!(last["id"], 7, "{last}");
+        assert_eq!(last["result"]["resultType"], "complete", "{last}");
+        assert_eq!(
+            last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
+            "{last}"
+        );
+        stopping.await??;
         Ok(())
     })
     .await
