@@ -65,6 +65,8 @@ pub struct Gateway {
     pub(crate) learned: std::sync::Mutex<resources::Learned>,
     /// Resource subscriptions, shared across sessions.
     pub(crate) subscriptions: std::sync::Mutex<resources::Subscriptions>,
+    /// The log level last sent to the upstreams (`logging`), or `LEVEL_UNSET`.
+    pub(crate) upstream_log_level: std::sync::atomic::AtomicU8,
     /// Open 2026-07-28 `subscriptions/listen` streams.
     pub(crate) listeners: listen::Listeners,
     /// Calls held for a modern client's input (`InputRequiredResult`).
@@ -161,6 +163,7 @@ impl Gateway {
             learned: Default::default(),
             subscriptions: Default::default(),
             listeners: Default::default(),
+            upstream_log_level: std::sync::atomic::AtomicU8::new(logging::LEVEL_UNSET),
             held: mrtr::Held::new(config.server.request_state_key.as_deref()),
             config,
             upstreams,
@@ -416,6 +419,9 @@ impl Gateway {
             let expired = self.sessions.expire_idle(idle);
             for id in &expired {
                 resources::session_ended(&self, id);
+            }
+            if !expired.is_empty() {
+                logging::sessions_ended(&self);
             }
             if !expired.is_empty() {
                 tracing::info!(expired = expired.len(), "ended idle sessions");

@@ -3,7 +3,8 @@
 //! - A client's `logging/setLevel` is remembered on its session and applied to
 //!   every upstream that declared `logging`. Upstreams are shared, so each is set
 //!   to the most verbose level any live session asked for; each session then gets
-//!   only messages at or above its own level.
+//!   only messages at or above its own level. When sessions end, the upstreams
+//!   get the most verbose level of those left, if that is less verbose.
 //! - Every message a client receives names its upstream in `logger`:
 //!   `<upstream>` when the upstream gave none, else `<upstream>/<logger>`.
 //! - Messages tied to a call go to the calling client only (on its response
@@ -15,6 +16,7 @@
 use manifold_protocol::methods as m;
 use manifold_protocol::RpcError;
 use serde_json::{Map, Value};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::session::DownSession;
@@ -58,10 +60,11 @@ pub(crate) fn requested_level(params: &Map<String, Value>) -> Result<u8, RpcErro
 /// that declared `logging`. Failures are logged: one upstream refusing must not
 /// fail the client's request.
 pub(crate) async fn apply_to_upstreams(gw: &Arc<Gateway>) {
-    let Some(level) = gw.sessions.most_verbose_log_level() else {
+    let Some(index) = gw.sessions.most_verbose_log_level() else {
         return;
     };
-    let level = LEVELS[level as usize];
+    gw.upstream_log_level.store(index, Ordering::Relaxed);
+    let level = LEVELS[index as usize];
     let targets: Vec<_> = gw
         .upstreams
         .iter()
@@ -90,6 +93,28 @@ pub(crate) async fn apply_to_upstreams(gw: &Arc<Gateway>) {
         }
     });
     futures_util::future::join_all(calls).await;
+}
+
+/// Sessions ended: if the most verbose level still asked for is less verbose
+/// than the one the upstreams were given, they get it, so an ended debugging
+/// session does not leave every upstream sending debug messages. When no session
+/// asked for a level any more, the upstreams keep the last one (MCP has no way
+/// back to a server's default).
+pub(crate) fn sessions_ended(gw: &Arc<Gateway>) {
+    let Some(now) = gw.sessions.most_verbose_log_level() else {
+        return;
+    };
+    let applied = gw.upstream_log_level.load(Ordering::Relaxed);
+    if applied == LEVEL_UNSET || now <= applied {
+        return;
+    }
+    let gw2 = gw.clone();
+    gw.tasks.spawn(async move {
+        tokio::select! {
+            _ = gw2.shutdown.cancelled() => {}
+            _ = apply_to_upstreams(&gw2) => {}
+        }
+    });
 }
 
 /// Prepares a notification for one client: names the upstream in a message's

@@ -404,6 +404,7 @@ pub(crate) fn delete_session(gw: &Arc<Gateway>, headers: &HeaderMap) -> Response
     };
     gw.sessions.remove(&session.id);
     crate::resources::session_ended(gw, &session.id);
+    crate::logging::sessions_ended(gw);
     tracing::info!(session = %&session.id[..8], client = %session.client_info,
         version = %session.protocol_version, "session ended by the client");
     plain(StatusCode::OK)

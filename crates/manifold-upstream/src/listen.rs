@@ -7,8 +7,8 @@
 //! gateway with the upstream's `subscriptionId` removed.
 //!
 //! The stream is reopened when the watched URIs change, after [`LISTEN_TIMEOUT`],
-//! and, with capped backoff, after it fails; a failed stream may have missed a
-//! change, so the lists are refetched once it is back.
+//! and, with capped backoff, after it fails; a failed or replaced stream may have
+//! missed a change, so the lists are refetched once the next one is acknowledged.
 //!
 //! Not here: clients' own listens (manifold-server).
 
@@ -130,6 +130,9 @@ async fn run(
                     if changed.is_err() {
                         return;
                     }
+                    // A list change between this stream's end and the next one's
+                    // acknowledgment would be missed: refetch once it is back.
+                    missed = true;
                     break;
                 }
             }

@@ -234,6 +234,19 @@ async fn log_levels_reach_upstreams_and_filter_messages_per_session() -> Result<
         // Upstreams follow the most verbose level a live session asked for.
         let level = client.call_tool("local__log_level", json!({})).await?;
         assert_eq!(ok_text(&level)?, "debug");
+        // The debugging session ends: the upstreams go back to `warning`.
+        verbose.delete().await?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let level = client.call_tool("local__log_level", json!({})).await?;
+            if ok_text(&level)? == "warning" {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("the upstream stayed at {level} after the debug session ended");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         Ok(())
     })
     .await
