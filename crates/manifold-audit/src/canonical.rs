@@ -62,14 +62,24 @@ pub(crate) fn write_canonical_members<'a>(
 ) {
     let mut sorted: Vec<(&str, &Value)> = members.into_iter().collect();
     sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    write_members(out, sorted, true);
+}
+
+/// Appends an object of `members` in the order given; nested objects sorted
+/// when `sort`.
+fn write_members<'a>(
+    out: &mut Vec<u8>,
+    members: impl IntoIterator<Item = (&'a str, &'a Value)>,
+    sort: bool,
+) {
     out.push(b'{');
-    for (i, (key, value)) in sorted.into_iter().enumerate() {
+    for (i, (key, value)) in members.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         write_str(out, key);
         out.push(b':');
-        write_value(out, value, true);
+        write_value(out, value, sort);
     }
     out.push(b'}');
 }
@@ -101,16 +111,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, sort: bool) {
 /// Appends the object `map` compactly, members in their stored order (the form a
 /// record line is written in).
 pub(crate) fn write_ordered(out: &mut Vec<u8>, map: &Map<String, Value>) {
-    out.push(b'{');
-    for (i, (key, value)) in map.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_str(out, key);
-        out.push(b':');
-        write_value(out, value, false);
-    }
-    out.push(b'}');
+    write_members(out, map.iter().map(|(k, v)| (k.as_str(), v)), false);
 }
 
 fn write_str(out: &mut Vec<u8>, s: &str) {

@@ -105,6 +105,7 @@ fn filter(msg: &Map<String, Value>) -> Result<Filter, RpcError> {
     };
     let flag = |k: &str| wanted.get(k).and_then(Value::as_bool) == Some(true);
     let mut uris = Vec::new();
+    let mut seen = HashSet::new();
     match wanted.get("resourceSubscriptions") {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
@@ -121,7 +122,7 @@ fn filter(msg: &Map<String, Value>) -> Result<Filter, RpcError> {
                         "subscriptions/listen: resourceSubscriptions must be an array of URI strings",
                     ));
                 };
-                if !uris.iter().any(|u| u == uri) {
+                if seen.insert(uri) {
                     uris.push(uri.to_string());
                 }
             }

@@ -181,31 +181,13 @@ pub(crate) async fn route(
                 Err(e) => err(RpcError::invalid_params(e.to_string())),
             }
         }
-        m::TOOLS_CALL => {
-            crate::forward::forward(
-                gw,
-                session,
-                id,
-                method,
-                params,
-                Kind::Tools,
-                accepts_sse,
-                meta,
-            )
-            .await
-        }
-        m::PROMPTS_GET => {
-            crate::forward::forward(
-                gw,
-                session,
-                id,
-                method,
-                params,
-                Kind::Prompts,
-                accepts_sse,
-                meta,
-            )
-            .await
+        m::TOOLS_CALL | m::PROMPTS_GET => {
+            let kind = if method == m::TOOLS_CALL {
+                Kind::Tools
+            } else {
+                Kind::Prompts
+            };
+            crate::forward::forward(gw, session, id, method, params, kind, accepts_sse, meta).await
         }
         m::RESOURCES_READ => {
             crate::resources::read(gw, session, id, params, accepts_sse, meta).await

@@ -163,8 +163,8 @@ pub(crate) fn ok_text(reply: &Reply) -> Result<String> {
 }
 
 /// Requests in flight from the gateway to upstream `name`.
-pub(crate) fn in_flight(f: &Fixture, name: &str) -> Result<usize> {
-    f.gw.gateway()
+pub(crate) fn in_flight(gw: &TestGateway, name: &str) -> Result<usize> {
+    gw.gateway()
         .upstreams()
         .iter()
         .find(|u| &**u.name() == name)
@@ -174,13 +174,13 @@ pub(crate) fn in_flight(f: &Fixture, name: &str) -> Result<usize> {
 
 /// Waits (at most `limit`) until upstream `name` has exactly `n` requests in flight.
 pub(crate) async fn until_in_flight(
-    f: &Fixture,
+    gw: &TestGateway,
     name: &str,
     n: usize,
     limit: Duration,
 ) -> Result<()> {
     let deadline = std::time::Instant::now() + limit;
-    while in_flight(f, name)? != n {
+    while in_flight(gw, name)? != n {
         if std::time::Instant::now() > deadline {
             anyhow::bail!("{name}: not {n} in flight after {limit:?}");
         }

@@ -265,7 +265,7 @@ async fn a_cancellation_from_another_session_does_not_touch_the_call() -> Result
                 )
             };
             // Once `a`'s call is in flight, `b` names the same id.
-            crate::until_in_flight(&f, upstream, 1, std::time::Duration::from_secs(5)).await?;
+            crate::until_in_flight(&f.gw, upstream, 1, std::time::Duration::from_secs(5)).await?;
             let ack = b
                 .notify(
                     "notifications/cancelled",

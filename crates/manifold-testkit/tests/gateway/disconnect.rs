@@ -13,7 +13,7 @@ use crate::{bounded, fixture, in_flight, ok_text, until_in_flight, Fixture};
 
 /// Waits (at most `limit`) until upstream `name` has nothing in flight.
 async fn drained(f: &Fixture, name: &str, limit: Duration) -> Result<()> {
-    until_in_flight(f, name, 0, limit).await
+    until_in_flight(&f.gw, name, 0, limit).await
 }
 
 #[tokio::test]
@@ -31,12 +31,12 @@ async fn a_disconnect_while_waiting_is_not_a_cancellation() -> Result<()> {
                         .await
                 })
             };
-            until_in_flight(&f, upstream, 1, Duration::from_secs(5)).await?;
+            until_in_flight(&f.gw, upstream, 1, Duration::from_secs(5)).await?;
             // Drop the request: the client's connection closes.
             call.abort();
             let _ = call.await;
             assert_eq!(
-                in_flight(&f, upstream)?,
+                in_flight(&f.gw, upstream)?,
                 1,
                 "{upstream}: the disconnect cancelled the upstream call"
             );
@@ -73,7 +73,7 @@ async fn a_disconnect_from_a_streamed_reply_is_not_a_cancellation() -> Result<()
             assert_eq!(first["method"], "notifications/progress", "{first}");
             drop(stream);
             assert_eq!(
-                in_flight(&f, upstream)?,
+                in_flight(&f.gw, upstream)?,
                 1,
                 "{upstream}: the disconnect cancelled the upstream call"
             );
@@ -164,10 +164,10 @@ async fn a_cancellation_after_a_disconnect_still_reaches_the_upstream() -> Resul
                     json!({"name": format!("{upstream}__sleep"), "arguments": {"ms": 20000}});
                 tokio::spawn(async move { client.request_with_id(id, "tools/call", params).await })
             };
-            until_in_flight(&f, upstream, 1, Duration::from_secs(5)).await?;
+            until_in_flight(&f.gw, upstream, 1, Duration::from_secs(5)).await?;
             call.abort();
             let _ = call.await;
-            assert_eq!(in_flight(&f, upstream)?, 1, "{upstream}");
+            assert_eq!(in_flight(&f.gw, upstream)?, 1, "{upstream}");
             client
                 .notify("notifications/cancelled", json!({"requestId": id}))
                 .await?;

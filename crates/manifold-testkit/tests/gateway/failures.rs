@@ -139,7 +139,7 @@ async fn a_crash_fails_calls_in_flight_and_announces_list_changed() -> Result<()
             )
         };
         // The sleeper must be in flight when the crash comes.
-        until_in_flight(&f, "local", 1, Duration::from_secs(5)).await?;
+        until_in_flight(&f.gw, "local", 1, Duration::from_secs(5)).await?;
         let started = Instant::now();
         let reply = client.call_tool("local__crash", json!({})).await?;
         assert_eq!(reply.result()?["isError"], true, "{reply}");
@@ -358,19 +358,21 @@ async fn one_request_refused_with_400_does_not_reset_the_shared_http_session() -
         let other = gw.session("2025-11-25", json!({})).await?;
         let big = "x".repeat(5000);
         // Another client's call is in flight while the big one is refused.
-        let (slow, refused) = tokio::join!(
-            other.call_tool("remote__sleep", json!({"ms": 600})),
-            async {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                client.call_tool("remote__echo", json!({"text": big})).await
-            }
-        );
-        let refused = refused?;
+        let slow =
+            tokio::spawn(async move { other.call_tool("remote__sleep", json!({"ms": 600})).await });
+        until_in_flight(&gw, "remote", 1, Duration::from_secs(5)).await?;
+        let refused = client
+            .call_tool("remote__echo", json!({"text": big}))
+            .await?;
         let result = refused.result()?;
         assert_eq!(result["isError"], true, "{result}");
         assert!(text_of(result)?.contains("HTTP 400"), "{result}");
-        assert_eq!(ok_text(&slow?)?, "slept", "the other client's call was cut");
-        // The session check (a ping) passed: no reconnect, and calls go on.
+        assert_eq!(
+            ok_text(&slow.await??)?,
+            "slept",
+            "the other client's call was cut"
+        );
+        // The session check passed: no reconnect, and calls go on.
         let up = gw
             .gateway()
             .upstreams()
@@ -378,10 +380,8 @@ async fn one_request_refused_with_400_does_not_reset_the_shared_http_session() -
             .find(|u| &**u.name() == "remote")
             .cloned()
             .ok_or_else(|| anyhow!("no remote upstream"))?;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while up.in_flight() > 0 && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        // The session check (a ping) has come back.
+        until_in_flight(&gw, "remote", 0, Duration::from_secs(5)).await?;
         let status = up.status();
         assert_eq!(status.restarts, 0, "{:?}", status.last_error);
         assert_eq!(status.state.as_str(), "ready");

@@ -436,6 +436,13 @@ async fn an_upstream_redeployed_in_the_other_era_is_probed_again() -> Result<()>
         .await?;
         assert_eq!(protocol_of(&gw, "swap").as_deref(), Some("2025-11-25"));
         let client = gw.session("2025-11-25", json!({})).await?;
+        let mut status = gw
+            .gateway()
+            .upstreams()
+            .iter()
+            .find(|u| &**u.name() == "swap")
+            .map(|u| u.watch_status())
+            .ok_or_else(|| anyhow::anyhow!("no swap upstream"))?;
         // Legacy → modern → legacy, on the same address.
         for (args, era) in [(&["--modern"][..], V), (&[][..], "2025-11-25")] {
             up.child.kill().await?;
@@ -458,7 +465,9 @@ async fn an_upstream_redeployed_in_the_other_era_is_probed_again() -> Result<()>
                     "still {:?} after the redeploy to {era}: {reply}",
                     protocol_of(&gw, "swap")
                 );
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                // Until the upstream's state moves (a reconnect), at most 0.5 s.
+                let wait = std::time::Duration::from_millis(500);
+                let _ = tokio::time::timeout(wait, status.changed()).await;
             }
             // The merged list follows the era: `ask` exists only in the modern demo.
             let names = names_of(&client.list_all_tools().await?);
