@@ -23,14 +23,14 @@
 //! every line of a file is whole and chained; a gap (lost records, a crash, a reset)
 //! is itself written into the chain as an event.
 //!
-//! Not here: deciding what to audit (the server's pipeline), config parsing
-//! (manifold-config maps onto [`AuditSettings`]), metrics export.
+//! Not here: deciding what to audit and how a refusal for an unavailable log is
+//! answered (the server's pipeline and its refusal table), the settings and their
+//! parsing (manifold-config, re-exported here), metrics export.
 
 pub mod canonical;
 pub mod chain;
 pub mod record;
 pub mod redact;
-mod settings;
 mod sink;
 pub mod verify;
 mod writer;
@@ -39,18 +39,19 @@ mod writer;
 mod testutil;
 
 pub use chain::ZERO_HASH;
+/// The settings are configuration (crate manifold-config), re-exported here for
+/// users of the writer.
+pub use manifold_config::audit::{
+    AuditSettings, Fsync, InvalidAuditSettings, OnFailure, DEFAULT_FSYNC,
+    DEFAULT_INCLUDE_ARGUMENTS, DEFAULT_KEEP, DEFAULT_MAX_BYTES, DEFAULT_ON_FAILURE, DEFAULT_QUEUE,
+    DEFAULT_REDACT, FSYNC_INTERVAL, RETRY_INTERVAL,
+};
 pub use record::{AuditRecord, ClientInfo, Outcome, ANONYMOUS};
 pub use redact::{Redactor, REDACTED};
-pub use settings::{
-    AuditSettings, Fsync, OnFailure, DEFAULT_FSYNC, DEFAULT_INCLUDE_ARGUMENTS, DEFAULT_KEEP,
-    DEFAULT_MAX_BYTES, DEFAULT_ON_FAILURE, DEFAULT_QUEUE, DEFAULT_REDACT, FSYNC_INTERVAL,
-    RETRY_INTERVAL,
-};
 pub use sink::rotated_path;
 pub use verify::{log_files, verify, EventNote, Location, Problem, ProblemKind, VerifyReport};
 pub use writer::{AuditStats, Auditor, MAX_BATCH};
 
-use manifold_protocol::{ErrorCode, RpcError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -63,8 +64,8 @@ pub enum AuditError {
     /// The writer has shut down (or stopped); no more records are taken.
     #[error("audit log unavailable: the audit writer has shut down")]
     Closed,
-    #[error("invalid audit settings: {0}")]
-    InvalidSettings(String),
+    #[error("{0}")]
+    InvalidSettings(#[from] InvalidAuditSettings),
     /// Reading a log file failed (verification).
     #[error("cannot read audit log {}: {source}", path.display())]
     Io {
@@ -80,25 +81,6 @@ impl AuditError {
             path: path.to_path_buf(),
             source: Arc::new(e),
         }
-    }
-
-    /// The JSON-RPC code for a request refused because of this error: internal.
-    pub fn code(&self) -> ErrorCode {
-        ErrorCode::INTERNAL_ERROR
-    }
-
-    /// The HTTP status when this error is the whole reply: 503 while the audit log
-    /// is unavailable (retry later), 500 for the rest.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            AuditError::Unavailable { .. } | AuditError::Closed => 503,
-            AuditError::InvalidSettings(_) | AuditError::Io { .. } => 500,
-        }
-    }
-
-    /// The JSON-RPC error object to refuse a request with.
-    pub fn to_rpc_error(&self) -> RpcError {
-        RpcError::new(self.code(), self.to_string())
     }
 
     /// The log cannot take records now (failing sink or shut down).
@@ -130,18 +112,11 @@ mod tests {
             "audit log unavailable: cannot open /x/audit.jsonl: Not a directory (os error 20)"
         );
         assert!(unavailable.is_unavailable() && !unavailable.is_closed());
-        assert_eq!(unavailable.code(), ErrorCode(-32603));
-        assert_eq!(unavailable.http_status(), 503);
-        let rpc = unavailable.to_rpc_error();
-        assert_eq!(rpc.code, ErrorCode::INTERNAL_ERROR);
-        assert!(rpc.message.starts_with("audit log unavailable: "));
-
         assert!(AuditError::Closed.is_unavailable() && AuditError::Closed.is_closed());
-        assert_eq!(AuditError::Closed.http_status(), 503);
 
-        let invalid = AuditError::InvalidSettings("x".into());
+        let invalid = AuditError::from(InvalidAuditSettings("x".into()));
         assert!(invalid.is_invalid_settings() && !invalid.is_unavailable());
-        assert_eq!(invalid.http_status(), 500);
+        assert_eq!(invalid.to_string(), "invalid audit settings: x");
 
         let io = AuditError::io(
             Path::new("/var/log/a.jsonl"),

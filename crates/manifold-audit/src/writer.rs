@@ -34,9 +34,9 @@
 use crate::chain::{self, EVENT_RECORDS_LOST, ZERO_HASH};
 use crate::record::AuditRecord;
 use crate::redact::Redactor;
-use crate::settings::{AuditSettings, Fsync, OnFailure, RETRY_INTERVAL};
 use crate::sink::{FileSink, Sink, StreamSink};
 use crate::AuditError;
+use crate::{AuditSettings, Fsync, OnFailure, RETRY_INTERVAL};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

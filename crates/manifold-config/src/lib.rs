@@ -9,10 +9,12 @@
 //! Not here: watching the file for reloads, and anything that opens a socket or
 //! spawns a process.
 
+pub mod audit;
 mod expand;
 mod model;
 mod validate;
 
+pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use model::*;
 pub use validate::{
     is_valid_upstream_name, Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode,

@@ -15,7 +15,7 @@ pub struct GatewayConfig {
     pub naming: NamingConfig,
     pub limits: LimitsConfig,
     /// The audit log, when `[audit]` names a sink.
-    pub audit: Option<manifold_audit::AuditSettings>,
+    pub audit: Option<crate::audit::AuditSettings>,
     /// The admin listener (`/metrics`, `/healthz`, `/readyz`).
     pub admin: Option<SocketAddr>,
     /// Tools with their own latency series (`[metrics] max_tool_series`).
@@ -417,8 +417,8 @@ pub(crate) fn validate(
 fn audit(
     a: &crate::model::AuditSection,
     ex: impl Fn(&str, &str) -> Result<String, String>,
-) -> Result<manifold_audit::AuditSettings, String> {
-    use manifold_audit::AuditSettings;
+) -> Result<crate::audit::AuditSettings, String> {
+    use crate::audit::AuditSettings;
     let d = AuditSettings::default();
     let path = match &a.path {
         Some(p) => Some(std::path::PathBuf::from(ex("audit.path", p)?)),

@@ -1,6 +1,6 @@
 //! Manifold's wire vocabulary: the JSON-RPC 2.0 envelope kept as raw members, MCP
-//! method and header names, error codes, protocol revisions, the `x-mcp-header` codec
-//! and an SSE codec with size limits.
+//! method and header names, error codes, log levels, protocol revisions, the
+//! `x-mcp-header` codec and an SSE codec with size limits.
 //!
 //! Invariants: nothing here performs I/O or depends on an async runtime, so every
 //! function can be unit-tested and fuzzed alone. Message bodies are never decoded into
@@ -12,6 +12,7 @@ pub mod errors;
 pub mod headers;
 pub mod jsonrpc;
 pub mod lists;
+pub mod logging;
 pub mod methods;
 pub mod sse;
 pub mod version;

@@ -234,7 +234,7 @@ pub(crate) async fn dispatch(
     } = target;
     // With `on_failure = "reject"`, no call runs while its record cannot be kept.
     if let Some(Err(e)) = gw.auditor.as_ref().map(|a| a.check()) {
-        return refuse(gw, obs, &id, e.to_rpc_error()).await;
+        return refuse(gw, obs, &id, RpcError::internal(e.to_string())).await;
     }
     obs.dispatched(gw, upstream.name());
     tracing::debug!(upstream = %upstream.name(), %method, "forwarding");

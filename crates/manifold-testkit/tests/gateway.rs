@@ -36,8 +36,15 @@ use anyhow::{anyhow, Result};
 use manifold_testkit::harness::{toml_string, DemoHttp, McpClient, Reply, TestGateway};
 use serde_json::{json, Value};
 
-/// The demo upstream binary built for this test run.
-pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_manifold-demo-upstream");
+/// The demo upstream binary built for this test run (crate `manifold-demo`).
+pub(crate) fn bin() -> &'static str {
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        manifold_testkit::harness::demo_upstream_bin()
+            .to_string_lossy()
+            .into_owned()
+    })
+}
 /// Instructions the `local` upstream is started with.
 pub(crate) const LOCAL_INSTRUCTIONS: &str = "Local demo tools for the gateway tests.";
 /// Upper bound on one whole test.
@@ -99,13 +106,13 @@ impl Default for Setup {
 
 impl Setup {
     pub async fn start(self) -> Result<Fixture> {
-        let remote = DemoHttp::spawn_bin(BIN, &[]).await?;
+        let remote = DemoHttp::spawn_bin(bin(), &[]).await?;
         let toml = format!(
             "[server]\n{server}\n\n\
-             [upstreams.local]\ncommand = {bin}\nargs = [\"--instructions\", {instr}]\n{local}\n\n\
+             [upstreams.local]\ncommand = {bin}\nargs = [\"--faults\", \"--instructions\", {instr}]\n{local}\n\n\
              [upstreams.remote]\nurl = {url}\n{remote_extra}\n\n{extra}\n",
             server = self.server,
-            bin = toml_string(BIN),
+            bin = toml_string(bin()),
             instr = toml_string(LOCAL_INSTRUCTIONS),
             local = self.local,
             url = toml_string(&remote.url),

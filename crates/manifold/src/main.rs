@@ -143,7 +143,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::DemoUpstream { args } = cli.command {
         let argv = std::iter::once(std::ffi::OsString::from("manifold demo-upstream")).chain(args);
-        return manifold_testkit::demo::cli::main_from(argv);
+        return manifold_demo::cli::main_from(argv);
     }
     if let Ok(exe) = std::env::current_exe() {
         // Single-threaded here: no other thread reads the environment yet.

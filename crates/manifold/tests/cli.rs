@@ -52,8 +52,9 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
         "{line}"
     );
     assert!(line.contains("(2/2 upstreams ready"), "{line}");
-    // The demo upstream has 15 tools; both copies are merged under their prefixes.
-    assert!(line.contains(", 30 tools)"), "{line}");
+    // The demo upstream ships 12 tools (its 3 fault tools need `--faults`); both
+    // copies are merged under their prefixes.
+    assert!(line.contains(", 24 tools)"), "{line}");
     // The shipped config turns on the admin listener and the audit log.
     let admin = rx
         .recv_timeout(Duration::from_secs(5))

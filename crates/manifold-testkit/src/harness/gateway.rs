@@ -34,9 +34,10 @@ pub fn toml_string(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 
-/// Where `manifold-demo-upstream` is: `$MANIFOLD_DEMO_UPSTREAM` if set, else next
-/// to the running test executable's target directory (`target/<profile>/`).
-/// Tests inside this crate can use `env!("CARGO_BIN_EXE_manifold-demo-upstream")`.
+/// Where `manifold-demo-upstream` (crate `manifold-demo`) is:
+/// `$MANIFOLD_DEMO_UPSTREAM` if set, else next to the running test executable's
+/// target directory (`target/<profile>/`), where `cargo build --workspace` and
+/// `cargo nextest run --workspace` put it.
 pub fn demo_upstream_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("MANIFOLD_DEMO_UPSTREAM") {
         return PathBuf::from(p);
@@ -159,8 +160,8 @@ impl Drop for TestGateway {
     }
 }
 
-/// The demo upstream serving Streamable HTTP on an ephemeral loopback port, as a
-/// child process killed on drop.
+/// The demo upstream serving Streamable HTTP on an ephemeral loopback port, with
+/// its fault tools on (`--faults`), as a child process killed on drop.
 pub struct DemoHttp {
     /// Its MCP endpoint, e.g. `http://127.0.0.1:40125/mcp`.
     pub url: String,
@@ -186,6 +187,7 @@ impl DemoHttp {
     pub async fn spawn_at(bin: impl AsRef<OsStr>, addr: &str, args: &[&str]) -> Result<DemoHttp> {
         let bin = bin.as_ref();
         let mut child = Command::new(bin)
+            .arg("--faults")
             .arg("--http")
             .arg(addr)
             .args(args)

@@ -287,7 +287,7 @@ async fn a_dead_http_upstream_leaves_and_comes_back_when_restarted() -> Result<(
         .await?;
         assert_eq!(count_with_prefix(&gone, "local__"), DEMO_TOOLS.len());
         // A new upstream process on the same address: the gateway reconnects.
-        f.remote = DemoHttp::spawn_at(crate::BIN, &addr, &[]).await?;
+        f.remote = DemoHttp::spawn_at(crate::bin(), &addr, &[]).await?;
         let back = poll_tools(&client, Duration::from_secs(20), |names| {
             count_with_prefix(names, "remote__") == DEMO_TOOLS.len()
         })

@@ -11,7 +11,7 @@ use http::StatusCode;
 use manifold_testkit::harness::{toml_string, DemoHttp, TestGateway};
 use serde_json::{json, Value};
 
-use crate::{bounded, names_of, text_of, touch_until, BIN};
+use crate::{bin, bounded, names_of, text_of, touch_until};
 
 const V: &str = "2026-07-28";
 
@@ -23,13 +23,16 @@ struct Modern {
 async fn start(modern_args: &[&str]) -> Result<Modern> {
     let mut args = vec!["--modern"];
     args.extend_from_slice(modern_args);
-    let remote = DemoHttp::spawn_bin(BIN, &args).await?;
-    let stdio_args: Vec<String> = args.iter().map(|a| toml_string(a)).collect();
+    let remote = DemoHttp::spawn_bin(bin(), &args).await?;
+    let stdio_args: Vec<String> = std::iter::once(&"--faults")
+        .chain(&args)
+        .map(|a| toml_string(a))
+        .collect();
     let toml = format!(
-        "[upstreams.local]\ncommand = {bin}\n\n\
+        "[upstreams.local]\ncommand = {bin}\nargs = [\"--faults\"]\n\n\
          [upstreams.mlocal]\ncommand = {bin}\nargs = [{args}]\ntimeout = \"20s\"\n\n\
          [upstreams.mremote]\nurl = {url}\ntimeout = \"20s\"\n",
-        bin = toml_string(BIN),
+        bin = toml_string(bin()),
         args = stdio_args.join(", "),
         url = toml_string(&remote.url),
     );
@@ -423,7 +426,7 @@ async fn a_legacy_clients_resource_subscription_rides_a_modern_upstreams_listen(
 #[tokio::test]
 async fn an_upstream_redeployed_in_the_other_era_is_probed_again() -> Result<()> {
     bounded(async {
-        let mut up = DemoHttp::spawn_bin(BIN, &[]).await?;
+        let mut up = DemoHttp::spawn_bin(bin(), &[]).await?;
         let addr = up
             .url
             .trim_start_matches("http://")
@@ -446,7 +449,7 @@ async fn an_upstream_redeployed_in_the_other_era_is_probed_again() -> Result<()>
         // Legacy → modern → legacy, on the same address.
         for (args, era) in [(&["--modern"][..], V), (&[][..], "2025-11-25")] {
             up.child.kill().await?;
-            up = DemoHttp::spawn_at(BIN, &addr, args).await?;
+            up = DemoHttp::spawn_at(bin(), &addr, args).await?;
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
             loop {
                 let reply = client

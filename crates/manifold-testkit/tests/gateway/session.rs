@@ -3,7 +3,7 @@
 
 use anyhow::{ensure, Result};
 use http::StatusCode;
-use manifold_testkit::demo::DEFAULT_INSTRUCTIONS;
+use manifold_demo::DEFAULT_INSTRUCTIONS;
 use serde_json::json;
 
 use crate::{bounded, fixture, Setup, LOCAL_INSTRUCTIONS};

@@ -40,12 +40,12 @@ impl Drop for TempDir {
 const DEMO: &str = r#"
 [upstreams.demo]
 command = "${MANIFOLD_SELF}"
-args = ["demo-upstream"]
+args = ["demo-upstream", "--faults"]
 tools = { deny = ["crash"] }
 
 [upstreams.twin]
 command = "${MANIFOLD_SELF}"
-args = ["demo-upstream"]
+args = ["demo-upstream", "--faults"]
 prefix = "demo"
 tools = { allow = ["echo"] }
 "#;

@@ -1,8 +1,10 @@
 //! The demo server's tool catalog and tool implementations.
 //!
-//! What: the fixed tools (`echo`, `add`, `weather`, `slow_progress`,
-//! `regional_lookup`, `add_tool`, `fail`, `sleep`, `crash`, `sample`), the
-//! optional `synthetic_NNNN` tools, and tools added at runtime by `add_tool`.
+//! What: the fixed tools that show a gateway off (`echo`, `add`, `weather`,
+//! `slow_progress`, `regional_lookup`, `add_tool`, `sample`, `elicit`, `link`,
+//! `touch`, `log`, `log_level`), the fault tools for tests (`fail`, `sleep`,
+//! `crash`; listed and callable only with `--faults`), the optional
+//! `synthetic_NNNN` tools, and tools added at runtime by `add_tool`.
 //!
 //! Invariants:
 //! - Listing order is stable: fixed tools, then synthetic, then dynamic tools
@@ -30,6 +32,9 @@ const ICON: &str = "data:image/svg+xml;base64,PHN2Zy8+";
 /// Upper bounds so silly arguments cannot park a task for days.
 const MAX_SLEEP_MS: u64 = 24 * 60 * 60 * 1000;
 const MAX_STEPS: u64 = 10_000;
+/// Tools that misbehave on purpose (a tool error, a long wait, a process exit):
+/// only with `--faults`, never in the shipped catalogue.
+pub const FAULT_TOOLS: &[&str] = &["fail", "sleep", "crash"];
 
 /// All tools this server lists.
 pub(super) struct Catalog {
@@ -41,8 +46,15 @@ pub(super) struct Catalog {
 }
 
 impl Catalog {
-    pub(super) fn new(synthetic: usize) -> Self {
+    pub(super) fn new(synthetic: usize, faults: bool) -> Self {
         let mut fixed = fixed_tools();
+        if !faults {
+            fixed.retain(|t| {
+                !t.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| FAULT_TOOLS.contains(&n))
+            });
+        }
         fixed.extend((0..synthetic).map(|i| {
             json!({
                 "name": synthetic_name(i),
@@ -301,6 +313,9 @@ pub(super) async fn call(
         .and_then(|meta| meta.get("progressToken"))
         .filter(|token| token.is_string() || token.is_number());
     let server = session.server();
+    if FAULT_TOOLS.contains(&name) && !server.config().faults {
+        return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
+    }
     let outcome = match name {
         "echo" => echo(args),
         "add" => add(args),
@@ -570,7 +585,7 @@ mod tests {
 
     #[test]
     fn pages_cover_fixed_synthetic_and_dynamic_tools_in_order() {
-        let catalog = Catalog::new(2);
+        let catalog = Catalog::new(2, true);
         assert!(catalog.add_dynamic("late"));
         assert!(!catalog.add_dynamic("late"), "duplicate dynamic name");
         assert!(!catalog.add_dynamic("echo"), "clash with a fixed tool");
@@ -601,8 +616,19 @@ mod tests {
     }
 
     #[test]
+    fn fault_tools_are_listed_only_with_faults() {
+        let (shipped, _) = Catalog::new(0, false).page(0, 0).expect("page");
+        let (with_faults, _) = Catalog::new(0, true).page(0, 0).expect("page");
+        assert_eq!(with_faults.len(), shipped.len() + FAULT_TOOLS.len());
+        for fault in FAULT_TOOLS {
+            assert!(!names(&shipped).contains(fault), "{fault} shipped");
+            assert!(names(&with_faults).contains(fault), "{fault} missing");
+        }
+    }
+
+    #[test]
     fn synthetic_names_must_match_exactly() {
-        let catalog = Catalog::new(3);
+        let catalog = Catalog::new(3, true);
         assert!(catalog.is_synthetic("synthetic_0002"));
         assert!(!catalog.is_synthetic("synthetic_0003"));
         assert!(!catalog.is_synthetic("synthetic_2"));

@@ -24,7 +24,7 @@ use super::{
 };
 
 /// Serve the process's stdin/stdout until stdin reaches EOF.
-pub async fn run(config: DemoConfig) -> anyhow::Result<()> {
+pub async fn run(config: DemoConfig) -> std::io::Result<()> {
     eprintln!("{SERVER_NAME}: serving MCP over stdio");
     serve(config, tokio::io::stdin(), tokio::io::stdout()).await
 }
@@ -32,7 +32,7 @@ pub async fn run(config: DemoConfig) -> anyhow::Result<()> {
 /// Serve one stdio-style session over any byte streams (e.g. a
 /// `tokio::io::duplex` pair in-process). Note that the `crash` tool exits the
 /// whole process, whatever the streams are.
-pub async fn serve<R, W>(config: DemoConfig, input: R, output: W) -> anyhow::Result<()>
+pub async fn serve<R, W>(config: DemoConfig, input: R, output: W) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,

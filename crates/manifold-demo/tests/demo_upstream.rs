@@ -19,8 +19,10 @@ pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_manifold-demo-upstream");
 /// Upper bound for any single wait; generous for slow CI machines.
 pub(crate) const WAIT: Duration = Duration::from_secs(15);
 
+/// The demo upstream with `args`, its fault tools on (`--faults`).
 pub(crate) fn spawn(args: &[&str]) -> Child {
     Command::new(BIN)
+        .arg("--faults")
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

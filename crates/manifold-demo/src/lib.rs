@@ -1,11 +1,15 @@
-//! The demo/mock upstream MCP server (`manifold-demo-upstream`).
+//! The demo upstream MCP server: what the shipped `gateway.toml` fronts
+//! (`manifold demo-upstream`), and the upstream the tests and benchmarks use
+//! (the `manifold-demo-upstream` binary).
 //!
 //! What: a small, spec-correct MCP server (protocol revisions 2024-11-05,
-//! 2025-03-26, 2025-06-18 and 2025-11-25) whose tools exercise the paths a
-//! gateway has to get right: pagination, lossless pass-through of unknown
-//! members, progress, server→client requests, cancellation, list changes,
-//! header mirroring, tool errors and upstream crashes. It backs the demo
-//! `gateway.toml` and the tests/benchmarks.
+//! 2025-03-26, 2025-06-18 and 2025-11-25, and 2026-07-28 with `--modern`) whose
+//! default catalogue shows a gateway off: tools (echo, add, weather, progress,
+//! sampling, elicitation, resource links, logging, list changes), prompts and
+//! resources, with members no spec defines to prove lossless pass-through. Fault
+//! modes (a failing tool, a hanging tool, a crashing process, oversized
+//! requests refused) are off unless a flag switches them on (`--faults`,
+//! `--fail-initialize`, `--bad-request-over`); tests pass those flags.
 //!
 //! This module is the transport-independent protocol logic: JSON-RPC
 //! classification, per-connection [`Session`] state and method dispatch.
@@ -28,7 +32,7 @@ pub mod http;
 pub mod modern;
 mod resources;
 pub mod stdio;
-mod tools;
+pub mod tools;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,6 +83,9 @@ pub struct DemoConfig {
     pub no_list_changed: bool,
     /// HTTP: POST bodies over this many bytes get 400 with a null-id error.
     pub bad_request_over: Option<usize>,
+    /// List and serve the fault tools (`fail`, `sleep`, `crash`; see
+    /// [`tools::FAULT_TOOLS`]). Tests pass `--faults`; the shipped catalogue has none.
+    pub faults: bool,
 }
 
 /// `ttlMs` of the modern mode's lists unless `--list-ttl-ms` says otherwise.
@@ -95,6 +102,7 @@ impl Default for DemoConfig {
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
             no_list_changed: false,
             bad_request_over: None,
+            faults: false,
         }
     }
 }
@@ -263,7 +271,7 @@ impl DemoServer {
     pub fn new(config: DemoConfig, transport: TransportKind) -> Arc<Self> {
         let (events, _) = broadcast::channel(64);
         Arc::new(Self {
-            tools: tools::Catalog::new(config.synthetic_tools),
+            tools: tools::Catalog::new(config.synthetic_tools, config.faults),
             config,
             transport,
             events,
@@ -595,7 +603,7 @@ fn get_prompt(params: &Map<String, Value>) -> Result<Value, RpcError> {
 
 fn set_log_level(server: &DemoServer, params: &Map<String, Value>) -> Result<Value, RpcError> {
     match params.get("level").and_then(Value::as_str) {
-        Some(level) if manifold_server::LOG_LEVELS.contains(&level) => {
+        Some(level) if manifold_protocol::logging::LogLevel::parse(level).is_some() => {
             *lock(&server.log_level) = Some(level.to_string());
             Ok(json!({}))
         }

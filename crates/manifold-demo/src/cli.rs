@@ -61,6 +61,12 @@ pub struct Args {
     /// (tests that one refused request does not reset a gateway's session).
     #[arg(long, value_name = "BYTES")]
     pub bad_request_over: Option<usize>,
+
+    /// Also list and serve the fault tools: `fail` (a tool error), `sleep`
+    /// (waits `ms`, honours cancellation) and `crash` (exits the process). For
+    /// tests; the shipped gateway.toml does not pass it.
+    #[arg(long)]
+    pub faults: bool,
 }
 
 impl Args {
@@ -74,6 +80,7 @@ impl Args {
             list_ttl_ms: self.list_ttl_ms,
             no_list_changed: self.no_list_changed,
             bad_request_over: self.bad_request_over,
+            faults: self.faults,
         }
     }
 }

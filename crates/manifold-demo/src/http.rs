@@ -119,7 +119,7 @@ impl HttpServer {
 }
 
 /// Bind `addr`, print `listening on http://<addr>/mcp` on stdout, and serve.
-pub async fn run(config: DemoConfig, addr: &str) -> anyhow::Result<()> {
+pub async fn run(config: DemoConfig, addr: &str) -> std::io::Result<()> {
     let server = HttpServer::bind(config, addr).await?;
     let local = server.local_addr()?;
     eprintln!("{SERVER_NAME}: serving MCP over Streamable HTTP");

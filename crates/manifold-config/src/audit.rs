@@ -1,18 +1,22 @@
 //! [`AuditSettings`]: where the audit log goes and how hard the writer tries. A plain
-//! struct with documented defaults (the `DEFAULT_*` constants); the config crate
-//! maps `[audit]` onto it.
+//! struct with documented defaults (the `DEFAULT_*` constants); `[audit]` is
+//! validated into it, and the audit writer (manifold-audit) runs with it. It lives
+//! here so that configuration depends on no runtime crate.
 //!
 //! Invariants: [`AuditSettings::validate`] accepts exactly what the writer can run
 //! with (a sink, a queue of at least one, a positive rotation size).
 //!
-//! Not here: parsing TOML or environment variables.
-
-use crate::AuditError;
+//! Not here: parsing TOML or environment variables (`validate`), writing the log.
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
 pub const DEFAULT_INCLUDE_ARGUMENTS: bool = true;
+/// Why audit settings are invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid audit settings: {0}")]
+pub struct InvalidAuditSettings(pub String);
+
 /// Rotate the file when the next line would take it past 100 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 100 * 1024 * 1024;
 /// Rotated files kept (`audit.jsonl.1` … `audit.jsonl.10`).
@@ -74,11 +78,11 @@ macro_rules! str_enum {
             }
         }
         impl FromStr for $ty {
-            type Err = AuditError;
-            fn from_str(s: &str) -> Result<Self, AuditError> {
+            type Err = InvalidAuditSettings;
+            fn from_str(s: &str) -> Result<Self, InvalidAuditSettings> {
                 match s {
                     $($s => Ok($ty::$v),)+
-                    other => Err(AuditError::InvalidSettings(format!(
+                    other => Err(InvalidAuditSettings(format!(
                         concat!("unknown ", $what, " `{}` (expected ", $expected, ")"),
                         other
                     ))),
@@ -147,8 +151,8 @@ impl AuditSettings {
         }
     }
 
-    pub fn validate(&self) -> Result<(), AuditError> {
-        let bad = |m: &str| Err(AuditError::InvalidSettings(m.to_string()));
+    pub fn validate(&self) -> Result<(), InvalidAuditSettings> {
+        let bad = |m: &str| Err(InvalidAuditSettings(m.to_string()));
         if self.path.is_none() && !self.stdout {
             return bad("no audit sink: set `path`, `stdout`, or both");
         }
@@ -212,7 +216,10 @@ mod tests {
         ];
         for (s, want) in cases {
             let err = s.validate().expect_err(want);
-            assert!(err.is_invalid_settings());
+            assert!(
+                err.to_string().starts_with("invalid audit settings: "),
+                "{err}"
+            );
             assert!(err.to_string().contains(want), "{err}");
         }
     }
