@@ -308,7 +308,7 @@ pub(crate) async fn dispatch(
                     }
                     CallEvent::Request { responder, method, .. } => {
                         responder
-                            .refuse(-32601, &format!("{method}: the client did not accept an SSE response, so it cannot be asked"))
+                            .refuse(ErrorCode::METHOD_NOT_FOUND, &format!("{method}: the client did not accept an SSE response, so it cannot be asked"))
                             .await
                     }
                     CallEvent::Notification(_) => {}
@@ -611,7 +611,7 @@ impl Pump {
             {
                 responder
                     .refuse(
-                        -32603,
+                        ErrorCode::INTERNAL_ERROR,
                         &format!("{method}: the client that made this call has disconnected"),
                     )
                     .await;
@@ -636,14 +636,14 @@ impl Pump {
                     // once the response streams, it is too late for an
                     // InputRequiredResult.
                     responder
-                        .refuse(-32601, &format!("{method} cannot reach a 2026-07-28 client after its response started streaming"))
+                        .refuse(ErrorCode::METHOD_NOT_FOUND, &format!("{method} cannot reach a 2026-07-28 client after its response started streaming"))
                         .await;
                     return true;
                 }
                 if let Some(cap) = required_capability(&method) {
                     if !self.a.session.has_capability(cap) {
                         responder
-                            .refuse(-32601, &format!("the client did not declare the `{cap}` capability, so {method} cannot be relayed"))
+                            .refuse(ErrorCode::METHOD_NOT_FOUND, &format!("the client did not declare the `{cap}` capability, so {method} cannot be relayed"))
                             .await;
                         return true;
                     }
@@ -653,7 +653,7 @@ impl Pump {
                     Err(responder) => {
                         responder
                             .refuse(
-                                -32603,
+                                ErrorCode::INTERNAL_ERROR,
                                 "too many requests are waiting for this client's answers",
                             )
                             .await;

@@ -76,7 +76,7 @@ async fn gather(call: &mut Call, first: Question) -> (Vec<Question>, Option<Call
     }
 }
 
-async fn refuse_all(questions: Vec<Question>, code: i64, why: &str) {
+async fn refuse_all(questions: Vec<Question>, code: ErrorCode, why: &str) {
     for q in questions {
         q.responder.refuse(code, why).await;
     }
@@ -226,7 +226,12 @@ pub(crate) async fn bridge(
     let (questions, outcome) = gather(&mut call, first).await;
     if let Some(outcome) = outcome {
         // The upstream answered without waiting for its questions.
-        refuse_all(questions, -32603, "the call already ended").await;
+        refuse_all(
+            questions,
+            ErrorCode::INTERNAL_ERROR,
+            "the call already ended",
+        )
+        .await;
         return json_response(StatusCode::OK, answer(outcome).await, None);
     }
     let mut missing = Map::new();
@@ -245,7 +250,7 @@ pub(crate) async fn bridge(
         );
         refuse_all(
             questions,
-            ErrorCode::MISSING_CLIENT_CAPABILITY.0,
+            ErrorCode::MISSING_CLIENT_CAPABILITY,
             "the client lacks a required capability",
         )
         .await;
@@ -267,7 +272,7 @@ pub(crate) async fn bridge(
     if full {
         refuse_all(
             questions,
-            -32603,
+            ErrorCode::INTERNAL_ERROR,
             "too many calls are waiting for client input",
         )
         .await;
@@ -339,7 +344,7 @@ async fn hold(
                 None => {
                     responder
                         .refuse(
-                            -32602,
+                            ErrorCode::INVALID_PARAMS,
                             "the client's retry carried no response for this input request",
                         )
                         .await
@@ -366,7 +371,12 @@ async fn hold(
             }
         };
         if let Some(outcome) = outcome {
-            refuse_all(questions, -32603, "the call already ended").await;
+            refuse_all(
+                questions,
+                ErrorCode::INTERNAL_ERROR,
+                "the call already ended",
+            )
+            .await;
             let bytes = answer(outcome).await;
             let _ = resume.reply.send(json_response(
                 StatusCode::OK,

@@ -1,190 +1,64 @@
-//! A request in flight to an upstream, as the gateway sees it: a stream of related
-//! notifications and server→client requests, then exactly one outcome.
+//! [`Call`]: a request in flight to an upstream, as the gateway sees it — a stream
+//! of related notifications and server→client requests, then exactly one outcome.
+//! For a legacy caller of a modern upstream it hides the `InputRequiredResult`
+//! rounds behind ordinary server→client requests (see `input_bridge`).
 //!
-//! Dropping a [`Call`] before its outcome tells the upstream the request is
-//! cancelled (`notifications/cancelled`): nobody is left to read the answer.
+//! Dropping a [`Call`] before its outcome cancels the request upstream: nobody is
+//! left to read the answer.
+//!
+//! Not here: sending and reading (`connection`, the transports), one request's
+//! lifecycle (`attempt`).
 
-use serde_json::value::RawValue;
+use manifold_protocol::ErrorCode;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
 
-use crate::supervisor::Session;
-use crate::UpstreamError;
-
-/// Something the upstream sent about a call before its outcome.
-#[derive(Debug)]
-pub enum CallEvent {
-    /// A notification tied to the call (progress with the client's own token
-    /// restored, a log message). The whole message, members in order.
-    Notification(Map<String, Value>),
-    /// A server→client request (sampling, elicitation, roots) made during the call.
-    Request {
-        method: String,
-        params: Option<Value>,
-        responder: Responder,
-    },
-    /// The final outcome.
-    Done(CallOutcome),
-}
-
-/// How a call ended.
-#[derive(Debug)]
-pub enum CallOutcome {
-    /// The upstream's `result`, byte for byte.
-    Result(Box<RawValue>),
-    /// The upstream's `error` object, byte for byte.
-    Error(Box<RawValue>),
-    /// No response: timeout, connection loss, refusal.
-    Failed(UpstreamError),
-}
-
-/// Answers one server→client request: back to the upstream that sent it (with
-/// that upstream's own id), or, for a question bridged from a modern upstream's
-/// `InputRequiredResult`, into the call's next retry.
-#[derive(Debug)]
-pub struct Responder {
-    pub(crate) to: AnswerTo,
-}
-
-#[derive(Debug)]
-pub(crate) enum AnswerTo {
-    Upstream {
-        upstream_id: Value,
-        session: Arc<Session>,
-    },
-    Retry {
-        key: String,
-        answers: mpsc::Sender<crate::bridge::Answer>,
-    },
-}
-
-impl Responder {
-    pub(crate) fn upstream(upstream_id: Value, session: Arc<Session>) -> Responder {
-        Responder {
-            to: AnswerTo::Upstream {
-                upstream_id,
-                session,
-            },
-        }
-    }
-
-    /// Sends the client's answer (`{"result":…}` or `{"error":…}` member) upstream.
-    pub async fn respond(self, outcome: Result<Box<RawValue>, Box<RawValue>>) {
-        match self.to {
-            AnswerTo::Upstream {
-                upstream_id,
-                session,
-            } => {
-                let id = upstream_id.to_string();
-                let (member, raw) = match &outcome {
-                    Ok(r) => ("result", r.get()),
-                    Err(e) => ("error", e.get()),
-                };
-                let bytes = format!(r#"{{"jsonrpc":"2.0","id":{id},"{member}":{raw}}}"#);
-                session.send_message(bytes.into_bytes()).await;
-            }
-            AnswerTo::Retry { key, answers } => {
-                // The channel holds one slot per question of the round.
-                let _ = answers.try_send((key, outcome));
-            }
-        }
-    }
-
-    /// Refuses the request with a JSON-RPC error.
-    pub async fn refuse(self, code: i64, message: &str) {
-        let err = serde_json::json!({"code": code, "message": message}).to_string();
-        let raw = RawValue::from_string(err).unwrap_or_else(|_| RawValue::NULL.to_owned());
-        self.respond(Err(raw)).await;
-    }
-}
-
-/// The transport work of one call (an HTTP exchange), polled by the call itself.
-pub(crate) type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+use crate::attempt::Attempt;
+use crate::connection::Connection;
+use crate::input_bridge::{self, Bridge};
+use crate::message::{CallEvent, CallOutcome};
+use crate::{Caller, ExtraHeaders, UpstreamError};
 
 /// A request in flight.
 pub struct Call {
-    /// Set for a legacy caller's call to a modern upstream (see `bridge`).
-    pub(crate) bridge: Option<Box<crate::bridge::Bridge>>,
-    /// HTTP: the POST and its reply, driven from [`Call::next`]; it ends once the
-    /// outcome is dispatched. `None` for stdio, whose reader task serves all calls.
-    pub(crate) driver: Option<Driver>,
-    pub(crate) id: u64,
-    pub(crate) session: Arc<Session>,
-    pub(crate) events: mpsc::Receiver<CallEvent>,
-    pub(crate) done: oneshot::Receiver<CallOutcome>,
-    pub(crate) deadline: Instant,
-    pub(crate) timeout: Duration,
-    pub(crate) finished: bool,
+    attempt: Attempt,
+    /// Set for a legacy caller's call to a modern upstream (see `input_bridge`).
+    bridge: Option<Box<Bridge>>,
 }
 
 impl Call {
+    /// Sends `method` on `conn` for `caller` (`None`: Manifold's own request).
+    pub(crate) async fn start(
+        conn: &Arc<Connection>,
+        method: &str,
+        params: Option<Map<String, Value>>,
+        headers: ExtraHeaders,
+        timeout: Duration,
+        caller: Option<&Caller>,
+    ) -> Result<Call, UpstreamError> {
+        let bridge = match caller {
+            Some(c) if c.bridge_input && conn.is_modern() && input_bridge::applies(method) => {
+                Some(Box::new(Bridge::new(
+                    method,
+                    params.clone().unwrap_or_default(),
+                    headers.clone(),
+                    c.clone(),
+                )))
+            }
+            _ => None,
+        };
+        let attempt = Attempt::launch(conn, method, params, headers, timeout, caller).await?;
+        Ok(Call { attempt, bridge })
+    }
+
     /// The next event; `Done` comes last and exactly once. After the deadline the
     /// call is cancelled upstream and ends with a timeout.
     pub async fn next(&mut self) -> CallEvent {
-        if self.bridge.is_none() {
-            return self.next_raw().await;
+        match self.bridge.as_mut() {
+            Some(b) => input_bridge::next(&mut self.attempt, b).await,
+            None => self.attempt.next().await,
         }
-        crate::bridge::next(self).await
-    }
-
-    /// The next event of the current exchange, as the upstream sent it.
-    pub(crate) async fn next_raw(&mut self) -> CallEvent {
-        if self.finished {
-            return CallEvent::Done(CallOutcome::Failed(UpstreamError::Cancelled {
-                upstream: self.session.router.upstream.to_string(),
-            }));
-        }
-        loop {
-            tokio::select! {
-                biased;
-                Some(ev) = self.events.recv() => return ev,
-                outcome = &mut self.done => {
-                    // Events sent before the outcome come first.
-                    if let Ok(ev) = self.events.try_recv() {
-                        // Put the outcome back by finishing on the next call.
-                        let outcome = outcome.unwrap_or_else(|_| self.lost());
-                        self.stash(outcome);
-                        return ev;
-                    }
-                    self.finished = true;
-                    return CallEvent::Done(outcome.unwrap_or_else(|_| self.lost()));
-                }
-                // The exchange finished: its outcome is in `done` (or the router
-                // failed the call); loop to collect it.
-                _ = async { if let Some(d) = self.driver.as_mut() { d.await } },
-                    if self.driver.is_some() => {
-                    self.driver = None;
-                }
-                _ = tokio::time::sleep_until(self.deadline) => return self.timed_out().await,
-            }
-        }
-    }
-
-    /// Ends the call at its deadline: cancelled upstream, a timeout for the caller.
-    pub(crate) async fn timed_out(&mut self) -> CallEvent {
-        self.cancel_upstream("timeout").await;
-        self.finished = true;
-        self.driver = None;
-        CallEvent::Done(CallOutcome::Failed(UpstreamError::Timeout {
-            upstream: self.session.router.upstream.to_string(),
-            timeout: self.timeout,
-        }))
-    }
-
-    fn lost(&self) -> CallOutcome {
-        CallOutcome::Failed(UpstreamError::unavailable(
-            &self.session.router.upstream,
-            "the connection closed before the response",
-        ))
-    }
-
-    fn stash(&mut self, outcome: CallOutcome) {
-        let (tx, rx) = oneshot::channel();
-        let _ = tx.send(outcome);
-        self.done = rx;
     }
 
     /// Waits for the outcome alone: notifications are dropped and server→client
@@ -199,7 +73,7 @@ impl Call {
                 } => {
                     responder
                         .refuse(
-                            manifold_protocol::ErrorCode::METHOD_NOT_FOUND.0,
+                            ErrorCode::METHOD_NOT_FOUND,
                             &format!(
                                 "{method} is not available for a request Manifold makes itself"
                             ),
@@ -208,47 +82,60 @@ impl Call {
                 }
                 // A log message the upstream tied to this call still reaches
                 // the clients that listen for logs.
-                CallEvent::Notification(msg) => self.session.router.unrouted(msg),
+                CallEvent::Notification(msg) => self.attempt.conn.wire.router.unrouted(msg),
             }
         }
     }
 
-    /// The id Manifold used upstream.
+    /// The id Manifold used upstream (of the latest round, for a bridged call).
     pub fn upstream_id(&self) -> u64 {
-        self.id
+        self.attempt.id
     }
 
     /// Cancels the call upstream (`notifications/cancelled`) and ends it.
     pub async fn cancel(&mut self, reason: &str) {
-        if !self.finished {
-            self.cancel_upstream(reason).await;
-            self.finished = true;
-        }
-        // Over stateless HTTP, closing the response stream is the cancellation.
-        self.driver = None;
-    }
-
-    /// Written over the session alone, not `&self`: the driver is not `Sync`, so a
-    /// `&Call` held across an await would make the future not `Send`.
-    fn cancel_upstream(&self, reason: &str) -> impl std::future::Future<Output = ()> + Send {
-        let (session, id, reason) = (self.session.clone(), self.id, reason.to_string());
-        async move {
-            if session.router.forget(id) {
-                session.send_cancelled(id, &reason).await;
-            }
-        }
+        self.attempt.cancel(reason).await;
     }
 }
 
-impl Drop for Call {
-    fn drop(&mut self) {
-        if !self.finished && self.session.router.forget(self.id) {
-            let session = self.session.clone();
-            let id = self.id;
-            // Best effort, bounded by the session's own lifetime token.
-            session.clone().spawn_owned(async move {
-                session.send_cancelled(id, "the client went away").await;
-            });
+/// Sends a request Manifold makes itself and waits for its result (the handshake
+/// and list fetching): errors and failures are an [`UpstreamError`].
+pub(crate) async fn request(
+    conn: &Arc<Connection>,
+    method: &str,
+    params: Option<Map<String, Value>>,
+) -> Result<Value, UpstreamError> {
+    let upstream = conn.wire.upstream().clone();
+    let headers = vec![(
+        manifold_protocol::methods::HEADER_METHOD.into(),
+        method.into(),
+    )];
+    let mut call = Call::start(conn, method, params, headers, conn.wire.timeout, None).await?;
+    loop {
+        match call.next().await {
+            CallEvent::Done(CallOutcome::Result(raw)) => {
+                return serde_json::from_str(raw.get()).map_err(|e| {
+                    UpstreamError::protocol(&upstream, format!("{method} result is not JSON: {e}"))
+                })
+            }
+            CallEvent::Done(CallOutcome::Error(raw)) => {
+                return Err(UpstreamError::protocol(
+                    &upstream,
+                    format!("{method} failed: {}", raw.get()),
+                ))
+            }
+            CallEvent::Done(CallOutcome::Failed(e)) => return Err(e),
+            CallEvent::Request {
+                responder, method, ..
+            } => {
+                responder
+                    .refuse(
+                        ErrorCode::METHOD_NOT_FOUND,
+                        &format!("{method} is not available during setup"),
+                    )
+                    .await;
+            }
+            CallEvent::Notification(_) => {}
         }
     }
 }

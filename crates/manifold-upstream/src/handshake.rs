@@ -19,14 +19,16 @@ use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::supervisor::Session;
+use crate::call::{self, Call};
+use crate::connection::{request_meta, Connection};
+use crate::message::CallOutcome;
 use crate::{ServerFacts, UpstreamError, UpstreamProtocol};
 use manifold_protocol::methods::{self as m, meta};
 use manifold_protocol::version;
 
 /// Finds the upstream's era (as configured, or probed) and sets the session up.
 pub(crate) async fn establish(
-    session: &Arc<Session>,
+    session: &Arc<Connection>,
     protocol: UpstreamProtocol,
 ) -> Result<ServerFacts, UpstreamError> {
     match protocol {
@@ -34,14 +36,14 @@ pub(crate) async fn establish(
         UpstreamProtocol::Modern => match probe(session).await? {
             Ok(facts) => Ok(facts),
             Err(why) => Err(UpstreamError::protocol(
-                &session.router.upstream,
+                session.wire.upstream(),
                 format!("`protocol = \"2026-07-28\"` is configured, but {why}"),
             )),
         },
         UpstreamProtocol::Auto => match probe(session).await? {
             Ok(facts) => Ok(facts),
             Err(why) => {
-                tracing::debug!(upstream = %session.router.upstream, %why,
+                tracing::debug!(upstream = %session.wire.upstream(), %why,
                     "not a 2026-07-28 server; using initialize");
                 initialize(session).await
             }
@@ -49,28 +51,12 @@ pub(crate) async fn establish(
     }
 }
 
-/// The `_meta` of a request Manifold makes to a modern upstream.
-pub(crate) fn request_meta(version: &str, caller: Option<&crate::Caller>) -> Map<String, Value> {
-    let mut meta = Map::new();
-    meta.insert(meta::PROTOCOL_VERSION.into(), Value::from(version));
-    let caps = caller.map(|c| c.capabilities.clone()).unwrap_or_default();
-    meta.insert(meta::CLIENT_CAPABILITIES.into(), Value::Object(caps));
-    meta.insert(
-        meta::CLIENT_INFO.into(),
-        json!({"name": crate::CLIENT_NAME, "version": crate::CLIENT_VERSION}),
-    );
-    if let Some(level) = caller.and_then(|c| c.log_level.as_deref()) {
-        meta.insert(meta::LOG_LEVEL.into(), Value::from(level));
-    }
-    meta
-}
-
 /// Sends `server/discover`. `Ok(Ok(facts))`: a modern upstream (the session now
 /// speaks 2026-07-28). `Ok(Err(why))`: it is not one. `Err`: it cannot be reached.
 ///
 /// An `UnsupportedProtocolVersionError` (-32022) is a modern answer: the probe is
 /// sent once more with a revision from its `supported` list that Manifold speaks.
-async fn probe(session: &Arc<Session>) -> Result<Result<ServerFacts, String>, UpstreamError> {
+async fn probe(session: &Arc<Connection>) -> Result<Result<ServerFacts, String>, UpstreamError> {
     let mut asking = version::LATEST_MODERN;
     for _ in 0..PROBE_ATTEMPTS {
         match discover(session, asking).await? {
@@ -96,20 +82,26 @@ enum Discovered {
     NotModern(String),
 }
 
-async fn discover(session: &Arc<Session>, asking: &str) -> Result<Discovered, UpstreamError> {
+async fn discover(session: &Arc<Connection>, asking: &str) -> Result<Discovered, UpstreamError> {
     let mut params = Map::new();
     params.insert("_meta".into(), Value::Object(request_meta(asking, None)));
     let headers = vec![
         (m::HEADER_METHOD.to_string(), m::SERVER_DISCOVER.to_string()),
         (m::HEADER_PROTOCOL_VERSION.to_string(), asking.to_string()),
     ];
-    let timeout = session.timeout.min(crate::PROBE_TIMEOUT);
-    let mut call = session
-        .start_call(m::SERVER_DISCOVER, Some(params), headers, timeout, None)
-        .await?;
+    let timeout = session.wire.timeout.min(crate::PROBE_TIMEOUT);
+    let mut call = Call::start(
+        session,
+        m::SERVER_DISCOVER,
+        Some(params),
+        headers,
+        timeout,
+        None,
+    )
+    .await?;
     let raw = match call.outcome().await {
-        crate::CallOutcome::Result(raw) => raw,
-        crate::CallOutcome::Error(raw) => {
+        CallOutcome::Result(raw) => raw,
+        CallOutcome::Error(raw) => {
             let err: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
             let supported = err
                 .pointer("/data/supported")
@@ -127,8 +119,8 @@ async fn discover(session: &Arc<Session>, asking: &str) -> Result<Discovered, Up
                 )),
             });
         }
-        crate::CallOutcome::Failed(e) if e.is_unavailable() => return Err(e),
-        crate::CallOutcome::Failed(e) => {
+        CallOutcome::Failed(e) if e.is_unavailable() => return Err(e),
+        CallOutcome::Failed(e) => {
             return Ok(Discovered::NotModern(format!(
                 "server/discover failed: {e}"
             )))
@@ -143,7 +135,7 @@ async fn discover(session: &Arc<Session>, asking: &str) -> Result<Discovered, Up
 }
 
 /// What a discover result says, if it names a stateless revision Manifold speaks.
-fn facts_of(session: &Session, result: &Map<String, Value>) -> Result<ServerFacts, String> {
+fn facts_of(session: &Connection, result: &Map<String, Value>) -> Result<ServerFacts, String> {
     let offered: Vec<&str> = result
         .get("supportedVersions")
         .and_then(Value::as_array)
@@ -157,7 +149,7 @@ fn facts_of(session: &Session, result: &Map<String, Value>) -> Result<ServerFact
             "server/discover offered {offered:?}, no stateless revision Manifold speaks"
         ));
     };
-    let _ = session.protocol_version.set(chosen.to_string());
+    let _ = session.wire.protocol_version.set(chosen.to_string());
     let server_info = result
         .get("_meta")
         .and_then(|m| m.get(meta::SERVER_INFO))
@@ -178,16 +170,14 @@ fn facts_of(session: &Session, result: &Map<String, Value>) -> Result<ServerFact
     })
 }
 
-pub(crate) async fn initialize(session: &Arc<Session>) -> Result<ServerFacts, UpstreamError> {
-    let name = session.router.upstream.clone();
+pub(crate) async fn initialize(session: &Arc<Connection>) -> Result<ServerFacts, UpstreamError> {
+    let name = session.wire.upstream().clone();
     let params = json!({
         "protocolVersion": crate::UPSTREAM_PROTOCOL_VERSION,
         "capabilities": {"sampling": {}, "elicitation": {}},
         "clientInfo": {"name": crate::CLIENT_NAME, "version": crate::CLIENT_VERSION},
     });
-    let result = session
-        .request(m::INITIALIZE, params.as_object().cloned())
-        .await?;
+    let result = call::request(session, m::INITIALIZE, params.as_object().cloned()).await?;
     let version = result
         .get("protocolVersion")
         .and_then(Value::as_str)
@@ -199,7 +189,7 @@ pub(crate) async fn initialize(session: &Arc<Session>) -> Result<ServerFacts, Up
             format!("it answered protocol version {version}, which Manifold does not speak"),
         ));
     }
-    let _ = session.protocol_version.set(version.clone());
+    let _ = session.wire.protocol_version.set(version.clone());
     let facts = ServerFacts {
         protocol_version: version,
         capabilities: result
@@ -213,13 +203,7 @@ pub(crate) async fn initialize(session: &Arc<Session>) -> Result<ServerFacts, Up
             .and_then(Value::as_str)
             .map(str::to_string),
     };
-    let initialized = json!({"jsonrpc": "2.0", "method": m::INITIALIZED});
-    session
-        .send_message(initialized.to_string().into_bytes())
-        .await;
-    if matches!(session.link, crate::supervisor::Link::Http(_)) {
-        crate::http::start_get_stream(session);
-    }
+    session.initialized().await;
     Ok(facts)
 }
 
@@ -228,7 +212,7 @@ pub(crate) async fn initialize(session: &Arc<Session>) -> Result<ServerFacts, Up
 /// upstream gave (never below [`MIN_LIST_TTL`](crate::MIN_LIST_TTL)); `None` when
 /// only `list_changed` ends them.
 pub(crate) async fn fetch_lists(
-    session: &Arc<Session>,
+    session: &Arc<Connection>,
     facts: &ServerFacts,
 ) -> Result<(ListSnapshot, Option<std::time::Duration>), UpstreamError> {
     let mut snap = ListSnapshot::default();
@@ -252,7 +236,7 @@ pub(crate) async fn fetch_lists(
         snap.resource_templates = match templates.await {
             Ok(t) => t,
             Err(e) => {
-                tracing::debug!(upstream = %session.router.upstream, error = %e,
+                tracing::debug!(upstream = %session.wire.upstream(), error = %e,
                         "no resource templates");
                 Vec::new()
             }
@@ -274,12 +258,12 @@ impl Ttl {
 }
 
 async fn fetch_all(
-    session: &Arc<Session>,
+    session: &Arc<Connection>,
     method: &str,
     member: &str,
     ttl: &mut Ttl,
 ) -> Result<Vec<Map<String, Value>>, UpstreamError> {
-    let name = session.router.upstream.clone();
+    let name = session.wire.upstream().clone();
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     let mut seen = HashSet::new();
@@ -289,7 +273,7 @@ async fn fetch_all(
             m.insert("cursor".into(), Value::from(c.clone()));
             m
         });
-        let mut result = session.request(method, params).await?;
+        let mut result = call::request(session, method, params).await?;
         ttl.see(&result);
         let page = match result.get_mut(member).map(Value::take) {
             Some(Value::Array(a)) => a,

@@ -9,12 +9,18 @@
 //! capabilities of the client the request is made for, Manifold's client info),
 //! one `subscriptions/listen` kept open for its `list_changed` and resource
 //! updates, and, for a legacy caller, its `InputRequiredResult`s turned into
-//! server→client requests and retried (see `bridge`).
+//! server→client requests and retried (see `input_bridge`).
 //!
-//! Calls do not queue behind the actor: a [`Call`] goes straight to the live session,
-//! which mints the upstream-side id and progress token and routes what comes back
-//! (see `router`). The gateway learns about list changes and unaddressed notifications
-//! through an [`UpstreamEvent`] channel.
+//! Calls do not queue behind the actor: a [`Call`] goes straight to the live
+//! connection, which mints the upstream-side id and progress token and routes what
+//! comes back (see `router`). The gateway learns about list changes and unaddressed
+//! notifications through an [`UpstreamEvent`] channel.
+//!
+//! Modules, top to bottom (imports point down only; `tests/architecture.rs` checks):
+//! `upstream` (the handle and actor) → `handshake`, `listen` → `call` →
+//! `input_bridge` → `attempt` → `connection` → `transport` (the one seam: stdio,
+//! HTTP) → `wire` → `router` → `message` → `error`. Items of this root file are
+//! shared by all.
 //!
 //! Invariants: a dead or hanging upstream never blocks another (each has its own
 //! tasks, queues and limits); every spawned task is tied to a cancellation token;
@@ -23,20 +29,25 @@
 //! Not here: naming and merging (manifold-catalog), downstream sessions
 //! (manifold-server).
 
-mod bridge;
+mod attempt;
 mod call;
+mod connection;
+mod error;
 mod handshake;
-mod http;
+mod input_bridge;
 mod listen;
+mod message;
 mod router;
-mod stdio;
-mod supervisor;
+mod transport;
+mod upstream;
+mod wire;
 
-pub use call::{Call, CallEvent, CallOutcome, Responder};
+pub use call::Call;
+pub use error::UpstreamError;
 pub use manifold_config::UpstreamProtocol;
-pub use supervisor::{State, Upstream, UpstreamStatus};
+pub use message::{CallEvent, CallOutcome, Responder};
+pub use upstream::{State, Upstream, UpstreamStatus};
 
-use manifold_protocol::ErrorCode;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -97,67 +108,6 @@ pub enum UpstreamEvent {
     },
 }
 
-/// Why a call to an upstream did not produce a response.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum UpstreamError {
-    #[error("upstream `{upstream}` is unavailable: {reason}")]
-    Unavailable { upstream: String, reason: String },
-    #[error("upstream `{upstream}` did not answer within {timeout:?}")]
-    Timeout {
-        upstream: String,
-        timeout: std::time::Duration,
-    },
-    #[error("upstream `{upstream}` has {limit} requests in flight already; try again later")]
-    Busy { upstream: String, limit: usize },
-    #[error("upstream `{upstream}` broke the protocol: {reason}")]
-    Protocol { upstream: String, reason: String },
-    #[error("the call to upstream `{upstream}` was cancelled")]
-    Cancelled { upstream: String },
-}
-
-impl UpstreamError {
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            UpstreamError::Timeout { .. } => ErrorCode::UPSTREAM_TIMEOUT,
-            UpstreamError::Protocol { .. } => ErrorCode::INTERNAL_ERROR,
-            _ => ErrorCode::UPSTREAM_UNAVAILABLE,
-        }
-    }
-    pub fn http_status(&self) -> u16 {
-        match self {
-            UpstreamError::Timeout { .. } => 504,
-            UpstreamError::Busy { .. } => 503,
-            UpstreamError::Unavailable { .. } => 502,
-            UpstreamError::Protocol { .. } => 502,
-            UpstreamError::Cancelled { .. } => 499,
-        }
-    }
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, UpstreamError::Timeout { .. })
-    }
-    pub fn is_unavailable(&self) -> bool {
-        matches!(
-            self,
-            UpstreamError::Unavailable { .. } | UpstreamError::Busy { .. }
-        )
-    }
-    pub fn is_cancelled(&self) -> bool {
-        matches!(self, UpstreamError::Cancelled { .. })
-    }
-    pub(crate) fn unavailable(upstream: &str, reason: impl Into<String>) -> Self {
-        UpstreamError::Unavailable {
-            upstream: upstream.to_string(),
-            reason: reason.into(),
-        }
-    }
-    pub(crate) fn protocol(upstream: &str, reason: impl Into<String>) -> Self {
-        UpstreamError::Protocol {
-            upstream: upstream.to_string(),
-            reason: reason.into(),
-        }
-    }
-}
-
 /// What the upstream said about itself in `initialize`.
 #[derive(Debug, Clone, Default)]
 pub struct ServerFacts {
@@ -179,3 +129,9 @@ impl ServerFacts {
 /// Extra HTTP headers for one forwarded request (`Mcp-Method`, `Mcp-Name`,
 /// `Mcp-Param-*`). stdio upstreams ignore them.
 pub type ExtraHeaders = Vec<(String, String)>;
+
+/// Locks a mutex, tolerating poison: a panic elsewhere leaves the tables consistent
+/// enough to fail calls cleanly, which beats propagating the panic.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -19,8 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-use crate::supervisor::Session;
-use crate::{CallEvent, CallOutcome, ServerFacts, LISTEN_TIMEOUT};
+use crate::call::Call;
+use crate::connection::Connection;
+use crate::message::{CallEvent, CallOutcome};
+use crate::{ServerFacts, LISTEN_TIMEOUT};
 
 /// Delay before reopening a listen that failed; doubles up to [`RETRY_MAX`].
 const RETRY_INITIAL: Duration = Duration::from_millis(500);
@@ -48,20 +50,20 @@ fn wanted(facts: &ServerFacts, uris: &BTreeSet<String>) -> Option<Map<String, Va
 
 /// Starts the session's listen task (ends with the session).
 pub(crate) fn start(
-    session: &Arc<Session>,
+    session: &Arc<Connection>,
     facts: &ServerFacts,
     watched: watch::Receiver<BTreeSet<String>>,
 ) {
     let (s, facts) = (session.clone(), facts.clone());
-    session.clone().spawn_owned(run(s, facts, watched));
+    session.wire.spawn_owned(run(s, facts, watched));
 }
 
 async fn run(
-    session: Arc<Session>,
+    session: Arc<Connection>,
     facts: ServerFacts,
     mut watched: watch::Receiver<BTreeSet<String>>,
 ) {
-    let name = session.router.upstream.clone();
+    let name = session.wire.upstream().clone();
     let mut retry = RETRY_INITIAL;
     let mut missed = false;
     loop {
@@ -79,15 +81,15 @@ async fn run(
             m::HEADER_METHOD.to_string(),
             m::SUBSCRIPTIONS_LISTEN.to_string(),
         )];
-        let call = session
-            .start_call(
-                m::SUBSCRIPTIONS_LISTEN,
-                Some(params),
-                headers,
-                LISTEN_TIMEOUT,
-                None,
-            )
-            .await;
+        let call = Call::start(
+            &session,
+            m::SUBSCRIPTIONS_LISTEN,
+            Some(params),
+            headers,
+            LISTEN_TIMEOUT,
+            None,
+        )
+        .await;
         let mut call = match call {
             Ok(c) => c,
             Err(e) => {
@@ -95,7 +97,7 @@ async fn run(
                 return; // the session is closing
             }
         };
-        session.router.set_listen(call.upstream_id());
+        session.wire.router.set_listen(call.upstream_id());
         let opened = tokio::time::Instant::now();
         let mut failed = false;
         loop {
@@ -106,15 +108,15 @@ async fn run(
                         if method == m::NOTIF_SUBSCRIPTIONS_ACKNOWLEDGED {
                             tracing::debug!(upstream = %name, "subscriptions/listen acknowledged");
                             if std::mem::take(&mut missed) {
-                                session.router.request_refresh();
+                                session.wire.router.request_refresh();
                             }
                             retry = RETRY_INITIAL;
                         } else {
-                            session.router.to_gateway(msg);
+                            session.wire.router.to_gateway(msg);
                         }
                     }
                     CallEvent::Request { responder, method, .. } => {
-                        responder.refuse(manifold_protocol::ErrorCode::METHOD_NOT_FOUND.0, &format!("{method} is not answered on a subscription stream")).await;
+                        responder.refuse(manifold_protocol::ErrorCode::METHOD_NOT_FOUND, &format!("{method} is not answered on a subscription stream")).await;
                     }
                     CallEvent::Done(outcome) => {
                         // A final result ends it normally; anything else is a failure.
@@ -137,7 +139,7 @@ async fn run(
                 }
             }
         }
-        session.router.set_listen(0);
+        session.wire.router.set_listen(0);
         // A stream the upstream ends at once every time must not become a loop.
         if failed || opened.elapsed() < RETRY_INITIAL * 2 {
             missed = true;

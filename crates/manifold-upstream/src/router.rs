@@ -10,16 +10,17 @@
 //!   stdio: the only call in flight), else to the gateway, never broadcast.
 //! - The `std::sync::Mutex` guards are never held across `.await`.
 //!
-//! Not here: reading or writing bytes (the transports), timeouts (the [`Call`]).
+//! Not here: parsing what arrives (`wire`), reading or writing bytes (the
+//! transports), timeouts (`attempt`).
 
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{CallEvent, CallOutcome, UpstreamError, UpstreamEvent};
+use crate::message::{CallEvent, CallOutcome, Responder};
+use crate::{lock, UpstreamError, UpstreamEvent};
 
 /// Messages buffered per call between the upstream reader and the downstream writer.
 /// Progress beyond this is dropped (with a warning) rather than stalling the upstream
@@ -78,12 +79,6 @@ impl Source {
 pub(crate) enum Unplaced {
     Ping,
     NoClient { method: String },
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A poisoned map means a panic elsewhere; the data is still consistent enough to
-    // fail calls cleanly, which beats propagating the panic.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Router {
@@ -354,9 +349,9 @@ impl Router {
         &self,
         method: &str,
         params: Option<Value>,
-        responder: crate::Responder,
+        responder: Responder,
         source: Source,
-    ) -> Result<(), (Unplaced, crate::Responder)> {
+    ) -> Result<(), (Unplaced, Responder)> {
         if method == manifold_protocol::methods::PING {
             return Err((Unplaced::Ping, responder));
         }
@@ -387,7 +382,7 @@ impl Router {
 }
 
 #[cold]
-fn unreachable_request() -> Result<(), (Unplaced, crate::Responder)> {
+fn unreachable_request() -> Result<(), (Unplaced, Responder)> {
     // `deliver` hands back the event it was given, which is a Request here.
     Ok(())
 }
@@ -402,90 +397,6 @@ fn strip_subscription_id(msg: &mut Map<String, Value>) {
     if let Some(Value::Object(meta)) = params.get_mut("_meta") {
         if meta.remove(key).is_some() && meta.is_empty() {
             params.remove("_meta");
-        }
-    }
-}
-
-/// The raw pieces of a message from an upstream: responses keep their result and
-/// error bytes untouched.
-#[derive(serde::Deserialize)]
-pub(crate) struct Probe {
-    #[serde(default)]
-    pub id: Option<Value>,
-    #[serde(default)]
-    pub method: Option<Value>,
-    #[serde(default)]
-    pub result: Option<Box<RawValue>>,
-    #[serde(default)]
-    pub error: Option<Box<RawValue>>,
-}
-
-/// Routes one message text from an upstream, by where it arrived.
-pub(crate) fn dispatch(
-    session: &std::sync::Arc<crate::supervisor::Session>,
-    text: &str,
-    source: Source,
-) {
-    let router = &session.router;
-    let probe: Probe = match serde_json::from_str(text) {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::warn!(upstream = %router.upstream, error = %e, "upstream sent a message that is not JSON-RPC; ignored");
-            return;
-        }
-    };
-    if probe.method.is_none() {
-        let Some(id) = probe.id else {
-            tracing::warn!(upstream = %router.upstream, "upstream sent a message with neither method nor id; ignored");
-            return;
-        };
-        let outcome = match (probe.result, probe.error) {
-            (Some(r), _) => CallOutcome::Result(r),
-            (None, Some(e)) => CallOutcome::Error(e),
-            (None, None) => CallOutcome::Failed(UpstreamError::protocol(
-                &router.upstream,
-                "a response with neither result nor error",
-            )),
-        };
-        router.complete(&id, outcome);
-        return;
-    }
-    match manifold_protocol::Incoming::parse(text.as_bytes()) {
-        Ok(manifold_protocol::Incoming::Notification { method, msg }) => {
-            router.notification(&method, msg, source)
-        }
-        Ok(manifold_protocol::Incoming::Request {
-            id,
-            method,
-            mut msg,
-        }) => {
-            let params = msg.remove("params");
-            let responder = crate::Responder::upstream(id.as_value().clone(), session.clone());
-            if let Err((unplaced, responder)) = router.request(&method, params, responder, source) {
-                let s = session.clone();
-                s.clone().spawn_owned(async move {
-                    match unplaced {
-                        Unplaced::Ping => {
-                            let raw = RawValue::from_string("{}".into()).unwrap_or_else(|_| RawValue::NULL.to_owned());
-                            responder.respond(Ok(raw)).await
-                        }
-                        Unplaced::NoClient { method } => {
-                            tracing::warn!(upstream = %s.router.upstream, %method,
-                                "upstream sent a request outside any call; refused");
-                            responder
-                                .refuse(
-                                    manifold_protocol::ErrorCode::METHOD_NOT_FOUND.0,
-                                    &format!("{method} is only relayed during a call, to the client that made it"),
-                                )
-                                .await
-                        }
-                    }
-                });
-            }
-        }
-        Ok(manifold_protocol::Incoming::Response { .. }) => {}
-        Err(e) => {
-            tracing::warn!(upstream = %router.upstream, error = %e, "upstream sent an invalid message; ignored")
         }
     }
 }

@@ -1,15 +1,17 @@
 //! stdio upstreams: a child process speaking newline-delimited JSON-RPC.
 //!
-//! Four tasks per child, all ending with the session's `closed` token: a writer
+//! Four tasks per child, all ending with the connection's `closed` token: a writer
 //! (owns stdin), a reader (owns stdout, lines bounded by `max_message_bytes`), a
 //! stderr reader (each line logged with the upstream's name) and a reaper (owns the
 //! child, records its exit code, fires `closed` when it exits).
 //!
 //! Stopping follows the spec: close stdin, wait, SIGTERM, wait, SIGKILL.
+//!
+//! Not here: what the messages mean (`wire`, `router`).
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use manifold_config::{LimitsConfig, Transport, UpstreamConfig};
+use manifold_config::{LimitsConfig, Transport as Configured, UpstreamConfig};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -19,10 +21,11 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, Notify};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use crate::router::Router;
-use crate::supervisor::{Link, Session};
+use super::{Driver, Ended, Outgoing, Transport};
+use crate::message::{BoxFuture, Outbound};
+use crate::router::Source;
+use crate::wire::Wire;
 use crate::UpstreamError;
 
 /// Messages queued for a child's stdin.
@@ -31,57 +34,111 @@ pub const STDIN_QUEUE: usize = 256;
 pub const MAX_STDERR_LINE: usize = 16 * 1024;
 /// Grace periods when stopping a child: after closing stdin, after SIGTERM.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
+/// How long a failed handshake waits for a dying child to be reaped, so its exit
+/// code and stderr explain the failure.
+const REAP_WAIT: Duration = Duration::from_millis(200);
 
 const NO_EXIT: i64 = i64::MIN;
 
-pub(crate) struct StdioLink {
+/// The child's stdin, as the outbound half responders hold.
+struct Stdin {
     writer: mpsc::Sender<Bytes>,
+    upstream: Arc<str>,
+}
+
+impl Stdin {
+    async fn send(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
+        self.writer.send(Bytes::from(bytes)).await.map_err(|_| {
+            UpstreamError::unavailable(&self.upstream, "the child process is not running")
+        })
+    }
+}
+
+impl Outbound for Stdin {
+    fn send_message(&self, bytes: Vec<u8>) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Err(e) = self.send(bytes).await {
+                tracing::warn!(upstream = %self.upstream, error = %e, "sending to the upstream failed");
+            }
+        })
+    }
+}
+
+pub(crate) struct StdioTransport {
+    wire: Arc<Wire>,
+    stdin: Arc<Stdin>,
     /// Exit code once the child exited (`NO_EXIT` before; -signal when killed).
     exit: Arc<AtomicI64>,
     stop: Arc<Notify>,
     stopped: CancellationToken,
 }
 
-impl StdioLink {
-    pub(crate) async fn send(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
-        self.writer
-            .send(Bytes::from(bytes))
-            .await
-            .map_err(|_| UpstreamError::Unavailable {
-                upstream: String::new(),
-                reason: "the child process is not running".into(),
-            })
-    }
-
-    pub(crate) fn exit_code(&self) -> Option<i32> {
+impl StdioTransport {
+    fn exit_code(&self) -> Option<i32> {
         match self.exit.load(Ordering::SeqCst) {
             NO_EXIT => None,
             c => i32::try_from(c).ok(),
         }
     }
 
-    pub(crate) fn exit_description(&self) -> String {
+    fn exit_description(&self) -> String {
         match self.exit_code() {
             Some(c) if c < 0 => format!("the process was killed by signal {}", -c),
             Some(c) => format!("the process exited with code {c}"),
             None => "the process closed its stdout".into(),
         }
     }
+}
 
-    /// Stops the child: stdin closed, SIGTERM, SIGKILL; returns once it is reaped.
-    pub(crate) async fn shutdown(&self) {
-        self.stop.notify_one();
-        let _ = tokio::time::timeout(STOP_GRACE * 3, self.stopped.cancelled()).await;
+impl Outbound for StdioTransport {
+    fn send_message(&self, bytes: Vec<u8>) -> BoxFuture<'_, ()> {
+        self.stdin.send_message(bytes)
     }
 }
 
+impl Transport for StdioTransport {
+    fn request(&self, out: Outgoing) -> BoxFuture<'_, Result<Option<Driver>, UpstreamError>> {
+        // The reader task routes the reply: no driver.
+        Box::pin(async move { self.stdin.send(out.bytes).await.map(|()| None) })
+    }
+
+    fn cancels_by_closing(&self) -> bool {
+        false
+    }
+
+    fn initialized(&self) {}
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.stop.notify_one();
+            let _ = tokio::time::timeout(STOP_GRACE * 3, self.stopped.cancelled()).await;
+        })
+    }
+
+    fn ended(&self, after_failure: bool) -> BoxFuture<'_, Ended> {
+        Box::pin(async move {
+            if after_failure {
+                let _ = tokio::time::timeout(REAP_WAIT, self.wire.closed.cancelled()).await;
+            }
+            Ended {
+                reason: self.exit_description(),
+                exit_code: self.exit_code(),
+            }
+        })
+    }
+
+    fn outbound(&self) -> Arc<dyn Outbound> {
+        self.stdin.clone()
+    }
+}
+
+/// Spawns the child and its tasks.
 pub(crate) async fn connect(
     cfg: &UpstreamConfig,
     limits: &LimitsConfig,
-    router: Router,
-    closed: CancellationToken,
-) -> Result<Arc<Session>, UpstreamError> {
-    let Transport::Stdio {
+    wire: Arc<Wire>,
+) -> Result<StdioTransport, UpstreamError> {
+    let Configured::Stdio {
         command,
         args,
         env,
@@ -120,69 +177,69 @@ pub(crate) async fn connect(
     let exit = Arc::new(AtomicI64::new(NO_EXIT));
     let stop = Arc::new(Notify::new());
     let stopped = CancellationToken::new();
-    let session = Arc::new(Session {
-        router,
-        link: Link::Stdio(StdioLink {
+    let name: Arc<str> = wire.upstream().clone();
+    let transport = StdioTransport {
+        wire: wire.clone(),
+        stdin: Arc::new(Stdin {
             writer: wtx,
-            exit: exit.clone(),
-            stop: stop.clone(),
-            stopped: stopped.clone(),
+            upstream: name.clone(),
         }),
-        closed: closed.clone(),
-        tasks: TaskTracker::new(),
-        timeout: cfg.timeout,
-        protocol_version: std::sync::OnceLock::new(),
-    });
-    let name: Arc<str> = session.router.upstream.clone();
+        exit: exit.clone(),
+        stop: stop.clone(),
+        stopped: stopped.clone(),
+    };
+    let closed = wire.closed.clone();
 
     // Writer: owns stdin; dropping it on exit closes the pipe (the first stop step).
-    let stop_w = stop.clone();
-    let closed_w = closed.clone();
-    session
-        .tasks
-        .spawn(writer(stdin, wrx, stop_w, closed_w, name.clone()));
+    wire.tasks.spawn(writer(
+        stdin,
+        wrx,
+        stop.clone(),
+        closed.clone(),
+        name.clone(),
+    ));
 
     // Reader: one JSON-RPC message per line.
     let max = limits.max_message_bytes;
-    let s = session.clone();
-    session.tasks.spawn(async move {
+    let (w, out) = (wire.clone(), transport.outbound());
+    wire.tasks.spawn(async move {
         let mut lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(max));
         loop {
             let next = tokio::select! {
-                _ = s.closed.cancelled() => break,
+                _ = w.closed.cancelled() => break,
                 n = lines.next() => n,
             };
             match next {
                 Some(Ok(line)) => {
                     if !line.trim().is_empty() {
-                        crate::router::dispatch(&s, &line, crate::router::Source::Stdio);
+                        w.dispatch(&line, Source::Stdio, &out);
                     }
                 }
                 Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                    tracing::warn!(upstream = %s.router.upstream, limit = max,
+                    tracing::warn!(upstream = %w.upstream(), limit = max,
                         "upstream wrote a line longer than limits.max_message_bytes; it was discarded");
                 }
                 Some(Err(e)) => {
-                    tracing::warn!(upstream = %s.router.upstream, error = %e, "reading the upstream's stdout failed");
+                    tracing::warn!(upstream = %w.upstream(), error = %e, "reading the upstream's stdout failed");
                     break;
                 }
                 None => break,
             }
         }
-        s.closed.cancel();
+        w.closed.cancel();
     });
 
     // stderr: the upstream's own logs, attributed.
-    let s = session.clone();
-    session.tasks.spawn(async move {
+    let w = wire.clone();
+    wire.tasks.spawn(async move {
         let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(MAX_STDERR_LINE));
         loop {
             let next = tokio::select! {
-                _ = s.closed.cancelled() => break,
+                _ = w.closed.cancelled() => break,
                 n = lines.next() => n,
             };
             match next {
-                Some(Ok(line)) => tracing::info!(target: "manifold::upstream_stderr", upstream = %s.router.upstream, "{line}"),
+                Some(Ok(line)) => tracing::info!(target: "manifold::upstream_stderr", upstream = %w.upstream(), "{line}"),
                 Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {}
                 _ => break,
             }
@@ -190,16 +247,9 @@ pub(crate) async fn connect(
     });
 
     // Reaper: owns the child.
-    let s = session.clone();
-    session.tasks.spawn(reaper(
-        child,
-        exit,
-        stop,
-        stopped,
-        closed,
-        s.router.upstream.clone(),
-    ));
-    Ok(session)
+    wire.tasks
+        .spawn(reaper(child, exit, stop, stopped, closed, name));
+    Ok(transport)
 }
 
 async fn writer(

@@ -1,4 +1,6 @@
-//! Streamable-HTTP upstreams (2025-03-26 … 2025-11-25, stateful).
+//! Streamable-HTTP upstreams: the session era (2025-03-26 … 2025-11-25, an
+//! `Mcp-Session-Id`) and 2026-07-28 (stateless: no session, `_meta` on every
+//! request, cancellation by closing the response stream).
 //!
 //! Each request is its own POST; the reply is JSON or an SSE stream carrying related
 //! notifications and server→client requests before the response. Handled here:
@@ -7,6 +9,9 @@
 //! shown to clients) and a transparent re-`initialize` when the upstream answers 404
 //! for it, the GET stream for notifications outside any call, and DELETE on shutdown.
 //! Connections are pooled and reused by hyper's client.
+//!
+//! Not here: the `initialize` handshake a 404 calls for (the wire's re-initialize
+//! hook, set by the upstream actor), what the messages mean (`wire`, `router`).
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
@@ -14,17 +19,18 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use manifold_config::{LimitsConfig, Transport, UpstreamConfig};
+use manifold_config::{LimitsConfig, Transport as Configured, UpstreamConfig};
 use manifold_protocol::methods as m;
 use manifold_protocol::sse::SseDecoder;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use crate::router::{Router, Source};
-use crate::supervisor::{Link, Session};
-use crate::UpstreamError;
+use super::{Driver, Ended, Outgoing, Transport};
+use crate::message::{BoxFuture, Outbound};
+use crate::router::Source;
+use crate::wire::Wire;
+use crate::{lock, UpstreamError};
 
 /// Times a broken response stream is resumed with `Last-Event-ID` before the call
 /// fails.
@@ -36,7 +42,12 @@ pub const STREAM_GRACE: Duration = Duration::from_secs(5);
 
 type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
+/// The HTTP transport: cheap handle over the shared state its exchanges and
+/// responders hold.
+pub(crate) struct HttpTransport(Arc<HttpLink>);
+
 pub(crate) struct HttpLink {
+    wire: Arc<Wire>,
     client: HttpClient,
     url: http::Uri,
     headers: HeaderMap,
@@ -44,20 +55,15 @@ pub(crate) struct HttpLink {
     session_id: Mutex<Option<String>>,
     reinit: tokio::sync::Mutex<()>,
     /// A `ping` is checking whether the upstream still accepts the session.
-    checking: std::sync::atomic::AtomicBool,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    checking: AtomicBool,
 }
 
 pub(crate) fn connect(
     cfg: &UpstreamConfig,
     limits: &LimitsConfig,
-    router: Router,
-    closed: CancellationToken,
-) -> Result<Arc<Session>, UpstreamError> {
-    let Transport::Http { url, headers } = &cfg.transport else {
+    wire: Arc<Wire>,
+) -> Result<HttpTransport, UpstreamError> {
+    let Configured::Http { url, headers } = &cfg.transport else {
         return Err(UpstreamError::unavailable(
             &cfg.name,
             "not an HTTP upstream",
@@ -92,35 +98,75 @@ pub(crate) fn connect(
     let client = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(60))
         .build(https);
-    Ok(Arc::new(Session {
-        router,
-        link: Link::Http(Box::new(HttpLink {
-            client,
-            url: uri,
-            headers: map,
-            max_message: limits.max_message_bytes,
-            session_id: Mutex::new(None),
-            reinit: tokio::sync::Mutex::new(()),
-            checking: std::sync::atomic::AtomicBool::new(false),
-        })),
-        closed,
-        tasks: TaskTracker::new(),
-        timeout: cfg.timeout,
-        protocol_version: std::sync::OnceLock::new(),
-    }))
+    Ok(HttpTransport(Arc::new(HttpLink {
+        wire,
+        client,
+        url: uri,
+        headers: map,
+        max_message: limits.max_message_bytes,
+        session_id: Mutex::new(None),
+        reinit: tokio::sync::Mutex::new(()),
+        checking: AtomicBool::new(false),
+    })))
 }
 
-fn link(session: &Session) -> Option<&HttpLink> {
-    match &session.link {
-        Link::Http(l) => Some(l),
-        Link::Stdio(_) => None,
+impl Outbound for HttpLink {
+    fn send_message(&self, bytes: Vec<u8>) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Err(e) = self.post_message(bytes).await {
+                tracing::warn!(upstream = %self.wire.upstream(), error = %e, "sending to the upstream failed");
+            }
+        })
+    }
+}
+
+impl Outbound for HttpTransport {
+    fn send_message(&self, bytes: Vec<u8>) -> BoxFuture<'_, ()> {
+        self.0.send_message(bytes)
+    }
+}
+
+impl Transport for HttpTransport {
+    fn request(&self, out: Outgoing) -> BoxFuture<'_, Result<Option<Driver>, UpstreamError>> {
+        let driver: Driver = Box::pin(drive_call(self.0.clone(), out));
+        Box::pin(async move { Ok(Some(driver)) })
+    }
+
+    fn cancels_by_closing(&self) -> bool {
+        // 2026-07-28 HTTP has no client notifications: the caller closes the
+        // response stream instead (dropping the exchange does).
+        self.0.wire.is_modern()
+    }
+
+    fn initialized(&self) {
+        start_get_stream(&self.0);
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.0.shutdown())
+    }
+
+    fn ended(&self, _after_failure: bool) -> BoxFuture<'_, Ended> {
+        Box::pin(async {
+            Ended {
+                reason: "the connection failed".into(),
+                exit_code: None,
+            }
+        })
+    }
+
+    fn outbound(&self) -> Arc<dyn Outbound> {
+        self.0.clone()
     }
 }
 
 impl HttpLink {
+    fn outbound(self: &Arc<Self>) -> Arc<dyn Outbound> {
+        self.clone()
+    }
+
     fn request(
         &self,
-        session: &Session,
         method: Method,
         body: Option<Vec<u8>>,
         extra: &[(String, String)],
@@ -139,7 +185,7 @@ impl HttpLink {
                 HeaderValue::from_static(m::CONTENT_TYPE_JSON),
             );
         }
-        if let Some(v) = session.protocol_version.get() {
+        if let Some(v) = self.wire.protocol_version.get() {
             if let Ok(v) = HeaderValue::try_from(v.as_str()) {
                 h.insert(m::HEADER_PROTOCOL_VERSION, v);
             }
@@ -166,21 +212,20 @@ impl HttpLink {
 
     async fn send(
         &self,
-        session: &Session,
         method: Method,
         body: Option<Vec<u8>>,
         extra: &[(String, String)],
         last_event_id: Option<&str>,
     ) -> Result<http::Response<hyper::body::Incoming>, UpstreamError> {
-        let name = &session.router.upstream;
+        let name = self.wire.upstream();
         let req = self
-            .request(session, method, body, extra, last_event_id)
+            .request(method, body, extra, last_event_id)
             .map_err(|e| UpstreamError::protocol(name, e))?;
         let resp = self.client.request(req).await.map_err(|e| {
             UpstreamError::unavailable(name, format!("HTTP request to {} failed: {e}", self.url))
         })?;
         // A stateless (2026-07-28) exchange has no session, whatever is sent.
-        let stateful = !session.is_modern();
+        let stateful = !self.wire.is_modern();
         if let Some(id) = resp
             .headers()
             .get(m::HEADER_SESSION_ID)
@@ -196,17 +241,11 @@ impl HttpLink {
     }
 
     /// POSTs a notification or response; the upstream answers 202.
-    pub(crate) async fn send_message(
-        &self,
-        session: &Session,
-        bytes: Vec<u8>,
-    ) -> Result<(), UpstreamError> {
-        let resp = self
-            .send(session, Method::POST, Some(bytes), &[], None)
-            .await?;
+    async fn post_message(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
+        let resp = self.send(Method::POST, Some(bytes), &[], None).await?;
         if !resp.status().is_success() {
             return Err(UpstreamError::protocol(
-                &session.router.upstream,
+                self.wire.upstream(),
                 format!("answered {} to a notification", resp.status()),
             ));
         }
@@ -214,98 +253,78 @@ impl HttpLink {
     }
 
     /// Ends the upstream session (DELETE), best effort.
-    pub(crate) async fn shutdown(&self, session: &Session) {
+    async fn shutdown(&self) {
         if lock(&self.session_id).is_none() {
             return;
         }
-        let del = self.send(session, Method::DELETE, None, &[], None);
+        let del = self.send(Method::DELETE, None, &[], None);
         let _ = tokio::time::timeout(Duration::from_secs(2), del).await;
     }
 
     /// Starts a new upstream session after the upstream forgot ours (404).
-    async fn reinitialize(
-        &self,
-        session: &Arc<Session>,
-        stale: Option<String>,
-    ) -> Result<(), UpstreamError> {
+    async fn reinitialize(&self, stale: Option<String>) -> Result<(), UpstreamError> {
         let _guard = self.reinit.lock().await;
         if *lock(&self.session_id) != stale {
             return Ok(()); // someone else already did
         }
-        tracing::info!(upstream = %session.router.upstream, "upstream session expired (404); re-initializing");
+        tracing::info!(upstream = %self.wire.upstream(), "upstream session expired (404); re-initializing");
         *lock(&self.session_id) = None;
-        crate::handshake::initialize(session).await?;
-        Ok(())
+        self.wire.reinitialize().await
     }
 }
 
-/// Starts the POST for a call; its reply is read by an owned task.
 /// The work of one POST: send it, read the reply (JSON or SSE), dispatch what comes
-/// back. The [`Call`](crate::Call) polls this future inline, so a forwarded call
-/// costs no extra task and no cross-thread hand-off; dropping the call aborts it.
-pub(crate) fn drive_call(
-    session: Arc<Session>,
-    id: u64,
-    method: String,
-    bytes: Vec<u8>,
-    headers: Vec<(String, String)>,
-    timeout: Duration,
-) -> impl std::future::Future<Output = ()> + Send + 'static {
-    let limit = timeout + STREAM_GRACE;
-    async move {
-        let run = run_call(&session, id, &method, bytes, &headers);
-        let closed = session.closed.clone();
-        tokio::select! {
-            // The session's end fails every call; nothing more to read.
-            _ = closed.cancelled() => {}
-            res = tokio::time::timeout(limit, run) => match res {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => session.router.fail(id, e),
-                Err(_) => session.router.fail(
-                    id,
-                    UpstreamError::Timeout {
-                        upstream: session.router.upstream.to_string(),
-                        timeout: limit,
-                    },
-                ),
-            }
+/// back. The call polls this future inline, so a forwarded call costs no extra
+/// task and no cross-thread hand-off; dropping the call aborts it.
+async fn drive_call(l: Arc<HttpLink>, out: Outgoing) {
+    let limit = out.timeout + STREAM_GRACE;
+    let wire = l.wire.clone();
+    let id = out.id;
+    let run = run_call(&l, id, &out.method, out.bytes, &out.headers);
+    tokio::select! {
+        // The connection's end fails every call; nothing more to read.
+        _ = wire.closed.cancelled() => {}
+        res = tokio::time::timeout(limit, run) => match res {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => wire.router.fail(id, e),
+            Err(_) => wire.router.fail(
+                id,
+                UpstreamError::Timeout {
+                    upstream: wire.upstream().to_string(),
+                    timeout: limit,
+                },
+            ),
         }
     }
 }
 
 async fn run_call(
-    session: &Arc<Session>,
+    l: &Arc<HttpLink>,
     id: u64,
     method: &str,
     bytes: Vec<u8>,
     headers: &[(String, String)],
 ) -> Result<(), UpstreamError> {
-    let Some(l) = link(session) else {
-        return Ok(());
-    };
-    let name = session.router.upstream.clone();
+    let session = &l.wire;
+    let name = session.upstream().clone();
     let sent_session = lock(&l.session_id).clone();
     let in_session = sent_session.is_some();
     let mut resp = l
-        .send(session, Method::POST, Some(bytes.clone()), headers, None)
+        .send(Method::POST, Some(bytes.clone()), headers, None)
         .await
         .inspect_err(|_| {
             // The upstream is unreachable: let the supervisor reconnect with backoff.
             session.closed.cancel();
         })?;
     if resp.status() == StatusCode::NOT_FOUND && sent_session.is_some() && method != m::INITIALIZE {
-        l.reinitialize(session, sent_session)
-            .await
-            .inspect_err(|_| {
-                // It may have been re-deployed as another era: reconnect and probe.
-                session.closed.cancel();
-            })?;
-        resp = l
-            .send(session, Method::POST, Some(bytes), headers, None)
-            .await?;
+        l.reinitialize(sent_session).await.inspect_err(|_| {
+            // It may have been re-deployed as another era: reconnect and probe.
+            session.closed.cancel();
+        })?;
+        resp = l.send(Method::POST, Some(bytes), headers, None).await?;
     }
     let modern = session.is_modern();
-    read_reply(session, l, resp, id).await.map_err(|e| match e {
+    read_reply(l, resp, id).await.map_err(|e| match e {
         ReplyError::Upstream(e) => e,
         // Credentials are the operator's to fix (`headers` in the config), not a
         // protocol fault of the upstream.
@@ -341,7 +360,7 @@ async fn run_call(
             // A 400 outside JSON-RPC may be about this request alone (too large,
             // refused by the server's validation) or about the session. A ping
             // tells which, so one bad request never resets a shared upstream.
-            check_session(session, l);
+            check_session(l);
             UpstreamError::protocol(
                 &name,
                 format!("HTTP 400: {}", body.chars().take(300).collect::<String>()),
@@ -359,20 +378,25 @@ async fn run_call(
 
 /// Sends one `ping` in the session (at most one at a time); its refusal with 400
 /// reconnects (see `run_call`).
-fn check_session(session: &Arc<Session>, l: &HttpLink) {
-    use std::sync::atomic::Ordering;
+fn check_session(l: &Arc<HttpLink>) {
     if l.checking.swap(true, Ordering::AcqRel) {
         return;
     }
-    let s = session.clone();
-    session.clone().spawn_owned(async move {
-        let timeout = s.timeout.min(crate::PROBE_TIMEOUT);
-        if let Ok(mut call) = s.start_call(m::PING, None, Vec::new(), timeout, None).await {
-            let _ = call.outcome().await;
+    let l = l.clone();
+    l.wire.clone().spawn_owned(async move {
+        let wire = l.wire.clone();
+        let timeout = wire.timeout.min(crate::PROBE_TIMEOUT);
+        let mut msg = serde_json::Map::new();
+        msg.insert("jsonrpc".into(), "2.0".into());
+        msg.insert("id".into(), serde_json::Value::Null);
+        msg.insert("method".into(), m::PING.into());
+        if let Ok(reg) = wire.router.register(&mut msg) {
+            let bytes = serde_json::to_vec(&msg).unwrap_or_default();
+            let ping = run_call(&l, reg.id, m::PING, bytes, &[]);
+            let _ = tokio::time::timeout(timeout, ping).await;
+            wire.router.forget(reg.id);
         }
-        if let Some(l) = link(&s) {
-            l.checking.store(false, Ordering::Release);
-        }
+        l.checking.store(false, Ordering::Release);
     });
 }
 
@@ -382,12 +406,12 @@ enum ReplyError {
 }
 
 async fn read_reply(
-    session: &Arc<Session>,
-    l: &HttpLink,
+    l: &Arc<HttpLink>,
     resp: http::Response<hyper::body::Incoming>,
     id: u64,
 ) -> Result<(), ReplyError> {
-    let name = session.router.upstream.clone();
+    let session = &l.wire;
+    let name = session.upstream().clone();
     let status = resp.status();
     let ctype = resp
         .headers()
@@ -409,7 +433,7 @@ async fn read_reply(
                 tracing::warn!(upstream = %name, "the upstream no longer supports Manifold's 2026-07-28 requests (-32022); reconnecting to probe again");
                 session.closed.cancel();
             }
-            crate::router::dispatch(session, &text, Source::Call(id));
+            session.dispatch(&text, Source::Call(id), &l.outbound());
             if !session.router.is_pending(id) {
                 return Ok(());
             }
@@ -417,7 +441,7 @@ async fn read_reply(
         return Err(ReplyError::Status(status, text));
     }
     if ctype.starts_with(m::CONTENT_TYPE_SSE) {
-        return read_sse(session, l, resp.into_body(), Some(id))
+        return read_sse(l, resp.into_body(), Some(id))
             .await
             .map_err(ReplyError::Upstream);
     }
@@ -435,7 +459,7 @@ async fn read_reply(
         ReplyError::Upstream(UpstreamError::protocol(&name, "the reply is not UTF-8"))
     })?;
     if !text.trim().is_empty() {
-        crate::router::dispatch(session, text, Source::Call(id));
+        session.dispatch(text, Source::Call(id), &l.outbound());
     }
     if session.router.is_pending(id) {
         return Err(ReplyError::Upstream(UpstreamError::protocol(
@@ -449,12 +473,13 @@ async fn read_reply(
 /// Reads an SSE reply until the call's response arrives, resuming with
 /// `Last-Event-ID` when the upstream closes the stream early (SEP-1699 polling).
 async fn read_sse(
-    session: &Arc<Session>,
-    l: &HttpLink,
+    l: &Arc<HttpLink>,
     mut body: hyper::body::Incoming,
     context: Option<u64>,
 ) -> Result<(), UpstreamError> {
-    let name = session.router.upstream.clone();
+    let session = &l.wire;
+    let name = session.upstream().clone();
+    let out = l.outbound();
     let mut decoder = SseDecoder::new(l.max_message);
     let mut resumptions = 0;
     let mut retry = Duration::from_millis(100);
@@ -477,7 +502,7 @@ async fn read_sse(
                     continue; // priming event or keep-alive
                 }
                 let source = context.map_or(Source::Standalone, Source::Call);
-                crate::router::dispatch(session, &ev.data, source);
+                session.dispatch(&ev.data, source, &out);
             }
             if let Some(id) = context {
                 if !session.router.is_pending(id) {
@@ -503,7 +528,7 @@ async fn read_sse(
         }
         resumptions += 1;
         tokio::time::sleep(retry).await;
-        let resp = l.send(session, Method::GET, None, &[], Some(&last)).await?;
+        let resp = l.send(Method::GET, None, &[], Some(&last)).await?;
         if !resp.status().is_success() {
             return Err(UpstreamError::protocol(
                 &name,
@@ -516,16 +541,16 @@ async fn read_sse(
 
 /// Keeps the upstream's GET stream open for notifications outside any call
 /// (`list_changed`), reconnecting with backoff while the session lives.
-pub(crate) fn start_get_stream(session: &Arc<Session>) {
-    let s = session.clone();
-    session.clone().spawn_owned(async move {
-        let Some(l) = link(&s) else { return };
+fn start_get_stream(link: &Arc<HttpLink>) {
+    let l = link.clone();
+    link.wire.spawn_owned(async move {
+        let s = l.wire.clone();
         // Reconnect delay after the upstream closes the GET stream; a stream that ends
         // at once every time is retried at most every few seconds.
         let mut backoff = Duration::from_millis(500);
         loop {
             let opened = tokio::time::Instant::now();
-            let resp = match l.send(&s, Method::GET, None, &[], None).await {
+            let resp = match l.send(Method::GET, None, &[], None).await {
                 Ok(r) => r,
                 Err(_) => return, // the supervisor notices the outage on the next call
             };
@@ -536,11 +561,11 @@ pub(crate) fn start_get_stream(session: &Arc<Session>) {
                     .and_then(|v| v.to_str().ok())
                     .is_some_and(|c| c.starts_with(m::CONTENT_TYPE_SSE));
             if !ok_sse {
-                tracing::debug!(upstream = %s.router.upstream, status = %resp.status(), "upstream offers no GET stream");
+                tracing::debug!(upstream = %s.upstream(), status = %resp.status(), "upstream offers no GET stream");
                 return;
             }
-            if let Err(e) = read_sse(&s, l, resp.into_body(), None).await {
-                tracing::debug!(upstream = %s.router.upstream, error = %e, "upstream GET stream ended");
+            if let Err(e) = read_sse(&l, resp.into_body(), None).await {
+                tracing::debug!(upstream = %s.upstream(), error = %e, "upstream GET stream ended");
             }
             if opened.elapsed() > Duration::from_secs(30) {
                 backoff = Duration::from_millis(500);

@@ -13,7 +13,8 @@
 //! refusal).
 //!
 //! Not here: relaying the questions to the client (manifold-server), and the
-//! reverse bridge for modern clients of legacy upstreams (manifold-server `mrtr`).
+//! other direction, a 2026-07-28 client of a legacy upstream (manifold-server
+//! `relay/input_required.rs`).
 
 use manifold_protocol::methods as m;
 use serde_json::value::RawValue;
@@ -21,14 +22,9 @@ use serde_json::{Map, Value};
 use std::collections::VecDeque;
 use tokio::sync::mpsc;
 
-use crate::call::{AnswerTo, Call};
-use crate::{
-    CallEvent, CallOutcome, Caller, ExtraHeaders, Responder, UpstreamError, MAX_INPUT_REQUESTS,
-    MAX_INPUT_ROUNDS,
-};
-
-/// One question's answer: its `inputRequests` key and the client's result or error.
-pub(crate) type Answer = (String, Result<Box<RawValue>, Box<RawValue>>);
+use crate::attempt::Attempt;
+use crate::message::{CallEvent, CallOutcome, InputAnswer, Responder};
+use crate::{Caller, ExtraHeaders, UpstreamError, MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS};
 
 /// The methods on which a 2026-07-28 server may answer `InputRequiredResult`.
 pub(crate) fn applies(method: &str) -> bool {
@@ -46,7 +42,7 @@ pub(crate) struct Bridge {
     /// Questions of this round not yet handed to the caller.
     queued: VecDeque<CallEvent>,
     /// Answers of this round, while some are outstanding.
-    answers: Option<mpsc::Receiver<Answer>>,
+    answers: Option<mpsc::Receiver<InputAnswer>>,
     expected: usize,
     collected: Map<String, Value>,
     state: Option<Value>,
@@ -113,12 +109,7 @@ impl Bridge {
             self.queued.push_back(CallEvent::Request {
                 method: method.to_string(),
                 params: req.get("params").cloned(),
-                responder: Responder {
-                    to: AnswerTo::Retry {
-                        key,
-                        answers: tx.clone(),
-                    },
-                },
+                responder: Responder::retry(key, tx.clone()),
             });
         }
         // With no questions (only a requestState), the retry goes at once.
@@ -151,25 +142,18 @@ fn input_required(raw: &RawValue) -> Option<Map<String, Value>> {
     (map.get("resultType").and_then(Value::as_str) == Some("input_required")).then_some(map)
 }
 
-fn end(call: &mut Call, outcome: CallOutcome) -> CallEvent {
-    call.finished = true;
-    call.driver = None;
-    CallEvent::Done(outcome)
-}
-
-/// [`Call::next`] for a bridged call.
-pub(crate) async fn next(call: &mut Call) -> CallEvent {
+/// The next event of a bridged call: the upstream's events, its questions one by
+/// one, and after the answers the next round, until an outcome that is not an
+/// `InputRequiredResult`.
+pub(crate) async fn next(attempt: &mut Attempt, b: &mut Bridge) -> CallEvent {
     loop {
-        let Some(b) = call.bridge.as_mut() else {
-            return call.next_raw().await;
-        };
         if let Some(ev) = b.queued.pop_front() {
             return ev;
         }
         if let Some(rx) = b.answers.as_mut() {
             let answer = tokio::select! {
                 a = rx.recv() => a,
-                _ = tokio::time::sleep_until(call.deadline) => return call.timed_out().await,
+                _ = tokio::time::sleep_until(attempt.deadline) => return attempt.timed_out().await,
             };
             match answer {
                 Some((key, Ok(raw))) => {
@@ -180,13 +164,10 @@ pub(crate) async fn next(call: &mut Call) -> CallEvent {
                     }
                     b.answers = None;
                 }
-                Some((_, Err(error))) => return end(call, CallOutcome::Error(error)),
+                Some((_, Err(error))) => return attempt.end(CallOutcome::Error(error)),
                 None => {
-                    let upstream = call.session.router.upstream.to_string();
-                    return end(
-                        call,
-                        CallOutcome::Failed(UpstreamError::Cancelled { upstream }),
-                    );
+                    let upstream = attempt.conn.wire.upstream().to_string();
+                    return attempt.end(CallOutcome::Failed(UpstreamError::Cancelled { upstream }));
                 }
             }
         }
@@ -194,32 +175,31 @@ pub(crate) async fn next(call: &mut Call) -> CallEvent {
             // Every answer is in: the next round.
             b.retry_due = false;
             let params = b.retry_params();
-            let (method, headers, caller) = (b.method.clone(), b.headers.clone(), b.caller.clone());
-            let (session, timeout) = (call.session.clone(), call.timeout);
-            let launched = session.launch(&method, Some(params), headers, timeout, Some(&caller));
-            match launched.await {
-                Ok(ex) => {
-                    call.id = ex.id;
-                    call.events = ex.events;
-                    call.done = ex.done;
-                    call.driver = ex.driver;
-                    call.finished = false;
-                }
-                Err(e) => return end(call, CallOutcome::Failed(e)),
+            let conn = attempt.conn.clone();
+            let launched = conn
+                .launch(
+                    &b.method,
+                    Some(params),
+                    b.headers.clone(),
+                    attempt.timeout,
+                    Some(&b.caller),
+                )
+                .await;
+            match launched {
+                Ok(l) => attempt.resend(l),
+                Err(e) => return attempt.end(CallOutcome::Failed(e)),
             }
         }
-        match call.next_raw().await {
+        match attempt.next().await {
             CallEvent::Done(CallOutcome::Result(raw)) => {
                 let Some(result) = input_required(&raw) else {
                     return CallEvent::Done(CallOutcome::Result(raw));
                 };
-                let asked = call.bridge.as_mut().map(|b| b.ask(result));
-                if let Some(Err(why)) = asked {
-                    let upstream = call.session.router.upstream.to_string();
-                    return end(
-                        call,
-                        CallOutcome::Failed(UpstreamError::protocol(&upstream, why)),
-                    );
+                if let Err(why) = b.ask(result) {
+                    let upstream = attempt.conn.wire.upstream().to_string();
+                    return attempt.end(CallOutcome::Failed(UpstreamError::protocol(
+                        &upstream, &why,
+                    )));
                 }
             }
             other => return other,

@@ -1,0 +1,173 @@
+//! [`Attempt`]: one request sent upstream and waited on — its events in order, then
+//! exactly one outcome, or a timeout at its deadline.
+//!
+//! Dropping an attempt before its outcome tells the upstream the request is
+//! cancelled (`notifications/cancelled`, or over 2026-07-28 HTTP closing the
+//! response stream): nobody is left to read the answer.
+//!
+//! Not here: bridging an `InputRequiredResult` into several attempts
+//! (`input_bridge`), the public [`Call`](crate::Call).
+
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::connection::{Connection, Launched};
+use crate::message::{CallEvent, CallOutcome};
+use crate::transport::Driver;
+use crate::{Caller, ExtraHeaders, UpstreamError};
+
+/// One request in flight.
+pub(crate) struct Attempt {
+    pub(crate) conn: Arc<Connection>,
+    pub(crate) id: u64,
+    events: mpsc::Receiver<CallEvent>,
+    done: oneshot::Receiver<CallOutcome>,
+    /// HTTP: the POST and its reply, driven from [`Attempt::next`]; it ends once
+    /// the outcome is dispatched. `None` for stdio, whose reader serves all calls.
+    driver: Option<Driver>,
+    /// When the caller stops waiting: every retry of a bridged call shares it.
+    pub(crate) deadline: Instant,
+    pub(crate) timeout: Duration,
+    finished: bool,
+}
+
+impl Attempt {
+    /// Sends the request; the deadline starts now.
+    pub(crate) async fn launch(
+        conn: &Arc<Connection>,
+        method: &str,
+        params: Option<serde_json::Map<String, serde_json::Value>>,
+        headers: ExtraHeaders,
+        timeout: Duration,
+        caller: Option<&Caller>,
+    ) -> Result<Attempt, UpstreamError> {
+        let l = conn
+            .launch(method, params, headers, timeout, caller)
+            .await?;
+        Ok(Attempt {
+            conn: conn.clone(),
+            id: l.id,
+            events: l.events,
+            done: l.done,
+            driver: l.driver,
+            deadline: Instant::now() + timeout,
+            timeout,
+            finished: false,
+        })
+    }
+
+    /// Continues as another request of the same call (a retry), keeping the
+    /// deadline.
+    pub(crate) fn resend(&mut self, l: Launched) {
+        self.id = l.id;
+        self.events = l.events;
+        self.done = l.done;
+        self.driver = l.driver;
+        self.finished = false;
+    }
+
+    fn upstream(&self) -> String {
+        self.conn.wire.upstream().to_string()
+    }
+
+    /// The next event, as the upstream sent it; `Done` comes last and exactly
+    /// once. After the deadline the request is cancelled upstream and ends with a
+    /// timeout.
+    pub(crate) async fn next(&mut self) -> CallEvent {
+        if self.finished {
+            return CallEvent::Done(CallOutcome::Failed(UpstreamError::Cancelled {
+                upstream: self.upstream(),
+            }));
+        }
+        loop {
+            tokio::select! {
+                biased;
+                Some(ev) = self.events.recv() => return ev,
+                outcome = &mut self.done => {
+                    // Events sent before the outcome come first.
+                    if let Ok(ev) = self.events.try_recv() {
+                        // Put the outcome back by finishing on the next call.
+                        let outcome = outcome.unwrap_or_else(|_| self.lost());
+                        self.stash(outcome);
+                        return ev;
+                    }
+                    self.finished = true;
+                    return CallEvent::Done(outcome.unwrap_or_else(|_| self.lost()));
+                }
+                // The exchange finished: its outcome is in `done` (or the router
+                // failed the call); loop to collect it.
+                _ = async { if let Some(d) = self.driver.as_mut() { d.await } },
+                    if self.driver.is_some() => {
+                    self.driver = None;
+                }
+                _ = tokio::time::sleep_until(self.deadline) => return self.timed_out().await,
+            }
+        }
+    }
+
+    /// Ends the attempt at its deadline: cancelled upstream, a timeout for the
+    /// caller.
+    pub(crate) async fn timed_out(&mut self) -> CallEvent {
+        self.cancel_upstream("timeout").await;
+        self.end(CallOutcome::Failed(UpstreamError::Timeout {
+            upstream: self.upstream(),
+            timeout: self.timeout,
+        }))
+    }
+
+    /// Ends the attempt with `outcome` (nothing more is read).
+    pub(crate) fn end(&mut self, outcome: CallOutcome) -> CallEvent {
+        self.finished = true;
+        self.driver = None;
+        CallEvent::Done(outcome)
+    }
+
+    fn lost(&self) -> CallOutcome {
+        CallOutcome::Failed(UpstreamError::unavailable(
+            self.conn.wire.upstream(),
+            "the connection closed before the response",
+        ))
+    }
+
+    fn stash(&mut self, outcome: CallOutcome) {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(outcome);
+        self.done = rx;
+    }
+
+    /// Cancels the request upstream and ends the attempt.
+    pub(crate) async fn cancel(&mut self, reason: &str) {
+        if !self.finished {
+            self.cancel_upstream(reason).await;
+            self.finished = true;
+        }
+        // Over stateless HTTP, closing the response stream is the cancellation.
+        self.driver = None;
+    }
+
+    /// Written over the connection alone, not `&self`: the driver is not `Sync`,
+    /// so a `&Attempt` held across an await would make the future not `Send`.
+    fn cancel_upstream(&self, reason: &str) -> impl std::future::Future<Output = ()> + Send {
+        let (conn, id, reason) = (self.conn.clone(), self.id, reason.to_string());
+        async move {
+            if conn.wire.router.forget(id) {
+                conn.send_cancelled(id, &reason).await;
+            }
+        }
+    }
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        if !self.finished && self.conn.wire.router.forget(self.id) {
+            let conn = self.conn.clone();
+            let id = self.id;
+            // Best effort, bounded by the connection's own lifetime token.
+            self.conn.wire.spawn_owned(async move {
+                conn.send_cancelled(id, "the client went away").await;
+            });
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! [`Connection`]: one live connection to an upstream (a child process or an HTTP
+//! session) — the [`Wire`] its calls share and the [`Transport`] that moves its
+//! bytes. It turns a request into a message (id and progress token minted by the
+//! router; for a modern upstream the per-request `_meta`) and sends it.
+//!
+//! Invariants: nothing is sent on a closed connection; a request whose send fails
+//! leaves nothing registered.
+//!
+//! Not here: waiting for the answer (`attempt`), the handshake (`handshake`),
+//! restarting (`upstream`).
+
+use manifold_config::{LimitsConfig, Transport as Configured, UpstreamConfig};
+use manifold_protocol::methods::{self as m, meta};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{CallEvent, CallOutcome};
+use crate::router::Router;
+use crate::transport::{self, Driver, Ended, Outgoing, Transport};
+use crate::wire::Wire;
+use crate::{Caller, ExtraHeaders, UpstreamError};
+
+/// A live connection to an upstream.
+pub(crate) struct Connection {
+    pub(crate) wire: Arc<Wire>,
+    transport: Box<dyn Transport>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("upstream", self.wire.upstream())
+            .finish()
+    }
+}
+
+/// A request sent: its id and where its answer arrives.
+pub(crate) struct Launched {
+    pub id: u64,
+    pub events: mpsc::Receiver<CallEvent>,
+    pub done: oneshot::Receiver<CallOutcome>,
+    /// HTTP: the exchange's work, polled by whoever waits for the answer.
+    pub driver: Option<Driver>,
+}
+
+/// The `_meta` of a request Manifold makes to a modern upstream: the revision, the
+/// capabilities of the client it is made for, Manifold's client info, the
+/// client's log level.
+pub(crate) fn request_meta(version: &str, caller: Option<&Caller>) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert(meta::PROTOCOL_VERSION.into(), Value::from(version));
+    let caps = caller.map(|c| c.capabilities.clone()).unwrap_or_default();
+    meta.insert(meta::CLIENT_CAPABILITIES.into(), Value::Object(caps));
+    meta.insert(
+        meta::CLIENT_INFO.into(),
+        json!({"name": crate::CLIENT_NAME, "version": crate::CLIENT_VERSION}),
+    );
+    if let Some(level) = caller.and_then(|c| c.log_level.as_deref()) {
+        meta.insert(meta::LOG_LEVEL.into(), Value::from(level));
+    }
+    meta
+}
+
+impl Connection {
+    /// Opens the configured transport. `closed` is not a child of the gateway's
+    /// shutdown: on shutdown the actor stops the connection in order (stdin closed
+    /// while stdout is still read, then signals), and only then cancels it.
+    pub(crate) async fn open(
+        cfg: &UpstreamConfig,
+        limits: &LimitsConfig,
+        router: Router,
+        closed: CancellationToken,
+    ) -> Result<Arc<Connection>, UpstreamError> {
+        let wire = Wire::new(router, closed, cfg.timeout);
+        let transport: Box<dyn Transport> = match &cfg.transport {
+            Configured::Stdio { .. } => {
+                Box::new(transport::stdio::connect(cfg, limits, wire.clone()).await?)
+            }
+            Configured::Http { .. } => {
+                Box::new(transport::http::connect(cfg, limits, wire.clone())?)
+            }
+        };
+        Ok(Arc::new(Connection { wire, transport }))
+    }
+
+    /// Whether this connection speaks the stateless era (decided by the probe).
+    pub(crate) fn is_modern(&self) -> bool {
+        self.wire.is_modern()
+    }
+
+    /// Sends a notification or response upstream, best effort.
+    pub(crate) async fn send_message(&self, bytes: Vec<u8>) {
+        self.transport.send_message(bytes).await;
+    }
+
+    /// Tells the upstream a request is cancelled, where the transport has a way to.
+    pub(crate) async fn send_cancelled(&self, id: u64, reason: &str) {
+        if self.transport.cancels_by_closing() {
+            return;
+        }
+        let msg = json!({
+            "jsonrpc": "2.0",
+            "method": m::NOTIF_CANCELLED,
+            "params": {"requestId": id, "reason": reason},
+        });
+        self.send_message(msg.to_string().into_bytes()).await;
+    }
+
+    /// `initialize` succeeded: `notifications/initialized`, then what the
+    /// transport opens for the session.
+    pub(crate) async fn initialized(&self) {
+        let initialized = json!({"jsonrpc": "2.0", "method": m::INITIALIZED});
+        self.send_message(initialized.to_string().into_bytes())
+            .await;
+        self.transport.initialized();
+    }
+
+    /// Sends one request upstream. `params` is forwarded as given, except the
+    /// progress token and, for a modern upstream, the `_meta` that describes
+    /// `caller`.
+    pub(crate) async fn launch(
+        &self,
+        method: &str,
+        params: Option<Map<String, Value>>,
+        headers: ExtraHeaders,
+        timeout: Duration,
+        caller: Option<&Caller>,
+    ) -> Result<Launched, UpstreamError> {
+        if self.wire.closed.is_cancelled() {
+            return Err(UpstreamError::unavailable(
+                self.wire.upstream(),
+                "the connection is closed",
+            ));
+        }
+        let mut msg = Map::new();
+        msg.insert("jsonrpc".into(), Value::from("2.0"));
+        msg.insert("id".into(), Value::Null);
+        msg.insert("method".into(), Value::from(method));
+        let mut params = params;
+        if let Some(version) = self
+            .wire
+            .protocol_version
+            .get()
+            .filter(|_| self.is_modern())
+        {
+            // The upstream keeps no state: every request says who asks and how.
+            let p = params.get_or_insert_with(Map::new);
+            let meta = p
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !meta.is_object() {
+                *meta = Value::Object(Map::new());
+            }
+            if let Value::Object(meta) = meta {
+                for (k, v) in request_meta(version, caller) {
+                    meta.insert(k, v);
+                }
+            }
+        }
+        if let Some(p) = params {
+            msg.insert("params".into(), Value::Object(p));
+        }
+        let reg = self.wire.router.register(&mut msg)?;
+        let bytes = serde_json::to_vec(&msg).unwrap_or_default();
+        let out = Outgoing {
+            id: reg.id,
+            method: method.to_string(),
+            bytes,
+            headers,
+            timeout,
+        };
+        match self.transport.request(out).await {
+            Ok(driver) => Ok(Launched {
+                id: reg.id,
+                events: reg.events,
+                done: reg.done,
+                driver,
+            }),
+            Err(e) => {
+                self.wire.router.forget(reg.id);
+                Err(e)
+            }
+        }
+    }
+
+    /// How the connection ended (see [`Transport::ended`]).
+    pub(crate) async fn ended(&self, after_failure: bool) -> Ended {
+        self.transport.ended(after_failure).await
+    }
+
+    /// Stops the transport, then every task of the connection (bounded).
+    pub(crate) async fn shutdown(&self) {
+        self.transport.shutdown().await;
+        self.wire.closed.cancel();
+        self.wire.tasks.close();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.wire.tasks.wait()).await;
+    }
+}

@@ -1,0 +1,129 @@
+//! [`UpstreamError`]: why a request to an upstream produced no response.
+//!
+//! Invariants: each variant knows the JSON-RPC code a client sees for it
+//! ([`UpstreamError::code`]); how it reaches a client (a tool error, a JSON-RPC
+//! error, which HTTP status) is the server's refusal table, not decided here.
+//!
+//! Not here: the upstream's own JSON-RPC errors, which pass through untouched
+//! ([`CallOutcome::Error`](crate::CallOutcome::Error)).
+
+use manifold_protocol::ErrorCode;
+
+/// Why a call to an upstream did not produce a response.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("upstream `{upstream}` is unavailable: {reason}")]
+    Unavailable { upstream: String, reason: String },
+    #[error("upstream `{upstream}` did not answer within {timeout:?}")]
+    Timeout {
+        upstream: String,
+        timeout: std::time::Duration,
+    },
+    #[error("upstream `{upstream}` has {limit} requests in flight already; try again later")]
+    Busy { upstream: String, limit: usize },
+    #[error("upstream `{upstream}` broke the protocol: {reason}")]
+    Protocol { upstream: String, reason: String },
+    #[error("the call to upstream `{upstream}` was cancelled")]
+    Cancelled { upstream: String },
+}
+
+impl UpstreamError {
+    /// The JSON-RPC code a client sees when this error ends its request.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            UpstreamError::Timeout { .. } => ErrorCode::UPSTREAM_TIMEOUT,
+            UpstreamError::Protocol { .. } => ErrorCode::INTERNAL_ERROR,
+            _ => ErrorCode::UPSTREAM_UNAVAILABLE,
+        }
+    }
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, UpstreamError::Timeout { .. })
+    }
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            UpstreamError::Unavailable { .. } | UpstreamError::Busy { .. }
+        )
+    }
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, UpstreamError::Cancelled { .. })
+    }
+    pub fn is_protocol(&self) -> bool {
+        matches!(self, UpstreamError::Protocol { .. })
+    }
+    pub(crate) fn unavailable(upstream: &str, reason: impl Into<String>) -> Self {
+        UpstreamError::Unavailable {
+            upstream: upstream.to_string(),
+            reason: reason.into(),
+        }
+    }
+    pub(crate) fn protocol(upstream: &str, reason: impl Into<String>) -> Self {
+        UpstreamError::Protocol {
+            upstream: upstream.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn each_error_has_its_code_and_predicate() {
+        let up = || "u".to_string();
+        let cases = [
+            (
+                UpstreamError::Unavailable {
+                    upstream: up(),
+                    reason: "down".into(),
+                },
+                ErrorCode::UPSTREAM_UNAVAILABLE,
+                "unavailable",
+            ),
+            (
+                UpstreamError::Busy {
+                    upstream: up(),
+                    limit: 3,
+                },
+                ErrorCode::UPSTREAM_UNAVAILABLE,
+                "unavailable",
+            ),
+            (
+                UpstreamError::Timeout {
+                    upstream: up(),
+                    timeout: Duration::from_secs(2),
+                },
+                ErrorCode::UPSTREAM_TIMEOUT,
+                "timeout",
+            ),
+            (
+                UpstreamError::Protocol {
+                    upstream: up(),
+                    reason: "x".into(),
+                },
+                ErrorCode::INTERNAL_ERROR,
+                "protocol",
+            ),
+            (
+                UpstreamError::Cancelled { upstream: up() },
+                ErrorCode::UPSTREAM_UNAVAILABLE,
+                "cancelled",
+            ),
+        ];
+        for (e, code, kind) in cases {
+            assert_eq!(e.code(), code, "{e}");
+            let got = [
+                ("unavailable", e.is_unavailable()),
+                ("timeout", e.is_timeout()),
+                ("protocol", e.is_protocol()),
+                ("cancelled", e.is_cancelled()),
+            ];
+            for (k, is) in got {
+                assert_eq!(is, k == kind, "{e}: is_{k}");
+            }
+            assert!(e.to_string().contains("`u`"), "{e} names the upstream");
+        }
+    }
+}

@@ -1,0 +1,434 @@
+//! [`Upstream`]: the handle to one upstream MCP server, and its actor — connect,
+//! find the era and handshake, fetch the lists, serve until the connection dies,
+//! restart with capped exponential backoff — which publishes the upstream's status
+//! and lists.
+//!
+//! Invariants: a connection is published (calls may use it) only once its lists
+//! are in; a dead connection fails every call in flight at once; every task of
+//! the actor ends with the gateway's shutdown token.
+//!
+//! Not here: the live connection (`connection`), its requests (`call`), the
+//! handshake itself (`handshake`).
+
+use manifold_config::{LimitsConfig, UpstreamConfig};
+use manifold_protocol::lists::ListSnapshot;
+use serde_json::{Map, Value};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::call::Call;
+use crate::connection::Connection;
+use crate::router::Router;
+use crate::{handshake, listen};
+use crate::{Caller, ExtraHeaders, ServerFacts, UpstreamError, UpstreamEvent};
+
+/// The state an upstream is in, as `/readyz` and `manifold check` report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Starting,
+    Ready,
+    Down,
+    Stopped,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Ready => "ready",
+            State::Down => "down",
+            State::Stopped => "stopped",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct UpstreamStatus {
+    pub state: State,
+    pub last_error: Option<String>,
+    pub restarts: u64,
+    pub last_exit_code: Option<i32>,
+    pub facts: Option<ServerFacts>,
+    /// How long the current lists are kept before a refetch: a modern upstream's
+    /// shortest list `ttlMs` (at least `MIN_LIST_TTL`). `None`: until a
+    /// `list_changed` (legacy upstreams, and modern ones that gave no `ttlMs`).
+    pub list_ttl: Option<Duration>,
+}
+
+/// A connected session, what it said about itself, its lists and their lifetime.
+type Connected = (Arc<Connection>, ServerFacts, ListSnapshot, Option<Duration>);
+
+struct Inner {
+    config: UpstreamConfig,
+    limits: LimitsConfig,
+    name: Arc<str>,
+    connection: RwLock<Option<Arc<Connection>>>,
+    lists: RwLock<Option<Arc<ListSnapshot>>>,
+    status: watch::Sender<UpstreamStatus>,
+    /// Resource URIs whose updates clients want (modern upstreams: the listen's
+    /// `resourceSubscriptions`).
+    watched: watch::Sender<std::collections::BTreeSet<String>>,
+}
+
+/// A handle to one upstream. Cheap to clone.
+#[derive(Clone)]
+pub struct Upstream {
+    inner: Arc<Inner>,
+}
+
+impl Upstream {
+    /// Starts the upstream's actor. It runs until `shutdown` fires, then stops the
+    /// child (stdin closed, SIGTERM, SIGKILL) or ends the HTTP session.
+    pub fn spawn(
+        config: UpstreamConfig,
+        limits: LimitsConfig,
+        gateway: mpsc::Sender<UpstreamEvent>,
+        shutdown: CancellationToken,
+        tracker: &TaskTracker,
+    ) -> Upstream {
+        let (status, _) = watch::channel(UpstreamStatus {
+            state: State::Starting,
+            last_error: None,
+            restarts: 0,
+            last_exit_code: None,
+            facts: None,
+            list_ttl: None,
+        });
+        let inner = Arc::new(Inner {
+            name: Arc::from(config.name.as_str()),
+            config,
+            limits,
+            connection: RwLock::new(None),
+            lists: RwLock::new(None),
+            status,
+            watched: watch::channel(Default::default()).0,
+        });
+        let up = Upstream { inner };
+        let actor = up.clone();
+        tracker.spawn(async move { actor.run(gateway, shutdown).await });
+        up
+    }
+
+    pub fn name(&self) -> &Arc<str> {
+        &self.inner.name
+    }
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.inner.config
+    }
+    pub fn status(&self) -> UpstreamStatus {
+        self.inner.status.borrow().clone()
+    }
+    /// [`UpstreamStatus::list_ttl`] while ready (without cloning the status).
+    pub fn list_ttl(&self) -> Option<Duration> {
+        let s = self.inner.status.borrow();
+        (s.state == State::Ready).then_some(s.list_ttl).flatten()
+    }
+    pub fn watch_status(&self) -> watch::Receiver<UpstreamStatus> {
+        self.inner.status.subscribe()
+    }
+    /// The current lists, `None` while the upstream is not ready.
+    pub fn lists(&self) -> Option<Arc<ListSnapshot>> {
+        self.inner
+            .lists
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+    fn connection(&self) -> Option<Arc<Connection>> {
+        self.inner
+            .connection
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Sends a request Manifold makes on its own behalf. Fails fast when the
+    /// upstream is not connected.
+    pub async fn call(
+        &self,
+        method: &str,
+        params: Option<Map<String, Value>>,
+        headers: ExtraHeaders,
+    ) -> Result<Call, UpstreamError> {
+        self.call_as(method, params, headers, None).await
+    }
+
+    /// Forwards a client's request, made on behalf of `caller`.
+    pub async fn call_as(
+        &self,
+        method: &str,
+        params: Option<Map<String, Value>>,
+        headers: ExtraHeaders,
+        caller: Option<&Caller>,
+    ) -> Result<Call, UpstreamError> {
+        let Some(conn) = self.connection() else {
+            let st = self.status();
+            let reason = st
+                .last_error
+                .unwrap_or_else(|| format!("it is {}", st.state.as_str()));
+            return Err(UpstreamError::unavailable(&self.inner.name, reason));
+        };
+        Call::start(
+            &conn,
+            method,
+            params,
+            headers,
+            self.inner.config.timeout,
+            caller,
+        )
+        .await
+    }
+
+    /// Whether the live connection speaks the stateless era.
+    pub fn is_modern(&self) -> bool {
+        self.connection().is_some_and(|c| c.is_modern())
+    }
+
+    /// Asks for (`on`) or drops a resource's update notifications from a modern
+    /// upstream: they arrive on its `subscriptions/listen` stream, which is
+    /// reopened with the new set. Legacy upstreams use `resources/subscribe`.
+    pub fn watch_resource(&self, uri: &str, on: bool) {
+        self.inner.watched.send_if_modified(|set| {
+            if on {
+                set.insert(uri.to_string())
+            } else {
+                set.remove(uri)
+            }
+        });
+    }
+
+    /// Requests in flight to this upstream.
+    pub fn in_flight(&self) -> usize {
+        self.connection()
+            .map(|c| c.wire.router.in_flight())
+            .unwrap_or(0)
+    }
+
+    /// Sends a notification (e.g. `notifications/cancelled`) if connected.
+    pub async fn notify(&self, bytes: Vec<u8>) {
+        if let Some(c) = self.connection() {
+            c.send_message(bytes).await;
+        }
+    }
+
+    fn set_status(&self, f: impl FnOnce(&mut UpstreamStatus)) {
+        self.inner.status.send_modify(f);
+    }
+
+    fn set_connection(&self, conn: Option<Arc<Connection>>) {
+        *self
+            .inner
+            .connection
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = conn;
+    }
+
+    fn set_lists(&self, lists: Option<ListSnapshot>) {
+        *self.inner.lists.write().unwrap_or_else(|p| p.into_inner()) = lists.map(Arc::new);
+    }
+
+    async fn changed(&self, gateway: &mpsc::Sender<UpstreamEvent>) {
+        let _ = gateway
+            .send(UpstreamEvent::Changed {
+                upstream: self.inner.name.clone(),
+            })
+            .await;
+    }
+
+    /// The actor: connect, serve, restart with backoff, until shutdown.
+    async fn run(self, gateway: mpsc::Sender<UpstreamEvent>, shutdown: CancellationToken) {
+        let name = self.inner.name.clone();
+        let mut backoff = crate::BACKOFF_INITIAL;
+        loop {
+            if shutdown.is_cancelled() {
+                break;
+            }
+            self.set_status(|s| s.state = State::Starting);
+            let (refresh_tx, refresh_rx) = mpsc::channel::<()>(1);
+            let started = Instant::now();
+            match self.connect(&gateway, refresh_tx, &shutdown).await {
+                Ok(connected) => {
+                    let stopping = self.serve(connected, refresh_rx, &gateway, &shutdown).await;
+                    if stopping {
+                        break;
+                    }
+                    if started.elapsed() >= crate::BACKOFF_RESET_AFTER {
+                        backoff = crate::BACKOFF_INITIAL;
+                    }
+                }
+                Err((e, exit)) => {
+                    tracing::warn!(upstream = %name, error = %e, retry_in = ?backoff, "upstream failed to start");
+                    self.set_status(|s| {
+                        s.state = State::Down;
+                        s.last_error = Some(e.to_string());
+                        s.last_exit_code = exit.or(s.last_exit_code);
+                    });
+                    self.changed(&gateway).await;
+                }
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(crate::BACKOFF_MAX);
+            self.set_status(|s| s.restarts += 1);
+        }
+        self.set_status(|s| s.state = State::Stopped);
+    }
+
+    /// Publishes a ready connection and keeps its lists fresh (on `list_changed`,
+    /// or when a modern upstream's `ttlMs` runs out) until it dies or the gateway
+    /// stops; then fails its calls and reports it. True when stopping.
+    async fn serve(
+        &self,
+        (conn, facts, lists, ttl): Connected,
+        mut refresh: mpsc::Receiver<()>,
+        gateway: &mpsc::Sender<UpstreamEvent>,
+        shutdown: &CancellationToken,
+    ) -> bool {
+        let name = self.inner.name.clone();
+        tracing::info!(upstream = %name, protocol = %facts.protocol_version,
+            tools = lists.tools.len(), prompts = lists.prompts.len(), "upstream ready");
+        self.set_connection(Some(conn.clone()));
+        self.set_lists(Some(lists));
+        self.set_status(|s| {
+            s.state = State::Ready;
+            s.last_error = None;
+            s.facts = Some(facts.clone());
+            s.list_ttl = ttl;
+        });
+        self.changed(gateway).await;
+        if facts.is_modern() {
+            listen::start(&conn, &facts, self.inner.watched.subscribe());
+        }
+        // A modern upstream's lists expire after their `ttlMs`.
+        let mut expiry = ttl.map(|t| Instant::now() + t);
+        let stopping = loop {
+            let expired = async {
+                match expiry {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => break true,
+                _ = conn.wire.closed.cancelled() => break false,
+                Some(()) = refresh.recv() => {}
+                _ = expired => {}
+            }
+            match handshake::fetch_lists(&conn, &facts).await {
+                Ok((lists, ttl)) => {
+                    expiry = ttl.map(|t| Instant::now() + t);
+                    self.inner.status.send_if_modified(|s| {
+                        let changed = s.list_ttl != ttl;
+                        s.list_ttl = ttl;
+                        changed
+                    });
+                    let same = self.lists().is_some_and(|cur| *cur == lists);
+                    if !same {
+                        self.set_lists(Some(lists));
+                        self.changed(gateway).await;
+                    }
+                }
+                Err(e) => {
+                    // Retried when the next change or expiry comes.
+                    expiry = expiry
+                        .map(|_| Instant::now() + crate::MIN_LIST_TTL.max(Duration::from_secs(5)));
+                    tracing::warn!(upstream = %name, error = %e, "refetching lists failed; keeping the previous ones");
+                }
+            }
+        };
+        self.set_connection(None);
+        self.set_lists(None);
+        if stopping {
+            conn.shutdown().await;
+            conn.wire.router.fail_all(&UpstreamError::unavailable(
+                &name,
+                "the gateway is shutting down",
+            ));
+            return true;
+        }
+        let ended = conn.ended(false).await;
+        conn.shutdown().await;
+        conn.wire
+            .router
+            .fail_all(&UpstreamError::unavailable(&name, ended.reason.clone()));
+        tracing::warn!(upstream = %name, reason = %ended.reason, "upstream went down; restarting");
+        self.set_status(|s| {
+            s.state = State::Down;
+            s.last_error = Some(ended.reason);
+            s.last_exit_code = ended.exit_code.or(s.last_exit_code);
+        });
+        self.changed(gateway).await;
+        false
+    }
+
+    /// Opens a connection and sets it up: era, handshake, lists.
+    async fn connect(
+        &self,
+        gateway: &mpsc::Sender<UpstreamEvent>,
+        refresh: mpsc::Sender<()>,
+        shutdown: &CancellationToken,
+    ) -> Result<Connected, (UpstreamError, Option<i32>)> {
+        let cfg = &self.inner.config;
+        let router = Router::new(
+            self.inner.name.clone(),
+            self.inner.limits.max_pending_per_upstream,
+            gateway.clone(),
+            refresh,
+        );
+        let conn = Connection::open(cfg, &self.inner.limits, router, CancellationToken::new())
+            .await
+            .map_err(|e| (e, None))?;
+        // A 404 for the upstream session (HTTP) starts a new one with `initialize`.
+        let (weak, name) = (Arc::downgrade(&conn), self.inner.name.clone());
+        conn.wire.set_reinit(Box::new(move || {
+            let (weak, name) = (weak.clone(), name.clone());
+            Box::pin(async move {
+                match weak.upgrade() {
+                    Some(conn) => handshake::initialize(&conn).await.map(|_| ()),
+                    None => Err(UpstreamError::unavailable(
+                        &name,
+                        "the connection is closed",
+                    )),
+                }
+            })
+        }));
+        let setup = async {
+            let facts = handshake::establish(&conn, cfg.protocol).await?;
+            let (lists, ttl) = handshake::fetch_lists(&conn, &facts).await?;
+            Ok::<_, UpstreamError>((facts, lists, ttl))
+        };
+        let setup = async {
+            tokio::select! {
+                r = setup => r,
+                _ = shutdown.cancelled() => Err(UpstreamError::unavailable(&self.inner.name, "the gateway is shutting down")),
+                // A child that exits (or a link that fails) during the handshake
+                // fails it now, not when the handshake's timeout runs out.
+                _ = conn.wire.closed.cancelled() => Err(UpstreamError::unavailable(
+                    &self.inner.name,
+                    "the connection closed during the handshake",
+                )),
+            }
+        };
+        match setup.await {
+            Ok((facts, lists, ttl)) => Ok((conn, facts, lists, ttl)),
+            Err(e) => {
+                let ended = conn.ended(true).await;
+                let e = match &e {
+                    UpstreamError::Unavailable { .. } if ended.exit_code.is_some() => {
+                        UpstreamError::unavailable(&self.inner.name, ended.reason)
+                    }
+                    _ => e,
+                };
+                conn.shutdown().await;
+                Err((e, ended.exit_code))
+            }
+        }
+    }
+}
