@@ -33,6 +33,12 @@ pub const DEFAULT_SESSION_IDLE: &str = "1h";
 pub const DEFAULT_CONNECT_TIMEOUT: &str = "10s";
 /// Default `[limits] stream_queue`: messages buffered per downstream SSE stream.
 pub const DEFAULT_STREAM_QUEUE: usize = 256;
+/// Default `[limits] held_call_ttl`: how long a call that asked a 2026-07-28 client
+/// for input (an `InputRequiredResult`) waits for the client's retry.
+pub const DEFAULT_HELD_CALL_TTL: &str = "120s";
+/// Default `[limits] max_held_calls`: calls waiting for a 2026-07-28 client's input
+/// at once; beyond, such calls are refused (503) rather than held without bound.
+pub const DEFAULT_MAX_HELD_CALLS: usize = 1024;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
@@ -208,6 +214,10 @@ pub struct LimitsSection {
     pub connect_timeout: String,
     #[serde(default = "d_stream_queue")]
     pub stream_queue: usize,
+    #[serde(default = "d_held_call_ttl")]
+    pub held_call_ttl: String,
+    #[serde(default = "d_max_held_calls")]
+    pub max_held_calls: usize,
 }
 
 impl Default for LimitsSection {
@@ -220,6 +230,8 @@ impl Default for LimitsSection {
             session_idle_timeout: d_session_idle(),
             connect_timeout: d_connect_timeout(),
             stream_queue: DEFAULT_STREAM_QUEUE,
+            held_call_ttl: d_held_call_ttl(),
+            max_held_calls: DEFAULT_MAX_HELD_CALLS,
         }
     }
 }
@@ -316,4 +328,10 @@ fn d_connect_timeout() -> String {
 }
 fn d_stream_queue() -> usize {
     DEFAULT_STREAM_QUEUE
+}
+fn d_held_call_ttl() -> String {
+    DEFAULT_HELD_CALL_TTL.into()
+}
+fn d_max_held_calls() -> usize {
+    DEFAULT_MAX_HELD_CALLS
 }

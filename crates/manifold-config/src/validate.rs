@@ -58,6 +58,8 @@ pub struct LimitsConfig {
     pub session_idle_timeout: Duration,
     pub connect_timeout: Duration,
     pub stream_queue: usize,
+    pub held_call_ttl: Duration,
+    pub max_held_calls: usize,
 }
 
 impl Default for LimitsConfig {
@@ -72,6 +74,8 @@ impl Default for LimitsConfig {
             session_idle_timeout: Duration::from_secs(3600),
             connect_timeout: Duration::from_secs(10),
             stream_queue: DEFAULT_STREAM_QUEUE,
+            held_call_ttl: Duration::from_secs(120),
+            max_held_calls: DEFAULT_MAX_HELD_CALLS,
         })
     }
 }
@@ -167,6 +171,8 @@ fn limits(l: LimitsSection) -> Result<LimitsConfig, String> {
         session_idle_timeout: duration("limits.session_idle_timeout", &l.session_idle_timeout)?,
         connect_timeout: duration("limits.connect_timeout", &l.connect_timeout)?,
         stream_queue: positive("stream_queue", l.stream_queue)?,
+        held_call_ttl: duration("limits.held_call_ttl", &l.held_call_ttl)?,
+        max_held_calls: positive("max_held_calls", l.max_held_calls)?,
     })
 }
 

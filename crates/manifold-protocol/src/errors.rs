@@ -1,7 +1,7 @@
 //! JSON-RPC and MCP error codes, and the error object Manifold itself emits.
 //!
-//! Each code knows the HTTP status that goes with it on Streamable HTTP, so the
-//! transport never has to guess.
+//! Not here: which HTTP status an error travels with; that depends on why it was
+//! sent and in which era, and is decided in one table (the server's refusals).
 
 use serde_json::{json, Map, Value};
 
@@ -28,19 +28,6 @@ impl ErrorCode {
     pub const UPSTREAM_UNAVAILABLE: ErrorCode = ErrorCode(-32050);
     /// Manifold: the upstream did not answer within its timeout.
     pub const UPSTREAM_TIMEOUT: ErrorCode = ErrorCode(-32051);
-
-    /// The HTTP status Manifold answers with when this error is the whole reply to a
-    /// POST. JSON-RPC errors to well-formed requests travel with 200 (the HTTP exchange
-    /// itself succeeded); envelope and transport-level failures get 4xx.
-    pub fn http_status(self) -> u16 {
-        match self {
-            ErrorCode::PARSE_ERROR | ErrorCode::INVALID_REQUEST => 400,
-            ErrorCode::HEADER_MISMATCH
-            | ErrorCode::MISSING_CLIENT_CAPABILITY
-            | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => 400,
-            _ => 200,
-        }
-    }
 }
 
 /// A JSON-RPC error object produced by Manifold (upstream errors pass through raw).

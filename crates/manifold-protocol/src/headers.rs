@@ -400,6 +400,23 @@ pub fn decode_header_value(s: &str) -> Result<String, HeaderValueError> {
     }
 }
 
+/// The standard headers of a request Manifold sends over HTTP: `Mcp-Method`, and
+/// `Mcp-Name` when the request names something (the upstream's own tool or prompt
+/// name, or the URI), encoded as header values.
+pub fn standard_headers(method: &str, name: Option<&str>) -> Vec<(String, String)> {
+    let mut h = vec![(
+        crate::methods::HEADER_METHOD.to_string(),
+        method.to_string(),
+    )];
+    if let Some(n) = name {
+        h.push((
+            crate::methods::HEADER_NAME.to_string(),
+            encode_header_value(n),
+        ));
+    }
+    h
+}
+
 /// The headers a client must send for these arguments: one
 /// `(header name, encoded value)` per param whose value is present and
 /// non-null, in `params` order. A value whose JSON type does not match the

@@ -14,6 +14,7 @@ pub mod jsonrpc;
 pub mod lists;
 pub mod logging;
 pub mod methods;
+pub mod results;
 pub mod sse;
 pub mod version;
 

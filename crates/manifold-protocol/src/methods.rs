@@ -32,6 +32,22 @@ pub const HEADER_METHOD: &str = "mcp-method";
 pub const HEADER_NAME: &str = "mcp-name";
 pub const HEADER_LAST_EVENT_ID: &str = "last-event-id";
 
+/// Server→client requests a gateway relays to the client that made a call.
+pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+pub const ELICITATION_CREATE: &str = "elicitation/create";
+pub const ROOTS_LIST: &str = "roots/list";
+
+/// The client capability a server→client request needs (`None`: any client may
+/// be asked).
+pub fn required_capability(method: &str) -> Option<&'static str> {
+    match method {
+        SAMPLING_CREATE_MESSAGE => Some("sampling"),
+        ELICITATION_CREATE => Some("elicitation"),
+        ROOTS_LIST => Some("roots"),
+        _ => None,
+    }
+}
+
 pub const CONTENT_TYPE_JSON: &str = "application/json";
 pub const CONTENT_TYPE_SSE: &str = "text/event-stream";
 

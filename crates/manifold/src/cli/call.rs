@@ -1,23 +1,29 @@
-//! `manifold call NAME 'JSON-ARGS'`: one `tools/call` through the gateway's name
-//! table, without a listener. The exposed name resolves to its upstream and original
-//! name exactly as in `serve`; HTTP upstreams get the same `Mcp-Method`, `Mcp-Name`
-//! and `Mcp-Param-*` headers. The upstream's result is printed as pretty JSON.
+//! `manifold call NAME 'JSON-ARGS'`: one `tools/call` through the gateway's own
+//! pipeline (`Gateway::call_tool`), without a listener: the exposed name resolves
+//! to its upstream and original name exactly as in `serve`, HTTP upstreams get the
+//! same `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers, and whatever the
+//! gateway would refuse a client is refused here too. The result is printed as
+//! pretty JSON.
 //!
-//! Exit codes: 0 a result without `isError`; 1 `isError: true`, a JSON-RPC error or
-//! an upstream failure (explained on stderr); 2 an unknown tool (with the closest
-//! names as a hint), arguments that are not a JSON object, or a configuration error.
+//! Exit codes: 0 a result without `isError`; 1 `isError: true` (an upstream that
+//! could not be asked answers that way too) or a JSON-RPC error (explained on
+//! stderr); 2 an unknown tool (with the closest names as a hint), arguments that
+//! are not a JSON object or that the tool's `x-mcp-header` parameters cannot
+//! carry, or a configuration error.
 //!
 //! SIGINT during the call cancels it upstream (`notifications/cancelled`) and exits
 //! 130.
 
 use manifold_catalog::Entry;
-use manifold_protocol::headers::{encode_header_value, param_headers};
-use manifold_protocol::methods as m;
-use manifold_upstream::CallOutcome;
+use manifold_protocol::ErrorCode;
+use manifold_server::ToolReply;
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 use super::inproc::InProcess;
 use super::{load_config, one_line, FAILED, USAGE};
@@ -79,57 +85,26 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 async fn call(core: &InProcess, name: &str, arguments: Map<String, Value>) -> ExitCode {
-    let catalog = core.gw.catalog();
-    let Some(entry) = catalog.tools.get(name) else {
-        eprintln!("{}", unknown_tool(core, catalog.tools.entries(), name));
-        return ExitCode::from(USAGE);
+    // SIGINT cancels the call upstream; the gateway then answers it as cancelled.
+    let cancel = CancellationToken::new();
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (cancel, interrupted) = (cancel.clone(), interrupted.clone());
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupted.store(true, Ordering::SeqCst);
+                cancel.cancel();
+            }
+        })
     };
-    let Some(upstream) = core
-        .upstreams()
-        .iter()
-        .find(|u| **u.name() == *entry.upstream)
-    else {
-        eprintln!(
-            "manifold: tool {name} belongs to upstream `{}`, which is not configured",
-            entry.upstream
-        );
-        return ExitCode::from(FAILED);
-    };
-    let arguments = Value::Object(arguments);
-    let headers = match headers(entry, &arguments) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("manifold: invalid arguments for {name}: {e}");
-            return ExitCode::from(USAGE);
-        }
-    };
-    let mut params = Map::new();
-    params.insert("name".into(), Value::String(entry.original.clone()));
-    params.insert("arguments".into(), arguments);
-    let mut call = match upstream.call(m::TOOLS_CALL, Some(params), headers).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("manifold: {e}");
-            return ExitCode::from(FAILED);
-        }
-    };
-    let outcome = tokio::select! {
-        outcome = call.outcome() => outcome,
-        _ = tokio::signal::ctrl_c() => {
-            call.cancel("interrupted").await;
-            eprintln!("manifold: interrupted; the call was cancelled");
-            return ExitCode::from(INTERRUPTED);
-        }
-    };
-    match outcome {
-        CallOutcome::Result(raw) => {
-            let result: Value = match serde_json::from_str(raw.get()) {
-                Ok(v) => v,
-                Err(e) => {
-                    eprintln!("manifold: the upstream's result is not JSON: {e}");
-                    return ExitCode::from(FAILED);
-                }
-            };
+    let reply = core.gw.call_tool(name, arguments, cancel).await;
+    watcher.abort();
+    if interrupted.load(Ordering::SeqCst) {
+        eprintln!("manifold: interrupted; the call was cancelled");
+        return ExitCode::from(INTERRUPTED);
+    }
+    match reply {
+        ToolReply::Result(result) => {
             let mut out = serde_json::to_string_pretty(&result).unwrap_or_default();
             out.push('\n');
             let _ = std::io::stdout().lock().write_all(out.as_bytes());
@@ -142,44 +117,46 @@ async fn call(core: &InProcess, name: &str, arguments: Map<String, Value>) -> Ex
             }
             ExitCode::SUCCESS
         }
-        CallOutcome::Error(raw) => {
-            let err: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
-            let code = err.get("code").map(Value::to_string).unwrap_or_default();
-            let message = err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or(raw.get());
+        ToolReply::Refused { code, message, .. } if code == ErrorCode::INVALID_PARAMS.0 => {
+            // Manifold refused the operator's input: an unknown tool (say which
+            // names are close) or arguments the tool cannot take.
+            let catalog = core.gw.catalog();
+            if catalog.tools.get(name).is_none() {
+                eprintln!(
+                    "{}",
+                    unknown_tool(core, catalog.tools.entries(), name, &message)
+                );
+            } else {
+                eprintln!("manifold: {}", one_line(&message));
+            }
+            ExitCode::from(USAGE)
+        }
+        ToolReply::Refused { message, .. } => {
+            eprintln!("manifold: {}", one_line(&message));
+            ExitCode::from(FAILED)
+        }
+        ToolReply::Error {
+            code,
+            message,
+            data,
+        } => {
+            let upstream = core
+                .gw
+                .catalog()
+                .tools
+                .get(name)
+                .map(|e| e.upstream.to_string())
+                .unwrap_or_default();
             eprintln!(
-                "manifold: upstream `{}` answered with JSON-RPC error {code}: {}",
-                entry.upstream,
-                one_line(message)
+                "manifold: upstream `{upstream}` answered with JSON-RPC error {code}: {}",
+                one_line(&message)
             );
-            if let Some(data) = err.get("data") {
+            if let Some(data) = data {
                 eprintln!("  data: {data}");
             }
             ExitCode::from(FAILED)
         }
-        CallOutcome::Failed(e) => {
-            eprintln!("manifold: {e}");
-            ExitCode::from(FAILED)
-        }
     }
-}
-
-/// `Mcp-Method`, `Mcp-Name` (the upstream's own name) and one `Mcp-Param-*` per
-/// `x-mcp-header` argument, as `serve` sends them (stdio upstreams ignore them).
-fn headers(entry: &Entry, arguments: &Value) -> Result<Vec<(String, String)>, String> {
-    let mut h = vec![
-        (m::HEADER_METHOD.to_string(), m::TOOLS_CALL.to_string()),
-        (
-            m::HEADER_NAME.to_string(),
-            encode_header_value(&entry.original),
-        ),
-    ];
-    if !entry.header_params.is_empty() {
-        h.extend(param_headers(&entry.header_params, Some(arguments)).map_err(|e| e.to_string())?);
-    }
-    Ok(h)
 }
 
 /// `: <text>` from the first text content of an error result, if any.
@@ -196,8 +173,8 @@ fn error_text(result: &Value) -> String {
 
 /// "Unknown tool: NAME", the closest exposed names, and the upstreams whose tools
 /// are missing because they are not ready.
-fn unknown_tool(core: &InProcess, entries: &[Entry], name: &str) -> String {
-    let mut msg = format!("Unknown tool: {name}");
+fn unknown_tool(core: &InProcess, entries: &[Entry], name: &str, refusal: &str) -> String {
+    let mut msg = one_line(refusal);
     let close = closest(entries.iter().map(|e| e.exposed.as_str()), name, HINT_NAMES);
     if close.is_empty() {
         msg.push_str("\nNo tools are exposed.");

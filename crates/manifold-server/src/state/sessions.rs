@@ -1,12 +1,20 @@
-//! Downstream sessions (stateful era): what `initialize` negotiated, the GET stream,
-//! the server→client requests awaiting the client's answer, and the calls in flight
-//! (for `notifications/cancelled`).
+//! Client sessions of the session era (2024-11-05 … 2025-11-25): what
+//! `initialize` negotiated, the GET stream, the server→client requests awaiting
+//! the client's answer, and the calls in flight (for `notifications/cancelled`).
 //!
 //! Session ids are 32 bytes from the OS CSPRNG, hex-encoded: unguessable, and
 //! visible ASCII as the spec requires.
+//!
+//! Invariants: a session's GET stream carries whole JSON-RPC messages (framing is
+//! the front door's); no lock or DashMap guard is held across `.await`; a session
+//! leaves the table only through [`Sessions::remove`], which ends its calls' wait
+//! and closes its stream (see `Gateway::end_session` for the rest of the cleanup).
+//!
+//! Not here: 2026-07-28 requests, which have no session (`exchange::Caller`).
 
 use bytes::Bytes;
 use dashmap::DashMap;
+use manifold_protocol::logging::LogLevel;
 use manifold_protocol::RequestId;
 use manifold_upstream::Responder;
 use serde_json::{Map, Value};
@@ -17,12 +25,18 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::lock;
+
 /// Random bytes in a session id (hex-encoded: twice as many characters).
 pub const SESSION_ID_BYTES: usize = 32;
 /// Server→client requests awaiting answers per session; more are refused.
 pub const MAX_PENDING_CLIENT_REQUESTS: usize = 64;
 
-pub(crate) struct DownSession {
+/// `log_level`'s value while the client never sent `logging/setLevel`.
+const LEVEL_UNSET: u8 = u8::MAX;
+
+/// One client session.
+pub(crate) struct ClientSession {
     pub id: String,
     pub protocol_version: String,
     pub client_info: Value,
@@ -33,54 +47,20 @@ pub(crate) struct DownSession {
     get_stream: Mutex<Option<mpsc::Sender<Bytes>>>,
     pending: Mutex<HashMap<String, Responder>>,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
-    /// The level of `logging/setLevel` (index into `logging::LEVELS`), or
-    /// `logging::LEVEL_UNSET`.
+    /// `logging/setLevel` (a `LogLevel` index), or `LEVEL_UNSET`.
     log_level: AtomicU8,
-    /// A 2026-07-28 request's stand-in session: not registered, lives as long as
-    /// the request. Server→client requests cannot be relayed to it, and closing its
-    /// response stream cancels the call.
-    pub modern: bool,
-    /// Modern requests: the digest `requestState` is bound to (see `mrtr`).
-    pub request_digest: String,
+    /// Cancelled when the session ends: its calls' waits end with it.
     pub ended: CancellationToken,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl DownSession {
-    /// The stand-in session of one stateless (2026-07-28) request: what its
-    /// `_meta` declared, nothing kept afterwards. `log_level` is the requested
-    /// `logLevel`; without one the request gets no log messages.
-    pub fn ephemeral(
-        protocol_version: &str,
-        client_info: Value,
-        capabilities: Map<String, Value>,
-        log_level: u8,
-        request_digest: String,
-    ) -> Arc<DownSession> {
-        Arc::new(DownSession::new(
-            String::new(),
-            protocol_version.to_string(),
-            client_info,
-            capabilities,
-            log_level,
-            request_digest,
-        ))
-    }
-
+impl ClientSession {
     fn new(
         id: String,
         protocol_version: String,
         client_info: Value,
         capabilities: Map<String, Value>,
-        log_level: u8,
-        request_digest: String,
-    ) -> DownSession {
-        DownSession {
-            // Only stand-in (stateless) sessions have no id.
-            modern: id.is_empty(),
+    ) -> ClientSession {
+        ClientSession {
             id,
             protocol_version,
             client_info,
@@ -91,10 +71,15 @@ impl DownSession {
             get_stream: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
-            log_level: AtomicU8::new(log_level),
-            request_digest,
+            log_level: AtomicU8::new(LEVEL_UNSET),
             ended: CancellationToken::new(),
         }
+    }
+
+    /// The first 8 characters of the id: enough to follow a session in the logs,
+    /// useless as a credential.
+    pub fn short_id(&self) -> &str {
+        self.id.get(..8).unwrap_or(&self.id)
     }
 
     pub fn touch(&self) {
@@ -114,19 +99,22 @@ impl DownSession {
     }
 
     /// Queues a message on the GET stream; false if none is open or it is full.
-    pub fn push(&self, bytes: Bytes) -> bool {
+    pub fn push(&self, message: Bytes) -> bool {
         let tx = lock(&self.get_stream).clone();
         match tx {
-            Some(tx) => tx.try_send(bytes).is_ok(),
+            Some(tx) => tx.try_send(message).is_ok(),
             None => false,
         }
     }
 
-    pub fn log_level(&self) -> u8 {
-        self.log_level.load(Ordering::Relaxed)
+    /// The level the client asked for with `logging/setLevel`, if it did.
+    pub fn log_level(&self) -> Option<LogLevel> {
+        LogLevel::ALL
+            .get(usize::from(self.log_level.load(Ordering::Relaxed)))
+            .copied()
     }
-    pub fn set_log_level(&self, level: u8) {
-        self.log_level.store(level, Ordering::Relaxed);
+    pub fn set_log_level(&self, level: LogLevel) {
+        self.log_level.store(level as u8, Ordering::Relaxed);
     }
 
     pub fn has_capability(&self, name: &str) -> bool {
@@ -152,6 +140,8 @@ impl DownSession {
         lock(&self.pending).remove(id)
     }
 
+    /// Registers a call in flight; its token fires on `notifications/cancelled`
+    /// or when the session ends.
     pub fn begin_call(&self, id: RequestId) -> CancellationToken {
         let token = self.ended.child_token();
         lock(&self.in_flight).insert(id, token.clone());
@@ -171,8 +161,9 @@ impl DownSession {
     }
 }
 
+/// Every live session.
 pub(crate) struct Sessions {
-    map: DashMap<String, Arc<DownSession>>,
+    map: DashMap<String, Arc<ClientSession>>,
     max: usize,
 }
 
@@ -184,63 +175,58 @@ impl Sessions {
         }
     }
 
+    /// Mints a session; `None` at the `limits.max_sessions` bound (or without OS
+    /// randomness).
     pub fn create(
         &self,
         protocol_version: String,
         client_info: Value,
         capabilities: Map<String, Value>,
-    ) -> Option<Arc<DownSession>> {
+    ) -> Option<Arc<ClientSession>> {
         if self.map.len() >= self.max {
             return None;
         }
         let mut raw = [0u8; SESSION_ID_BYTES];
         getrandom::fill(&mut raw).ok()?;
-        let s = Arc::new(DownSession::new(
+        let s = Arc::new(ClientSession::new(
             hex::encode(raw),
             protocol_version,
             client_info,
             capabilities,
-            crate::logging::LEVEL_UNSET,
-            String::new(),
         ));
         self.map.insert(s.id.clone(), s.clone());
         Some(s)
     }
 
-    pub fn get(&self, id: &str) -> Option<Arc<DownSession>> {
+    pub fn get(&self, id: &str) -> Option<Arc<ClientSession>> {
         self.map.get(id).map(|s| s.value().clone())
     }
 
-    pub fn remove(&self, id: &str) -> bool {
-        match self.map.remove(id) {
-            Some((_, s)) => {
-                s.ended.cancel();
-                *lock(&s.get_stream) = None;
-                true
-            }
-            None => false,
-        }
+    /// Takes a session out of the table: its calls stop waiting on it and its
+    /// stream closes. `None` if it was not there.
+    pub fn remove(&self, id: &str) -> Option<Arc<ClientSession>> {
+        let (_, s) = self.map.remove(id)?;
+        s.ended.cancel();
+        *lock(&s.get_stream) = None;
+        Some(s)
     }
 
-    /// Sends a notification to every session with a GET stream open; returns how
-    /// many took it.
-    pub fn broadcast_notification(&self, method: &str) -> usize {
-        let bytes = crate::body::sse_message(&manifold_protocol::jsonrpc::notification_bytes(
-            method, None,
-        ));
-        let sessions: Vec<Arc<DownSession>> = self.map.iter().map(|e| e.value().clone()).collect();
-        sessions.iter().filter(|s| s.push(bytes.clone())).count()
+    /// Sends a message to every session with a GET stream open; returns how many
+    /// took it.
+    pub fn broadcast(&self, message: &Bytes) -> usize {
+        self.all()
+            .iter()
+            .filter(|s| s.push(message.clone()))
+            .count()
     }
 
-    /// Ends sessions idle for longer than `idle`; their ids.
-    pub fn expire_idle(&self, idle: Duration) -> Vec<String> {
-        let stale: Vec<String> = self
-            .map
+    /// The ids of sessions idle for longer than `idle`.
+    pub fn idle(&self, idle: Duration) -> Vec<String> {
+        self.map
             .iter()
             .filter(|e| e.value().idle_for() > idle)
             .map(|e| e.key().clone())
-            .collect();
-        stale.into_iter().filter(|id| self.remove(id)).collect()
+            .collect()
     }
 
     pub fn len(&self) -> usize {
@@ -248,16 +234,12 @@ impl Sessions {
     }
 
     /// Every live session (a snapshot: no guard is kept).
-    pub fn all(&self) -> Vec<Arc<DownSession>> {
+    pub fn all(&self) -> Vec<Arc<ClientSession>> {
         self.map.iter().map(|e| e.value().clone()).collect()
     }
 
     /// The most verbose `logging/setLevel` of any live session, if any set one.
-    pub fn most_verbose_log_level(&self) -> Option<u8> {
-        self.map
-            .iter()
-            .map(|e| e.value().log_level())
-            .filter(|&l| l != crate::logging::LEVEL_UNSET)
-            .min()
+    pub fn most_verbose_log_level(&self) -> Option<LogLevel> {
+        self.map.iter().filter_map(|e| e.value().log_level()).min()
     }
 }

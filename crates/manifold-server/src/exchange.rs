@@ -1,0 +1,238 @@
+//! The per-request context. The front door says what it knows ([`Arrival`]); once
+//! the pipeline has decoded and admitted the request it becomes an [`Exchange`]:
+//! the era, the caller ([`Caller`]: a session, a 2026-07-28 request's own
+//! `_meta`, or the local operator), the principal, the JSON-RPC id and method,
+//! the response forms the client accepts, its trace context, and the request's
+//! observation (metrics and audit, finished once). A forwarded call's deadline is
+//! its upstream's `timeout`, kept by the upstream call itself.
+//!
+//! Invariants: an `Exchange` exists only for an admitted request; its
+//! observation is taken by whoever answers (the relay for forwarded calls) or
+//! finished by the pipeline, never both.
+//!
+//! Not here: deciding any of these facts (the pipeline's phases do).
+
+use http::HeaderMap;
+use manifold_audit::ClientInfo;
+use manifold_protocol::RequestId;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+use crate::era::Era;
+use crate::observe::Observed;
+use crate::state::log_levels::LogFilter;
+use crate::state::sessions::ClientSession;
+use crate::state::Gateway;
+
+/// Which front door a request came through.
+#[derive(Debug)]
+pub(crate) enum Front {
+    /// The Streamable-HTTP endpoint: the request's headers.
+    Http(HeaderMap),
+    /// The local operator (`manifold call`): no transport, no headers; the token
+    /// cancels its call.
+    Operator(CancellationToken),
+}
+
+impl Front {
+    /// A header's value without surrounding whitespace; `None` if absent, not text,
+    /// or the front door has no headers.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        match self {
+            Front::Http(h) => h.get(name).and_then(|v| v.to_str().ok()).map(str::trim),
+            Front::Operator(_) => None,
+        }
+    }
+
+    /// The request's HTTP headers, if it came over HTTP.
+    pub(crate) fn headers(&self) -> Option<&HeaderMap> {
+        match self {
+            Front::Http(h) => Some(h),
+            Front::Operator(_) => None,
+        }
+    }
+}
+
+/// The response forms the client accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Accepts {
+    /// One JSON message.
+    pub json: bool,
+    /// A stream of messages (SSE over HTTP).
+    pub stream: bool,
+}
+
+/// Trace context carried with the request: the client's W3C `traceparent`, if it
+/// sent one. It is in the request's log span today; spans exported to a tracing
+/// system will continue it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TraceContext {
+    pub traceparent: Option<String>,
+}
+
+/// What the front door knows about a request before the pipeline reads it.
+#[derive(Debug)]
+pub(crate) struct Arrival {
+    /// Manifold's id for the request: in every log line of it and in its audit record.
+    pub request_id: String,
+    /// Size of the request body.
+    pub bytes: usize,
+    pub front: Front,
+    pub accepts: Accepts,
+    pub trace: TraceContext,
+}
+
+/// Who is calling: anonymous until authentication exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Principal {
+    Anonymous,
+    /// The local operator running `manifold call`.
+    Operator,
+}
+
+impl Principal {
+    /// The principal as audit records name it.
+    pub(crate) fn audit_name(&self) -> &'static str {
+        match self {
+            Principal::Anonymous => manifold_audit::ANONYMOUS,
+            Principal::Operator => "operator",
+        }
+    }
+}
+
+/// A 2026-07-28 request's own description of its client (its `_meta`), kept for
+/// that request only.
+#[derive(Debug)]
+pub(crate) struct StatelessCaller {
+    pub client_info: Value,
+    pub capabilities: Map<String, Value>,
+    pub log: LogFilter,
+    /// The digest a `requestState` is bound to (see `state::held_calls`).
+    pub digest: String,
+}
+
+/// The client a request is answered for.
+#[derive(Clone)]
+pub(crate) enum Caller {
+    /// A session-era client, in its session.
+    Session(Arc<ClientSession>),
+    /// A 2026-07-28 request.
+    Stateless(Arc<StatelessCaller>),
+    /// A session-era request that may come before a session exists
+    /// (`initialize`, or a `server/discover` without `_meta`).
+    Initializing,
+    /// The local operator (`manifold call`); the token cancels its call.
+    Operator(CancellationToken),
+}
+
+impl Caller {
+    pub(crate) fn session(&self) -> Option<&Arc<ClientSession>> {
+        match self {
+            Caller::Session(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn has_capability(&self, name: &str) -> bool {
+        match self {
+            Caller::Session(s) => s.has_capability(name),
+            Caller::Stateless(c) => c.capabilities.contains_key(name),
+            Caller::Initializing | Caller::Operator(_) => false,
+        }
+    }
+
+    pub(crate) fn capabilities(&self) -> Map<String, Value> {
+        match self {
+            Caller::Session(s) => s.capabilities.clone(),
+            Caller::Stateless(c) => c.capabilities.clone(),
+            Caller::Initializing | Caller::Operator(_) => Map::new(),
+        }
+    }
+
+    /// Which log messages the client gets.
+    pub(crate) fn log_filter(&self) -> LogFilter {
+        match self {
+            Caller::Session(s) => s.log_level().map_or(LogFilter::All, LogFilter::AtLeast),
+            Caller::Stateless(c) => c.log,
+            Caller::Initializing | Caller::Operator(_) => LogFilter::All,
+        }
+    }
+
+    /// Whether the client can be sent server→client requests (sampling,
+    /// elicitation, roots) on a response stream. A 2026-07-28 client cannot: its
+    /// questions travel as an `InputRequiredResult` instead.
+    pub(crate) fn can_be_asked(&self) -> bool {
+        matches!(self, Caller::Session(_))
+    }
+
+    /// Whether losing the client's connection cancels its call. A session-era
+    /// client may come back ("Disconnection SHOULD NOT be interpreted as the client
+    /// cancelling its request"); a 2026-07-28 client cancels by closing the stream.
+    pub(crate) fn cancels_on_disconnect(&self) -> bool {
+        !matches!(self, Caller::Session(_))
+    }
+
+    /// A call starts: the token that cancels it (the client's
+    /// `notifications/cancelled`, the session's end, the operator's interrupt).
+    pub(crate) fn begin_call(&self, id: &RequestId) -> CancellationToken {
+        match self {
+            Caller::Session(s) => s.begin_call(id.clone()),
+            Caller::Operator(t) => t.child_token(),
+            Caller::Stateless(_) | Caller::Initializing => CancellationToken::new(),
+        }
+    }
+
+    /// The call is over.
+    pub(crate) fn end_call(&self, id: &RequestId) {
+        if let Caller::Session(s) = self {
+            s.end_call(id);
+        }
+    }
+
+    /// The client as it named itself, for audit records.
+    pub(crate) fn client_info(&self) -> Option<ClientInfo> {
+        let v = match self {
+            Caller::Session(s) => &s.client_info,
+            Caller::Stateless(c) => &c.client_info,
+            Caller::Initializing | Caller::Operator(_) => return None,
+        };
+        let name = v.get("name")?.as_str()?.to_string();
+        let version = v
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        Some(ClientInfo { name, version })
+    }
+
+    /// What a modern upstream is told about this client.
+    pub(crate) fn for_upstream(&self) -> manifold_upstream::Caller {
+        manifold_upstream::Caller {
+            capabilities: self.capabilities(),
+            log_level: self.log_filter().level().map(|l| l.as_str().to_string()),
+            bridge_input: !matches!(self, Caller::Stateless(_)),
+        }
+    }
+}
+
+/// One admitted request, from routing to its answer.
+pub(crate) struct Exchange {
+    pub gw: Arc<Gateway>,
+    pub arrival: Arrival,
+    pub era: Era,
+    pub caller: Caller,
+    pub principal: Principal,
+    /// The request's JSON-RPC id.
+    pub rpc_id: RequestId,
+    pub method: String,
+    /// Metrics and audit for this request; taken by whoever answers it.
+    pub obs: Option<Observed>,
+}
+
+impl Exchange {
+    /// The observation, for the phase that will answer the request.
+    pub(crate) fn observation(&mut self) -> Option<&mut Observed> {
+        self.obs.as_mut()
+    }
+}

@@ -1,0 +1,355 @@
+//! The HTTP front door: the accept loop, the MCP endpoint's POST/GET/DELETE,
+//! Origin and Host validation (DNS rebinding), content type, Accept and body
+//! limits — generic HTTP concerns, before the pipeline — and the framing of every
+//! [`Reply`] as an HTTP response (a JSON body, or an SSE stream).
+//!
+//! Invariants: MCP semantics are never decided here (the pipeline does); every
+//! connection task ends with the gateway's shutdown (gracefully, bounded).
+//!
+//! Not here: the admin listener (`admin`), sessions and eras (the pipeline).
+
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use manifold_protocol::methods as m;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+use super::sse::{self, Body, SseBody};
+use crate::era::Era;
+use crate::exchange::{Accepts, Arrival, Front, TraceContext};
+use crate::pipeline;
+use crate::refusal::Refusal;
+use crate::reply::Reply;
+use crate::state::Gateway;
+
+/// How long open connections get to finish after shutdown begins.
+pub const CONNECTION_DRAIN: Duration = Duration::from_secs(5);
+
+/// Serves the MCP endpoint until the gateway shuts down, then lets open
+/// connections finish (bounded).
+pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
+    let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
+    let conns = tokio_util::task::TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            _ = gw.shutdown.cancelled() => break,
+            a = listener.accept() => a,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // EMFILE and friends: back off briefly instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let gw = gw.clone();
+        let builder = builder.clone();
+        let shutdown = gw.shutdown.clone();
+        conns.spawn(async move {
+            let svc = service_fn(move |req| {
+                let gw = gw.clone();
+                async move { Ok::<_, Infallible>(handle(gw, req).await) }
+            });
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            tokio::select! {
+                res = conn.as_mut() => {
+                    if let Err(e) = res {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                }
+                _ = shutdown.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(CONNECTION_DRAIN, conn).await;
+                }
+            }
+        });
+    }
+    // Listen streams never end on their own: close them with their final result
+    // so the connections can finish gracefully.
+    let ended = gw.listeners.end_all();
+    tracing::debug!(listens = ended, "ended the subscriptions/listen streams");
+    conns.close();
+    let _ = tokio::time::timeout(CONNECTION_DRAIN + Duration::from_secs(1), conns.wait()).await;
+}
+
+/// Frames a reply as an HTTP response.
+pub(crate) fn respond(reply: Reply) -> Response<Body> {
+    match reply {
+        Reply::Message {
+            status,
+            bytes,
+            session,
+            ..
+        } => {
+            let mut b = Response::builder()
+                .status(status)
+                .header(http::header::CONTENT_TYPE, m::CONTENT_TYPE_JSON);
+            if let Some(s) = session {
+                b = b.header(m::HEADER_SESSION_ID, s);
+            }
+            b.body(sse::full(bytes))
+                .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR))
+        }
+        Reply::Stream(rx) => Response::builder()
+            .status(StatusCode::OK)
+            .header(http::header::CONTENT_TYPE, m::CONTENT_TYPE_SSE)
+            .header(http::header::CACHE_CONTROL, "no-cache")
+            // Reverse proxies (nginx) must not buffer the stream.
+            .header("x-accel-buffering", "no")
+            .body(SseBody::boxed(rx))
+            .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR)),
+        Reply::Accepted => plain(StatusCode::ACCEPTED),
+        Reply::Ended => plain(StatusCode::OK),
+    }
+}
+
+fn plain(status: StatusCode) -> Response<Body> {
+    let mut r = Response::new(sse::empty());
+    *r.status_mut() = status;
+    r
+}
+
+/// A refusal of the HTTP request itself (no JSON-RPC id is known yet).
+fn refuse(r: Refusal) -> Response<Body> {
+    respond(r.reply(None, Era::Session))
+}
+
+async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
+    if req.uri().path() != gw.config.server.path {
+        // Not the MCP endpoint: nothing here speaks JSON-RPC.
+        return plain(StatusCode::NOT_FOUND);
+    }
+    if let Err(r) = check_origin_and_host(&gw, req.headers()) {
+        return refuse(r);
+    }
+    let accepts = accepts(req.headers());
+    match *req.method() {
+        Method::POST => post(gw, req, accepts).await,
+        Method::GET => {
+            // GET opens a stream and nothing else: the client must say it takes one.
+            let accept = req
+                .headers()
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if !accept.contains(m::CONTENT_TYPE_SSE) && !accept.contains("*/*") {
+                return refuse(Refusal::StreamNotAcceptable);
+            }
+            let arrival = arrival(&gw, req.headers().clone(), 0, accepts);
+            respond(pipeline::open_stream(&gw, &arrival))
+        }
+        Method::DELETE => {
+            let arrival = arrival(&gw, req.headers().clone(), 0, accepts);
+            respond(pipeline::end_session(&gw, &arrival))
+        }
+        _ => {
+            let mut r = refuse(Refusal::HttpMethodNotAllowed);
+            r.headers_mut().insert(
+                http::header::ALLOW,
+                http::HeaderValue::from_static("GET, POST, DELETE"),
+            );
+            r
+        }
+    }
+}
+
+/// What the client's `Accept` allows. No header means anything.
+fn accepts(headers: &HeaderMap) -> Accepts {
+    let accept = headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("*/*")
+        .to_ascii_lowercase();
+    Accepts {
+        json: accept.contains(m::CONTENT_TYPE_JSON)
+            || accept.contains("*/*")
+            || accept.contains("application/*"),
+        stream: accept.contains(m::CONTENT_TYPE_SSE) || accept.contains("*/*"),
+    }
+}
+
+fn arrival(gw: &Gateway, headers: HeaderMap, bytes: usize, accepts: Accepts) -> Arrival {
+    let traceparent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= MAX_TRACEPARENT)
+        .map(str::to_string);
+    Arrival {
+        request_id: gw.request_id(),
+        bytes,
+        front: Front::Http(headers),
+        accepts,
+        trace: TraceContext { traceparent },
+    }
+}
+
+/// The longest `traceparent` kept (a valid one is 55 characters).
+const MAX_TRACEPARENT: usize = 128;
+
+async fn post(gw: Arc<Gateway>, req: Request<Incoming>, accepts: Accepts) -> Response<Body> {
+    let ctype = req
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !ctype.to_ascii_lowercase().starts_with(m::CONTENT_TYPE_JSON) {
+        return refuse(Refusal::UnsupportedMediaType);
+    }
+    if !accepts.json && !accepts.stream {
+        return refuse(Refusal::NotAcceptable);
+    }
+    let (parts, body) = req.into_parts();
+    let limit = gw.config.limits.max_body_bytes;
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                return refuse(Refusal::BodyTooLarge { limit });
+            }
+            return refuse(Refusal::BodyUnreadable);
+        }
+    };
+    let arrival = arrival(&gw, parts.headers, bytes.len(), accepts);
+    let span = tracing::info_span!("request", request_id = %arrival.request_id,
+        traceparent = tracing::field::Empty);
+    if let Some(t) = &arrival.trace.traceparent {
+        span.record("traceparent", t.as_str());
+    }
+    use tracing::Instrument;
+    respond(pipeline::serve(&gw, arrival, &bytes).instrument(span).await)
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost")
+        || h.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Splits `host[:port]` (IPv6 in brackets) and returns the host part.
+fn host_part(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    authority
+        .rsplit_once(':')
+        .map(|(h, _)| h)
+        .unwrap_or(authority)
+}
+
+/// DNS-rebinding protection. A foreign `Origin` is refused with 403. With a
+/// loopback listener, so is a `Host` that is not a loopback name, unless listed in
+/// `server.allowed_hosts`.
+fn check_origin_and_host(gw: &Gateway, headers: &HeaderMap) -> Result<(), Refusal> {
+    let cfg = &gw.config.server;
+    let host = headers
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let listener_loopback = cfg.listen.ip().is_loopback();
+    let host_listed = cfg
+        .allowed_hosts
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(host_part(host)));
+    if listener_loopback && !host.is_empty() && !is_loopback_host(host_part(host)) && !host_listed {
+        return Err(Refusal::HostNotAllowed {
+            host: host.to_string(),
+        });
+    }
+    if !listener_loopback && !cfg.allowed_hosts.is_empty() && !host_listed {
+        return Err(Refusal::HostNotListed {
+            host: host.to_string(),
+        });
+    }
+    if let Some(origin) = headers.get(http::header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let authority = origin
+            .split_once("://")
+            .map(|(_, rest)| rest.trim_end_matches('/'))
+            .unwrap_or("");
+        let allowed = cfg.allowed_origins.iter().any(|o| {
+            o.trim_end_matches('/')
+                .eq_ignore_ascii_case(origin.trim_end_matches('/'))
+        }) || (listener_loopback && is_loopback_host(host_part(authority)))
+            || (!authority.is_empty() && authority.eq_ignore_ascii_case(host));
+        if !allowed {
+            return Err(Refusal::OriginNotAllowed {
+                origin: origin.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_parsing() {
+        for (auth, host) in [
+            ("localhost:8080", "localhost"),
+            ("127.0.0.1", "127.0.0.1"),
+            ("[::1]:9", "::1"),
+            ("evil.example.com", "evil.example.com"),
+        ] {
+            assert_eq!(host_part(auth), host);
+        }
+        assert!(is_loopback_host("localhost"));
+        assert!(is_loopback_host("127.0.0.2"));
+        assert!(is_loopback_host("::1"));
+        assert!(!is_loopback_host("evil.example.com"));
+        assert!(!is_loopback_host("localhost.evil.com"));
+    }
+
+    #[test]
+    fn accept_headers_decide_the_response_forms() {
+        let h = |v: Option<&str>| {
+            let mut m = HeaderMap::new();
+            if let Some(v) = v {
+                m.insert(http::header::ACCEPT, v.parse().unwrap());
+            }
+            accepts(&m)
+        };
+        let both = Accepts {
+            json: true,
+            stream: true,
+        };
+        assert_eq!(h(None), both);
+        assert_eq!(h(Some("application/json, text/event-stream")), both);
+        assert_eq!(
+            h(Some("application/json")),
+            Accepts {
+                json: true,
+                stream: false
+            }
+        );
+        assert_eq!(
+            h(Some("text/event-stream")),
+            Accepts {
+                json: false,
+                stream: true
+            }
+        );
+        assert_eq!(
+            h(Some("text/html")),
+            Accepts {
+                json: false,
+                stream: false
+            }
+        );
+    }
+}

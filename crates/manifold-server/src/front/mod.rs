@@ -1,0 +1,15 @@
+//! The front doors: how requests reach the pipeline and replies leave it — the
+//! Streamable-HTTP endpoint (`http`, framing in `sse`), the admin listener
+//! (`admin`: `/metrics`, `/healthz`, `/readyz`), and the local operator
+//! (`operator`: `manifold call`).
+//!
+//! Invariants: a front door builds an `Arrival` and frames a `Reply`; it decides
+//! nothing about MCP. Generic transport concerns (timeouts, limits, TLS) live
+//! here.
+//!
+//! Not here: the pipeline.
+
+pub(crate) mod admin;
+pub(crate) mod http;
+pub(crate) mod operator;
+pub(crate) mod sse;

@@ -1,0 +1,19 @@
+//! The method handlers, one file per family: what Manifold answers itself
+//! (`surface`), what it forwards (`call`, `resources`, `completion`), MCP logging
+//! (`mcp_logging`), 2026-07-28 listen streams (`listen`), what clients send that
+//! is not a request (`client`), and session operations (`session`).
+//!
+//! Invariants: a handler takes the admitted [`Exchange`](crate::exchange::Exchange)
+//! and the request's params, and returns a reply or a refusal; it never frames
+//! bytes for a transport.
+//!
+//! Not here: which handler serves which method (`pipeline/route.rs`).
+
+pub(crate) mod call;
+pub(crate) mod client;
+pub(crate) mod completion;
+pub(crate) mod listen;
+pub(crate) mod mcp_logging;
+pub(crate) mod resources;
+pub(crate) mod session;
+pub(crate) mod surface;

@@ -1,0 +1,201 @@
+//! What Manifold answers itself about the merged surface: `initialize` (the
+//! session era), `server/discover` (2026-07-28), `ping`, and the merged lists
+//! (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`)
+//! served from the pre-serialized catalog snapshot.
+//!
+//! Invariants: no upstream is asked anything here; the same upstream state gives
+//! byte-identical list pages; 2026-07-28 results carry `resultType` and, for lists
+//! and discovery, `ttlMs` and `cacheScope`.
+//!
+//! Not here: per-caller views (every caller sees the same lists today).
+
+use manifold_protocol::{jsonrpc, results, version};
+use manifold_upstream::Upstream;
+use serde_json::{json, Map, Value};
+
+use crate::era::Era;
+use crate::exchange::Exchange;
+use crate::refusal::Refusal;
+use crate::reply::Reply;
+use crate::state::Gateway;
+use manifold_protocol::methods::{self as m, meta};
+
+/// Manifold's `serverInfo`.
+pub const SERVER_NAME: &str = "manifold";
+pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The longest clients may cache Manifold's lists and discovery result. The lists
+/// change only on `list_changed`, which listeners hear at once; the bound keeps a
+/// client that does not listen from holding a stale list for long. A ready modern
+/// upstream whose lists Manifold refetches sooner (its `ttlMs`) shortens it: see
+/// [`list_ttl_ms`].
+pub const LIST_TTL_MS: u64 = 60_000;
+
+/// The `ttlMs` of Manifold's lists: [`LIST_TTL_MS`], or the shortest time a ready
+/// upstream's lists are kept before Manifold refetches them, if shorter. A
+/// client's cached list then lives no longer than Manifold's own copy.
+pub(crate) fn list_ttl_ms(gw: &Gateway) -> u64 {
+    gw.upstreams
+        .iter()
+        .filter_map(Upstream::list_ttl)
+        .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+        .fold(LIST_TTL_MS, u64::min)
+}
+
+/// A result answering the exchange's request.
+fn result(x: &Exchange, result: &[u8]) -> Reply {
+    Reply::ok(jsonrpc::response_bytes_from_json(&x.rpc_id, result))
+}
+
+/// `ping`: an empty result.
+pub(crate) fn ping(x: &Exchange) -> Result<Reply, Refusal> {
+    Ok(result(x, b"{}"))
+}
+
+/// One page of a merged list, pre-serialized; 2026-07-28 pages carry cache hints.
+pub(crate) fn list(x: &Exchange, params: &Map<String, Value>) -> Result<Reply, Refusal> {
+    let cursor = match params.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(c.as_str()),
+        Some(_) => {
+            return Err(Refusal::InvalidParams(
+                "Invalid cursor: it must be a string".into(),
+            ))
+        }
+    };
+    let catalog = x.gw.catalog.load();
+    let page = match x.method.as_str() {
+        m::TOOLS_LIST => catalog.tools.page(cursor),
+        m::PROMPTS_LIST => catalog.prompts.page(cursor),
+        m::RESOURCES_LIST => catalog.resources.resources.page(cursor),
+        _ => catalog.resources.templates.page(cursor),
+    }
+    .map_err(|e| Refusal::InvalidParams(e.to_string()))?;
+    Ok(match x.era {
+        Era::Session => result(x, &page),
+        // The same for every caller: Manifold has no per-caller views yet.
+        Era::Stateless => result(
+            x,
+            &results::with_cache_hints(&page, list_ttl_ms(&x.gw), "public"),
+        ),
+    })
+}
+
+/// `initialize`: negotiate, mint a session, answer with the merged capabilities.
+pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Reply, Refusal> {
+    let gw = &x.gw;
+    let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
+        return Err(Refusal::InvalidParams(
+            "initialize needs params.protocolVersion (a string)".into(),
+        ));
+    };
+    let negotiated = version::negotiate(requested);
+    let capabilities = params
+        .get("capabilities")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let client_info = params.get("clientInfo").cloned().unwrap_or(Value::Null);
+    let Some(session) =
+        gw.sessions
+            .create(negotiated.to_string(), client_info.clone(), capabilities)
+    else {
+        return Err(Refusal::TooManySessions {
+            limit: gw.config.limits.max_sessions,
+        });
+    };
+    tracing::info!(session = %session.short_id(), client = %client_info, version = negotiated, "session started");
+    let mut out = Map::new();
+    out.insert("protocolVersion".into(), Value::from(negotiated));
+    out.insert("capabilities".into(), capabilities_for(gw));
+    out.insert(
+        "serverInfo".into(),
+        json!({"name": SERVER_NAME, "version": SERVER_VERSION}),
+    );
+    if let Some(text) = merged_instructions(gw) {
+        out.insert("instructions".into(), Value::from(text));
+    }
+    let bytes =
+        jsonrpc::response_bytes_from_json(&x.rpc_id, Value::Object(out).to_string().as_bytes());
+    Ok(Reply::Message {
+        status: http::StatusCode::OK,
+        bytes: bytes.into(),
+        session: Some(session.id.clone()),
+        refused: false,
+    })
+}
+
+/// `server/discover`: the revisions Manifold speaks, the merged capabilities and
+/// instructions, and how long they may be cached.
+pub(crate) fn discover(x: &Exchange) -> Result<Reply, Refusal> {
+    let gw = &x.gw;
+    let mut out = Map::new();
+    out.insert("resultType".into(), json!("complete"));
+    let supported: Vec<&str> = version::MODERN_SUPPORTED
+        .iter()
+        .chain(version::LEGACY_SUPPORTED)
+        .copied()
+        .collect();
+    out.insert("supportedVersions".into(), json!(supported));
+    // In this era `resources.subscribe` promises `resourceSubscriptions` on a
+    // listen, which Manifold honours for every URI an upstream can subscribe to.
+    out.insert("capabilities".into(), capabilities_for(gw));
+    if let Some(text) = merged_instructions(gw) {
+        out.insert("instructions".into(), Value::from(text));
+    }
+    out.insert(
+        "_meta".into(),
+        json!({meta::SERVER_INFO: {"name": SERVER_NAME, "version": SERVER_VERSION}}),
+    );
+    out.insert("ttlMs".into(), json!(list_ttl_ms(gw)));
+    out.insert("cacheScope".into(), json!("public"));
+    Ok(result(x, Value::Object(out).to_string().as_bytes()))
+}
+
+/// The union of what the ready upstreams offer. Tools and prompts are always
+/// offered (an empty list is a valid answer, and an upstream may join later);
+/// Manifold itself emits every `list_changed`, so `listChanged` is true.
+fn capabilities_for(gw: &Gateway) -> Value {
+    let upstream_caps: Vec<Map<String, Value>> = gw
+        .upstreams
+        .iter()
+        .filter_map(|u| u.status().facts.map(|f| f.capabilities.clone()))
+        .collect();
+    let any = |name: &str| upstream_caps.iter().any(|c| c.contains_key(name));
+    let mut caps = Map::new();
+    caps.insert("tools".into(), json!({"listChanged": true}));
+    caps.insert("prompts".into(), json!({"listChanged": true}));
+    if any("resources") {
+        let subscribe = upstream_caps.iter().any(|c| {
+            c.get("resources")
+                .and_then(|r| r.get("subscribe"))
+                .and_then(Value::as_bool)
+                == Some(true)
+        });
+        caps.insert(
+            "resources".into(),
+            json!({"subscribe": subscribe, "listChanged": true}),
+        );
+    }
+    if any("completions") {
+        caps.insert("completions".into(), json!({}));
+    }
+    if any("logging") {
+        caps.insert("logging".into(), json!({}));
+    }
+    Value::Object(caps)
+}
+
+/// One heading per upstream that gave instructions, in upstream order.
+fn merged_instructions(gw: &Gateway) -> Option<String> {
+    let parts: Vec<String> = gw
+        .upstreams
+        .iter()
+        .filter_map(|u| {
+            let text = u.status().facts?.instructions?;
+            let text = text.trim().to_string();
+            (!text.is_empty()).then(|| format!("## {}\n{}", u.name(), text))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}

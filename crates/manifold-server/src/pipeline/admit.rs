@@ -1,0 +1,278 @@
+//! Phase admit: may this request be served, and for whom? Today it runs the checks
+//! each era's transport requires; identity, policy, rate limits, argument
+//! validation and confirmation come here next, in that order, after these.
+//!
+//! Session era, in order:
+//! 1. `initialize` needs no session (it makes one); a `server/discover` without a
+//!    session is not a session-era request (404 + -32601);
+//! 2. everything else belongs to a session: 400 without an id, 404 for an
+//!    unknown or ended one, so clients know to re-initialize;
+//! 3. `MCP-Protocol-Version`, when present, must name a revision Manifold speaks
+//!    (400). A missing header is accepted (the spec: assume the negotiated one).
+//!
+//! 2026-07-28, in order, each with the spec's code and status:
+//! 1. `_meta` protocolVersion present → else 400 + -32602;
+//! 2. `MCP-Protocol-Version` header equal to it → else 400 + -32020 (compared
+//!    first: a body that disagrees with its header is a mismatch whatever the
+//!    version says);
+//! 3. the version supported → else 400 + -32022 with `supported` and `requested`;
+//! 4. `_meta` clientCapabilities present (an object) → else 400 + -32602;
+//! 5. `Mcp-Method` equal to the method → else 400 + -32020;
+//! 6. a method of the session era only → 404 + -32601;
+//! 7. `Mcp-Name` equal to `params.name`/`uri` for `tools/call`, `prompts/get`,
+//!    `resources/read`; every `Mcp-Param-*` of the exposed tool equal to its
+//!    argument (after base64-sentinel decoding; integers compared numerically),
+//!    present exactly when the argument is → else 400 + -32020;
+//! 8. `_meta` logLevel, if any, a level → else 400 + -32602.
+//!
+//! The header checks (2, 5, 7) apply to the HTTP front door; a front door without
+//! headers has nothing to mismatch.
+//!
+//! Not here: decoding (`decode`), which methods exist (`route`).
+
+use http::HeaderMap;
+use manifold_catalog::Kind;
+use manifold_protocol::headers::{decode_header_value, header_matches_value};
+use manifold_protocol::logging::LogLevel;
+use manifold_protocol::methods::{self as m, meta};
+use manifold_protocol::{jsonrpc, version};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+use super::decode::meta_of;
+use super::route;
+use crate::era::Era;
+use crate::exchange::{Arrival, Caller, Front, Principal, StatelessCaller};
+use crate::refusal::Refusal;
+use crate::state::held_calls::params_digest;
+use crate::state::log_levels::LogFilter;
+use crate::state::sessions::ClientSession;
+use crate::state::Gateway;
+
+/// A request admitted: for whom, acting as whom.
+pub(crate) struct Admitted {
+    pub caller: Caller,
+    pub principal: Principal,
+}
+
+/// Admits a request of `era`.
+pub(crate) fn request(
+    gw: &Gateway,
+    arrival: &Arrival,
+    era: Era,
+    method: &str,
+    msg: &Map<String, Value>,
+) -> Result<Admitted, Refusal> {
+    if let Front::Operator(cancel) = &arrival.front {
+        return Ok(Admitted {
+            caller: Caller::Operator(cancel.clone()),
+            principal: Principal::Operator,
+        });
+    }
+    let caller = match era {
+        Era::Session => session_era(gw, &arrival.front, method)?,
+        Era::Stateless => stateless(gw, &arrival.front, method, msg)?,
+    };
+    Ok(Admitted {
+        caller,
+        principal: Principal::Anonymous,
+    })
+}
+
+fn session_era(gw: &Gateway, front: &Front, method: &str) -> Result<Caller, Refusal> {
+    if method == m::INITIALIZE {
+        return Ok(Caller::Initializing);
+    }
+    if method == m::SERVER_DISCOVER && front.header(m::HEADER_SESSION_ID).is_none() {
+        return Err(Refusal::DiscoverWithoutMeta);
+    }
+    Ok(Caller::Session(session(gw, front)?))
+}
+
+/// Finds the session a session-era message belongs to (requests, notifications,
+/// responses, the GET stream, DELETE) and checks its protocol version header.
+pub(crate) fn session(gw: &Gateway, front: &Front) -> Result<Arc<ClientSession>, Refusal> {
+    let Some(id) = front.header(m::HEADER_SESSION_ID) else {
+        return Err(Refusal::SessionRequired);
+    };
+    let session = gw.sessions.get(id).ok_or(Refusal::UnknownSession)?;
+    session.touch();
+    match front.header(m::HEADER_PROTOCOL_VERSION) {
+        Some(v) if !version::is_supported_legacy(v) => {
+            Err(Refusal::UnsupportedProtocolHeader(v.to_string()))
+        }
+        _ => Ok(session),
+    }
+}
+
+fn stateless(
+    gw: &Gateway,
+    front: &Front,
+    method: &str,
+    msg: &Map<String, Value>,
+) -> Result<Caller, Refusal> {
+    let empty = Map::new();
+    let meta = meta_of(msg).unwrap_or(&empty);
+    let Some(requested) = meta.get(meta::PROTOCOL_VERSION).and_then(Value::as_str) else {
+        return Err(Refusal::MetaRequired(format!(
+            "params._meta[\"{}\"] is required (a string)",
+            meta::PROTOCOL_VERSION
+        )));
+    };
+    let headers = front.headers();
+    if headers.is_some() {
+        match front.header(m::HEADER_PROTOCOL_VERSION) {
+            Some(h) if h == requested => {}
+            Some(h) => {
+                return Err(Refusal::HeaderMismatch(format!(
+                    "MCP-Protocol-Version `{h}` does not match _meta `{requested}`"
+                )))
+            }
+            None => {
+                return Err(Refusal::HeaderMismatch(
+                    "the MCP-Protocol-Version header is required".into(),
+                ))
+            }
+        }
+    }
+    if !version::MODERN_SUPPORTED.contains(&requested) {
+        return Err(Refusal::UnsupportedVersion {
+            requested: requested.to_string(),
+        });
+    }
+    let Some(caps) = meta
+        .get(meta::CLIENT_CAPABILITIES)
+        .and_then(Value::as_object)
+        .cloned()
+    else {
+        return Err(Refusal::MetaRequired(format!(
+            "params._meta[\"{}\"] is required (an object; {{}} for none)",
+            meta::CLIENT_CAPABILITIES
+        )));
+    };
+    if headers.is_some() {
+        match front.header(m::HEADER_METHOD) {
+            Some(h) if h == method => {}
+            Some(h) => {
+                return Err(Refusal::HeaderMismatch(format!(
+                    "Mcp-Method `{h}` does not match the body's method `{method}`"
+                )))
+            }
+            None => {
+                return Err(Refusal::HeaderMismatch(
+                    "the Mcp-Method header is required".into(),
+                ))
+            }
+        }
+    }
+    if route::session_era_only(method) {
+        return Err(Refusal::NotInThisRevision {
+            method: method.to_string(),
+            version: requested.to_string(),
+        });
+    }
+    if let Some(headers) = headers {
+        check_name_headers(gw, headers, method, msg)?;
+    }
+    let log = match meta.get(meta::LOG_LEVEL).and_then(Value::as_str) {
+        Some(l) => LogFilter::AtLeast(
+            LogLevel::parse(l).ok_or_else(|| Refusal::InvalidLogLevel(l.to_string()))?,
+        ),
+        None => LogFilter::Off,
+    };
+    let client_info = meta.get(meta::CLIENT_INFO).cloned().unwrap_or(Value::Null);
+    let digest = params_digest(method, jsonrpc::params(msg).unwrap_or(&empty));
+    Ok(Caller::Stateless(Arc::new(StatelessCaller {
+        client_info,
+        capabilities: caps,
+        log,
+        digest,
+    })))
+}
+
+/// `Mcp-Name` and `Mcp-Param-*` against the body.
+fn check_name_headers(
+    gw: &Gateway,
+    headers: &HeaderMap,
+    method: &str,
+    msg: &Map<String, Value>,
+) -> Result<(), Refusal> {
+    let mismatch = |m: String| Err(Refusal::HeaderMismatch(m));
+    let key = match method {
+        m::TOOLS_CALL | m::PROMPTS_GET => "name",
+        m::RESOURCES_READ => "uri",
+        _ => return Ok(()),
+    };
+    let params = jsonrpc::params(msg);
+    let body_name = params.and_then(|p| p.get(key)).and_then(Value::as_str);
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let Some(raw) = header(m::HEADER_NAME) else {
+        return mismatch(format!("the Mcp-Name header is required for {method}"));
+    };
+    let decoded = match decode_header_value(raw) {
+        Ok(d) => d,
+        Err(e) => return mismatch(format!("Mcp-Name is not a valid value: {e}")),
+    };
+    if Some(decoded.as_str()) != body_name {
+        return mismatch(format!(
+            "Mcp-Name `{decoded}` does not match the body's {key} `{}`",
+            body_name.unwrap_or("")
+        ));
+    }
+    if method != m::TOOLS_CALL {
+        return Ok(());
+    }
+    let catalog = gw.catalog.load();
+    let Some(entry) = catalog.list(Kind::Tools).get(&decoded) else {
+        // Unknown tools are refused later, with the usual -32602.
+        return Ok(());
+    };
+    let args = params.and_then(|p| p.get("arguments"));
+    for p in &entry.header_params {
+        let name = format!("mcp-param-{}", p.name.to_ascii_lowercase());
+        let value = p
+            .path
+            .iter()
+            .try_fold(args, |v, k| Some(v?.get(k)))
+            .flatten()
+            .filter(|v| !v.is_null());
+        match (headers.get(&name).map(|h| h.to_str()), value) {
+            (None, None) => {}
+            (None, Some(_)) => {
+                return mismatch(format!(
+                    "Mcp-Param-{} is required: the argument is in the body",
+                    p.name
+                ))
+            }
+            (Some(_), None) => {
+                return mismatch(format!(
+                    "Mcp-Param-{} is sent but the argument is absent",
+                    p.name
+                ))
+            }
+            (Some(Err(_)), _) => {
+                return mismatch(format!("Mcp-Param-{} has invalid characters", p.name))
+            }
+            (Some(Ok(h)), Some(v)) => {
+                let decoded = match decode_header_value(h.trim()) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        return mismatch(format!("Mcp-Param-{} is not a valid value: {e}", p.name))
+                    }
+                };
+                if !header_matches_value(&decoded, &p.kind, v) {
+                    return mismatch(format!(
+                        "Mcp-Param-{} `{decoded}` does not match the argument {v}",
+                        p.name
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}

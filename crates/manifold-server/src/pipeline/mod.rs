@@ -1,0 +1,123 @@
+//! The request spine. Every request, from any front door and either era, goes
+//! through the same phases (see `README.md` next to this file for why in this
+//! order):
+//!
+//! ```text
+//! decode → admit → route → handler → relay → finish
+//! ```
+//!
+//! - decode (`decode`): one JSON-RPC message; its era from the envelope.
+//! - admit (`admit`): the era's transport rules → who is calling ([`Caller`]).
+//! - route (`route`): the one method table → a handler.
+//! - handlers (`crate::handlers`): answer locally, or resolve and forward
+//!   (`crate::relay`).
+//! - finish ([`finish`]): the request's metrics and audit record, once.
+//!
+//! Invariants: a phase refuses by returning a [`Refusal`]; only [`finish`] turns
+//! it into bytes. Every request whose method is known is finished exactly once:
+//! here, or by the relay, which takes the observation when it forwards.
+//!
+//! Not here: framing (the front doors), HTTP-only checks (Origin, Host, Accept,
+//! body limits: `front/http.rs`).
+//!
+//! [`Caller`]: crate::exchange::Caller
+
+mod admit;
+mod decode;
+mod route;
+
+use manifold_protocol::Incoming;
+use std::sync::Arc;
+
+use crate::era::Era;
+use crate::exchange::{Arrival, Exchange};
+use crate::handlers;
+use crate::observe::Observed;
+use crate::refusal::Refusal;
+use crate::reply::Reply;
+use crate::state::Gateway;
+
+/// Serves one message: a request gets its reply; a notification or a client's
+/// response gets [`Reply::Accepted`].
+pub(crate) async fn serve(gw: &Arc<Gateway>, arrival: Arrival, body: &[u8]) -> Reply {
+    let (msg, era) = match decode::decode(body, &arrival.front) {
+        Ok(m) => m,
+        Err(r) => return r.reply(None, Era::Session),
+    };
+    match msg {
+        Incoming::Request { id, method, msg } => {
+            let mut obs = Observed::start(gw, &arrival.request_id, arrival.bytes, &method);
+            let admitted = match admit::request(gw, &arrival, era, &method, &msg) {
+                Ok(a) => a,
+                Err(r) => {
+                    let reply = r.reply(Some(&id), era);
+                    obs.finish(r.outcome(), reply.len()).await;
+                    return reply;
+                }
+            };
+            obs.admitted(
+                admitted.caller.session().map(|s| s.id.as_str()),
+                admitted.caller.client_info(),
+                admitted.principal.audit_name(),
+            );
+            let mut x = Exchange {
+                gw: gw.clone(),
+                arrival,
+                era,
+                caller: admitted.caller,
+                principal: admitted.principal,
+                rpc_id: id,
+                method,
+                obs: Some(obs),
+            };
+            let result = route::route(&mut x, msg).await;
+            finish(&mut x, result).await
+        }
+        Incoming::Notification { method, msg } => match admit::session(gw, &arrival.front) {
+            Ok(session) => {
+                let caller = crate::exchange::Caller::Session(session);
+                handlers::client::notification(&caller, &method, &msg);
+                Reply::Accepted
+            }
+            Err(r) => r.reply(None, era),
+        },
+        Incoming::Response { id, msg } => match admit::session(gw, &arrival.front) {
+            Ok(session) => {
+                let caller = crate::exchange::Caller::Session(session);
+                handlers::client::response(&caller, &id, msg).await;
+                Reply::Accepted
+            }
+            Err(r) => r.reply(None, era),
+        },
+    }
+}
+
+/// Phase finish: the reply, with the request's metrics and audit record if nobody
+/// else took them (the relay does, for forwarded calls). The record is written
+/// before the reply goes out.
+async fn finish(x: &mut Exchange, result: Result<Reply, Refusal>) -> Reply {
+    let (reply, outcome) = match result {
+        Ok(reply) => (reply, manifold_audit::Outcome::Ok),
+        Err(r) => (r.reply(Some(&x.rpc_id), x.era), r.outcome()),
+    };
+    if let Some(obs) = x.obs.take() {
+        obs.finish(outcome, reply.len()).await;
+    }
+    reply
+}
+
+/// The session's stream for notifications outside any request (HTTP GET).
+pub(crate) fn open_stream(gw: &Arc<Gateway>, arrival: &Arrival) -> Reply {
+    match admit::session(gw, &arrival.front) {
+        Ok(session) => handlers::session::open_stream(gw, &session),
+        Err(r) => r.reply(None, Era::Session),
+    }
+}
+
+/// Ends the session on the client's request (HTTP DELETE).
+pub(crate) fn end_session(gw: &Arc<Gateway>, arrival: &Arrival) -> Reply {
+    match admit::session(gw, &arrival.front) {
+        Ok(session) => handlers::session::end(gw, &session),
+        Err(r) => r.reply(None, Era::Session),
+    }
+}

@@ -1,0 +1,227 @@
+//! Phase route: one method table for both eras — which methods exist in which
+//! era, which are audited, and the handler of each.
+//!
+//! | method | session era | 2026-07-28 | audited | handler |
+//! |---|---|---|---|---|
+//! | `initialize` | yes | 404 | no | `surface::initialize` |
+//! | `ping` | yes | 404 | no | `surface::ping` |
+//! | `server/discover` | -32601 | yes | no | `surface::discover` |
+//! | `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` | yes | yes | no | `surface::list` |
+//! | `tools/call`, `prompts/get` | yes | yes | yes | `call::call` |
+//! | `resources/read` | yes | yes | yes | `resources::read` |
+//! | `completion/complete` | yes | yes | yes | `completion::complete` |
+//! | `resources/subscribe`, `resources/unsubscribe` | yes | 404 | no | `resources` |
+//! | `logging/setLevel` | yes | 404 | no | `mcp_logging::set_level` |
+//! | `subscriptions/listen` | -32601 | yes | no | `listen::listen` |
+//!
+//! The audited methods are the ones that reach an upstream item a client names:
+//! every exit of theirs writes one audit record (see `observe`).
+//!
+//! For a 2026-07-28 request to a forwarded method, two things happen before its
+//! handler: a retry carrying `requestState` for a call Manifold holds resumes that
+//! call (`relay::input_required`), and the `_meta` keys of this era, which are for
+//! Manifold, are taken off the params the upstream will see.
+//!
+//! Not here: admission (`admit`), the handlers themselves (`handlers`).
+
+use manifold_protocol::methods as m;
+use serde_json::{Map, Value};
+
+use crate::era::Era;
+use crate::exchange::Exchange;
+use crate::handlers::{call, completion, listen, mcp_logging, resources, surface};
+use crate::refusal::Refusal;
+use crate::relay::{input_required, resolve};
+use crate::reply::Reply;
+
+/// Where a method exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Eras {
+    Both,
+    SessionOnly,
+    StatelessOnly,
+}
+
+/// What serves a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handler {
+    Initialize,
+    Ping,
+    Discover,
+    List,
+    Call,
+    Read,
+    Complete,
+    Subscribe,
+    Unsubscribe,
+    SetLevel,
+    Listen,
+}
+
+/// One row of the method table.
+#[derive(Debug, Clone, Copy)]
+struct Method {
+    eras: Eras,
+    audited: bool,
+    handler: Handler,
+}
+
+impl Method {
+    const fn new(eras: Eras, audited: bool, handler: Handler) -> Method {
+        Method {
+            eras,
+            audited,
+            handler,
+        }
+    }
+
+    fn serves(&self, era: Era) -> bool {
+        match self.eras {
+            Eras::Both => true,
+            Eras::SessionOnly => era == Era::Session,
+            Eras::StatelessOnly => era == Era::Stateless,
+        }
+    }
+
+    /// Forwarded to an upstream (and audited).
+    fn forwarded(&self) -> bool {
+        matches!(
+            self.handler,
+            Handler::Call | Handler::Read | Handler::Complete
+        )
+    }
+}
+
+fn lookup(method: &str) -> Option<Method> {
+    use Eras::*;
+    use Handler::*;
+    Some(match method {
+        m::INITIALIZE => Method::new(SessionOnly, false, Initialize),
+        m::PING => Method::new(SessionOnly, false, Ping),
+        m::SERVER_DISCOVER => Method::new(StatelessOnly, false, Discover),
+        m::TOOLS_LIST | m::PROMPTS_LIST | m::RESOURCES_LIST | m::RESOURCES_TEMPLATES_LIST => {
+            Method::new(Both, false, List)
+        }
+        m::TOOLS_CALL | m::PROMPTS_GET => Method::new(Both, true, Call),
+        m::RESOURCES_READ => Method::new(Both, true, Read),
+        m::COMPLETION_COMPLETE => Method::new(Both, true, Complete),
+        m::RESOURCES_SUBSCRIBE => Method::new(SessionOnly, false, Subscribe),
+        m::RESOURCES_UNSUBSCRIBE => Method::new(SessionOnly, false, Unsubscribe),
+        m::LOGGING_SET_LEVEL => Method::new(SessionOnly, false, SetLevel),
+        m::SUBSCRIPTIONS_LISTEN => Method::new(StatelessOnly, false, Listen),
+        _ => return None,
+    })
+}
+
+/// A method of the session era that 2026-07-28 removed (its requests get 404).
+pub(crate) fn session_era_only(method: &str) -> bool {
+    lookup(method).is_some_and(|m| m.eras == Eras::SessionOnly)
+}
+
+/// Routes an admitted request to its handler.
+pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Result<Reply, Refusal> {
+    // Moved out, not cloned: the forwarded params are rewritten in place.
+    let mut params = match msg.remove("params") {
+        Some(Value::Object(p)) => p,
+        _ => Map::new(),
+    };
+    let Some(method) = lookup(&x.method).filter(|m| m.serves(x.era)) else {
+        return Err(Refusal::MethodNotFound(x.method.clone()));
+    };
+    if x.era == Era::Stateless && method.forwarded() {
+        // A retry resumes the held call, unless the target upstream is modern:
+        // then the state is its own and goes to it byte-exact. The held call's
+        // record is the call's; the retry is counted, not audited again.
+        let retry = params.contains_key("requestState");
+        if retry && !resolve::upstream_of(&x.gw, &x.method, &params).is_some_and(|u| u.is_modern())
+        {
+            if let Some(reply) = input_required::resume(x, &params).await {
+                return reply;
+            }
+        }
+        strip_reserved_meta(&mut params);
+    }
+    if method.audited {
+        let arguments = params.get("arguments").cloned();
+        if let Some(o) = x.observation() {
+            o.audit(arguments);
+        }
+    }
+    match method.handler {
+        Handler::Initialize => surface::initialize(x, &params),
+        Handler::Ping => surface::ping(x),
+        Handler::Discover => surface::discover(x),
+        Handler::List => surface::list(x, &params),
+        Handler::Call => call::call(x, params).await,
+        Handler::Read => resources::read(x, params).await,
+        Handler::Complete => completion::complete(x, params).await,
+        Handler::Subscribe => resources::subscribe(x, params).await,
+        Handler::Unsubscribe => resources::unsubscribe(x, params).await,
+        Handler::SetLevel => mcp_logging::set_level(x, params).await,
+        Handler::Listen => listen::listen(x, params).await,
+    }
+}
+
+/// The `_meta` keys of the 2026-07-28 revision are for Manifold, not the upstream.
+fn strip_reserved_meta(params: &mut Map<String, Value>) {
+    if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+        meta.retain(|k, _| !k.starts_with(m::meta::RESERVED_PREFIX));
+        if meta.is_empty() {
+            params.remove("_meta");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_says_where_each_method_exists_and_what_is_audited() {
+        let rows = [
+            (m::INITIALIZE, true, false, false),
+            (m::PING, true, false, false),
+            (m::SERVER_DISCOVER, false, true, false),
+            (m::TOOLS_LIST, true, true, false),
+            (m::RESOURCES_TEMPLATES_LIST, true, true, false),
+            (m::TOOLS_CALL, true, true, true),
+            (m::PROMPTS_GET, true, true, true),
+            (m::RESOURCES_READ, true, true, true),
+            (m::COMPLETION_COMPLETE, true, true, true),
+            (m::RESOURCES_SUBSCRIBE, true, false, false),
+            (m::RESOURCES_UNSUBSCRIBE, true, false, false),
+            (m::LOGGING_SET_LEVEL, true, false, false),
+            (m::SUBSCRIPTIONS_LISTEN, false, true, false),
+        ];
+        for (name, session, stateless, audited) in rows {
+            let method = lookup(name).expect(name);
+            assert_eq!(method.serves(Era::Session), session, "{name} (session era)");
+            assert_eq!(
+                method.serves(Era::Stateless),
+                stateless,
+                "{name} (2026-07-28)"
+            );
+            assert_eq!(method.audited, audited, "{name} audited");
+            assert_eq!(method.forwarded(), audited, "{name}: audited = forwarded");
+            assert_eq!(session_era_only(name), session && !stateless, "{name}");
+        }
+        assert!(lookup("tools/delete").is_none());
+    }
+
+    #[test]
+    fn reserved_meta_keys_are_taken_off_and_others_kept() {
+        let mut p: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "name": "t",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": 1}
+        }))
+        .unwrap();
+        strip_reserved_meta(&mut p);
+        assert_eq!(p["_meta"], serde_json::json!({"progressToken": 1}));
+        let mut p: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "_meta": {"io.modelcontextprotocol/clientCapabilities": {}}
+        }))
+        .unwrap();
+        strip_reserved_meta(&mut p);
+        assert!(!p.contains_key("_meta"));
+    }
+}

@@ -1,0 +1,424 @@
+//! [`Refusal`]: every answer the gateway gives instead of a result, in one table —
+//! each variant's JSON-RPC code ([`Refusal::code`]), its HTTP status in each era
+//! ([`Refusal::status`]), its `data` and its audit outcome.
+//!
+//! Invariants: a refusal is built where the problem is found and turned into bytes
+//! only here ([`Refusal::reply`]); the message says what was wrong and what would be
+//! right. A JSON-RPC error to a well-formed request travels with 200 unless the
+//! spec asks for a status (the 2026-07-28 header, `_meta` and capability errors;
+//! sessions; an unknown method in that era), as the table below shows.
+//!
+//! Not here: errors an upstream sent (they pass through untouched), and how a
+//! failed `tools/call` becomes a tool result (`relay`).
+
+use http::StatusCode;
+use manifold_audit::{AuditError, Outcome};
+use manifold_protocol::{jsonrpc, version, ErrorCode, MessageError, RequestId, RpcError};
+use manifold_upstream::UpstreamError;
+use serde_json::{json, Map, Value};
+
+use crate::era::Era;
+use crate::reply::Reply;
+
+/// Why the gateway answers with an error.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refusal {
+    // The HTTP request itself, before the body is read.
+    #[error("the MCP endpoint accepts POST, GET and DELETE")]
+    HttpMethodNotAllowed,
+    #[error("Content-Type must be application/json")]
+    UnsupportedMediaType,
+    #[error("Accept must include application/json and text/event-stream")]
+    NotAcceptable,
+    #[error("GET opens an SSE stream: Accept must include text/event-stream")]
+    StreamNotAcceptable,
+    #[error("the request body exceeds limits.max_body_bytes ({limit} bytes)")]
+    BodyTooLarge { limit: usize },
+    #[error("the request body could not be read")]
+    BodyUnreadable,
+    #[error(
+        "Host `{host}` is not allowed (DNS-rebinding protection); add it to server.allowed_hosts"
+    )]
+    HostNotAllowed { host: String },
+    #[error("Host `{host}` is not in server.allowed_hosts")]
+    HostNotListed { host: String },
+    #[error("Origin `{origin}` is not allowed; add it to server.allowed_origins")]
+    OriginNotAllowed { origin: String },
+
+    // Decode: the body is not one JSON-RPC message.
+    #[error("{0}")]
+    BadMessage(MessageError),
+
+    // Admission, session era.
+    #[error("Bad Request: the Mcp-Session-Id header is required; send initialize first")]
+    SessionRequired,
+    #[error("Session not found: it ended or never existed; send initialize to start a new one")]
+    UnknownSession,
+    #[error("Bad Request: unsupported MCP-Protocol-Version `{0}`; supported: {supported}", supported = version::LEGACY_SUPPORTED.join(", "))]
+    UnsupportedProtocolHeader(String),
+    #[error("Method not found: server/discover is a 2026-07-28 request; send it with params._meta[\"io.modelcontextprotocol/protocolVersion\"], or use initialize")]
+    DiscoverWithoutMeta,
+    #[error("too many sessions (limits.max_sessions = {limit}); try again later")]
+    TooManySessions { limit: usize },
+
+    // Admission, 2026-07-28.
+    #[error("{0}")]
+    MetaRequired(String),
+    #[error("Header mismatch: {0}")]
+    HeaderMismatch(String),
+    #[error("Unsupported protocol version `{requested}`")]
+    UnsupportedVersion { requested: String },
+    #[error("Method not found: {method} does not exist in protocol {version}")]
+    NotInThisRevision { method: String, version: String },
+    #[error("Invalid logLevel `{0}` in params._meta")]
+    InvalidLogLevel(String),
+
+    // Routing and handlers.
+    #[error("Method not found: {0}")]
+    MethodNotFound(String),
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("subscriptions/listen: {0}")]
+    BadListenFilter(String),
+    #[error("Unknown {kind}: {name}")]
+    UnknownName { kind: &'static str, name: String },
+    #[error("Resource not found: {uri}")]
+    ResourceNotFound { uri: String },
+    #[error("{0}")]
+    AuditUnavailable(AuditError),
+
+    // Relay.
+    #[error("{0}")]
+    Upstream(UpstreamError),
+    /// An upstream refused a request Manifold made for the client (a
+    /// subscription): its code, and its message with the upstream named.
+    #[error("{message}")]
+    UpstreamRefused { code: i64, message: String },
+    #[error("Request cancelled by the client")]
+    Cancelled,
+    #[error("This request needs the client capabilities {names}; declare them in _meta clientCapabilities", names = .0.join(", "))]
+    MissingCapabilities(Vec<String>),
+    #[error("too many calls are waiting for client input ({limit}); retry later")]
+    HeldCallsFull { limit: usize },
+    #[error("Invalid requestState: {0}; send the request again without it")]
+    InvalidRequestState(&'static str),
+    #[error("the held call ended without an answer")]
+    HeldCallLost,
+}
+
+impl Refusal {
+    /// The JSON-RPC error code.
+    pub(crate) fn code(&self) -> ErrorCode {
+        use Refusal::*;
+        match self {
+            HttpMethodNotAllowed
+            | UnsupportedMediaType
+            | NotAcceptable
+            | StreamNotAcceptable
+            | BodyTooLarge { .. }
+            | BodyUnreadable
+            | HostNotAllowed { .. }
+            | HostNotListed { .. }
+            | OriginNotAllowed { .. }
+            | SessionRequired
+            | UnknownSession
+            | UnsupportedProtocolHeader(_) => ErrorCode::INVALID_REQUEST,
+            BadMessage(e) => e.to_rpc_error().code,
+            DiscoverWithoutMeta | NotInThisRevision { .. } | MethodNotFound(_) => {
+                ErrorCode::METHOD_NOT_FOUND
+            }
+            MetaRequired(_)
+            | InvalidLogLevel(_)
+            | InvalidParams(_)
+            | BadListenFilter(_)
+            | UnknownName { .. }
+            | InvalidRequestState(_) => ErrorCode::INVALID_PARAMS,
+            HeaderMismatch(_) => ErrorCode::HEADER_MISMATCH,
+            UnsupportedVersion { .. } => ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            ResourceNotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND_LEGACY,
+            MissingCapabilities(_) => ErrorCode::MISSING_CLIENT_CAPABILITY,
+            Upstream(e) => e.code(),
+            UpstreamRefused { code, .. } => ErrorCode(*code),
+            TooManySessions { .. }
+            | AuditUnavailable(_)
+            | Cancelled
+            | HeldCallsFull { .. }
+            | HeldCallLost => ErrorCode::INTERNAL_ERROR,
+        }
+    }
+
+    /// The HTTP status the refusal travels with in `era`.
+    pub(crate) fn status(&self, era: Era) -> StatusCode {
+        use Refusal::*;
+        match self {
+            HttpMethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            NotAcceptable | StreamNotAcceptable => StatusCode::NOT_ACCEPTABLE,
+            BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            HostNotAllowed { .. } | HostNotListed { .. } | OriginNotAllowed { .. } => {
+                StatusCode::FORBIDDEN
+            }
+            BodyUnreadable
+            | BadMessage(_)
+            | SessionRequired
+            | UnsupportedProtocolHeader(_)
+            | MetaRequired(_)
+            | HeaderMismatch(_)
+            | UnsupportedVersion { .. }
+            | InvalidLogLevel(_)
+            | BadListenFilter(_)
+            | MissingCapabilities(_)
+            | InvalidRequestState(_) => StatusCode::BAD_REQUEST,
+            UnknownSession | DiscoverWithoutMeta | NotInThisRevision { .. } => {
+                StatusCode::NOT_FOUND
+            }
+            TooManySessions { .. } | HeldCallsFull { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            // The 2026-07-28 transport answers an unknown method with 404; the
+            // session era with a JSON-RPC error in a 200.
+            MethodNotFound(_) => match era {
+                Era::Session => StatusCode::OK,
+                Era::Stateless => StatusCode::NOT_FOUND,
+            },
+            InvalidParams(_)
+            | UnknownName { .. }
+            | ResourceNotFound { .. }
+            | AuditUnavailable(_)
+            | Upstream(_)
+            | UpstreamRefused { .. }
+            | Cancelled
+            | HeldCallLost => StatusCode::OK,
+        }
+    }
+
+    /// The error's `data` member, if it has one.
+    pub(crate) fn data(&self) -> Option<Value> {
+        match self {
+            Refusal::UnsupportedVersion { requested } => {
+                let supported: Vec<&str> = version::MODERN_SUPPORTED
+                    .iter()
+                    .chain(version::LEGACY_SUPPORTED)
+                    .copied()
+                    .collect();
+                Some(json!({"supported": supported, "requested": requested}))
+            }
+            Refusal::ResourceNotFound { uri } => Some(json!({ "uri": uri })),
+            Refusal::MissingCapabilities(names) => {
+                let caps: Map<String, Value> =
+                    names.iter().map(|n| (n.clone(), json!({}))).collect();
+                Some(json!({ "requiredCapabilities": caps }))
+            }
+            _ => None,
+        }
+    }
+
+    /// The JSON-RPC error object.
+    pub(crate) fn to_rpc_error(&self) -> RpcError {
+        let e = RpcError::new(self.code(), self.to_string());
+        match self.data() {
+            Some(d) => e.with_data(d),
+            None => e,
+        }
+    }
+
+    /// How the refusal is recorded: an upstream failure by its kind, a cancellation
+    /// as such, an upstream's own refusal as its error, anything else as refused
+    /// with the code.
+    pub(crate) fn outcome(&self) -> Outcome {
+        match self {
+            Refusal::Upstream(e) => upstream_outcome(e),
+            Refusal::Cancelled => Outcome::Cancelled,
+            Refusal::UpstreamRefused { code, .. } => Outcome::ProtocolError { code: *code },
+            other => Outcome::Refused {
+                code: other.code().0,
+            },
+        }
+    }
+
+    /// The error message answering request `id` (the id of a body that could not
+    /// be decoded when it had a usable one, else null).
+    pub(crate) fn reply(&self, id: Option<&RequestId>, era: Era) -> Reply {
+        let id = match self {
+            Refusal::BadMessage(e) => e.id(),
+            _ => id,
+        };
+        Reply::Message {
+            status: self.status(era),
+            bytes: jsonrpc::error_bytes(id, &self.to_rpc_error()).into(),
+            session: None,
+            refused: true,
+        }
+    }
+}
+
+/// The audit outcome of a request that got no response from its upstream.
+pub(crate) fn upstream_outcome(e: &UpstreamError) -> Outcome {
+    match e {
+        UpstreamError::Timeout { .. } => Outcome::Timeout,
+        UpstreamError::Cancelled { .. } => Outcome::Cancelled,
+        UpstreamError::Unavailable { .. } | UpstreamError::Busy { .. } => {
+            Outcome::UpstreamUnavailable
+        }
+        UpstreamError::Protocol { .. } => Outcome::ProtocolError { code: e.code().0 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upstream() -> UpstreamError {
+        UpstreamError::Timeout {
+            upstream: "u".into(),
+            timeout: std::time::Duration::from_secs(1),
+        }
+    }
+
+    /// The table: each refusal's code and status in the session era and in
+    /// 2026-07-28, as clients see them.
+    #[test]
+    fn every_refusal_has_its_code_and_status_per_era() {
+        use Refusal::*;
+        let s = |n| StatusCode::from_u16(n).unwrap();
+        let audit = AuditError::Unavailable {
+            reason: "disk full".into(),
+        };
+        let rows: Vec<(Refusal, i64, u16, u16)> = vec![
+            (HttpMethodNotAllowed, -32600, 405, 405),
+            (UnsupportedMediaType, -32600, 415, 415),
+            (NotAcceptable, -32600, 406, 406),
+            (StreamNotAcceptable, -32600, 406, 406),
+            (BodyTooLarge { limit: 1 }, -32600, 413, 413),
+            (BodyUnreadable, -32600, 400, 400),
+            (HostNotAllowed { host: "h".into() }, -32600, 403, 403),
+            (HostNotListed { host: "h".into() }, -32600, 403, 403),
+            (OriginNotAllowed { origin: "o".into() }, -32600, 403, 403),
+            (
+                BadMessage(MessageError::Parse("x".into())),
+                -32700,
+                400,
+                400,
+            ),
+            (BadMessage(MessageError::Batch), -32600, 400, 400),
+            (SessionRequired, -32600, 400, 400),
+            (UnknownSession, -32600, 404, 404),
+            (UnsupportedProtocolHeader("1999".into()), -32600, 400, 400),
+            (DiscoverWithoutMeta, -32601, 404, 404),
+            (TooManySessions { limit: 1 }, -32603, 503, 503),
+            (MetaRequired("m".into()), -32602, 400, 400),
+            (HeaderMismatch("m".into()), -32020, 400, 400),
+            (
+                UnsupportedVersion {
+                    requested: "x".into(),
+                },
+                -32022,
+                400,
+                400,
+            ),
+            (
+                NotInThisRevision {
+                    method: "ping".into(),
+                    version: "v".into(),
+                },
+                -32601,
+                404,
+                404,
+            ),
+            (InvalidLogLevel("x".into()), -32602, 400, 400),
+            (MethodNotFound("x".into()), -32601, 200, 404),
+            (InvalidParams("x".into()), -32602, 200, 200),
+            (BadListenFilter("x".into()), -32602, 400, 400),
+            (
+                UnknownName {
+                    kind: "tool",
+                    name: "x".into(),
+                },
+                -32602,
+                200,
+                200,
+            ),
+            (ResourceNotFound { uri: "x".into() }, -32002, 200, 200),
+            (AuditUnavailable(audit), -32603, 200, 200),
+            (Upstream(upstream()), -32051, 200, 200),
+            (
+                UpstreamRefused {
+                    code: -32000,
+                    message: "m".into(),
+                },
+                -32000,
+                200,
+                200,
+            ),
+            (Cancelled, -32603, 200, 200),
+            (
+                MissingCapabilities(vec!["sampling".into()]),
+                -32021,
+                400,
+                400,
+            ),
+            (HeldCallsFull { limit: 1 }, -32603, 503, 503),
+            (InvalidRequestState("it expired"), -32602, 400, 400),
+            (HeldCallLost, -32603, 200, 200),
+        ];
+        for (r, code, session, stateless) in rows {
+            assert_eq!(r.code(), ErrorCode(code), "{r:?}");
+            assert_eq!(r.status(Era::Session), s(session), "{r:?} (session era)");
+            assert_eq!(r.status(Era::Stateless), s(stateless), "{r:?} (2026-07-28)");
+            assert!(!r.to_string().is_empty(), "{r:?} has a message");
+        }
+    }
+
+    #[test]
+    fn replies_carry_the_id_data_and_outcome() {
+        let id = RequestId::number(7);
+        let r = Refusal::UnknownName {
+            kind: "tool",
+            name: "nope".into(),
+        };
+        let Reply::Message { status, bytes, .. } = r.reply(Some(&id), Era::Session) else {
+            panic!("a message");
+        };
+        assert_eq!(status, StatusCode::OK);
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["error"]["code"], -32602);
+        assert_eq!(v["error"]["message"], "Unknown tool: nope");
+        assert_eq!(r.outcome(), Outcome::Refused { code: -32602 });
+
+        let v = Refusal::UnsupportedVersion {
+            requested: "1999-01-01".into(),
+        }
+        .to_rpc_error()
+        .to_value();
+        assert_eq!(v["data"]["requested"], "1999-01-01");
+        assert!(v["data"]["supported"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()));
+        let v = Refusal::MissingCapabilities(vec!["sampling".into(), "roots".into()])
+            .to_rpc_error()
+            .to_value();
+        assert_eq!(
+            v["data"]["requiredCapabilities"],
+            json!({"sampling": {}, "roots": {}})
+        );
+
+        // A body whose id could be read keeps it; a refusal found later uses the
+        // request's.
+        let bad = MessageError::Invalid {
+            reason: "x".into(),
+            id: Some(RequestId::number(3)),
+        };
+        let Reply::Message { bytes, .. } = Refusal::BadMessage(bad).reply(None, Era::Session)
+        else {
+            panic!("a message");
+        };
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["id"], 3);
+
+        assert_eq!(Refusal::Upstream(upstream()).outcome(), Outcome::Timeout);
+        assert_eq!(Refusal::Cancelled.outcome(), Outcome::Cancelled);
+        let audit = AuditError::Closed;
+        assert!(Refusal::AuditUnavailable(audit)
+            .to_string()
+            .starts_with("audit log unavailable"));
+    }
+}

@@ -1,0 +1,197 @@
+//! Resolve and rewrite, once for every forwarded method: from what the client
+//! names (an exposed tool or prompt name, a URI, a completion reference) to the
+//! upstream that owns it, with the request rewritten for that upstream — its own
+//! name, and the SEP-2243 headers computed from its own schema.
+//!
+//! Invariants: names resolve through the catalog's table, never by splitting the
+//! string; what cannot be resolved is refused with the same error whoever asks
+//! (an unknown name answers as unknown).
+//!
+//! Not here: sending the request (`relay`), URI ownership rules
+//! (`state::ownership`).
+
+use manifold_catalog::Kind;
+use manifold_protocol::headers::{param_headers, standard_headers};
+use manifold_protocol::methods as m;
+use manifold_upstream::{ExtraHeaders, Upstream};
+use serde_json::{Map, Value};
+
+use crate::refusal::Refusal;
+use crate::state::Gateway;
+
+/// How an upstream's failure to answer reaches the client, and how a result is
+/// decorated for a 2026-07-28 client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResultShape {
+    /// `tools/call`: failures are tool results with `isError: true`, which a model
+    /// reads.
+    Tool,
+    /// Failures are JSON-RPC errors.
+    Rpc,
+    /// `resources/read`: failures are JSON-RPC errors; 2026-07-28 results carry
+    /// cache hints.
+    Read,
+}
+
+/// Where a request goes.
+pub(crate) struct Target {
+    pub upstream: Upstream,
+    /// SEP-2243 headers for HTTP upstreams (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`).
+    pub headers: ExtraHeaders,
+    pub shape: ResultShape,
+    /// The upstream's own name for the tool or prompt, or the URI.
+    pub original: Option<String>,
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Tools => "tool",
+        Kind::Prompts => "prompt",
+    }
+}
+
+/// A string member of `params`, or the refusal that names it.
+pub(crate) fn required_str(
+    params: &Map<String, Value>,
+    key: &str,
+    method: &str,
+) -> Result<String, Refusal> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| Refusal::InvalidParams(format!("{method} needs params.{key} (a string)")))
+}
+
+/// `tools/call` and `prompts/get`: the exposed `name` to its upstream. `params`
+/// is rewritten in place: `name` becomes the upstream's own.
+pub(crate) fn named(
+    gw: &Gateway,
+    kind: Kind,
+    method: &str,
+    name: &str,
+    params: &mut Map<String, Value>,
+) -> Result<Target, Refusal> {
+    // An `Arc` of the snapshot (not a guard): the entry is borrowed from it, and
+    // nothing of it is copied but the names the upstream needs.
+    let catalog = gw.catalog.load_full();
+    let resolved = catalog
+        .list(kind)
+        .get(name)
+        .and_then(|entry| Some((gw.by_name.get(&entry.upstream)?.clone(), entry)));
+    let Some((upstream, entry)) = resolved else {
+        return Err(Refusal::UnknownName {
+            kind: kind_name(kind),
+            name: name.to_string(),
+        });
+    };
+    let mut headers = standard_headers(method, Some(&entry.original));
+    if !entry.header_params.is_empty() {
+        match param_headers(&entry.header_params, params.get("arguments")) {
+            Ok(h) => {
+                gw.metrics.headers_mirrored(h.len());
+                headers.extend(h)
+            }
+            Err(e) => {
+                gw.metrics.header_rejected();
+                return Err(Refusal::InvalidParams(format!(
+                    "Invalid arguments for {name}: {e}"
+                )));
+            }
+        }
+    }
+    let original = entry.original.clone();
+    params.insert("name".into(), Value::String(original.clone()));
+    Ok(Target {
+        upstream,
+        headers,
+        shape: match kind {
+            Kind::Tools => ResultShape::Tool,
+            Kind::Prompts => ResultShape::Rpc,
+        },
+        original: Some(original),
+    })
+}
+
+/// `resources/read`: the URI to its owner (URIs are never renamed).
+pub(crate) fn resource(gw: &Gateway, method: &str, uri: &str) -> Result<Target, Refusal> {
+    let Some(upstream) = gw.owner_of(uri) else {
+        return Err(Refusal::ResourceNotFound {
+            uri: uri.to_string(),
+        });
+    };
+    Ok(Target {
+        upstream,
+        headers: standard_headers(method, Some(uri)),
+        shape: ResultShape::Read,
+        original: Some(uri.to_string()),
+    })
+}
+
+/// `completion/complete`: a `ref/prompt` goes to the prompt's upstream with its
+/// original name (rewritten in `params`); a `ref/resource` to the owner of the URI
+/// or template.
+pub(crate) fn completion(gw: &Gateway, params: &mut Map<String, Value>) -> Result<Target, Refusal> {
+    let bad = |m: &str| Refusal::InvalidParams(m.to_string());
+    let Some(reference) = params.get_mut("ref").and_then(Value::as_object_mut) else {
+        return Err(bad("completion/complete needs params.ref (an object)"));
+    };
+    let kind = reference.get("type").and_then(Value::as_str).unwrap_or("");
+    let upstream = match kind {
+        "ref/prompt" => {
+            let Some(name) = reference.get("name").and_then(Value::as_str) else {
+                return Err(bad("ref/prompt needs a `name` (a string)"));
+            };
+            let catalog = gw.catalog.load();
+            let Some(entry) = catalog.prompts.get(name) else {
+                return Err(Refusal::InvalidParams(format!("Unknown prompt: {name}")));
+            };
+            reference.insert("name".into(), Value::String(entry.original.clone()));
+            gw.by_name.get(&entry.upstream).cloned()
+        }
+        "ref/resource" => {
+            let Some(uri) = reference.get("uri").and_then(Value::as_str) else {
+                return Err(bad("ref/resource needs a `uri` (a string)"));
+            };
+            let by_template = gw.catalog.load().resources.template_owner(uri).cloned();
+            match by_template {
+                Some(name) => gw.by_name.get(&name).cloned(),
+                None => gw.owner_of(uri),
+            }
+        }
+        other => {
+            return Err(Refusal::InvalidParams(format!(
+                "Unknown ref type `{other}`: expected ref/prompt or ref/resource"
+            )))
+        }
+    };
+    let Some(upstream) = upstream else {
+        return Err(bad("No upstream owns what this completion refers to"));
+    };
+    Ok(Target {
+        upstream,
+        headers: standard_headers(m::COMPLETION_COMPLETE, None),
+        shape: ResultShape::Rpc,
+        original: None,
+    })
+}
+
+/// The upstream a `tools/call`, `prompts/get` or `resources/read` would go to,
+/// without rewriting anything (a 2026-07-28 retry asks whose `requestState` it
+/// carries).
+pub(crate) fn upstream_of(
+    gw: &Gateway,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Option<Upstream> {
+    let name = |k: &str| params.get(k).and_then(Value::as_str);
+    let kind = match method {
+        m::TOOLS_CALL => Kind::Tools,
+        m::PROMPTS_GET => Kind::Prompts,
+        m::RESOURCES_READ => return gw.owner_of(name("uri")?),
+        _ => return None,
+    };
+    let catalog = gw.catalog.load();
+    let entry = catalog.list(kind).get(name("name")?)?;
+    gw.by_name.get(&entry.upstream).cloned()
+}

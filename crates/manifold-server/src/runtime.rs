@@ -1,0 +1,290 @@
+//! Starting and running the gateway: the audit writer, every upstream's actor, the
+//! catalog maintainer (rebuilds the merged view when an upstream changes and
+//! tells clients), the idle-session sweep, and serving the front doors until
+//! shutdown.
+//!
+//! Invariants: every task spawned here is tracked and ends with the shutdown
+//! token; a burst of upstream changes is coalesced into one rebuild.
+//!
+//! Not here: requests (the front doors and the pipeline).
+
+use bytes::Bytes;
+use manifold_catalog::{Catalog, Glob, ItemFilter};
+use manifold_config::GatewayConfig;
+use manifold_upstream::{Upstream, UpstreamEvent};
+use std::collections::HashSet;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::front;
+use crate::lock;
+use crate::state::{held_calls, listeners, log_levels, metrics, ownership, sessions};
+use crate::state::{Gateway, SessionEnd};
+
+/// Capacity of the channel upstreams report changes on.
+pub const UPSTREAM_EVENT_QUEUE: usize = 1024;
+/// How often idle sessions are swept.
+pub const SESSION_SWEEP_INTERVAL: Duration = Duration::from_secs(30);
+/// How long `serve` waits, after the listeners close, for tracked tasks and then
+/// for the audit writer's last flush.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the audit log cannot start: {0}")]
+    Audit(#[from] manifold_audit::AuditError),
+}
+
+impl Gateway {
+    /// Starts the gateway as `manifold serve` runs it: the audit writer (when
+    /// configured), every upstream, and the catalog maintainer. Invalid audit
+    /// settings are an error; a sink that cannot open yet is not (calls then fail
+    /// or count lost records, per `on_failure`, until it recovers).
+    pub async fn launch(
+        config: GatewayConfig,
+        shutdown: CancellationToken,
+    ) -> Result<Arc<Gateway>, StartError> {
+        let audit = match config.audit.as_ref() {
+            Some(s) => Some(manifold_audit::Auditor::start(s.clone(), shutdown.clone()).await?),
+            None => None,
+        };
+        let (auditor, task) = match audit {
+            Some((a, t)) => (Some(a), Some(t)),
+            None => (None, None),
+        };
+        Ok(Gateway::build(config, shutdown, auditor, task))
+    }
+
+    /// Starts every upstream (in parallel) and the catalog maintainer, without the
+    /// audit writer: for the commands that inspect the catalog or call one tool
+    /// (`manifold check`, `tools`, `call`). Returns at once; use
+    /// [`Gateway::wait_ready`] to give upstreams a bounded head start.
+    pub fn start(config: GatewayConfig, shutdown: CancellationToken) -> Arc<Gateway> {
+        Gateway::build(config, shutdown, None, None)
+    }
+
+    fn build(
+        config: GatewayConfig,
+        shutdown: CancellationToken,
+        auditor: Option<manifold_audit::Auditor>,
+        audit_task: Option<tokio::task::JoinHandle<()>>,
+    ) -> Arc<Gateway> {
+        let config = Arc::new(config);
+        let tasks = TaskTracker::new();
+        let (tx, rx) = mpsc::channel(UPSTREAM_EVENT_QUEUE);
+        let upstreams: Vec<Upstream> = config
+            .upstreams
+            .iter()
+            .map(|u| {
+                Upstream::spawn(
+                    u.clone(),
+                    config.limits.clone(),
+                    tx.clone(),
+                    shutdown.clone(),
+                    &tasks,
+                )
+            })
+            .collect();
+        let by_name = upstreams
+            .iter()
+            .map(|u| (u.name().clone(), u.clone()))
+            .collect();
+        let filters = upstreams
+            .iter()
+            .map(|u| (u.name().clone(), Arc::new(item_filter(u.config()))))
+            .collect();
+        let limits = &config.limits;
+        let gw = Arc::new(Gateway {
+            catalog: arc_swap::ArcSwap::from_pointee(Catalog::empty(config.server.page_size)),
+            sessions: sessions::Sessions::new(limits.max_sessions),
+            learned: ownership::Learned::default(),
+            subscriptions: Default::default(),
+            upstream_log_level: log_levels::UpstreamLogLevel::default(),
+            listeners: listeners::Listeners::default(),
+            held: held_calls::HeldCalls::new(
+                config.server.request_state_key.as_deref(),
+                limits.held_call_ttl,
+                limits.max_held_calls,
+            ),
+            metrics: metrics::Metrics::new(config.max_tool_series),
+            config: config.clone(),
+            upstreams,
+            by_name,
+            filters,
+            shutdown,
+            tasks,
+            auditor,
+            audit_task: Mutex::new(audit_task),
+            next_request: AtomicU64::new(1),
+            admin: Mutex::new(None),
+            admin_addr: OnceLock::new(),
+            started_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as u32)
+                .unwrap_or(0),
+        });
+        let g = gw.clone();
+        gw.tasks.spawn(async move { g.maintain_catalog(rx).await });
+        let g = gw.clone();
+        gw.tasks.spawn(async move { g.sweep_sessions().await });
+        gw
+    }
+
+    /// Waits until every upstream has either become ready or failed once, or
+    /// `limit` passed: the endpoint then serves what is ready.
+    pub async fn wait_ready(&self, limit: Duration) {
+        let wait_all = async {
+            for u in &self.upstreams {
+                let mut rx = u.watch_status();
+                let _ = rx
+                    .wait_for(|s| s.state != manifold_upstream::State::Starting || s.restarts > 0)
+                    .await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, wait_all).await;
+        self.rebuild_catalog();
+    }
+
+    /// Serves the endpoint (and the admin listener, if configured) until shutdown,
+    /// then waits for tracked tasks and the audit writer's last flush.
+    pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+        if let Err(e) = self.bind_admin().await {
+            tracing::error!(error = %e, "cannot listen for [admin]; serving without it");
+        }
+        let admin = lock(&self.admin).take();
+        if let Some(l) = admin {
+            self.tasks.spawn(front::admin::serve(self.clone(), l));
+        }
+        front::http::serve(self.clone(), listener).await;
+        self.tasks.close();
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, self.tasks.wait()).await;
+        let task = lock(&self.audit_task).take();
+        if let Some(t) = task {
+            let _ = tokio::time::timeout(SHUTDOWN_WAIT, t).await;
+        }
+    }
+
+    /// Binds the `[admin]` listener now (idempotent), so its address can be
+    /// printed before serving; `serve` binds it otherwise. `None` when not configured.
+    pub async fn bind_admin(&self) -> std::io::Result<Option<std::net::SocketAddr>> {
+        let Some(addr) = self.config.admin else {
+            return Ok(None);
+        };
+        if let Some(a) = self.admin_addr.get() {
+            return Ok(Some(*a));
+        }
+        let l = TcpListener::bind(addr).await.map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot listen on {addr} ([admin] listen): {e}"),
+            )
+        })?;
+        let bound = l.local_addr()?;
+        let _ = self.admin_addr.set(bound);
+        *lock(&self.admin) = Some(l);
+        Ok(Some(bound))
+    }
+
+    async fn maintain_catalog(self: Arc<Self>, mut rx: mpsc::Receiver<UpstreamEvent>) {
+        use manifold_protocol::methods as m;
+        // Upstreams known ready, to notice a (re)connection.
+        let mut ready: HashSet<Arc<str>> = Default::default();
+        loop {
+            let ev = tokio::select! {
+                _ = self.shutdown.cancelled() => return,
+                ev = rx.recv() => ev,
+            };
+            let Some(ev) = ev else { return };
+            let mut rebuild = false;
+            let mut handle = |ev: UpstreamEvent| match ev {
+                UpstreamEvent::Changed { .. } => rebuild = true,
+                UpstreamEvent::ListChanged { upstream, method } => {
+                    self.metrics.list_changed_received(&upstream);
+                    tracing::info!(upstream = %upstream, %method, "upstream list changed; refetching");
+                }
+                UpstreamEvent::Notification {
+                    upstream,
+                    method,
+                    msg,
+                } => match method.as_str() {
+                    m::NOTIF_MESSAGE => {
+                        self.broadcast_log(&upstream, &msg);
+                    }
+                    m::NOTIF_RESOURCES_UPDATED => {
+                        let sent = self.resource_updated(&upstream, &msg);
+                        tracing::debug!(upstream = %upstream, sessions = sent, "resource updated");
+                    }
+                    _ => {
+                        tracing::debug!(upstream = %upstream, %method, "unrouted upstream notification");
+                    }
+                },
+            };
+            handle(ev);
+            // Coalesce a burst of changes into one rebuild.
+            while let Ok(ev) = rx.try_recv() {
+                handle(ev);
+            }
+            if rebuild {
+                self.on_upstreams_changed(&mut ready);
+                for method in self.rebuild_catalog() {
+                    let note =
+                        Bytes::from(manifold_protocol::jsonrpc::notification_bytes(method, None));
+                    let sent = self.sessions.broadcast(&note) + self.listeners.list_changed(method);
+                    self.metrics.list_changed_sent(method, sent);
+                    tracing::info!(%method, sessions = sent, "merged list changed");
+                }
+            }
+        }
+    }
+
+    /// An upstream that just became ready gets the state sessions built up on
+    /// the old connection: resource subscriptions and the log level.
+    fn on_upstreams_changed(self: &Arc<Self>, ready: &mut HashSet<Arc<str>>) {
+        for u in &self.upstreams {
+            let is_ready = u.status().state == manifold_upstream::State::Ready;
+            if is_ready && ready.insert(u.name().clone()) {
+                self.renew_subscriptions(u);
+                if self.sessions.most_verbose_log_level().is_some() {
+                    self.apply_log_level_later();
+                }
+            } else if !is_ready {
+                ready.remove(u.name());
+            }
+        }
+    }
+
+    async fn sweep_sessions(self: Arc<Self>) {
+        let idle = self.config.limits.session_idle_timeout;
+        loop {
+            tokio::select! {
+                _ = self.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(SESSION_SWEEP_INTERVAL) => {}
+            }
+            let expired = self.sessions.idle(idle);
+            let ended = expired
+                .iter()
+                .filter(|id| self.end_session(id, SessionEnd::Idle))
+                .count();
+            if ended > 0 {
+                tracing::info!(expired = ended, "ended idle sessions");
+            }
+        }
+    }
+}
+
+fn item_filter(u: &manifold_config::UpstreamConfig) -> ItemFilter {
+    let rules = |f: &manifold_config::Filter| manifold_catalog::filter::Rules {
+        allow: f.allow.iter().map(|g| Glob::new(g)).collect(),
+        deny: f.deny.iter().map(|g| Glob::new(g)).collect(),
+    };
+    ItemFilter {
+        tools: rules(&u.tools),
+        prompts: rules(&u.prompts),
+    }
+}

@@ -1,0 +1,254 @@
+//! Calls held for a 2026-07-28 client's input (an upstream asked it something
+//! mid-call), and the `requestState` that brings the client's retry back to one.
+//!
+//! `requestState` is `<id>.<expiry>.<mac>`: an HMAC-SHA-256 (keyed with the
+//! SHA-256 of `server.request_state_key`, or a key generated at start) over the
+//! id, the expiry and a digest of the request's params (without `_meta`,
+//! `inputResponses`, `requestState`), so a tampered, expired or
+//! replayed-elsewhere state is refused before anything is looked up.
+//!
+//! Invariants: at most `limits.max_held_calls` calls are held; a state is used
+//! once (taking it removes the call); the mutex is never held across `.await`.
+//!
+//! Not here: holding and resuming the call itself (`relay/input_required.rs`).
+
+use hmac::digest::KeyInit;
+use hmac::{Hmac, Mac};
+use manifold_protocol::RequestId;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::oneshot;
+
+use crate::lock;
+use crate::reply::Reply;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// What a client's retry brings to its held call.
+pub(crate) struct Resume {
+    /// `inputResponses`, by the keys the `InputRequiredResult` gave.
+    pub responses: Map<String, Value>,
+    /// The retry's own JSON-RPC id.
+    pub id: RequestId,
+    /// Where the retry's answer goes.
+    pub reply: oneshot::Sender<Reply>,
+}
+
+/// Held calls by state id, and the MAC key.
+pub(crate) struct HeldCalls {
+    key: [u8; 32],
+    calls: Mutex<HashMap<String, oneshot::Sender<Resume>>>,
+    /// How long a call waits for its retry.
+    pub ttl: Duration,
+    /// Calls held at once.
+    pub max: usize,
+}
+
+/// A digest of what identifies the request across retries.
+pub(crate) fn params_digest(method: &str, params: &Map<String, Value>) -> String {
+    let mut p = params.clone();
+    for k in ["_meta", "inputResponses", "requestState"] {
+        p.remove(k);
+    }
+    let text = format!("{method}\n{}", Value::Object(p));
+    hex::encode(&Sha256::digest(text.as_bytes())[..16])
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl HeldCalls {
+    /// With `secret` (`server.request_state_key`), the MAC key is its SHA-256,
+    /// the same in every process configured with it; without, a random key.
+    pub(crate) fn new(secret: Option<&str>, ttl: Duration, max: usize) -> HeldCalls {
+        let key = match secret {
+            Some(s) => Sha256::digest(s.as_bytes()).into(),
+            None => {
+                let mut key = [0u8; 32];
+                // Without OS randomness a key of zeros would make states
+                // forgeable; the bridge then refuses every state (see `verify`).
+                if getrandom::fill(&mut key).is_err() {
+                    tracing::error!("no OS randomness: InputRequiredResult bridging is disabled");
+                    key = [0u8; 32];
+                }
+                key
+            }
+        };
+        HeldCalls {
+            key,
+            calls: Mutex::new(HashMap::new()),
+            ttl,
+            max,
+        }
+    }
+
+    fn mac(&self, msg: &str) -> HmacSha256 {
+        // HMAC pads a key shorter than the hash's block with zeros, so the 32-byte
+        // key padded to a 64-byte block is the same key, with no fallible path.
+        let mut block = [0u8; 64];
+        block[..32].copy_from_slice(&self.key);
+        let mut mac = <HmacSha256 as KeyInit>::new(&block.into());
+        mac.update(msg.as_bytes());
+        mac
+    }
+
+    /// Whether no more calls may be held.
+    pub(crate) fn full(&self) -> bool {
+        lock(&self.calls).len() >= self.max
+    }
+
+    /// Holds a call under a fresh state for the request with `digest`: the state
+    /// to give the client, and where its retry will arrive.
+    pub(crate) fn hold(&self, digest: &str) -> (String, String, oneshot::Receiver<Resume>) {
+        let mut raw = [0u8; 16];
+        let _ = getrandom::fill(&mut raw);
+        let id = hex::encode(raw);
+        let expiry = now_secs() + self.ttl.as_secs();
+        let mac = self
+            .mac(&format!("{id}.{expiry}.{digest}"))
+            .finalize()
+            .into_bytes();
+        let state = format!("{id}.{expiry}.{}", hex::encode(mac));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.calls).insert(id.clone(), tx);
+        (id, state, rx)
+    }
+
+    /// Forgets a held call (its wait is over).
+    pub(crate) fn release(&self, id: &str) {
+        lock(&self.calls).remove(id);
+    }
+
+    /// The held call a state names, taken (states are single-use), when the state
+    /// is authentic, unexpired and for this request.
+    pub(crate) fn take(
+        &self,
+        state: &str,
+        digest: &str,
+    ) -> Result<oneshot::Sender<Resume>, &'static str> {
+        let id = self.verify(state, digest)?;
+        lock(&self.calls)
+            .remove(&id)
+            .ok_or("it was already used, or its call ended")
+    }
+
+    /// The state's id when it is authentic, unexpired and for this request.
+    fn verify(&self, state: &str, digest: &str) -> Result<String, &'static str> {
+        if self.key == [0u8; 32] {
+            return Err("bridging is disabled on this gateway");
+        }
+        let mut parts = state.split('.');
+        let (Some(id), Some(expiry), Some(mac), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err("it is not a state this gateway issued");
+        };
+        let got = hex::decode(mac).map_err(|_| "it is not a state this gateway issued")?;
+        // Constant time: `verify_slice` compares without an early exit.
+        self.mac(&format!("{id}.{expiry}.{digest}"))
+            .verify_slice(&got)
+            .map_err(|_| "it was altered, or belongs to a different request")?;
+        let expiry: u64 = expiry.parse().map_err(|_| "it is malformed")?;
+        if now_secs() > expiry {
+            return Err("it expired");
+        }
+        Ok(id.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TTL: Duration = Duration::from_secs(120);
+
+    fn held(secret: Option<&str>) -> HeldCalls {
+        HeldCalls::new(secret, TTL, 8)
+    }
+
+    #[test]
+    fn states_verify_only_for_their_request_and_untampered() {
+        let held = held(None);
+        let (id, state, _rx) = held.hold("digest-a");
+        assert_eq!(held.verify(&state, "digest-a"), Ok(id));
+        assert!(held.verify(&state, "digest-b").is_err(), "another request");
+        let mut tampered = state.clone();
+        tampered.replace_range(0..1, if state.starts_with('0') { "1" } else { "0" });
+        assert!(held.verify(&tampered, "digest-a").is_err(), "altered id");
+        assert!(held.verify("garbage", "digest-a").is_err());
+        let other = HeldCalls::new(None, TTL, 8);
+        assert!(
+            other.verify(&state, "digest-a").is_err(),
+            "another gateway's key"
+        );
+    }
+
+    #[test]
+    fn a_state_is_taken_once() {
+        let held = held(None);
+        let (_, state, _rx) = held.hold("d");
+        assert!(held.take(&state, "d").is_ok());
+        assert_eq!(
+            held.take(&state, "d").err(),
+            Some("it was already used, or its call ended")
+        );
+    }
+
+    #[test]
+    fn a_configured_key_is_shared_by_every_gateway_configured_with_it() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        let (a, b) = (held(Some(secret)), held(Some(secret)));
+        let (id, state, _rx) = a.hold("digest-a");
+        assert_eq!(
+            b.verify(&state, "digest-a"),
+            Ok(id),
+            "same secret, same key"
+        );
+        let c = held(Some("another-secret-another-secret-xx"));
+        assert!(c.verify(&state, "digest-a").is_err(), "another secret");
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231_test_case_2() {
+        // Key "Jefe", zero-padded: HMAC pads short keys with zeros, so the MAC is
+        // the RFC's.
+        let mut h = held(None);
+        h.key = [0u8; 32];
+        h.key[..4].copy_from_slice(b"Jefe");
+        assert_eq!(
+            hex::encode(
+                h.mac("what do ya want for nothing?")
+                    .finalize()
+                    .into_bytes()
+            ),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn the_digest_ignores_meta_and_retry_members() {
+        let a: Map<String, Value> =
+            serde_json::from_value(json!({"name": "t", "arguments": {"x": 1}})).unwrap();
+        let b: Map<String, Value> = serde_json::from_value(json!({
+            "name": "t", "arguments": {"x": 1}, "_meta": {"k": 1},
+            "inputResponses": {}, "requestState": "s"
+        }))
+        .unwrap();
+        assert_eq!(
+            params_digest("tools/call", &a),
+            params_digest("tools/call", &b)
+        );
+        assert_ne!(
+            params_digest("tools/call", &a),
+            params_digest("prompts/get", &a)
+        );
+    }
+}

@@ -1,0 +1,403 @@
+//! The Prometheus registry: every metric family Manifold exports (documented in
+//! docs/metrics.md), and how `/metrics` renders it.
+//!
+//! Invariants:
+//! - every label set is bounded: methods are the MCP methods Manifold routes (else
+//!   `other`), upstreams are configured names, tools are limited to
+//!   `[metrics] max_tool_series` (the rest count under `tool="other"`); no session
+//!   id, request id or principal is ever a label;
+//! - gauges that mirror state (upstream states, sessions, left-out items, audit
+//!   queue) are refreshed when `/metrics` is scraped, not on every event.
+//!
+//! Not here: when a request is counted (`observe`), serving `/metrics`
+//! (`front/admin.rs`).
+
+use manifold_protocol::methods as m;
+use manifold_upstream::State;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use super::Gateway;
+use crate::lock;
+
+/// Latency buckets in seconds: 1 ms … 60 s (the default call timeout).
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 60.0,
+];
+
+/// The methods that get their own label value.
+const METHODS: &[&str] = &[
+    m::INITIALIZE,
+    m::PING,
+    m::TOOLS_LIST,
+    m::TOOLS_CALL,
+    m::PROMPTS_LIST,
+    m::PROMPTS_GET,
+    m::RESOURCES_LIST,
+    m::RESOURCES_TEMPLATES_LIST,
+    m::RESOURCES_READ,
+    m::RESOURCES_SUBSCRIBE,
+    m::RESOURCES_UNSUBSCRIBE,
+    m::COMPLETION_COMPLETE,
+    m::LOGGING_SET_LEVEL,
+    m::SERVER_DISCOVER,
+    m::SUBSCRIPTIONS_LISTEN,
+];
+
+/// A method as a label: known ones as-is, anything else `other`.
+pub(crate) fn method_label(method: &str) -> &'static str {
+    METHODS
+        .iter()
+        .find(|&&k| k == method)
+        .copied()
+        .unwrap_or("other")
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodOutcome {
+    method: &'static str,
+    outcome: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamTool {
+    upstream: String,
+    tool: String,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamLabel {
+    upstream: String,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamState {
+    upstream: String,
+    state: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabel {
+    method: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindReason {
+    kind: &'static str,
+    reason: &'static str,
+}
+
+/// Every metric family Manifold exports.
+pub(crate) struct Metrics {
+    registry: Registry,
+    requests: Family<MethodOutcome, Counter>,
+    call_latency: Family<UpstreamTool, Histogram>,
+    in_flight: Family<UpstreamLabel, Gauge>,
+    upstream_up: Family<UpstreamLabel, Gauge>,
+    upstream_state: Family<UpstreamState, Gauge>,
+    upstream_restarts: Family<UpstreamLabel, Gauge>,
+    upstream_exit_code: Family<UpstreamLabel, Gauge>,
+    rebuilds: Counter,
+    list_changed_received: Family<UpstreamLabel, Counter>,
+    list_changed_sent: Family<MethodLabel, Counter>,
+    sessions: Gauge,
+    left_out: Family<KindReason, Gauge>,
+    headers_mirrored: Counter,
+    header_rejections: Counter,
+    audit_written: Gauge,
+    audit_lost: Gauge,
+    audit_queue: Gauge,
+    request_bytes: Family<MethodLabel, Counter>,
+    response_bytes: Family<MethodLabel, Counter>,
+    /// Tools that have their own latency series.
+    tool_series: Mutex<HashSet<String>>,
+    max_tool_series: usize,
+}
+
+impl Metrics {
+    pub(crate) fn new(max_tool_series: usize) -> Metrics {
+        let mut r = Registry::with_prefix("manifold");
+        let requests = Family::<MethodOutcome, Counter>::default();
+        r.register(
+            "requests",
+            "Requests answered, by method and outcome",
+            requests.clone(),
+        );
+        let call_latency = Family::<UpstreamTool, Histogram>::new_with_constructor(|| {
+            Histogram::new(LATENCY_BUCKETS)
+        });
+        r.register(
+            "call_duration_seconds",
+            "Forwarded calls from request to response, by upstream and tool",
+            call_latency.clone(),
+        );
+        let in_flight = Family::<UpstreamLabel, Gauge>::default();
+        r.register(
+            "calls_in_flight",
+            "Requests waiting for an upstream's answer",
+            in_flight.clone(),
+        );
+        let upstream_up = Family::<UpstreamLabel, Gauge>::default();
+        r.register(
+            "upstream_up",
+            "1 when the upstream is connected and ready, else 0",
+            upstream_up.clone(),
+        );
+        let upstream_state = Family::<UpstreamState, Gauge>::default();
+        r.register(
+            "upstream_state",
+            "1 for the upstream's current connection state",
+            upstream_state.clone(),
+        );
+        let upstream_restarts = Family::<UpstreamLabel, Gauge>::default();
+        r.register(
+            "upstream_restarts",
+            "Times the upstream was restarted or reconnected",
+            upstream_restarts.clone(),
+        );
+        let upstream_exit_code = Family::<UpstreamLabel, Gauge>::default();
+        r.register(
+            "upstream_last_exit_code",
+            "Exit code of the stdio upstream's last child process (-1: killed by a signal)",
+            upstream_exit_code.clone(),
+        );
+        let rebuilds = Counter::default();
+        r.register(
+            "catalog_rebuilds",
+            "Merged list snapshots built",
+            rebuilds.clone(),
+        );
+        let list_changed_received = Family::<UpstreamLabel, Counter>::default();
+        r.register(
+            "list_changed_received",
+            "list_changed notifications received from upstreams",
+            list_changed_received.clone(),
+        );
+        let list_changed_sent = Family::<MethodLabel, Counter>::default();
+        r.register(
+            "list_changed_sent",
+            "list_changed notifications sent to client sessions",
+            list_changed_sent.clone(),
+        );
+        let sessions = Gauge::default();
+        r.register("sessions", "Active client sessions", sessions.clone());
+        let left_out = Family::<KindReason, Gauge>::default();
+        r.register(
+            "items_left_out",
+            "Upstream tools, prompts and resources not exposed, by reason",
+            left_out.clone(),
+        );
+        let headers_mirrored = Counter::default();
+        r.register(
+            "header_params_mirrored",
+            "Mcp-Param-* headers computed for forwarded tool calls (HTTP upstreams receive them)",
+            headers_mirrored.clone(),
+        );
+        let header_rejections = Counter::default();
+        r.register(
+            "header_params_rejected",
+            "Calls refused because an x-mcp-header argument could not be encoded",
+            header_rejections.clone(),
+        );
+        let audit_written = Gauge::default();
+        r.register(
+            "audit_records_written",
+            "Audit records written",
+            audit_written.clone(),
+        );
+        let audit_lost = Gauge::default();
+        r.register(
+            "audit_records_lost",
+            "Audit records that could not be written",
+            audit_lost.clone(),
+        );
+        let audit_queue = Gauge::default();
+        r.register(
+            "audit_queue_depth",
+            "Audit records waiting for the writer",
+            audit_queue.clone(),
+        );
+        let request_bytes = Family::<MethodLabel, Counter>::default();
+        r.register(
+            "request_bytes",
+            "Bytes of request bodies received",
+            request_bytes.clone(),
+        );
+        let response_bytes = Family::<MethodLabel, Counter>::default();
+        r.register(
+            "response_bytes",
+            "Bytes of responses to forwarded calls",
+            response_bytes.clone(),
+        );
+        Metrics {
+            registry: r,
+            requests,
+            call_latency,
+            in_flight,
+            upstream_up,
+            upstream_state,
+            upstream_restarts,
+            upstream_exit_code,
+            rebuilds,
+            list_changed_received,
+            list_changed_sent,
+            sessions,
+            left_out,
+            headers_mirrored,
+            header_rejections,
+            audit_written,
+            audit_lost,
+            audit_queue,
+            request_bytes,
+            response_bytes,
+            tool_series: Mutex::new(HashSet::new()),
+            max_tool_series,
+        }
+    }
+
+    /// One request answered: its outcome and request bytes, and for the methods
+    /// that reach an upstream (the audited ones) the response bytes.
+    pub(crate) fn answered(
+        &self,
+        method: &str,
+        outcome: &'static str,
+        request_bytes: usize,
+        response_bytes: Option<usize>,
+    ) {
+        let method = method_label(method);
+        self.requests
+            .get_or_create(&MethodOutcome { method, outcome })
+            .inc();
+        self.request_bytes
+            .get_or_create(&MethodLabel { method })
+            .inc_by(request_bytes as u64);
+        if let Some(n) = response_bytes {
+            self.response_bytes
+                .get_or_create(&MethodLabel { method })
+                .inc_by(n as u64);
+        }
+    }
+
+    /// A forwarded call's duration; `tool` names a series while under the bound.
+    pub(crate) fn call_duration(&self, upstream: &str, tool: Option<&str>, seconds: f64) {
+        let tool = match tool {
+            Some(t) => self.tool_label(t),
+            None => "none".to_string(),
+        };
+        self.call_latency
+            .get_or_create(&UpstreamTool {
+                upstream: upstream.to_string(),
+                tool,
+            })
+            .observe(seconds);
+    }
+    pub(crate) fn rebuilt(&self) {
+        self.rebuilds.inc();
+    }
+    pub(crate) fn list_changed_received(&self, upstream: &str) {
+        self.list_changed_received
+            .get_or_create(&UpstreamLabel {
+                upstream: upstream.to_string(),
+            })
+            .inc();
+    }
+    pub(crate) fn list_changed_sent(&self, method: &'static str, sessions: usize) {
+        self.list_changed_sent
+            .get_or_create(&MethodLabel { method })
+            .inc_by(sessions as u64);
+    }
+    pub(crate) fn headers_mirrored(&self, n: usize) {
+        self.headers_mirrored.inc_by(n as u64);
+    }
+    pub(crate) fn header_rejected(&self) {
+        self.header_rejections.inc();
+    }
+    /// The in-flight gauge of `upstream`.
+    pub(crate) fn in_flight(&self, upstream: &str) -> Gauge {
+        self.in_flight
+            .get_or_create(&UpstreamLabel {
+                upstream: upstream.to_string(),
+            })
+            .clone()
+    }
+
+    /// The tool label: its name while under the series bound, else `other`.
+    fn tool_label(&self, tool: &str) -> String {
+        let mut seen = lock(&self.tool_series);
+        if seen.contains(tool) || seen.len() < self.max_tool_series {
+            seen.insert(tool.to_string());
+            tool.to_string()
+        } else {
+            "other".to_string()
+        }
+    }
+
+    /// Refreshes the state gauges and renders the text format.
+    pub(crate) fn render(&self, gw: &Gateway) -> String {
+        for u in gw.upstreams() {
+            let st = u.status();
+            let label = UpstreamLabel {
+                upstream: u.name().to_string(),
+            };
+            let ready = st.state == State::Ready;
+            self.upstream_up.get_or_create(&label).set(i64::from(ready));
+            for s in [State::Starting, State::Ready, State::Down, State::Stopped] {
+                self.upstream_state
+                    .get_or_create(&UpstreamState {
+                        upstream: u.name().to_string(),
+                        state: s.as_str(),
+                    })
+                    .set(i64::from(st.state == s));
+            }
+            self.upstream_restarts
+                .get_or_create(&label)
+                .set(st.restarts as i64);
+            if let Some(code) = st.last_exit_code {
+                self.upstream_exit_code
+                    .get_or_create(&label)
+                    .set(i64::from(code));
+            }
+        }
+        self.sessions.set(gw.sessions.len() as i64);
+        let catalog = gw.catalog.load();
+        self.left_out.clear();
+        let lists = [
+            ("tool", catalog.tools.left_out()),
+            ("prompt", catalog.prompts.left_out()),
+            ("resource", catalog.resources.resources.left_out()),
+            ("resource_template", catalog.resources.templates.left_out()),
+        ];
+        for (kind, items) in lists {
+            for lo in items {
+                self.left_out
+                    .get_or_create(&KindReason {
+                        kind,
+                        reason: reason_label(&lo.reason),
+                    })
+                    .inc();
+            }
+        }
+        if let Some(a) = &gw.auditor {
+            let s = a.stats();
+            self.audit_written.set(s.written as i64);
+            self.audit_lost.set(s.lost as i64);
+            self.audit_queue.set(s.queue_depth as i64);
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            tracing::error!("encoding the metrics failed");
+        }
+        out
+    }
+}
+
+fn reason_label(r: &manifold_catalog::LeftOutReason) -> &'static str {
+    use manifold_catalog::LeftOutReason as R;
+    match r {
+        R::NoName => "no_name",
+        R::Filtered => "filtered",
+        R::InvalidHeader(_) => "invalid_header",
+        R::Collision { .. } => "collision",
+    }
+}

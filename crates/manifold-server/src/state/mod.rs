@@ -1,0 +1,178 @@
+//! Shared state: the [`Gateway`] and the tables every request may read — the
+//! configuration, the upstreams, the merged catalog snapshot, client sessions
+//! (`sessions`), who owns which URI (`ownership`), resource subscriptions
+//! (`subscriptions`), open listen streams (`listeners`), calls held for a client's
+//! input (`held_calls`), the upstreams' log level (`log_levels`) and the metrics
+//! registry (`metrics`).
+//!
+//! Invariants: the merged catalog is an immutable snapshot swapped atomically, so
+//! a `tools/list` never touches an upstream; a session ends only through
+//! [`Gateway::end_session`], which also ends its subscriptions and lets the
+//! upstreams' log level follow; no lock or DashMap guard is held across `.await`.
+//!
+//! Not here: anything that reads a request (the pipeline and the handlers above),
+//! starting and serving (`runtime`).
+
+pub(crate) mod held_calls;
+pub(crate) mod listeners;
+pub(crate) mod log_levels;
+pub(crate) mod metrics;
+pub(crate) mod ownership;
+pub(crate) mod sessions;
+pub(crate) mod subscriptions;
+
+use arc_swap::ArcSwap;
+use manifold_catalog::{Catalog, ItemFilter, NamingPolicy, UpstreamInput};
+use manifold_config::GatewayConfig;
+use manifold_upstream::Upstream;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// The running gateway.
+pub struct Gateway {
+    pub(crate) config: Arc<GatewayConfig>,
+    pub(crate) upstreams: Vec<Upstream>,
+    pub(crate) by_name: HashMap<Arc<str>, Upstream>,
+    /// Each upstream's `tools` / `prompts` allow and deny lists.
+    pub(crate) filters: HashMap<Arc<str>, Arc<ItemFilter>>,
+    pub(crate) catalog: ArcSwap<Catalog>,
+    pub(crate) sessions: sessions::Sessions,
+    /// URIs seen in results, for routing reads (see `ownership`).
+    pub(crate) learned: ownership::Learned,
+    /// Resource subscriptions, shared across sessions and listen streams.
+    pub(crate) subscriptions: subscriptions::Subscriptions,
+    /// The log level last sent to the upstreams.
+    pub(crate) upstream_log_level: log_levels::UpstreamLogLevel,
+    /// Open 2026-07-28 `subscriptions/listen` streams.
+    pub(crate) listeners: listeners::Listeners,
+    /// Calls held for a 2026-07-28 client's input (`InputRequiredResult`).
+    pub(crate) held: held_calls::HeldCalls,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) tasks: TaskTracker,
+    pub(crate) metrics: metrics::Metrics,
+    /// The audit writer, when `[audit]` is configured and the gateway was
+    /// started with `Gateway::launch`.
+    pub(crate) auditor: Option<manifold_audit::Auditor>,
+    pub(crate) audit_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pub(crate) next_request: AtomicU64,
+    /// The admin listener, bound early by `Gateway::bind_admin` or by `serve`.
+    pub(crate) admin: Mutex<Option<TcpListener>>,
+    pub(crate) admin_addr: OnceLock<SocketAddr>,
+    /// Low bits of the start time, so request ids differ across restarts.
+    pub(crate) started_at: u32,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionEnd {
+    /// The client sent DELETE.
+    Deleted,
+    /// Idle for longer than `limits.session_idle_timeout`.
+    Idle,
+}
+
+impl Gateway {
+    pub fn config(&self) -> &GatewayConfig {
+        &self.config
+    }
+    pub fn upstreams(&self) -> &[Upstream] {
+        &self.upstreams
+    }
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.load_full()
+    }
+    /// The admin listener's address once bound.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr.get().copied()
+    }
+
+    /// A fresh request id (16 hex digits): in logs and audit records.
+    pub(crate) fn request_id(&self) -> String {
+        let n = self.next_request.fetch_add(1, Ordering::Relaxed);
+        format!("{:08x}{n:08x}", self.started_at)
+    }
+
+    /// Ends a session: it leaves the table, its calls stop waiting on it, its
+    /// resource subscriptions end (upstream too where it was the last), and the
+    /// upstreams' log level follows the sessions left. False if it was not there.
+    pub(crate) fn end_session(self: &Arc<Self>, id: &str, why: SessionEnd) -> bool {
+        let Some(session) = self.sessions.remove(id) else {
+            return false;
+        };
+        self.unsubscribe_all(&session.id);
+        self.log_levels_after_sessions_ended();
+        tracing::info!(session = %session.short_id(), client = %session.client_info,
+            version = %session.protocol_version, reason = ?why, "session ended");
+        true
+    }
+
+    fn naming_policy(&self) -> NamingPolicy {
+        let n = &self.config.naming;
+        NamingPolicy {
+            separator: n.separator.clone(),
+            prefix_mode: match n.prefix_mode {
+                manifold_config::PrefixMode::Always => manifold_catalog::PrefixMode::Always,
+                manifold_config::PrefixMode::Multiple => manifold_catalog::PrefixMode::Multiple,
+                manifold_config::PrefixMode::Never => manifold_catalog::PrefixMode::Never,
+            },
+            max_length: n.max_length,
+            configured_upstreams: self.config.upstreams.len(),
+        }
+    }
+
+    /// Rebuilds the merged view from every ready upstream; returns the
+    /// `list_changed` notifications it calls for (lists whose items changed).
+    pub(crate) fn rebuild_catalog(&self) -> Vec<&'static str> {
+        use manifold_protocol::methods as m;
+        let inputs: Vec<UpstreamInput> = self
+            .upstreams
+            .iter()
+            .filter_map(|u| {
+                u.lists().map(|lists| UpstreamInput {
+                    name: u.name().clone(),
+                    prefix: u.config().prefix.clone(),
+                    lists,
+                    filter: self.filters.get(u.name()).cloned().unwrap_or_default(),
+                })
+            })
+            .collect();
+        let new = Catalog::build(&inputs, &self.naming_policy(), self.config.server.page_size);
+        self.metrics.rebuilt();
+        for lo in new.tools.left_out().iter().chain(new.prompts.left_out()) {
+            if matches!(lo.reason, manifold_catalog::LeftOutReason::InvalidHeader(_)) {
+                tracing::warn!(upstream = %lo.upstream, name = %lo.original, reason = %lo.reason, "item left out of the merged list");
+            }
+        }
+        let old = self.catalog.swap(Arc::new(new));
+        let new = self.catalog.load();
+        let mut changed = Vec::new();
+        for (kind, method) in [
+            (manifold_catalog::Kind::Tools, m::NOTIF_TOOLS_LIST_CHANGED),
+            (
+                manifold_catalog::Kind::Prompts,
+                m::NOTIF_PROMPTS_LIST_CHANGED,
+            ),
+        ] {
+            let a = old.list(kind);
+            let b = new.list(kind);
+            let differ = a.len() != b.len()
+                || a.entries()
+                    .iter()
+                    .zip(b.entries())
+                    .any(|(x, y)| x.json() != y.json());
+            if differ {
+                changed.push(method);
+            }
+        }
+        let (a, b) = (&old.resources, &new.resources);
+        if !a.resources.same_as(&b.resources) || !a.templates.same_as(&b.templates) {
+            changed.push(m::NOTIF_RESOURCES_LIST_CHANGED);
+        }
+        changed
+    }
+}
