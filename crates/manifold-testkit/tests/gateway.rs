@@ -14,6 +14,8 @@ mod disconnect;
 mod errors;
 #[path = "gateway/failures.rs"]
 mod failures;
+#[path = "gateway/finish.rs"]
+mod finish;
 #[path = "gateway/lists.rs"]
 mod lists;
 #[path = "gateway/modern.rs"]

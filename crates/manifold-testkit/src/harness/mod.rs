@@ -12,22 +12,25 @@
 //!   `127.0.0.1:0`, stopped when dropped.
 //! - [`DemoHttp`]: the demo upstream (`manifold-demo-upstream --http`) as a child
 //!   process, killed when dropped.
+//! - [`McpClient::send_stateless`], [`stateless_request`]: the 2026-07-28 era
+//!   (no session, `_meta` and headers on every request).
 //!
 //! Invariants: every wait is bounded (by [`WAIT`] unless a caller sets another
 //! limit), so a broken gateway fails a test with a message instead of hanging it;
 //! every child process is killed on drop; helpers return `anyhow::Result` with
 //! context instead of panicking, except constructors given an invalid URL.
 //!
-//! Not here: TLS, authentication, resumable streams (`Last-Event-ID`), and the
-//! 2026-07-28 stateless era.
+//! Not here: TLS, authentication, resumable streams (`Last-Event-ID`).
 
 mod client;
 mod gateway;
 mod reply;
+mod stateless;
 
 pub use client::McpClient;
 pub use gateway::{demo_upstream_bin, toml_string, DemoHttp, TestGateway};
 pub use reply::{MessageStream, RawReply, Reply, StreamingReply};
+pub use stateless::{stateless_meta, stateless_request, STATELESS};
 
 use std::time::Duration;
 

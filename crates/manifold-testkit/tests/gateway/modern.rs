@@ -9,57 +9,15 @@ use serde_json::{json, Value};
 
 use crate::{bounded, fixture, touch_until};
 
-const V: &str = "2026-07-28";
-
-fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": V,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "modern-test", "version": "1"}
-    })
-}
-
-fn request(id: u64, method: &str, mut params: Value) -> Value {
-    params["_meta"] = meta();
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
+use manifold_testkit::harness::{stateless_request as request, McpClient, STATELESS as V};
 
 /// POSTs a stateless request with the standard headers (overridable).
 async fn send(
-    client: &manifold_testkit::harness::McpClient,
+    client: &McpClient,
     body: &Value,
     extra: &[(&str, &str)],
 ) -> Result<(StatusCode, Value)> {
-    let method = body["method"].as_str().unwrap_or_default().to_string();
-    let mut headers: Vec<(&str, &str)> = vec![("mcp-protocol-version", V), ("mcp-method", &method)];
-    let name = body["params"]["name"]
-        .as_str()
-        .or(body["params"]["uri"].as_str())
-        .map(str::to_string);
-    if let Some(n) = &name {
-        headers.push(("mcp-name", n));
-    }
-    for (k, v) in extra {
-        headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
-        if !v.is_empty() {
-            headers.push((k, v));
-        }
-    }
-    let reply = client.post_raw(body.to_string(), &headers).await?;
-    let text = String::from_utf8_lossy(&reply.body).to_string();
-    // SSE replies: the last data line is the response.
-    let json_text = if reply.content_type().contains("event-stream") {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(str::trim)
-            .rfind(|l| l.contains("\"id\""))
-            .unwrap_or("null")
-            .to_string()
-    } else {
-        text
-    };
-    let v = serde_json::from_str(&json_text).with_context(|| json_text.clone())?;
-    Ok((reply.status, v))
+    client.send_stateless(body, extra).await
 }
 
 #[tokio::test]
@@ -367,10 +325,7 @@ async fn listen_subscribes_resources_for_as_long_as_the_stream_is_open() -> Resu
 
 /// Sends `first` and expects an `InputRequiredResult` with one question: its key,
 /// the question, and the `requestState`.
-async fn input_required(
-    client: &manifold_testkit::harness::McpClient,
-    first: &Value,
-) -> Result<(String, Value, String)> {
+async fn input_required(client: &McpClient, first: &Value) -> Result<(String, Value, String)> {
     let (s, r) = send(client, first, &[]).await?;
     anyhow::ensure!(s == StatusCode::OK, "{s}: {r}");
     let ir = &r["result"];

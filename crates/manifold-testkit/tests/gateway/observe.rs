@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 use crate::{bounded, ok_text, Setup};
 
 /// A fresh directory under the system temp dir, removed on drop.
-struct Scratch(PathBuf);
+pub(crate) struct Scratch(pub PathBuf);
 impl Scratch {
-    fn new(tag: &str) -> Result<Scratch> {
+    pub(crate) fn new(tag: &str) -> Result<Scratch> {
         let dir = std::env::temp_dir().join(format!(
             "manifold-observe-{tag}-{}-{:?}",
             std::process::id(),
@@ -30,7 +30,7 @@ impl Drop for Scratch {
 }
 
 /// GET on the admin listener: (status, body).
-async fn admin_get(addr: std::net::SocketAddr, path: &str) -> Result<(u16, String)> {
+pub(crate) async fn admin_get(addr: std::net::SocketAddr, path: &str) -> Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await?;
     s.write_all(
@@ -55,7 +55,7 @@ async fn admin_get(addr: std::net::SocketAddr, path: &str) -> Result<(u16, Strin
 }
 
 /// The value of one sample line (`name{labels} value`) in the text format.
-fn sample(metrics: &str, series: &str) -> Option<f64> {
+pub(crate) fn sample(metrics: &str, series: &str) -> Option<f64> {
     metrics
         .lines()
         .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
@@ -63,7 +63,7 @@ fn sample(metrics: &str, series: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-fn audit_lines(path: &std::path::Path) -> Result<Vec<Value>> {
+pub(crate) fn audit_lines(path: &std::path::Path) -> Result<Vec<Value>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
     text.lines()
         .map(|l| serde_json::from_str(l).with_context(|| format!("audit line {l}")))
