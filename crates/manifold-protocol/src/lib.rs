@@ -1,10 +1,12 @@
 //! Manifold's wire vocabulary: the JSON-RPC 2.0 envelope kept as raw members, MCP
 //! method and header names, error codes, log levels, protocol revisions, the
-//! `x-mcp-header` codec and an SSE codec with size limits.
+//! `x-mcp-header` codec, an SSE codec with size limits, and the 2026-07-28 result
+//! members (`resultType`, cache hints) added without re-encoding.
 //!
 //! Invariants: nothing here performs I/O or depends on an async runtime, so every
 //! function can be unit-tested and fuzzed alone. Message bodies are never decoded into
-//! typed MCP structs: members Manifold does not rewrite stay as they arrived (tenet 1).
+//! typed MCP structs: members Manifold does not rewrite stay as they arrived (tenet 1,
+//! `docs/TENETS.md`).
 //!
 //! Not here: routing, naming, sessions, transports.
 

@@ -14,16 +14,7 @@ const SESSION_RES: &str = "demo://resource/session/manifold-interop.txt.gz";
 const UPSTREAMS: [&str; 2] = ["everything", "everything_http"];
 /// Subscribed by the bystander session only.
 const STARTUP_DOC: &str = "demo://resource/static/document/startup.md";
-const LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
+use manifold_protocol::logging::LEVELS;
 
 /// A plan whose steps are found again by label.
 #[derive(Default)]

@@ -81,6 +81,22 @@ async fn refuse_all(questions: Vec<Question>, code: ErrorCode, why: &str) {
     }
 }
 
+/// The upstream answered without waiting for (some of) its questions: they are
+/// refused, and the answer recorded and returned.
+async fn answered_anyway(
+    a: &mut Answering,
+    questions: Vec<Question>,
+    outcome: CallOutcome,
+) -> Vec<u8> {
+    refuse_all(
+        questions,
+        ErrorCode::INTERNAL_ERROR,
+        "the call already ended",
+    )
+    .await;
+    a.answer(outcome).await
+}
+
 fn input_required(id: &RequestId, questions: &[Question], state: &str) -> Reply {
     let mut requests = Map::new();
     for (n, q) in questions.iter().enumerate() {
@@ -121,14 +137,7 @@ pub(crate) async fn bridge(
     let gw = &x.gw;
     let (questions, outcome) = gather(&mut call, first).await;
     if let Some(outcome) = outcome {
-        // The upstream answered without waiting for its questions.
-        refuse_all(
-            questions,
-            ErrorCode::INTERNAL_ERROR,
-            "the call already ended",
-        )
-        .await;
-        return Reply::ok(a.answer(outcome).await);
+        return Reply::ok(answered_anyway(&mut a, questions, outcome).await);
     }
     let mut missing: Vec<String> = Vec::new();
     for q in &questions {
@@ -243,13 +252,7 @@ impl Holder {
                 }
             };
             if let Some(outcome) = outcome {
-                refuse_all(
-                    questions,
-                    ErrorCode::INTERNAL_ERROR,
-                    "the call already ended",
-                )
-                .await;
-                let bytes = self.a.answer(outcome).await;
+                let bytes = answered_anyway(&mut self.a, questions, outcome).await;
                 let _ = resume.reply.send(Reply::ok(retag(&bytes, &resume.id)));
                 return;
             }
