@@ -12,14 +12,16 @@
 pub mod audit;
 mod expand;
 mod model;
+mod snapshot;
 mod validate;
 
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use model::*;
-pub use validate::{
-    is_valid_upstream_name, Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode,
-    ServerConfig, Transport, UpstreamConfig, UpstreamProtocol,
+pub use snapshot::{
+    Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, Transport,
+    UpstreamConfig, UpstreamProtocol,
 };
+pub use validate::is_valid_upstream_name;
 
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;

@@ -8,59 +8,7 @@ use std::time::Duration;
 use crate::expand::expand;
 use crate::model::*;
 
-/// The validated configuration. Immutable; shared behind an `Arc`.
-#[derive(Debug, Clone)]
-pub struct GatewayConfig {
-    pub server: ServerConfig,
-    pub naming: NamingConfig,
-    pub limits: LimitsConfig,
-    /// The audit log, when `[audit]` names a sink.
-    pub audit: Option<crate::audit::AuditSettings>,
-    /// The admin listener (`/metrics`, `/healthz`, `/readyz`).
-    pub admin: Option<SocketAddr>,
-    /// Tools with their own latency series (`[metrics] max_tool_series`).
-    pub max_tool_series: usize,
-    /// Sorted by name: the order in which collisions are resolved.
-    pub upstreams: Vec<UpstreamConfig>,
-}
-
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    pub listen: SocketAddr,
-    pub path: String,
-    pub page_size: usize,
-    pub allowed_origins: Vec<String>,
-    pub allowed_hosts: Vec<String>,
-    /// `server.request_state_key`, expanded (`None`: generate one at start).
-    pub request_state_key: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrefixMode {
-    Always,
-    Multiple,
-    Never,
-}
-
-#[derive(Debug, Clone)]
-pub struct NamingConfig {
-    pub separator: String,
-    pub prefix_mode: PrefixMode,
-    pub max_length: usize,
-}
-
-#[derive(Debug, Clone)]
-pub struct LimitsConfig {
-    pub max_body_bytes: usize,
-    pub max_message_bytes: usize,
-    pub max_pending_per_upstream: usize,
-    pub max_sessions: usize,
-    pub session_idle_timeout: Duration,
-    pub connect_timeout: Duration,
-    pub stream_queue: usize,
-    pub held_call_ttl: Duration,
-    pub max_held_calls: usize,
-}
+use crate::snapshot::*;
 
 impl Default for LimitsConfig {
     fn default() -> Self {
@@ -77,65 +25,6 @@ impl Default for LimitsConfig {
             held_call_ttl: Duration::from_secs(120),
             max_held_calls: DEFAULT_MAX_HELD_CALLS,
         })
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct UpstreamConfig {
-    pub name: String,
-    pub transport: Transport,
-    pub timeout: Duration,
-    pub required: bool,
-    /// The prefix used in exposed names (the name unless `prefix` is set).
-    pub prefix: String,
-    /// `tools.allow` / `tools.deny` globs.
-    pub tools: Filter,
-    /// `prompts.allow` / `prompts.deny` globs.
-    pub prompts: Filter,
-    /// The protocol era spoken to this upstream.
-    pub protocol: UpstreamProtocol,
-}
-
-/// `upstreams.<name>.protocol`: which era Manifold speaks to an upstream.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum UpstreamProtocol {
-    /// Probe with `server/discover`; any answer that is not a 2026-07-28 discover
-    /// result falls back to `initialize`.
-    #[default]
-    Auto,
-    /// `initialize` only (2025-11-25 and older).
-    Legacy,
-    /// 2026-07-28 only: a failed probe is a failed start.
-    Modern,
-}
-
-/// Validated `allow` / `deny` globs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Filter {
-    pub allow: Vec<String>,
-    pub deny: Vec<String>,
-}
-
-#[derive(Debug, Clone)]
-pub enum Transport {
-    Stdio {
-        command: String,
-        args: Vec<String>,
-        env: BTreeMap<String, String>,
-        cwd: Option<String>,
-    },
-    Http {
-        url: String,
-        headers: BTreeMap<String, String>,
-    },
-}
-
-impl Transport {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Transport::Stdio { .. } => "stdio",
-            Transport::Http { .. } => "http",
-        }
     }
 }
 

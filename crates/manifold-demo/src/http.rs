@@ -347,8 +347,14 @@ async fn request(
             // Protocol-level errors of the stateless era have their own statuses.
             let code = response.pointer("/error/code").and_then(Value::as_i64);
             let status = match code {
-                Some(-32601) if state.server.config().modern => StatusCode::NOT_FOUND,
-                Some(-32602 | -32022) if state.server.config().modern => StatusCode::BAD_REQUEST,
+                Some(codes::METHOD_NOT_FOUND) if state.server.config().modern => {
+                    StatusCode::NOT_FOUND
+                }
+                Some(codes::INVALID_PARAMS | codes::UNSUPPORTED_VERSION)
+                    if state.server.config().modern =>
+                {
+                    StatusCode::BAD_REQUEST
+                }
                 _ => StatusCode::OK,
             };
             json(status, &response)
