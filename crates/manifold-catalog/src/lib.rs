@@ -114,6 +114,9 @@ pub enum LeftOutReason {
         exposed: String,
         kept_upstream: String,
     },
+    /// A resource template that cannot be parsed, or is over the template limits
+    /// (see `template`): it could not route reads safely.
+    InvalidTemplate(String),
 }
 
 impl std::fmt::Display for LeftOutReason {
@@ -122,6 +125,7 @@ impl std::fmt::Display for LeftOutReason {
             LeftOutReason::NoName => write!(f, "no string `name`"),
             LeftOutReason::Filtered => write!(f, "hidden by the upstream's allow/deny lists"),
             LeftOutReason::InvalidHeader(e) => write!(f, "invalid x-mcp-header: {e}"),
+            LeftOutReason::InvalidTemplate(e) => write!(f, "{e}"),
             LeftOutReason::Collision {
                 exposed,
                 kept_upstream,

@@ -41,6 +41,7 @@ impl UriList {
         key: &str,
         inputs: &[&UpstreamInput],
         items: impl Fn(&UpstreamInput) -> &Vec<Map<String, Value>>,
+        check: impl Fn(&str) -> Result<(), LeftOutReason>,
         page_size: usize,
     ) -> UriList {
         let mut left_out = Vec::new();
@@ -48,7 +49,18 @@ impl UriList {
         for input in inputs {
             for item in items(input) {
                 match item.get(key).and_then(Value::as_str) {
-                    Some(uri) => candidates.push((uri.to_string(), input.name.clone(), item)),
+                    Some(uri) => match check(uri) {
+                        Ok(()) => candidates.push((uri.to_string(), input.name.clone(), item)),
+                        Err(reason) => {
+                            tracing::warn!(upstream = %input.name, %uri, %reason,
+                                "left out of the merged {member}");
+                            left_out.push(LeftOut {
+                                upstream: input.name.clone(),
+                                original: uri.to_string(),
+                                reason,
+                            })
+                        }
+                    },
                     None => left_out.push(LeftOut {
                         upstream: input.name.clone(),
                         original: String::new(),
@@ -139,6 +151,7 @@ impl Resources {
             "uri",
             inputs,
             |i| &i.lists.resources,
+            |_| Ok(()),
             page_size,
         );
         let templates = UriList::build(
@@ -146,22 +159,21 @@ impl Resources {
             "uriTemplate",
             inputs,
             |i| &i.lists.resource_templates,
+            |t| {
+                UriTemplate::parse(t)
+                    .map(|_| ())
+                    .map_err(|e| LeftOutReason::InvalidTemplate(e.to_string()))
+            },
             page_size,
         );
         let exact = resources
             .items()
             .map(|(uri, up)| (uri.to_string(), up.clone()))
             .collect();
+        // Every listed template parsed when the list was built.
         let mut matchers: Vec<(UriTemplate, Arc<str>)> = templates
             .items()
-            .filter_map(|(t, up)| match UriTemplate::parse(t) {
-                Ok(parsed) => Some((parsed, up.clone())),
-                Err(e) => {
-                    tracing::warn!(upstream = %up, template = t, error = %e,
-                        "resource template cannot be parsed; it will not route reads");
-                    None
-                }
-            })
+            .filter_map(|(t, up)| Some((UriTemplate::parse(t).ok()?, up.clone())))
             .collect();
         // Stable: ties keep (template, upstream) order.
         matchers.sort_by_key(|(t, _)| std::cmp::Reverse(t.literal_len()));

@@ -2,13 +2,25 @@
 //! owns a URI that appears in no resource list (`resources/read` of `file:///x.txt`
 //! against a template `file:///{path}`).
 //!
-//! Invariants: matching is a pure function of (template, uri); it never allocates
-//! per character and backtracks over at most one choice per expression, so a
-//! template of `n` expressions against a URI of length `m` costs O(n·m²) at worst
-//! (both are bounded by the list and message limits).
+//! Invariants:
+//! - matching is a pure function of (template, uri), iterative (no recursion, so no
+//!   template can overflow the stack), and linear: one pass over the URI per
+//!   template part, O((parts + literal length) · URI length) time and O(URI length)
+//!   memory, whatever the input (a hostile upstream publishes the templates, any
+//!   client sends the URIs);
+//! - templates are bounded at parse time: at most [`MAX_TEMPLATE_EXPRESSIONS`]
+//!   expressions and [`MAX_TEMPLATE_LEN`] bytes; a URI longer than
+//!   [`MAX_MATCH_URI_LEN`] matches no template.
 //!
 //! Not here: expanding templates, or extracting variable values. Manifold only needs
 //! "could this template have produced this URI?".
+
+/// Expressions one template may have; beyond, it is left out of the merged list.
+pub const MAX_TEMPLATE_EXPRESSIONS: usize = 32;
+/// Bytes one template may have; beyond, it is left out of the merged list.
+pub const MAX_TEMPLATE_LEN: usize = 2048;
+/// The longest URI matched against templates; a longer one belongs to no template.
+pub const MAX_MATCH_URI_LEN: usize = 8192;
 
 /// A parsed template: literals and expressions in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +31,7 @@ pub struct UriTemplate {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
-    Literal(String),
+    Literal(Vec<char>),
     /// An expression by its operator (`None` = simple string expansion).
     Expr(Option<char>),
 }
@@ -27,42 +39,59 @@ enum Part {
 /// Why a template could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid URI template: {0}")]
-pub struct TemplateError(&'static str);
+pub struct TemplateError(String);
 
 impl UriTemplate {
     pub fn parse(template: &str) -> Result<UriTemplate, TemplateError> {
+        if template.len() > MAX_TEMPLATE_LEN {
+            return Err(TemplateError(format!(
+                "{} bytes (at most {MAX_TEMPLATE_LEN})",
+                template.len()
+            )));
+        }
         let mut parts = Vec::new();
         let mut literal = String::new();
         let mut rest = template;
+        let mut expressions = 0;
         while let Some(open) = rest.find('{') {
             literal.push_str(&rest[..open]);
             let after = &rest[open + 1..];
-            let close = after.find('}').ok_or(TemplateError("unclosed `{`"))?;
+            let close = after
+                .find('}')
+                .ok_or_else(|| TemplateError("unclosed `{`".into()))?;
             let body = &after[..close];
             if body.is_empty() {
-                return Err(TemplateError("empty expression `{}`"));
+                return Err(TemplateError("empty expression `{}`".into()));
+            }
+            expressions += 1;
+            if expressions > MAX_TEMPLATE_EXPRESSIONS {
+                return Err(TemplateError(format!(
+                    "more than {MAX_TEMPLATE_EXPRESSIONS} expressions"
+                )));
             }
             let op = body
                 .chars()
                 .next()
                 .filter(|c| matches!(c, '+' | '#' | '.' | '/' | ';' | '?' | '&'));
             if !literal.is_empty() {
-                parts.push(Part::Literal(std::mem::take(&mut literal)));
+                parts.push(Part::Literal(
+                    std::mem::take(&mut literal).chars().collect(),
+                ));
             }
             parts.push(Part::Expr(op));
             rest = &after[close + 1..];
         }
         if rest.contains('}') {
-            return Err(TemplateError("`}` without `{`"));
+            return Err(TemplateError("`}` without `{`".into()));
         }
         literal.push_str(rest);
         if !literal.is_empty() {
-            parts.push(Part::Literal(literal));
+            parts.push(Part::Literal(literal.chars().collect()));
         }
         let literal_len = parts
             .iter()
             .map(|p| match p {
-                Part::Literal(l) => l.len(),
+                Part::Literal(l) => l.iter().map(|c| c.len_utf8()).sum(),
                 Part::Expr(_) => 0,
             })
             .sum();
@@ -76,8 +105,70 @@ impl UriTemplate {
 
     /// Whether some expansion of the template equals `uri`.
     pub fn matches(&self, uri: &str) -> bool {
-        match_from(&self.parts, uri)
+        if uri.len() > MAX_MATCH_URI_LEN {
+            return false;
+        }
+        let uri: Vec<char> = uri.chars().collect();
+        let m = uri.len();
+        // `at[p]`: the parts so far can expand to exactly `uri[..p]`.
+        let mut at = vec![false; m + 1];
+        at[0] = true;
+        let mut next = vec![false; m + 1];
+        for part in &self.parts {
+            next.iter_mut().for_each(|b| *b = false);
+            match part {
+                Part::Literal(l) => {
+                    for p in (0..=m).filter(|&p| at[p]) {
+                        if uri[p..].starts_with(l) {
+                            next[p + l.len()] = true;
+                        }
+                    }
+                }
+                Part::Expr(op) => expand(*op, &uri, &at, &mut next),
+            }
+            std::mem::swap(&mut at, &mut next);
+            if !at.contains(&true) {
+                return false;
+            }
+        }
+        at[m]
     }
+}
+
+/// One expression's step: from every reachable start, every end its expansion
+/// can reach. An expression may expand to nothing (undefined variables); with a
+/// leader (`/`, `.`, `#`, …) a non-empty expansion starts with it; the rest is a
+/// run of characters the operator allows. One left-to-right sweep: `open` says
+/// some start lies behind the current position with only allowed characters
+/// between.
+fn expand(op: Option<char>, uri: &[char], at: &[bool], out: &mut [bool]) {
+    let m = uri.len();
+    // The empty expansion.
+    for p in 0..=m {
+        out[p] |= at[p];
+    }
+    // Where the run of allowed characters may start, and whether ending right
+    // there already counts as a non-empty expansion (after a leader, it does).
+    let mut starts = vec![false; m + 1];
+    match leader(op) {
+        Some(c) => {
+            for p in (0..m).filter(|&p| at[p] && uri[p] == c) {
+                starts[p + 1] = true;
+                out[p + 1] = true;
+            }
+        }
+        None => starts[..=m].copy_from_slice(&at[..=m]),
+    }
+    let mut open = false;
+    for e in 0..m {
+        out[e] |= open;
+        if allowed(op, uri[e]) {
+            open |= starts[e];
+        } else {
+            open = false;
+        }
+    }
+    out[m] |= open;
 }
 
 /// Whether `c` may appear in the expansion of an expression with operator `op`.
@@ -101,97 +192,5 @@ fn leader(op: Option<char>) -> Option<char> {
     }
 }
 
-fn match_from(parts: &[Part], uri: &str) -> bool {
-    let Some((first, rest)) = parts.split_first() else {
-        return uri.is_empty();
-    };
-    match first {
-        Part::Literal(l) => uri
-            .strip_prefix(l.as_str())
-            .is_some_and(|tail| match_from(rest, tail)),
-        Part::Expr(op) => {
-            // An expression may expand to nothing (undefined variables).
-            if match_from(rest, uri) {
-                return true;
-            }
-            let body = match leader(*op) {
-                Some(c) => match uri.strip_prefix(c) {
-                    Some(b) => b,
-                    None => return false,
-                },
-                None => uri,
-            };
-            let skipped = uri.len() - body.len();
-            // Try every expansion length, longest first (greedy).
-            let mut end = body
-                .char_indices()
-                .find(|&(_, c)| !allowed(*op, c))
-                .map(|(i, _)| i)
-                .unwrap_or(body.len());
-            loop {
-                if (end > 0 || skipped > 0) && match_from(rest, &body[end..]) {
-                    return true;
-                }
-                if end == 0 {
-                    return false;
-                }
-                end = body[..end]
-                    .char_indices()
-                    .next_back()
-                    .map(|(i, _)| i)
-                    .unwrap_or(0);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn templates_match_what_they_can_expand_to() {
-        let cases: &[(&str, &str, bool)] = &[
-            ("file:///{path}", "file:///notes.txt", true),
-            ("file:///{path}", "file:///dir/notes.txt", false),
-            ("file:///{+path}", "file:///dir/notes.txt", true),
-            ("test://template/{id}/data", "test://template/42/data", true),
-            (
-                "test://template/{id}/data",
-                "test://template/42/other",
-                false,
-            ),
-            ("test://template/{id}/data", "test://template//data", true),
-            ("demo://resource/{id}", "demo://resource/7", true),
-            ("demo://resource/{id}", "demo://other/7", false),
-            ("github://repos{/owner,repo}", "github://repos/a/b", true),
-            ("search://q{?term,page}", "search://q?term=x&page=2", true),
-            ("search://q{?term}", "search://q", true),
-            ("x://{a}.{b}", "x://left.right", true),
-            ("x://{a}{.ext}", "x://file.tar", true),
-            ("x://a#frag", "x://a#frag", true),
-            ("x://doc{#section}", "x://doc#intro", true),
-            ("literal://only", "literal://only", true),
-            ("literal://only", "literal://only/more", false),
-            ("über://{x}", "über://ä", true),
-        ];
-        for (template, uri, want) in cases {
-            let t = UriTemplate::parse(template).unwrap();
-            assert_eq!(t.matches(uri), *want, "{template} vs {uri}");
-        }
-    }
-
-    #[test]
-    fn malformed_templates_are_errors() {
-        for bad in ["x://{", "x://{}", "x://}"] {
-            assert!(UriTemplate::parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn specificity_counts_literal_text() {
-        let a = UriTemplate::parse("file:///{path}").unwrap();
-        let b = UriTemplate::parse("file:///docs/{path}").unwrap();
-        assert!(b.literal_len() > a.literal_len());
-    }
-}
+mod tests;

@@ -399,5 +399,6 @@ fn reason_label(r: &manifold_catalog::LeftOutReason) -> &'static str {
         R::Filtered => "filtered",
         R::InvalidHeader(_) => "invalid_header",
         R::Collision { .. } => "collision",
+        R::InvalidTemplate(_) => "invalid_template",
     }
 }

@@ -285,7 +285,9 @@ impl Facts {
                     "message": d.reason.to_string(),
                 });
                 match &d.reason {
-                    LeftOutReason::InvalidHeader(e) => reason["error"] = json!(e),
+                    LeftOutReason::InvalidHeader(e) | LeftOutReason::InvalidTemplate(e) => {
+                        reason["error"] = json!(e)
+                    }
                     LeftOutReason::Collision {
                         exposed,
                         kept_upstream,
@@ -345,6 +347,7 @@ fn reason_kind(r: &LeftOutReason) -> &'static str {
         LeftOutReason::Filtered => "filtered",
         LeftOutReason::InvalidHeader(_) => "invalid_header",
         LeftOutReason::Collision { .. } => "collision",
+        LeftOutReason::InvalidTemplate(_) => "invalid_template",
     }
 }
 
