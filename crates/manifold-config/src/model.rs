@@ -39,6 +39,19 @@ pub const DEFAULT_HELD_CALL_TTL: &str = "120s";
 /// Default `[limits] max_held_calls`: calls waiting for a 2026-07-28 client's input
 /// at once; beyond, such calls are refused (503) rather than held without bound.
 pub const DEFAULT_MAX_HELD_CALLS: usize = 1024;
+/// Default `[limits] max_connections`: client connections open at once; beyond,
+/// new ones wait in the listen backlog until one closes.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// Default `[limits] header_read_timeout`: how long a client may take to send a
+/// request's headers, and how long an idle keep-alive connection stays open.
+pub const DEFAULT_HEADER_READ_TIMEOUT: &str = "30s";
+/// Default `[limits] body_read_timeout`: how long a client may take to send a
+/// request's body.
+pub const DEFAULT_BODY_READ_TIMEOUT: &str = "30s";
+/// Default `[limits] stream_write_timeout`: a client that has not read its response
+/// stream for this long is treated as gone (its call runs on, or is cancelled for a
+/// 2026-07-28 client) instead of holding the call's relay.
+pub const DEFAULT_STREAM_WRITE_TIMEOUT: &str = "10s";
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
@@ -218,6 +231,14 @@ pub struct LimitsSection {
     pub held_call_ttl: String,
     #[serde(default = "d_max_held_calls")]
     pub max_held_calls: usize,
+    #[serde(default = "d_max_connections")]
+    pub max_connections: usize,
+    #[serde(default = "d_header_read_timeout")]
+    pub header_read_timeout: String,
+    #[serde(default = "d_body_read_timeout")]
+    pub body_read_timeout: String,
+    #[serde(default = "d_stream_write_timeout")]
+    pub stream_write_timeout: String,
 }
 
 impl Default for LimitsSection {
@@ -232,6 +253,10 @@ impl Default for LimitsSection {
             stream_queue: DEFAULT_STREAM_QUEUE,
             held_call_ttl: d_held_call_ttl(),
             max_held_calls: DEFAULT_MAX_HELD_CALLS,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: d_header_read_timeout(),
+            body_read_timeout: d_body_read_timeout(),
+            stream_write_timeout: d_stream_write_timeout(),
         }
     }
 }
@@ -334,4 +359,16 @@ fn d_held_call_ttl() -> String {
 }
 fn d_max_held_calls() -> usize {
     DEFAULT_MAX_HELD_CALLS
+}
+fn d_max_connections() -> usize {
+    DEFAULT_MAX_CONNECTIONS
+}
+fn d_header_read_timeout() -> String {
+    DEFAULT_HEADER_READ_TIMEOUT.into()
+}
+fn d_body_read_timeout() -> String {
+    DEFAULT_BODY_READ_TIMEOUT.into()
+}
+fn d_stream_write_timeout() -> String {
+    DEFAULT_STREAM_WRITE_TIMEOUT.into()
 }

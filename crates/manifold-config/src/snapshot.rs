@@ -62,6 +62,10 @@ pub struct LimitsConfig {
     pub stream_queue: usize,
     pub held_call_ttl: Duration,
     pub max_held_calls: usize,
+    pub max_connections: usize,
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub stream_write_timeout: Duration,
 }
 
 #[derive(Debug, Clone)]

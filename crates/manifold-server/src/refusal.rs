@@ -36,6 +36,8 @@ pub(crate) enum Refusal {
     BodyTooLarge { limit: usize },
     #[error("the request body could not be read")]
     BodyUnreadable,
+    #[error("the request body did not arrive within limits.body_read_timeout ({0:?})")]
+    BodyTimeout(std::time::Duration),
     #[error(
         "Host `{host}` is not allowed (DNS-rebinding protection); add it to server.allowed_hosts"
     )]
@@ -117,6 +119,7 @@ impl Refusal {
             | StreamNotAcceptable
             | BodyTooLarge { .. }
             | BodyUnreadable
+            | BodyTimeout(_)
             | HostNotAllowed { .. }
             | HostNotListed { .. }
             | OriginNotAllowed { .. }
@@ -155,6 +158,7 @@ impl Refusal {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             NotAcceptable | StreamNotAcceptable => StatusCode::NOT_ACCEPTABLE,
             BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             HostNotAllowed { .. } | HostNotListed { .. } | OriginNotAllowed { .. } => {
                 StatusCode::FORBIDDEN
             }
@@ -289,6 +293,12 @@ mod tests {
             (StreamNotAcceptable, -32600, 406, 406),
             (BodyTooLarge { limit: 1 }, -32600, 413, 413),
             (BodyUnreadable, -32600, 400, 400),
+            (
+                BodyTimeout(std::time::Duration::from_secs(1)),
+                -32600,
+                408,
+                408,
+            ),
             (HostNotAllowed { host: "h".into() }, -32600, 403, 403),
             (HostNotListed { host: "h".into() }, -32600, 403, 403),
             (OriginNotAllowed { origin: "o".into() }, -32600, 403, 403),

@@ -83,7 +83,9 @@ impl Attempt {
         }
         loop {
             tokio::select! {
+                // The deadline first: an upstream flooding progress cannot starve it.
                 biased;
+                _ = tokio::time::sleep_until(self.deadline) => return self.timed_out().await,
                 Some(ev) = self.events.recv() => return ev,
                 outcome = &mut self.done => {
                     // Events sent before the outcome come first.
@@ -102,15 +104,14 @@ impl Attempt {
                     if self.driver.is_some() => {
                     self.driver = None;
                 }
-                _ = tokio::time::sleep_until(self.deadline) => return self.timed_out().await,
             }
         }
     }
 
-    /// Ends the attempt at its deadline: cancelled upstream, a timeout for the
-    /// caller.
+    /// Ends the attempt at its deadline: cancelled upstream (in the background), a
+    /// timeout for the caller at once.
     pub(crate) async fn timed_out(&mut self) -> CallEvent {
-        self.cancel_upstream("timeout").await;
+        self.conn.cancel(self.id, "timeout");
         self.end(CallOutcome::Failed(UpstreamError::Timeout {
             upstream: self.upstream(),
             timeout: self.timeout,
@@ -137,37 +138,21 @@ impl Attempt {
         self.done = rx;
     }
 
-    /// Cancels the request upstream and ends the attempt.
-    pub(crate) async fn cancel(&mut self, reason: &str) {
+    /// Cancels the request upstream (in the background) and ends the attempt.
+    pub(crate) fn cancel(&mut self, reason: &str) {
         if !self.finished {
-            self.cancel_upstream(reason).await;
+            self.conn.cancel(self.id, reason);
             self.finished = true;
         }
         // Over stateless HTTP, closing the response stream is the cancellation.
         self.driver = None;
     }
-
-    /// Written over the connection alone, not `&self`: the driver is not `Sync`,
-    /// so a `&Attempt` held across an await would make the future not `Send`.
-    fn cancel_upstream(&self, reason: &str) -> impl std::future::Future<Output = ()> + Send {
-        let (conn, id, reason) = (self.conn.clone(), self.id, reason.to_string());
-        async move {
-            if conn.wire.router.forget(id) {
-                conn.send_cancelled(id, &reason).await;
-            }
-        }
-    }
 }
 
 impl Drop for Attempt {
     fn drop(&mut self) {
-        if !self.finished && self.conn.wire.router.forget(self.id) {
-            let conn = self.conn.clone();
-            let id = self.id;
-            // Best effort, bounded by the connection's own lifetime token.
-            self.conn.wire.spawn_owned(async move {
-                conn.send_cancelled(id, "the client went away").await;
-            });
+        if !self.finished {
+            self.conn.cancel(self.id, "the client went away");
         }
     }
 }

@@ -92,9 +92,10 @@ impl Call {
         self.attempt.id
     }
 
-    /// Cancels the call upstream (`notifications/cancelled`) and ends it.
+    /// Cancels the call upstream (`notifications/cancelled`, sent in the
+    /// background and bounded by [`SEND_TIMEOUT`](crate::SEND_TIMEOUT)) and ends it.
     pub async fn cancel(&mut self, reason: &str) {
-        self.attempt.cancel(reason).await;
+        self.attempt.cancel(reason);
     }
 }
 

@@ -96,9 +96,12 @@ impl Connection {
         self.transport.send_message(bytes).await;
     }
 
-    /// Tells the upstream a request is cancelled, where the transport has a way to.
-    pub(crate) async fn send_cancelled(&self, id: u64, reason: &str) {
-        if self.transport.cancels_by_closing() {
+    /// Forgets request `id` and tells the upstream it is cancelled, where the
+    /// transport has a way to: in the background, bounded by
+    /// [`SEND_TIMEOUT`](crate::SEND_TIMEOUT), never on the caller's path (an
+    /// upstream that hangs would hold up the very caller the cancellation frees).
+    pub(crate) fn cancel(self: &Arc<Self>, id: u64, reason: &str) {
+        if !self.wire.router.forget(id) || self.transport.cancels_by_closing() {
             return;
         }
         let msg = json!({
@@ -106,7 +109,11 @@ impl Connection {
             "method": m::NOTIF_CANCELLED,
             "params": {"requestId": id, "reason": reason},
         });
-        self.send_message(msg.to_string().into_bytes()).await;
+        let conn = self.clone();
+        self.wire.spawn_owned(async move {
+            // Each transport bounds its own sends by SEND_TIMEOUT.
+            conn.send_message(msg.to_string().into_bytes()).await;
+        });
     }
 
     /// `initialize` succeeded: `notifications/initialized`, then what the

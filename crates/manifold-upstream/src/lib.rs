@@ -72,6 +72,11 @@ pub const LISTEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3
 /// Shortest time a modern upstream's lists are kept, whatever `ttlMs` it gives (a
 /// `ttlMs` of 0 would otherwise mean refetching on every client request).
 pub const MIN_LIST_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+/// Longest one message (a notification, a cancellation, an answer to a
+/// server→client request) may take to reach an upstream; a send that takes longer
+/// is dropped and logged, and never holds up a caller (cancellations are sent in
+/// the background).
+pub const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Rounds of `InputRequiredResult` bridged for one legacy client's call before
 /// Manifold gives up on an upstream that keeps asking.
 pub const MAX_INPUT_ROUNDS: usize = 16;

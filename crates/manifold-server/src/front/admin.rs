@@ -14,8 +14,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::TokioIo;
 use serde_json::json;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -28,7 +27,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "admin listener (/metrics, /healthz, /readyz)");
     }
-    let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
+    let builder = Arc::new(super::http::builder(&gw.config.limits));
     loop {
         let accepted = tokio::select! {
             _ = gw.shutdown.cancelled() => return,

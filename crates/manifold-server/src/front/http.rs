@@ -12,7 +12,7 @@ use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use manifold_protocol::methods as m;
 use std::convert::Infallible;
@@ -30,13 +30,38 @@ use crate::state::Gateway;
 
 /// How long open connections get to finish after shutdown begins.
 pub const CONNECTION_DRAIN: Duration = Duration::from_secs(5);
+/// Idle time before TCP keepalive probes a client connection (a peer that
+/// vanished without a FIN is noticed instead of holding its connection).
+pub const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
+
+/// The connection builder: HTTP/1.1 and HTTP/2, with hyper's timers armed so the
+/// header read timeout holds (without a timer hyper silently ignores it).
+pub(crate) fn builder(limits: &manifold_config::LimitsConfig) -> auto::Builder<TokioExecutor> {
+    let mut b = auto::Builder::new(TokioExecutor::new());
+    b.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    b.http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(TCP_KEEPALIVE);
+    b
+}
 
 /// Serves the MCP endpoint until the gateway shuts down, then lets open
-/// connections finish (bounded).
+/// connections finish (bounded). At most `limits.max_connections` are open at
+/// once; beyond, new ones wait in the listen backlog.
 pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
-    let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
+    let builder = Arc::new(builder(&gw.config.limits));
     let conns = tokio_util::task::TaskTracker::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(
+        gw.config.limits.max_connections,
+    ));
     loop {
+        let slot = tokio::select! {
+            _ = gw.shutdown.cancelled() => break,
+            s = slots.clone().acquire_owned() => s,
+        };
+        let Ok(slot) = slot else { break };
         let accepted = tokio::select! {
             _ = gw.shutdown.cancelled() => break,
             a = listener.accept() => a,
@@ -51,10 +76,13 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
             }
         };
         let _ = stream.set_nodelay(true);
+        let keepalive = socket2::TcpKeepalive::new().with_time(TCP_KEEPALIVE);
+        let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive);
         let gw = gw.clone();
         let builder = builder.clone();
         let shutdown = gw.shutdown.clone();
         conns.spawn(async move {
+            let _slot = slot;
             let svc = service_fn(move |req| {
                 let gw = gw.clone();
                 async move { Ok::<_, Infallible>(handle(gw, req).await) }
@@ -211,7 +239,12 @@ async fn post(gw: Arc<Gateway>, req: Request<Incoming>, accepts: Accepts) -> Res
     }
     let (parts, body) = req.into_parts();
     let limit = gw.config.limits.max_body_bytes;
-    let bytes = match Limited::new(body, limit).collect().await {
+    let deadline = gw.config.limits.body_read_timeout;
+    let read = tokio::time::timeout(deadline, Limited::new(body, limit).collect()).await;
+    let Ok(read) = read else {
+        return refuse(Refusal::BodyTimeout(deadline));
+    };
+    let bytes = match read {
         Ok(b) => b.to_bytes(),
         Err(e) => {
             if e.downcast_ref::<http_body_util::LengthLimitError>()

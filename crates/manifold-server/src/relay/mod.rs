@@ -419,7 +419,7 @@ impl Pump {
                 CallEvent::Done(outcome) => {
                     let bytes = self.a.answer(outcome).await;
                     if !self.gone {
-                        let _ = self.tx.send(Bytes::from(bytes)).await;
+                        self.write(bytes).await;
                     }
                     break;
                 }
@@ -437,6 +437,17 @@ impl Pump {
                 session.forget_pending(id);
             }
         }
+    }
+
+    /// Writes one message to the client's stream; false when the client is gone,
+    /// or has not read for `limits.stream_write_timeout` (a client that stops
+    /// reading must not hold the call's relay, and with it an upstream slot).
+    async fn write(&self, bytes: Vec<u8>) -> bool {
+        let bound = self.a.gw.config.limits.stream_write_timeout;
+        matches!(
+            tokio::time::timeout(bound, self.tx.send(Bytes::from(bytes))).await,
+            Ok(Ok(()))
+        )
     }
 
     /// Sends one event to the client; false when the client is gone.
@@ -461,7 +472,7 @@ impl Pump {
                     return true;
                 }
                 let bytes = serde_json::to_vec(&Value::Object(msg)).unwrap_or_default();
-                self.tx.send(Bytes::from(bytes)).await.is_ok()
+                self.write(bytes).await
             }
             CallEvent::Request {
                 method,
@@ -511,7 +522,7 @@ impl Pump {
                     msg.insert("params".into(), p);
                 }
                 let bytes = serde_json::to_vec(&Value::Object(msg)).unwrap_or_default();
-                self.tx.send(Bytes::from(bytes)).await.is_ok()
+                self.write(bytes).await
             }
             CallEvent::Done(_) => true,
         }

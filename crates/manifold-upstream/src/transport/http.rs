@@ -88,6 +88,8 @@ pub(crate) fn connect(
     // Requests are small and latency-bound: send each segment at once (no Nagle).
     let mut tcp = HttpConnector::new();
     tcp.set_nodelay(true);
+    // A host that never answers a SYN must not hold a call or the handshake.
+    tcp.set_connect_timeout(Some(limits.connect_timeout));
     tcp.enforce_http(false);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_webpki_roots()
@@ -113,8 +115,15 @@ pub(crate) fn connect(
 impl Outbound for HttpLink {
     fn send_message(&self, bytes: Vec<u8>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if let Err(e) = self.post_message(bytes).await {
-                tracing::warn!(upstream = %self.wire.upstream(), error = %e, "sending to the upstream failed");
+            match tokio::time::timeout(crate::SEND_TIMEOUT, self.post_message(bytes)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(upstream = %self.wire.upstream(), error = %e, "sending to the upstream failed")
+                }
+                Err(_) => {
+                    tracing::warn!(upstream = %self.wire.upstream(), bound = ?crate::SEND_TIMEOUT,
+                    "the upstream did not take a message in time; dropped")
+                }
             }
         })
     }

@@ -47,17 +47,29 @@ struct Stdin {
 }
 
 impl Stdin {
-    async fn send(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
-        self.writer.send(Bytes::from(bytes)).await.map_err(|_| {
-            UpstreamError::unavailable(&self.upstream, "the child process is not running")
-        })
+    /// Queues a message for the child's stdin, waiting at most `bound` for room: a
+    /// child that stops reading fills the queue, and its callers get an error
+    /// instead of waiting for ever.
+    async fn send(&self, bytes: Vec<u8>, bound: Duration) -> Result<(), UpstreamError> {
+        use tokio::sync::mpsc::error::SendTimeoutError;
+        match self.writer.send_timeout(Bytes::from(bytes), bound).await {
+            Ok(()) => Ok(()),
+            Err(SendTimeoutError::Closed(_)) => Err(UpstreamError::unavailable(
+                &self.upstream,
+                "the child process is not running",
+            )),
+            Err(SendTimeoutError::Timeout(_)) => Err(UpstreamError::unavailable(
+                &self.upstream,
+                format!("the child process has not read its stdin for {bound:?}"),
+            )),
+        }
     }
 }
 
 impl Outbound for Stdin {
     fn send_message(&self, bytes: Vec<u8>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if let Err(e) = self.send(bytes).await {
+            if let Err(e) = self.send(bytes, crate::SEND_TIMEOUT).await {
                 tracing::warn!(upstream = %self.upstream, error = %e, "sending to the upstream failed");
             }
         })
@@ -98,8 +110,9 @@ impl Outbound for StdioTransport {
 
 impl Transport for StdioTransport {
     fn request(&self, out: Outgoing) -> BoxFuture<'_, Result<Option<Driver>, UpstreamError>> {
-        // The reader task routes the reply: no driver.
-        Box::pin(async move { self.stdin.send(out.bytes).await.map(|()| None) })
+        // The reader task routes the reply: no driver. The send is bounded by the
+        // call's own timeout.
+        Box::pin(async move { self.stdin.send(out.bytes, out.timeout).await.map(|()| None) })
     }
 
     fn cancels_by_closing(&self) -> bool {
