@@ -153,14 +153,20 @@ pub struct ServerSection {
     /// Items per page of merged lists (`DEFAULT_PAGE_SIZE`).
     #[serde(default = "d_page_size")]
     pub page_size: usize,
-    /// Extra `Origin` values accepted besides the listener's own loopback origins,
+    /// `Origin` values accepted besides a loopback listener's own loopback origins,
     /// e.g. `["https://app.example.com"]`. Requests without `Origin` are accepted.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
-    /// Extra `Host` header values accepted (e.g. a DNS name a proxy uses). With a
-    /// loopback listener only loopback hosts are accepted unless listed here.
+    /// `Host` values accepted (e.g. the DNS name clients or a proxy use). A loopback
+    /// listener also accepts loopback hosts; any other listener accepts only these,
+    /// and needs at least one (`"*"` accepts any host: no DNS-rebinding protection).
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// Serve a listener that is not on a loopback address without authentication
+    /// (default false: `manifold serve` refuses to). Anyone who can reach the port
+    /// then acts with the upstreams' credentials.
+    #[serde(default)]
+    pub allow_unauthenticated: bool,
     /// Secret that keys the HMAC of the `requestState` Manifold mints when it
     /// bridges a legacy upstream's mid-call request for a 2026-07-28 client (at
     /// least `MIN_REQUEST_STATE_KEY_LEN` characters; `${VAR}` expands). Unset: a
@@ -179,6 +185,7 @@ impl Default for ServerSection {
             page_size: DEFAULT_PAGE_SIZE,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            allow_unauthenticated: false,
             request_state_key: None,
         }
     }

@@ -33,6 +33,8 @@ pub struct ServerConfig {
     pub page_size: usize,
     pub allowed_origins: Vec<String>,
     pub allowed_hosts: Vec<String>,
+    /// `server.allow_unauthenticated`.
+    pub allow_unauthenticated: bool,
     /// `server.request_state_key`, expanded (`None`: generate one at start).
     pub request_state_key: Option<String>,
 }
@@ -124,5 +126,36 @@ impl Transport {
             Transport::Stdio { .. } => "stdio",
             Transport::Http { .. } => "http",
         }
+    }
+}
+
+impl GatewayConfig {
+    /// Whether `server.listen` may be served as configured: a listener that is
+    /// not on a loopback address needs authentication (not available yet), or the
+    /// explicit `server.allow_unauthenticated = true`, and a list of the hosts it
+    /// answers to (`server.allowed_hosts`; DNS-rebinding protection). The message
+    /// says what to set.
+    pub fn exposure_problem(&self) -> Option<String> {
+        let s = &self.server;
+        if s.listen.ip().is_loopback() {
+            return None;
+        }
+        if !s.allow_unauthenticated {
+            return Some(format!(
+                "server.listen `{}` is not a loopback address and no authentication is configured: \
+                 anyone who could reach the port would act with the upstreams' credentials. \
+                 Listen on 127.0.0.1, or set `allow_unauthenticated = true` in [server] to serve it anyway",
+                s.listen
+            ));
+        }
+        if s.allowed_hosts.is_empty() {
+            return Some(format!(
+                "server.listen `{}` is not a loopback address, so server.allowed_hosts must list the \
+                 host names clients use (DNS-rebinding protection), e.g. allowed_hosts = [\"mcp.example.com\"] \
+                 (\"*\" accepts any host)",
+                s.listen
+            ));
+        }
+        None
     }
 }

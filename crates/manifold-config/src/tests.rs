@@ -259,3 +259,31 @@ fn upstream_protocol_is_auto_legacy_or_2026_07_28() {
     let err = load("protocol = \"modern\"\n").expect_err("bad value");
     assert!(err.to_string().contains("upstreams.a.protocol"), "{err}");
 }
+
+#[test]
+fn a_non_loopback_listener_needs_the_opt_in_and_its_hosts() {
+    let rows = [
+        ("listen = \"127.0.0.1:8080\"", None),
+        ("listen = \"[::1]:8080\"", None),
+        ("listen = \"0.0.0.0:8080\"", Some("allow_unauthenticated")),
+        (
+            "listen = \"0.0.0.0:8080\"\nallow_unauthenticated = true",
+            Some("allowed_hosts"),
+        ),
+        (
+            "listen = \"10.0.0.5:8080\"\nallow_unauthenticated = true\nallowed_hosts = [\"mcp.internal\"]",
+            None,
+        ),
+    ];
+    for (server, want) in rows {
+        let cfg = load_with(&format!("[server]\n{server}\n"), &[]).expect(server);
+        let got = cfg.exposure_problem();
+        match want {
+            None => assert_eq!(got, None, "{server}"),
+            Some(key) => {
+                let msg = got.unwrap_or_else(|| panic!("{server}: no problem found"));
+                assert!(msg.contains(key), "{server}: {msg}");
+            }
+        }
+    }
+}

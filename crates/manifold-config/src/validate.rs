@@ -289,6 +289,7 @@ pub(crate) fn validate(
             page_size: file.server.page_size,
             allowed_origins: file.server.allowed_origins,
             allowed_hosts: file.server.allowed_hosts,
+            allow_unauthenticated: file.server.allow_unauthenticated,
             request_state_key,
         },
         naming: NamingConfig {

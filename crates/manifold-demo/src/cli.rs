@@ -67,6 +67,12 @@ pub struct Args {
     /// tests; the shipped gateway.toml does not pass it.
     #[arg(long)]
     pub faults: bool,
+
+    /// Fault mode, for tests: behave as a hung server. `tools/call` (and
+    /// `notifications/cancelled`) is never answered: over HTTP the POST stays
+    /// open, over stdio the process stops reading stdin at the first call.
+    #[arg(long)]
+    pub hang_calls: bool,
 }
 
 impl Args {
@@ -81,6 +87,7 @@ impl Args {
             no_list_changed: self.no_list_changed,
             bad_request_over: self.bad_request_over,
             faults: self.faults,
+            hang_calls: self.hang_calls,
         }
     }
 }

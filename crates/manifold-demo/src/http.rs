@@ -213,6 +213,10 @@ async fn post(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body> {
         return json(StatusCode::BAD_REQUEST, &parse_error());
     };
     let incoming = classify(message);
+    if state.server.config().hangs_on(&incoming) {
+        eprintln!("{SERVER_NAME}: --hang-calls: this request is never answered");
+        return std::future::pending().await;
+    }
     if state.server.config().modern {
         return stateless(&state, &parts.headers, incoming).await;
     }

@@ -86,6 +86,22 @@ pub struct DemoConfig {
     /// List and serve the fault tools (`fail`, `sleep`, `crash`; see
     /// [`tools::FAULT_TOOLS`]). Tests pass `--faults`; the shipped catalogue has none.
     pub faults: bool,
+    /// Fault mode: a hung server. `tools/call` (and `notifications/cancelled`) is
+    /// taken and never answered: over HTTP the POST stays open unanswered; over
+    /// stdio the process stops reading stdin at the first `tools/call`.
+    pub hang_calls: bool,
+}
+
+impl DemoConfig {
+    /// Whether this message is one a hung server (`--hang-calls`) never answers.
+    pub fn hangs_on(&self, incoming: &Incoming) -> bool {
+        self.hang_calls
+            && match incoming {
+                Incoming::Request { method, .. } => method == "tools/call",
+                Incoming::Notification { method, .. } => method == "notifications/cancelled",
+                _ => false,
+            }
+    }
 }
 
 /// `ttlMs` of the modern mode's lists unless `--list-ttl-ms` says otherwise.
@@ -103,6 +119,7 @@ impl Default for DemoConfig {
             no_list_changed: false,
             bad_request_over: None,
             faults: false,
+            hang_calls: false,
         }
     }
 }

@@ -63,7 +63,12 @@ where
                 continue;
             }
         };
-        match classify(message) {
+        let incoming = classify(message);
+        if server.config().hangs_on(&incoming) {
+            eprintln!("{SERVER_NAME}: --hang-calls: no longer reading stdin");
+            std::future::pending::<()>().await;
+        }
+        match incoming {
             Incoming::Request { id, method, params } => {
                 let session = session.clone();
                 let tx = tx.clone();

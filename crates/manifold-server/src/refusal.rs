@@ -42,7 +42,7 @@ pub(crate) enum Refusal {
         "Host `{host}` is not allowed (DNS-rebinding protection); add it to server.allowed_hosts"
     )]
     HostNotAllowed { host: String },
-    #[error("Host `{host}` is not in server.allowed_hosts")]
+    #[error("Host `{host}` is not in server.allowed_hosts (DNS-rebinding protection)")]
     HostNotListed { host: String },
     #[error("Origin `{origin}` is not allowed; add it to server.allowed_origins")]
     OriginNotAllowed { origin: String },

@@ -16,6 +16,8 @@ mod errors;
 mod failures;
 #[path = "gateway/finish.rs"]
 mod finish;
+#[path = "gateway/hostile.rs"]
+mod hostile;
 #[path = "gateway/lists.rs"]
 mod lists;
 #[path = "gateway/modern.rs"]

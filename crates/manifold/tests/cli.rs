@@ -124,3 +124,32 @@ fn configuration_errors_exit_2_and_name_the_key_and_line() {
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn serve_refuses_an_open_listener_without_the_opt_in_and_its_hosts() {
+    let dir = std::env::temp_dir().join(format!("manifold-open-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "[server]\nlisten = \"0.0.0.0:0\"\n",
+            "allow_unauthenticated",
+        ),
+        (
+            "[server]\nlisten = \"0.0.0.0:0\"\nallow_unauthenticated = true\n",
+            "allowed_hosts",
+        ),
+    ];
+    for (i, (text, needle)) in cases.iter().enumerate() {
+        let path = dir.join(format!("open{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(bin())
+            .args(["serve", "--config"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{text}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

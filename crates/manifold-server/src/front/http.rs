@@ -157,7 +157,8 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
         // Not the MCP endpoint: nothing here speaks JSON-RPC.
         return plain(StatusCode::NOT_FOUND);
     }
-    if let Err(r) = check_origin_and_host(&gw, req.headers()) {
+    let authority = req.uri().authority().map(|a| a.as_str());
+    if let Err(r) = check_origin_and_host(&gw, req.headers(), authority) {
         return refuse(r);
     }
     let accepts = accepts(req.headers());
@@ -283,26 +284,34 @@ fn host_part(authority: &str) -> &str {
         .unwrap_or(authority)
 }
 
-/// DNS-rebinding protection. A foreign `Origin` is refused with 403. With a
-/// loopback listener, so is a `Host` that is not a loopback name, unless listed in
-/// `server.allowed_hosts`.
-fn check_origin_and_host(gw: &Gateway, headers: &HeaderMap) -> Result<(), Refusal> {
+/// DNS-rebinding protection. A rebinding page controls both `Host` and `Origin`
+/// (they name its own domain), so neither proves anything about the other:
+/// - `Host` (or HTTP/2 `:authority`) must be in `server.allowed_hosts` (`"*"`:
+///   any); a loopback listener also accepts loopback hosts;
+/// - an `Origin`, when sent, must be in `server.allowed_origins`; a loopback
+///   listener also accepts loopback origins.
+fn check_origin_and_host(
+    gw: &Gateway,
+    headers: &HeaderMap,
+    authority: Option<&str>,
+) -> Result<(), Refusal> {
     let cfg = &gw.config.server;
     let host = headers
         .get(http::header::HOST)
         .and_then(|v| v.to_str().ok())
+        .or(authority)
         .unwrap_or("");
     let listener_loopback = cfg.listen.ip().is_loopback();
-    let host_listed = cfg
-        .allowed_hosts
-        .iter()
-        .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(host_part(host)));
-    if listener_loopback && !host.is_empty() && !is_loopback_host(host_part(host)) && !host_listed {
-        return Err(Refusal::HostNotAllowed {
-            host: host.to_string(),
-        });
-    }
-    if !listener_loopback && !cfg.allowed_hosts.is_empty() && !host_listed {
+    let host_listed = cfg.allowed_hosts.iter().any(|h| {
+        h == "*" || h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(host_part(host))
+    });
+    if listener_loopback {
+        if !host.is_empty() && !is_loopback_host(host_part(host)) && !host_listed {
+            return Err(Refusal::HostNotAllowed {
+                host: host.to_string(),
+            });
+        }
+    } else if !host_listed {
         return Err(Refusal::HostNotListed {
             host: host.to_string(),
         });
@@ -313,12 +322,12 @@ fn check_origin_and_host(gw: &Gateway, headers: &HeaderMap) -> Result<(), Refusa
             .split_once("://")
             .map(|(_, rest)| rest.trim_end_matches('/'))
             .unwrap_or("");
-        let allowed = cfg.allowed_origins.iter().any(|o| {
+        let listed = cfg.allowed_origins.iter().any(|o| {
             o.trim_end_matches('/')
                 .eq_ignore_ascii_case(origin.trim_end_matches('/'))
-        }) || (listener_loopback && is_loopback_host(host_part(authority)))
-            || (!authority.is_empty() && authority.eq_ignore_ascii_case(host));
-        if !allowed {
+        });
+        let loopback_origin = listener_loopback && is_loopback_host(host_part(authority));
+        if !(listed || loopback_origin) {
             return Err(Refusal::OriginNotAllowed {
                 origin: origin.to_string(),
             });

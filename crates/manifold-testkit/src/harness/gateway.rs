@@ -80,14 +80,20 @@ impl TestGateway {
         .map_err(|e| anyhow!("invalid gateway configuration: {e}"))
     }
 
-    /// Starts a gateway from a validated configuration (its `server.listen` is
-    /// replaced by the ephemeral address bound here).
+    /// Starts a gateway from a validated configuration. It always listens on
+    /// `127.0.0.1:0`; `server.listen` gets the bound port, and keeps its IP when that
+    /// is not loopback (e.g. `0.0.0.0`), so the gateway applies the rules of a
+    /// non-loopback listener while tests reach it on loopback.
     pub async fn start_config(mut config: GatewayConfig) -> Result<TestGateway> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .context("binding 127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        config.server.listen = addr;
+        config.server.listen = if config.server.listen.ip().is_loopback() {
+            addr
+        } else {
+            SocketAddr::new(config.server.listen.ip(), addr.port())
+        };
         let url = format!("http://{addr}{}", config.server.path);
         let shutdown = CancellationToken::new();
         let gateway = Gateway::launch(config, shutdown.clone()).await?;

@@ -6,13 +6,20 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-use super::{load_config, FAILED};
+use super::{load_config, FAILED, USAGE};
 
 pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
     let cfg = match load_config(config) {
         Ok(c) => c,
         Err(code) => return code,
     };
+    if let Some(problem) = cfg.exposure_problem() {
+        eprintln!(
+            "manifold: configuration error: {}: {problem}",
+            config.display()
+        );
+        return ExitCode::from(USAGE);
+    }
     match rt.block_on(serve(cfg)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -23,6 +30,13 @@ pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
 }
 
 async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
+    if cfg.server.listen.ip().is_loopback() {
+        tracing::warn!(listen = %cfg.server.listen,
+            "serving without authentication: every local user and process that can reach the port acts with the upstreams' credentials");
+    } else {
+        tracing::warn!(listen = %cfg.server.listen,
+            "serving a non-loopback listener WITHOUT AUTHENTICATION (server.allow_unauthenticated = true): anyone who can reach the port acts with the upstreams' credentials");
+    }
     let listener = tokio::net::TcpListener::bind(cfg.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", cfg.server.listen))?;
