@@ -39,6 +39,9 @@ pub const DEFAULT_HELD_CALL_TTL: &str = "120s";
 /// Default `[limits] max_held_calls`: calls waiting for a 2026-07-28 client's input
 /// at once; beyond, such calls are refused (503) rather than held without bound.
 pub const DEFAULT_MAX_HELD_CALLS: usize = 1024;
+/// Default `[server] shutdown_grace`: how long calls in flight get to finish once
+/// shutdown begins.
+pub const DEFAULT_SHUTDOWN_GRACE: &str = "10s";
 /// Default `[limits] max_connections`: client connections open at once; beyond,
 /// new ones wait in the listen backlog until one closes.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
@@ -172,6 +175,11 @@ pub struct ServerSection {
     /// least `MIN_REQUEST_STATE_KEY_LEN` characters; `${VAR}` expands). Unset: a
     /// random key per process, so states die with it.
     pub request_state_key: Option<String>,
+    /// How long calls in flight get to finish once shutdown begins (SIGTERM,
+    /// SIGINT), `DEFAULT_SHUTDOWN_GRACE`. Past it they are cancelled, audited as
+    /// such, and the process exits anyway.
+    #[serde(default = "d_shutdown_grace")]
+    pub shutdown_grace: String,
 }
 
 /// Shortest `server.request_state_key` accepted.
@@ -187,6 +195,7 @@ impl Default for ServerSection {
             allowed_hosts: Vec::new(),
             allow_unauthenticated: false,
             request_state_key: None,
+            shutdown_grace: d_shutdown_grace(),
         }
     }
 }
@@ -366,6 +375,9 @@ fn d_held_call_ttl() -> String {
 }
 fn d_max_held_calls() -> usize {
     DEFAULT_MAX_HELD_CALLS
+}
+fn d_shutdown_grace() -> String {
+    DEFAULT_SHUTDOWN_GRACE.into()
 }
 fn d_max_connections() -> usize {
     DEFAULT_MAX_CONNECTIONS

@@ -290,6 +290,7 @@ pub(crate) fn validate(
             allowed_origins: file.server.allowed_origins,
             allowed_hosts: file.server.allowed_hosts,
             allow_unauthenticated: file.server.allow_unauthenticated,
+            shutdown_grace: duration("server.shutdown_grace", &file.server.shutdown_grace)?,
             request_state_key,
         },
         naming: NamingConfig {

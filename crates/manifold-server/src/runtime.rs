@@ -1,10 +1,19 @@
 //! Starting and running the gateway: the audit writer, every upstream's actor, the
 //! catalog maintainer (rebuilds the merged view when an upstream changes and
 //! tells clients), the idle-session sweep, and serving the front doors until
-//! shutdown.
+//! shutdown — which runs in order:
 //!
-//! Invariants: every task spawned here is tracked and ends with the shutdown
-//! token; a burst of upstream changes is coalesced into one rebuild.
+//! 1. the caller's token fires (SIGTERM, SIGINT): readiness goes false, the
+//!    listener stops accepting, open connections finish their requests;
+//! 2. when nothing is in flight any more, or `server.shutdown_grace` has passed,
+//!    `stop` fires: upstreams stop, relays and held calls are cancelled (and
+//!    audited as cancelled);
+//! 3. once every other task has ended (bounded by [`SHUTDOWN_WAIT`]), the audit
+//!    writer drains its queue and closes: every answered call has its record.
+//!
+//! Invariants: every task spawned here is tracked and ends by `stop`; every wait
+//! of the shutdown is bounded, so a stuck task cannot keep the process alive; a
+//! burst of upstream changes is coalesced into one rebuild.
 //!
 //! Not here: requests (the front doors and the pipeline).
 
@@ -30,9 +39,11 @@ use crate::state::{Gateway, SessionEnd};
 pub const UPSTREAM_EVENT_QUEUE: usize = 1024;
 /// How often idle sessions are swept.
 pub const SESSION_SWEEP_INTERVAL: Duration = Duration::from_secs(30);
-/// How long `serve` waits, after the listeners close, for tracked tasks and then
-/// for the audit writer's last flush.
+/// How long `serve` waits, after `stop`, for tracked tasks and then for the audit
+/// writer's last flush.
 pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+/// How often the drain checks whether calls are still in flight.
+const DRAIN_POLL: Duration = Duration::from_millis(50);
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -50,15 +61,17 @@ impl Gateway {
         config: GatewayConfig,
         shutdown: CancellationToken,
     ) -> Result<Arc<Gateway>, StartError> {
+        // The audit writer outlives everything that can write a record.
+        let audit_stop = CancellationToken::new();
         let audit = match config.audit.as_ref() {
-            Some(s) => Some(manifold_audit::Auditor::start(s.clone(), shutdown.clone()).await?),
+            Some(s) => Some(manifold_audit::Auditor::start(s.clone(), audit_stop.clone()).await?),
             None => None,
         };
         let (auditor, task) = match audit {
             Some((a, t)) => (Some(a), Some(t)),
             None => (None, None),
         };
-        Ok(Gateway::build(config, shutdown, auditor, task))
+        Ok(Gateway::build(config, shutdown, audit_stop, auditor, task))
     }
 
     /// Starts every upstream (in parallel) and the catalog maintainer, without the
@@ -66,17 +79,19 @@ impl Gateway {
     /// (`manifold check`, `tools`, `call`). Returns at once; use
     /// [`Gateway::wait_ready`] to give upstreams a bounded head start.
     pub fn start(config: GatewayConfig, shutdown: CancellationToken) -> Arc<Gateway> {
-        Gateway::build(config, shutdown, None, None)
+        Gateway::build(config, shutdown, CancellationToken::new(), None, None)
     }
 
     fn build(
         config: GatewayConfig,
         shutdown: CancellationToken,
+        audit_stop: CancellationToken,
         auditor: Option<manifold_audit::Auditor>,
         audit_task: Option<tokio::task::JoinHandle<()>>,
     ) -> Arc<Gateway> {
         let config = Arc::new(config);
         let tasks = TaskTracker::new();
+        let stop = CancellationToken::new();
         let (tx, rx) = mpsc::channel(UPSTREAM_EVENT_QUEUE);
         let upstreams: Vec<Upstream> = config
             .upstreams
@@ -86,7 +101,7 @@ impl Gateway {
                     u.clone(),
                     config.limits.clone(),
                     tx.clone(),
-                    shutdown.clone(),
+                    stop.clone(),
                     &tasks,
                 )
             })
@@ -118,6 +133,8 @@ impl Gateway {
             by_name,
             filters,
             shutdown,
+            stop,
+            audit_stop,
             tasks,
             auditor,
             audit_task: Mutex::new(audit_task),
@@ -133,7 +150,37 @@ impl Gateway {
         gw.tasks.spawn(async move { g.maintain_catalog(rx).await });
         let g = gw.clone();
         gw.tasks.spawn(async move { g.sweep_sessions().await });
+        let g = gw.clone();
+        gw.tasks.spawn(async move { g.drain().await });
         gw
+    }
+
+    /// Once shutdown begins, waits until no call is in flight to any upstream, or
+    /// `server.shutdown_grace` has passed, then fires `stop`.
+    async fn drain(self: Arc<Self>) {
+        tokio::select! {
+            _ = self.shutdown.cancelled() => {}
+            _ = self.stop.cancelled() => return,
+        }
+        let deadline = tokio::time::Instant::now() + self.config.server.shutdown_grace;
+        loop {
+            let in_flight: usize = self.upstreams.iter().map(Upstream::in_flight).sum();
+            if in_flight == 0 {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(in_flight, grace = ?self.config.server.shutdown_grace,
+                    "shutdown grace over; cancelling the calls still in flight");
+                break;
+            }
+            tokio::time::sleep(DRAIN_POLL).await;
+        }
+        self.stop.cancel();
+    }
+
+    /// Whether shutdown has begun (readiness is then false).
+    pub(crate) fn draining(&self) -> bool {
+        self.shutdown.is_cancelled()
     }
 
     /// Waits until every upstream has either become ready or failed once, or
@@ -162,8 +209,13 @@ impl Gateway {
             self.tasks.spawn(front::admin::serve(self.clone(), l));
         }
         front::http::serve(self.clone(), listener).await;
+        // The drain fires `stop` within the grace; the bound is a safety net.
+        let grace = self.config.server.shutdown_grace;
+        let _ = tokio::time::timeout(grace + SHUTDOWN_WAIT, self.stop.cancelled()).await;
+        self.stop.cancel();
         self.tasks.close();
         let _ = tokio::time::timeout(SHUTDOWN_WAIT, self.tasks.wait()).await;
+        self.audit_stop.cancel();
         let task = lock(&self.audit_task).take();
         if let Some(t) = task {
             let _ = tokio::time::timeout(SHUTDOWN_WAIT, t).await;
@@ -197,7 +249,7 @@ impl Gateway {
         let mut ready: HashSet<Arc<str>> = Default::default();
         loop {
             let ev = tokio::select! {
-                _ = self.shutdown.cancelled() => return,
+                _ = self.stop.cancelled() => return,
                 ev = rx.recv() => ev,
             };
             let Some(ev) = ev else { return };
@@ -263,7 +315,7 @@ impl Gateway {
         let idle = self.config.limits.session_idle_timeout;
         loop {
             tokio::select! {
-                _ = self.shutdown.cancelled() => return,
+                _ = self.stop.cancelled() => return,
                 _ = tokio::time::sleep(SESSION_SWEEP_INTERVAL) => {}
             }
             let expired = self.sessions.idle(idle);

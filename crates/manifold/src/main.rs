@@ -176,7 +176,7 @@ fn main() -> ExitCode {
             return ExitCode::from(cli::FAILED);
         }
     };
-    match cli.command {
+    let code = match cli.command {
         Command::DemoUpstream { .. } | Command::Audit { .. } => ExitCode::SUCCESS,
         Command::Serve { config } => cli::serve::run(&rt, &config.config),
         Command::Check { config, json } => cli::check::run(&rt, &config.config, json),
@@ -184,5 +184,12 @@ fn main() -> ExitCode {
         Command::Call { config, name, args } => {
             cli::call::run(&rt, &config.config, &name, args.as_deref())
         }
-    }
+    };
+    // Every shutdown wait is bounded already; a task stuck past them (a blocked
+    // read, say) must not keep the process alive.
+    rt.shutdown_timeout(RUNTIME_STOP);
+    code
 }
+
+/// How long the runtime waits for tasks still running once a command is done.
+const RUNTIME_STOP: std::time::Duration = std::time::Duration::from_secs(1);

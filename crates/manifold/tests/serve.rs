@@ -23,6 +23,8 @@ struct Served {
     url: String,
     dir: PathBuf,
     audit: PathBuf,
+    /// The admin listener, `host:port`.
+    admin: String,
     logs: Option<std::thread::JoinHandle<String>>,
 }
 
@@ -36,7 +38,8 @@ impl Served {
             &config,
             format!(
                 "[server]\nlisten = \"127.0.0.1:0\"\n\n[audit]\npath = {:?}\nfsync = \"always\"\n\n\
-                 [upstreams.demo]\ncommand = \"${{MANIFOLD_SELF}}\"\nargs = [\"demo-upstream\", \"--stdio\"]\n",
+                 [admin]\nlisten = \"127.0.0.1:0\"\n\n\
+                 [upstreams.demo]\ncommand = \"${{MANIFOLD_SELF}}\"\nargs = [\"demo-upstream\", \"--stdio\", \"--faults\"]\n",
                 audit.to_string_lossy()
             ),
         )
@@ -70,12 +73,41 @@ impl Served {
             .find(|w| w.starts_with("http://"))
             .expect("url")
             .to_string();
+        let admin_line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the admin line");
+        let admin = admin_line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("http://"))
+            .expect("admin address")
+            .to_string();
         Served {
             child,
             url,
+            admin,
             dir,
             audit,
             logs: Some(logs),
+        }
+    }
+
+    /// Sends a signal (`-TERM`, `-KILL`) without waiting.
+    fn send(&self, sig: &str) {
+        Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+    }
+
+    /// Waits (at most `limit`) for the process to end.
+    fn exit_within(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(st) = self.child.try_wait().expect("wait") {
+                return st;
+            }
+            assert!(Instant::now() < deadline, "still running after {limit:?}");
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -206,4 +238,73 @@ async fn the_audit_request_id_is_on_the_calls_log_lines() {
         .collect();
     assert_eq!(lines.len(), 1, "{logs}");
     assert_eq!(lines[0]["span"]["request_id"], rid, "{}", lines[0]);
+}
+
+/// `GET` on the admin listener: the status and body.
+async fn admin_get(addr: &str, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("admin");
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .expect("write");
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await;
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+/// SIGTERM with a call in flight: readiness goes false at once, the call still
+/// gets its answer (within `server.shutdown_grace`), its audit record is written
+/// before the writer closes, and the process exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_calls_in_flight_and_keeps_their_records() {
+    let mut served = Served::start("drain", "warn");
+    let client = McpClient::with_timeout(&served.url, Duration::from_secs(20));
+    client
+        .initialize("2025-11-25", json!({}))
+        .await
+        .expect("initialize");
+    let (status, _) = admin_get(&served.admin, "/readyz").await;
+    assert_eq!(status, 200, "ready before shutdown");
+    let call = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("demo__sleep", json!({"ms": 1500})).await })
+    };
+    // The call is in flight once the upstream has it; give it that moment.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    served.send("-TERM");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (status, body) = admin_get(&served.admin, "/readyz").await;
+        if status == 503 {
+            assert!(body.contains("\"draining\":true"), "{body}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "readyz stayed {status} while draining"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let reply = call.await.expect("task").expect("the call was answered");
+    let result = reply.result().expect("a result");
+    assert_ne!(result["isError"], true, "{reply}");
+    let status = served.exit_within(Duration::from_secs(20));
+    assert!(status.success(), "{status}");
+    let text = std::fs::read_to_string(&served.audit).expect("audit file");
+    let record = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["name"] == "demo__sleep")
+        .expect("the drained call's record");
+    assert_eq!(record["outcome"], "ok", "{record}");
+    let report = manifold_audit::verify(std::slice::from_ref(&served.audit)).expect("verify");
+    assert!(report.problem.is_none(), "{report}");
 }

@@ -3,8 +3,8 @@
 //! exposed to a scraper without exposing tools.
 //!
 //! - `/healthz`: 200 while the process serves (it answers, so it is alive).
-//! - `/readyz`: 200 when every upstream marked `required = true` is ready and the
-//!   audit log (if any) is not refusing calls, else 503; the JSON body lists every upstream's state, last error and restarts (the
+//! - `/readyz`: 200 when every upstream marked `required = true` is ready, the
+//!   audit log (if any) is not refusing calls and shutdown has not begun, else 503; the JSON body lists every upstream's state, last error and restarts (the
 //!   facts `manifold check` prints). A child that died is `down`, never ready.
 //!
 //! Not here: authentication (bind it to loopback or a private interface).
@@ -30,7 +30,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     let builder = Arc::new(super::http::builder(&gw.config.limits));
     loop {
         let accepted = tokio::select! {
-            _ = gw.shutdown.cancelled() => return,
+            _ = gw.stop.cancelled() => return,
             a = listener.accept() => a,
         };
         let Ok((stream, _)) = accepted else {
@@ -39,7 +39,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
         };
         let gw2 = gw.clone();
         let builder = builder.clone();
-        let shutdown = gw.shutdown.clone();
+        let shutdown = gw.stop.clone();
         gw.tasks.spawn(async move {
             let svc = service_fn(move |req| {
                 let gw = gw2.clone();
@@ -93,7 +93,9 @@ fn handle(gw: &Gateway, req: &Request<Incoming>) -> Response<Full<Bytes>> {
 
 /// Whether every required upstream is ready, and the facts behind the answer.
 pub(crate) fn readiness(gw: &Gateway) -> (bool, serde_json::Value) {
-    let mut ready = true;
+    // Shutting down: out of the load balancer at once, while calls drain.
+    let draining = gw.draining();
+    let mut ready = !draining;
     let upstreams: Vec<serde_json::Value> = gw
         .upstreams()
         .iter()
@@ -125,6 +127,6 @@ pub(crate) fn readiness(gw: &Gateway) -> (bool, serde_json::Value) {
     };
     (
         ready,
-        json!({"ready": ready, "upstreams": upstreams, "audit": audit}),
+        json!({"ready": ready, "draining": draining, "upstreams": upstreams, "audit": audit}),
     )
 }

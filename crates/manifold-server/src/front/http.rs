@@ -28,8 +28,6 @@ use crate::refusal::Refusal;
 use crate::reply::Reply;
 use crate::state::Gateway;
 
-/// How long open connections get to finish after shutdown begins.
-pub const CONNECTION_DRAIN: Duration = Duration::from_secs(5);
 /// Idle time before TCP keepalive probes a client connection (a peer that
 /// vanished without a FIN is noticed instead of holding its connection).
 pub const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
@@ -47,9 +45,10 @@ pub(crate) fn builder(limits: &manifold_config::LimitsConfig) -> auto::Builder<T
     b
 }
 
-/// Serves the MCP endpoint until the gateway shuts down, then lets open
-/// connections finish (bounded). At most `limits.max_connections` are open at
-/// once; beyond, new ones wait in the listen backlog.
+/// Serves the MCP endpoint until shutdown begins, then lets open connections
+/// finish their requests (for at most `server.shutdown_grace`). At most
+/// `limits.max_connections` are open at once; beyond, new ones wait in the
+/// listen backlog.
 pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     let builder = Arc::new(builder(&gw.config.limits));
     let conns = tokio_util::task::TaskTracker::new();
@@ -81,6 +80,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
         let gw = gw.clone();
         let builder = builder.clone();
         let shutdown = gw.shutdown.clone();
+        let grace = gw.config.server.shutdown_grace;
         conns.spawn(async move {
             let _slot = slot;
             let svc = service_fn(move |req| {
@@ -97,7 +97,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
                 }
                 _ = shutdown.cancelled() => {
                     conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(CONNECTION_DRAIN, conn).await;
+                    let _ = tokio::time::timeout(grace, conn).await;
                 }
             }
         });
@@ -107,7 +107,8 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     let ended = gw.listeners.end_all();
     tracing::debug!(listens = ended, "ended the subscriptions/listen streams");
     conns.close();
-    let _ = tokio::time::timeout(CONNECTION_DRAIN + Duration::from_secs(1), conns.wait()).await;
+    let grace = gw.config.server.shutdown_grace;
+    let _ = tokio::time::timeout(grace + Duration::from_secs(1), conns.wait()).await;
 }
 
 /// Frames a reply as an HTTP response.

@@ -90,7 +90,7 @@ pub(crate) async fn listen(x: &mut Exchange, params: Map<String, Value>) -> Resu
         let (gw2, key2) = (gw.clone(), key.clone());
         gw.tasks.spawn(async move {
             tokio::select! {
-                _ = gw2.shutdown.cancelled() => {}
+                _ = gw2.stop.cancelled() => {}
                 _ = tx.closed() => {}
             }
             gw2.unsubscribe_all(&key2);

@@ -205,7 +205,7 @@ impl Holder {
             let resume = tokio::select! {
                 r = &mut rx => r.ok(),
                 _ = tokio::time::sleep(self.gw.held.ttl) => None,
-                _ = self.gw.shutdown.cancelled() => None,
+                _ = self.gw.stop.cancelled() => None,
             };
             let Some(resume) = resume else {
                 self.gw.held.release(&state_id);

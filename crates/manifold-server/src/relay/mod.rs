@@ -351,7 +351,7 @@ impl Pending {
             minted: Vec::new(),
             gone,
         };
-        let (cancel, shutdown) = (self.cancel.clone(), self.a.gw.shutdown.clone());
+        let (cancel, shutdown) = (self.cancel.clone(), self.a.gw.stop.clone());
         use tracing::Instrument;
         self.a
             .gw

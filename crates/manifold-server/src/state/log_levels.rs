@@ -126,7 +126,7 @@ impl Gateway {
         let gw = self.clone();
         self.tasks.spawn(async move {
             tokio::select! {
-                _ = gw.shutdown.cancelled() => {}
+                _ = gw.stop.cancelled() => {}
                 _ = gw.apply_log_level() => {}
             }
         });

@@ -52,7 +52,15 @@ pub struct Gateway {
     pub(crate) listeners: listeners::Listeners,
     /// Calls held for a 2026-07-28 client's input (`InputRequiredResult`).
     pub(crate) held: held_calls::HeldCalls,
+    /// Cancelled when shutdown begins: the front door stops accepting, readiness
+    /// goes false, calls in flight get `server.shutdown_grace` to finish.
     pub(crate) shutdown: CancellationToken,
+    /// Cancelled when the grace is over (or nothing is left in flight): upstreams
+    /// stop, relays and held calls are cancelled (and audited as such).
+    pub(crate) stop: CancellationToken,
+    /// Cancelled last, once every other task has ended: the audit writer drains its
+    /// queue and closes.
+    pub(crate) audit_stop: CancellationToken,
     pub(crate) tasks: TaskTracker,
     pub(crate) metrics: metrics::Metrics,
     /// The audit writer, when `[audit]` is configured and the gateway was

@@ -160,7 +160,7 @@ impl Gateway {
         let gw = self.clone();
         self.tasks.spawn(async move {
             tokio::select! {
-                _ = gw.shutdown.cancelled() => {}
+                _ = gw.stop.cancelled() => {}
                 _ = async {
                     if gw.subscriptions.wanted(&uri) {
                         return; // someone joined before it was sent: nothing to undo
@@ -230,7 +230,7 @@ impl Gateway {
             return;
         }
         let up = upstream.clone();
-        let shutdown = self.shutdown.clone();
+        let shutdown = self.stop.clone();
         self.tasks.spawn(async move {
             for uri in uris {
                 tokio::select! {
