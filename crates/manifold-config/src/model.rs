@@ -286,9 +286,14 @@ pub struct UpstreamSection {
     /// stdio: its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// stdio: extra environment variables (the gateway's environment is inherited).
+    /// stdio: the child's environment variables. The child gets these, plus
+    /// `PATH`, `HOME` and `LANG` from the gateway's environment, and nothing else
+    /// (one upstream's secrets never reach another) unless `inherit_env` is true.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// stdio: give the child the gateway's whole environment (default false).
+    #[serde(default)]
+    pub inherit_env: bool,
     /// stdio: working directory.
     pub cwd: Option<String>,
     /// HTTP: the upstream's MCP endpoint URL (`http://` or `https://`).

@@ -115,6 +115,8 @@ pub enum Transport {
         args: Vec<String>,
         env: BTreeMap<String, String>,
         cwd: Option<String>,
+        /// Pass the gateway's whole environment, not only `PATH`, `HOME`, `LANG`.
+        inherit_env: bool,
     },
     Http {
         url: String,

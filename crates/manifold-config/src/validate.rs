@@ -189,12 +189,13 @@ pub(crate) fn validate(
                     args,
                     env,
                     cwd,
+                    inherit_env: u.inherit_env,
                 }
             }
             (None, Some(url)) => {
-                if !u.args.is_empty() || !u.env.is_empty() || u.cwd.is_some() {
+                if !u.args.is_empty() || !u.env.is_empty() || u.cwd.is_some() || u.inherit_env {
                     return Err(format!(
-                        "key `{key}`: `args`, `env` and `cwd` apply to stdio upstreams (`command`), not to `url`"
+                        "key `{key}`: `args`, `env`, `inherit_env` and `cwd` apply to stdio upstreams (`command`), not to `url`"
                     ));
                 }
                 let url = ex("url", url)?;

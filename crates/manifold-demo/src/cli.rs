@@ -73,6 +73,15 @@ pub struct Args {
     /// open, over stdio the process stops reading stdin at the first call.
     #[arg(long)]
     pub hang_calls: bool,
+
+    /// Diagnostics, for tests: a tool `env` that reports one environment variable.
+    #[arg(long)]
+    pub env_tool: bool,
+
+    /// Diagnostics, for tests: start a `sleep` process at launch and report its pid
+    /// with the tool `grandchild` (to check it is stopped with this server).
+    #[arg(long)]
+    pub spawn_grandchild: bool,
 }
 
 impl Args {
@@ -88,6 +97,8 @@ impl Args {
             bad_request_over: self.bad_request_over,
             faults: self.faults,
             hang_calls: self.hang_calls,
+            env_tool: self.env_tool,
+            spawn_grandchild: self.spawn_grandchild,
         }
     }
 }

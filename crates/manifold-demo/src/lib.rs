@@ -90,6 +90,11 @@ pub struct DemoConfig {
     /// taken and never answered: over HTTP the POST stays open unanswered; over
     /// stdio the process stops reading stdin at the first `tools/call`.
     pub hang_calls: bool,
+    /// Diagnostics: a tool `env` that reports one environment variable.
+    pub env_tool: bool,
+    /// Diagnostics: start a `sleep` process at launch (a grandchild of whoever
+    /// started this server) and report its pid with the tool `grandchild`.
+    pub spawn_grandchild: bool,
 }
 
 impl DemoConfig {
@@ -120,6 +125,8 @@ impl Default for DemoConfig {
             bad_request_over: None,
             faults: false,
             hang_calls: false,
+            env_tool: false,
+            spawn_grandchild: false,
         }
     }
 }
@@ -282,13 +289,34 @@ pub struct DemoServer {
     /// URIs in the `resourceSubscriptions` of open `subscriptions/listen`
     /// streams (`--modern`), counted per stream.
     watched: Mutex<HashMap<String, usize>>,
+    /// The pid of the process started at launch (`--spawn-grandchild`).
+    grandchild: Option<u32>,
 }
 
 impl DemoServer {
     pub fn new(config: DemoConfig, transport: TransportKind) -> Arc<Self> {
         let (events, _) = broadcast::channel(64);
+        let mut diagnostics = Vec::new();
+        if config.env_tool {
+            diagnostics.push("env");
+        }
+        // Not waited for: it is meant to outlive this process unless its process
+        // group is stopped with it.
+        let grandchild = config
+            .spawn_grandchild
+            .then(|| std::process::Command::new("sleep").arg("3600").spawn().ok())
+            .flatten()
+            .map(|c| c.id());
+        if grandchild.is_some() {
+            diagnostics.push("grandchild");
+        }
         Arc::new(Self {
-            tools: tools::Catalog::new(config.synthetic_tools, config.faults),
+            grandchild,
+            tools: tools::Catalog::with_diagnostics(
+                config.synthetic_tools,
+                config.faults,
+                &diagnostics,
+            ),
             config,
             transport,
             events,

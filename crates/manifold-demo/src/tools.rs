@@ -46,7 +46,13 @@ pub(super) struct Catalog {
 }
 
 impl Catalog {
+    #[cfg(test)]
     pub(super) fn new(synthetic: usize, faults: bool) -> Self {
+        Self::with_diagnostics(synthetic, faults, &[])
+    }
+
+    /// The catalogue with the diagnostic tools `names` (`env`, `grandchild`) too.
+    pub(super) fn with_diagnostics(synthetic: usize, faults: bool, names: &[&str]) -> Self {
         let mut fixed = fixed_tools();
         if !faults {
             fixed.retain(|t| {
@@ -55,6 +61,11 @@ impl Catalog {
                     .is_some_and(|n| FAULT_TOOLS.contains(&n))
             });
         }
+        fixed.extend(diagnostic_tools().into_iter().filter(|t| {
+            t.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| names.contains(&n))
+        }));
         fixed.extend((0..synthetic).map(|i| {
             json!({
                 "name": synthetic_name(i),
@@ -134,6 +145,23 @@ impl Catalog {
 
 fn synthetic_name(i: usize) -> String {
     format!("synthetic_{i:04}")
+}
+
+/// Tools that report on the process for tests, each behind its own flag:
+/// `env` (`--env-tool`) and `grandchild` (`--spawn-grandchild`).
+fn diagnostic_tools() -> Vec<Value> {
+    vec![
+        json!({
+            "name": "env",
+            "description": "Reports one environment variable of this process (or `unset`).",
+            "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        }),
+        json!({
+            "name": "grandchild",
+            "description": "Reports the pid of the process this server started at launch.",
+            "inputSchema": {"type": "object"}
+        }),
+    ]
 }
 
 fn fixed_tools() -> Vec<Value> {
@@ -334,6 +362,12 @@ pub(super) async fn call(
         "log_level" => Ok(text_result(
             lock(&server.log_level).as_deref().unwrap_or("unset"),
         )),
+        "env" if server.config().env_tool => str_arg(args, "name")
+            .map(|n| text_result(&std::env::var(n).unwrap_or_else(|_| "unset".into()))),
+        "grandchild" => match server.grandchild {
+            Some(pid) => Ok(text_result(&pid.to_string())),
+            None => return Err(RpcError::invalid_params("Unknown tool: grandchild")),
+        },
         _ if server.tools.is_synthetic(name) => {
             Ok(text_result(str_arg(args, "text").unwrap_or(name)))
         }

@@ -241,3 +241,98 @@ async fn a_child_that_stops_reading_fails_calls_on_time() -> Result<()> {
     })
     .await
 }
+
+/// A stdio child gets its own `env` and `PATH`, `HOME`, `LANG` — not the
+/// gateway's other variables (one upstream's secrets never reach another) —
+/// unless `inherit_env = true`.
+#[tokio::test]
+async fn children_get_a_clean_environment() -> Result<()> {
+    bounded(async {
+        // A variable this process has and a child must not see.
+        let (var, value) = ["CARGO_MANIFEST_DIR", "NEXTEST_RUN_ID", "CARGO"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok().map(|v| (*k, v)))
+            .context("no variable to test with")?;
+        let gw = TestGateway::start(&format!(
+            "[upstreams.clean]\ncommand = {bin}\nargs = [\"--env-tool\"]\nenv = {{ FOO = \"bar\" }}\n\n\
+             [upstreams.full]\ncommand = {bin}\nargs = [\"--env-tool\"]\ninherit_env = true\n",
+            bin = toml_string(bin())
+        ))
+        .await?;
+        let client = gw.session("2025-11-25", json!({})).await?;
+        let env = |upstream: &str, name: &str| {
+            let (c, tool, name) = (client.clone(), format!("{upstream}__env"), name.to_string());
+            async move {
+                let reply = c.call_tool(&tool, json!({"name": name})).await?;
+                Ok::<_, anyhow::Error>(text_of(reply.result()?)?.to_string())
+            }
+        };
+        assert_eq!(env("clean", var).await?, "unset", "{var} leaked");
+        assert_eq!(env("full", var).await?, value, "inherit_env");
+        assert_eq!(env("clean", "FOO").await?, "bar");
+        assert_ne!(env("clean", "PATH").await?, "unset");
+        Ok(())
+    })
+    .await
+}
+
+/// Whether process `pid` is gone (or a zombie waiting for its reaper).
+fn dead(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+async fn until_dead(pid: &str, limit: Duration) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    while !dead(pid) {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "process {pid} still alive after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// What a stdio child starts is stopped with it: when it crashes (and is
+/// restarted) and when the gateway shuts down.
+#[tokio::test]
+async fn grandchildren_stop_with_their_upstream() -> Result<()> {
+    bounded(async {
+        let gw = TestGateway::start(&format!(
+            "[upstreams.spawner]\ncommand = {}\nargs = [\"--faults\", \"--spawn-grandchild\"]\n",
+            toml_string(bin())
+        ))
+        .await?;
+        let client = gw.session("2025-11-25", json!({})).await?;
+        let grandchild = |c: manifold_testkit::harness::McpClient| async move {
+            let reply = c.call_tool("spawner__grandchild", json!({})).await?;
+            Ok::<_, anyhow::Error>(text_of(reply.result()?)?.to_string())
+        };
+        let first = grandchild(client.clone()).await?;
+        assert!(!dead(&first), "the grandchild {first} should be running");
+        let _ = client.call_tool("spawner__crash", json!({})).await?;
+        until_dead(&first, Duration::from_secs(10)).await?;
+
+        // Restarted: a new child with a new grandchild, stopped at shutdown.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let second = loop {
+            if let Ok(pid) = grandchild(client.clone()).await {
+                break pid;
+            }
+            anyhow::ensure!(Instant::now() < deadline, "the upstream did not come back");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_ne!(second, first);
+        gw.shutdown().await?;
+        until_dead(&second, Duration::from_secs(10)).await?;
+        Ok(())
+    })
+    .await
+}

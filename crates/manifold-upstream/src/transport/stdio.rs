@@ -5,7 +5,14 @@
 //! stderr reader (each line logged with the upstream's name) and a reaper (owns the
 //! child, records its exit code, fires `closed` when it exits).
 //!
-//! Stopping follows the spec: close stdin, wait, SIGTERM, wait, SIGKILL.
+//! Stopping follows the spec: close stdin, wait, SIGTERM, wait, SIGKILL. The child
+//! leads a process group of its own, and the signals go to the whole group, so
+//! what it started (a wrapper's server, a server's helpers) stops with it; once the
+//! child has exited, for any reason, whatever is left of its group is killed.
+//!
+//! The child's environment is its configured `env` plus [`PASSED_ENV`] from the
+//! gateway's, unless `inherit_env` is set: one upstream's secrets never reach
+//! another's process.
 //!
 //! Not here: what the messages mean (`wire`, `router`).
 
@@ -39,6 +46,10 @@ pub const STOP_GRACE: Duration = Duration::from_secs(2);
 const REAP_WAIT: Duration = Duration::from_millis(200);
 
 const NO_EXIT: i64 = i64::MIN;
+
+/// Variables of the gateway's environment a child gets besides its own `env`
+/// (without `inherit_env`).
+pub const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG"];
 
 /// The child's stdin, as the outbound half responders hold.
 struct Stdin {
@@ -156,6 +167,7 @@ pub(crate) async fn connect(
         args,
         env,
         cwd,
+        inherit_env,
     } = &cfg.transport
     else {
         return Err(UpstreamError::unavailable(
@@ -164,8 +176,18 @@ pub(crate) async fn connect(
         ));
     };
     let mut cmd = Command::new(command);
+    if !inherit_env {
+        cmd.env_clear();
+        for key in PASSED_ENV {
+            if let Some(v) = std::env::var_os(key) {
+                cmd.env(key, v);
+            }
+        }
+    }
     cmd.args(args)
         .envs(env)
+        // A group of its own: the signals that stop it reach its descendants.
+        .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -302,6 +324,8 @@ async fn reaper(
     closed: CancellationToken,
     name: Arc<str>,
 ) {
+    // The child leads its group: the group id is its pid.
+    let group = child.id().and_then(|p| i32::try_from(p).ok());
     let status = tokio::select! {
         st = child.wait() => st.ok(),
         _ = stop.notified() => {
@@ -317,8 +341,18 @@ async fn reaper(
         exit.store(code.unwrap_or(-1), Ordering::SeqCst);
         tracing::info!(upstream = %name, status = %st, "upstream process exited");
     }
+    // Whatever the child started and left behind goes with it.
+    if let Some(group) = group {
+        signal_group(group, nix::sys::signal::Signal::SIGKILL);
+    }
     closed.cancel();
     stopped.cancel();
+}
+
+/// Sends `sig` to the process group `group` (its leader's pid); a group with no
+/// process left is not an error.
+fn signal_group(group: i32, sig: nix::sys::signal::Signal) {
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), sig);
 }
 
 async fn graceful_stop(child: &mut Child, name: &str) -> Option<std::process::ExitStatus> {
@@ -326,16 +360,14 @@ async fn graceful_stop(child: &mut Child, name: &str) -> Option<std::process::Ex
         return Some(st);
     }
     if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
-        tracing::debug!(upstream = %name, pid, "sending SIGTERM");
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGTERM,
-        );
+        tracing::debug!(upstream = %name, pid, "sending SIGTERM to its process group");
+        signal_group(pid, nix::sys::signal::Signal::SIGTERM);
         if let Ok(Ok(st)) = tokio::time::timeout(STOP_GRACE, child.wait()).await {
             return Some(st);
         }
+        tracing::warn!(upstream = %name, "upstream did not stop after SIGTERM; killing its process group");
+        signal_group(pid, nix::sys::signal::Signal::SIGKILL);
     }
-    tracing::warn!(upstream = %name, "upstream did not stop after SIGTERM; killing it");
     let _ = child.kill().await;
     child.wait().await.ok()
 }
