@@ -16,6 +16,9 @@ pub const DEFAULT_SEPARATOR: &str = "__";
 pub const DEFAULT_MAX_NAME_LENGTH: usize = 64;
 /// Default per-call timeout of an upstream.
 pub const DEFAULT_TIMEOUT: &str = "60s";
+/// Default `[upstreams.<name>] ping_interval`: how often a ready upstream is
+/// pinged to prove it still answers.
+pub const DEFAULT_PING_INTERVAL: &str = "30s";
 /// Default `[limits] max_body_bytes`: the largest POST body accepted (413 above).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Default `[limits] max_message_bytes`: the largest message read from an upstream
@@ -303,6 +306,11 @@ pub struct UpstreamSection {
     pub headers: BTreeMap<String, String>,
     /// Per-call timeout (`DEFAULT_TIMEOUT`), e.g. `"30s"`, `"2m"`.
     pub timeout: Option<String>,
+    /// How often a ready upstream is pinged to prove it still answers
+    /// (`DEFAULT_PING_INTERVAL`); `"0s"` turns the pings off. Two pings in a row
+    /// unanswered within `timeout` restart it (a hung but live child, a server that
+    /// stopped answering).
+    pub ping_interval: Option<String>,
     /// `/readyz` fails while a required upstream is not ready (default false).
     #[serde(default)]
     pub required: bool,

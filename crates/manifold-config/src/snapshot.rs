@@ -77,6 +77,8 @@ pub struct UpstreamConfig {
     pub name: String,
     pub transport: Transport,
     pub timeout: Duration,
+    /// Liveness pings (`ping_interval`); `None` when turned off.
+    pub ping_interval: Option<Duration>,
     pub required: bool,
     /// The prefix used in exposed names (the name unless `prefix` is set).
     pub prefix: String,

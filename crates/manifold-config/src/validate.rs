@@ -232,6 +232,11 @@ pub(crate) fn validate(
                 Transport::Http { url, headers }
             }
         };
+        let ping_interval = duration(
+            &format!("{key}.ping_interval"),
+            u.ping_interval.as_deref().unwrap_or(DEFAULT_PING_INTERVAL),
+        )?;
+        let ping_interval = (!ping_interval.is_zero()).then_some(ping_interval);
         let timeout = duration(
             &format!("{key}.timeout"),
             u.timeout.as_deref().unwrap_or(DEFAULT_TIMEOUT),
@@ -276,6 +281,7 @@ pub(crate) fn validate(
             name,
             transport,
             timeout,
+            ping_interval,
             required: u.required,
             prefix,
         });

@@ -10,7 +10,7 @@
 //! restarting (`upstream`).
 
 use manifold_config::{LimitsConfig, Transport as Configured, UpstreamConfig};
-use manifold_protocol::methods::{self as m, meta};
+use manifold_protocol::methods as m;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::message::{CallEvent, CallOutcome};
 use crate::router::Router;
 use crate::transport::{self, Driver, Ended, Outgoing, Transport};
-use crate::wire::Wire;
+use crate::wire::{request_meta, Wire};
 use crate::{Caller, ExtraHeaders, UpstreamError};
 
 /// A live connection to an upstream.
@@ -44,24 +44,6 @@ pub(crate) struct Launched {
     pub done: oneshot::Receiver<CallOutcome>,
     /// HTTP: the exchange's work, polled by whoever waits for the answer.
     pub driver: Option<Driver>,
-}
-
-/// The `_meta` of a request Manifold makes to a modern upstream: the revision, the
-/// capabilities of the client it is made for, Manifold's client info, the
-/// client's log level.
-pub(crate) fn request_meta(version: &str, caller: Option<&Caller>) -> Map<String, Value> {
-    let mut meta = Map::new();
-    meta.insert(meta::PROTOCOL_VERSION.into(), Value::from(version));
-    let caps = caller.map(|c| c.capabilities.clone()).unwrap_or_default();
-    meta.insert(meta::CLIENT_CAPABILITIES.into(), Value::Object(caps));
-    meta.insert(
-        meta::CLIENT_INFO.into(),
-        json!({"name": crate::CLIENT_NAME, "version": crate::CLIENT_VERSION}),
-    );
-    if let Some(level) = caller.and_then(|c| c.log_level.as_deref()) {
-        meta.insert(meta::LOG_LEVEL.into(), Value::from(level));
-    }
-    meta
 }
 
 impl Connection {

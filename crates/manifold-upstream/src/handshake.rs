@@ -20,8 +20,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::call::{self, Call};
-use crate::connection::{request_meta, Connection};
+use crate::connection::Connection;
 use crate::message::CallOutcome;
+use crate::wire::request_meta;
 use crate::{ServerFacts, UpstreamError, UpstreamProtocol};
 use manifold_protocol::methods::{self as m, meta};
 use manifold_protocol::version;

@@ -72,6 +72,12 @@ pub const LISTEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3
 /// Shortest time a modern upstream's lists are kept, whatever `ttlMs` it gives (a
 /// `ttlMs` of 0 would otherwise mean refetching on every client request).
 pub const MIN_LIST_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+/// At most one refetch of an upstream's lists per this window: a `list_changed`
+/// storm costs one refetch (and at most one client notification) a second.
+pub const LIST_CHANGED_DEBOUNCE: std::time::Duration = std::time::Duration::from_secs(1);
+/// Liveness pings in a row an upstream may leave unanswered (each within its
+/// `timeout`) before it is restarted.
+pub const LIVENESS_FAILURES: usize = 2;
 /// Longest one message (a notification, a cancellation, an answer to a
 /// server→client request) may take to reach an upstream; a send that takes longer
 /// is dropped and logged, and never holds up a caller (cancellations are sent in

@@ -307,20 +307,47 @@ impl Upstream {
         }
         // A modern upstream's lists expire after their `ttlMs`.
         let mut expiry = ttl.map(|t| Instant::now() + t);
+        let ping_every = self.inner.config.ping_interval;
+        let mut next_ping = ping_every.map(|d| Instant::now() + d);
+        let mut unanswered = 0;
+        let mut last_fetch = Instant::now();
         let stopping = loop {
-            let expired = async {
-                match expiry {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let expired = until(expiry);
+            let ping_due = until(next_ping);
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break true,
                 _ = conn.wire.closed.cancelled() => break false,
+                _ = ping_due => {
+                    next_ping = ping_every.map(|d| Instant::now() + d);
+                    if alive(&conn, &facts).await {
+                        unanswered = 0;
+                    } else {
+                        unanswered += 1;
+                        if unanswered >= crate::LIVENESS_FAILURES {
+                            tracing::warn!(upstream = %name, pings = unanswered,
+                                "the upstream answers no pings; restarting it");
+                            conn.wire.closed.cancel();
+                        }
+                    }
+                    continue;
+                }
                 Some(()) = refresh.recv() => {}
                 _ = expired => {}
             }
+            // At most one refetch per window; the changes that come meanwhile are
+            // in the one that follows.
+            let wait = (last_fetch + crate::LIST_CHANGED_DEBOUNCE)
+                .saturating_duration_since(Instant::now());
+            if !wait.is_zero() {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break true,
+                    _ = conn.wire.closed.cancelled() => break false,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                while refresh.try_recv().is_ok() {}
+            }
+            last_fetch = Instant::now();
             match handshake::fetch_lists(&conn, &facts).await {
                 Ok((lists, ttl)) => {
                     expiry = ttl.map(|t| Instant::now() + t);
@@ -430,5 +457,33 @@ impl Upstream {
                 Err((e, ended.exit_code))
             }
         }
+    }
+}
+
+/// Sleeps until `at`, or for ever without one.
+async fn until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether the upstream answers a liveness ping within its `timeout`: `ping` in
+/// the session era, `server/discover` in 2026-07-28 (which has no ping). Any
+/// answer counts, an error too: it is alive.
+async fn alive(conn: &Arc<Connection>, facts: &ServerFacts) -> bool {
+    use manifold_protocol::methods as m;
+    let (method, params) = if facts.is_modern() {
+        let meta = crate::wire::request_meta(&facts.protocol_version, None);
+        let mut p = Map::new();
+        p.insert("_meta".into(), Value::Object(meta));
+        (m::SERVER_DISCOVER, Some(p))
+    } else {
+        (m::PING, None)
+    };
+    let headers = vec![(m::HEADER_METHOD.to_string(), method.to_string())];
+    match Call::start(conn, method, params, headers, conn.wire.timeout, None).await {
+        Ok(mut call) => !matches!(call.outcome().await, crate::CallOutcome::Failed(_)),
+        Err(_) => false,
     }
 }

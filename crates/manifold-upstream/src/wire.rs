@@ -9,8 +9,9 @@
 //! Not here: moving bytes (the transports), the request and reply lifecycle
 //! (`connection`, `attempt`).
 
+use manifold_protocol::methods::meta;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -18,12 +19,30 @@ use tokio_util::task::TaskTracker;
 
 use crate::message::{BoxFuture, CallOutcome, Outbound, Responder};
 use crate::router::{Router, Source, Unplaced};
-use crate::UpstreamError;
+use crate::{Caller, UpstreamError};
 
 /// Starts a new upstream session after the upstream forgot ours (HTTP 404): set
 /// by the upstream actor, which owns the handshake.
 pub(crate) type Reinit =
     Box<dyn Fn() -> BoxFuture<'static, Result<(), UpstreamError>> + Send + Sync>;
+
+/// The `_meta` of a request Manifold makes to a modern upstream: the revision, the
+/// capabilities of the client it is made for, Manifold's client info, the
+/// client's log level.
+pub(crate) fn request_meta(version: &str, caller: Option<&Caller>) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert(meta::PROTOCOL_VERSION.into(), Value::from(version));
+    let caps = caller.map(|c| c.capabilities.clone()).unwrap_or_default();
+    meta.insert(meta::CLIENT_CAPABILITIES.into(), Value::Object(caps));
+    meta.insert(
+        meta::CLIENT_INFO.into(),
+        json!({"name": crate::CLIENT_NAME, "version": crate::CLIENT_VERSION}),
+    );
+    if let Some(level) = caller.and_then(|c| c.log_level.as_deref()) {
+        meta.insert(meta::LOG_LEVEL.into(), Value::from(level));
+    }
+    meta
+}
 
 pub(crate) struct Wire {
     pub(crate) router: Router,

@@ -336,3 +336,81 @@ async fn grandchildren_stop_with_their_upstream() -> Result<()> {
     })
     .await
 }
+
+/// A child that is alive but no longer answers (it stopped reading its stdin) is
+/// found by the liveness pings and restarted.
+#[tokio::test]
+async fn a_hung_but_alive_child_is_restarted() -> Result<()> {
+    bounded(async {
+        let gw = TestGateway::start(&format!(
+            "[upstreams.deaf]\ncommand = {}\nargs = [\"--faults\", \"--hang-calls\"]\n\
+             timeout = \"500ms\"\nping_interval = \"300ms\"\n",
+            toml_string(bin())
+        ))
+        .await?;
+        let client = gw.session("2025-11-25", json!({})).await?;
+        let reply = client.call_tool("deaf__echo", json!({"text": "x"})).await?;
+        assert_eq!(reply.result()?["isError"], true, "{reply}");
+        let upstream = gw.gateway().upstreams()[0].clone();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while upstream.status().restarts == 0 {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "never restarted: {:?}",
+                upstream.status()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// A `list_changed` storm costs at most about one refetch (and one rebuild) a
+/// second, and no change is lost.
+#[tokio::test]
+async fn a_list_changed_storm_is_debounced() -> Result<()> {
+    bounded(async {
+        let f = Setup {
+            extra: "[admin]\nlisten = \"127.0.0.1:0\"\n".into(),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let admin = f.gw.gateway().admin_addr().context("admin address")?;
+        let rebuilds = || async move {
+            let (_, metrics) = crate::observe::admin_get(admin, "/metrics").await?;
+            crate::observe::sample(&metrics, "manifold_catalog_rebuilds_total").context("rebuilds")
+        };
+        let client = f.session().await?;
+        let before = rebuilds().await?;
+        let started = Instant::now();
+        for i in 0..20 {
+            let r = client
+                .call_tool("local__add_tool", json!({"name": format!("storm_{i}")}))
+                .await?;
+            r.result()?;
+        }
+        // Every added tool shows up in the end.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let names = crate::names_of(&client.list_all_tools().await?);
+            if (0..20).all(|i| names.contains(&format!("local__storm_{i}"))) {
+                break;
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the storm's tools never all appeared"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let took = started.elapsed().as_secs_f64();
+        let rebuilt = rebuilds().await? - before;
+        assert!(
+            rebuilt <= took.ceil() + 2.0,
+            "{rebuilt} rebuilds in {took:.1} s for 20 list_changed"
+        );
+        Ok(())
+    })
+    .await
+}

@@ -318,13 +318,23 @@ async fn run_call(
     let name = session.upstream().clone();
     let sent_session = lock(&l.session_id).clone();
     let in_session = sent_session.is_some();
+    // A failure of Manifold's own probe settles it: reconnect (with backoff, and
+    // a new era probe). A failure of any other request is that request's, until a
+    // probe says the session itself is gone: one client's bad request never
+    // resets an upstream every client shares.
+    let probe = is_probe(method);
+    let doubt = |why: &str| {
+        if probe {
+            tracing::warn!(upstream = %name, why, "the upstream failed Manifold's probe; reconnecting");
+            session.closed.cancel();
+        } else {
+            check_session(l);
+        }
+    };
     let mut resp = l
         .send(Method::POST, Some(bytes.clone()), headers, None)
         .await
-        .inspect_err(|_| {
-            // The upstream is unreachable: let the supervisor reconnect with backoff.
-            session.closed.cancel();
-        })?;
+        .inspect_err(|e| doubt(&e.to_string()))?;
     if resp.status() == StatusCode::NOT_FOUND && sent_session.is_some() && method != m::INITIALIZE {
         l.reinitialize(sent_session).await.inspect_err(|_| {
             // It may have been re-deployed as another era: reconnect and probe.
@@ -345,35 +355,22 @@ async fn run_call(
                 format!("authorization required (HTTP {code}); check the upstream's `headers` in the configuration"),
             )
         }
-        ReplyError::Status(code, _) if modern && code.is_client_error() => {
-            // Not a 2026-07-28 answer (those carry a JSON-RPC error): the upstream
-            // may have been re-deployed as a legacy server. Reconnect and probe.
-            tracing::warn!(upstream = %name, status = %code,
-                "a 2026-07-28 request got a non-JSON-RPC HTTP error; reconnecting to probe the upstream's era again");
-            session.closed.cancel();
-            UpstreamError::unavailable(
-                &name,
-                format!("it answered HTTP {code} to a 2026-07-28 request; reconnecting"),
-            )
-        }
-        ReplyError::Status(StatusCode::BAD_REQUEST, _) if in_session && method == m::PING => {
-            // Even a ping is refused: the upstream no longer accepts this session
-            // (or its `MCP-Protocol-Version`), as after a re-deploy in the other
-            // era. Reconnect, which probes again.
-            tracing::warn!(upstream = %name,
-                "the upstream refuses its session's ping (HTTP 400); reconnecting to probe its era again");
-            session.closed.cancel();
-            UpstreamError::unavailable(&name, "it refused its session (HTTP 400); reconnecting")
-        }
-        ReplyError::Status(StatusCode::BAD_REQUEST, body) if in_session => {
-            // A 400 outside JSON-RPC may be about this request alone (too large,
-            // refused by the server's validation) or about the session. A ping
-            // tells which, so one bad request never resets a shared upstream.
-            check_session(l);
-            UpstreamError::protocol(
-                &name,
-                format!("HTTP 400: {}", body.chars().take(300).collect::<String>()),
-            )
+        ReplyError::Status(code, body)
+            if (modern && code.is_client_error()) || (in_session && code == StatusCode::BAD_REQUEST) =>
+        {
+            // Not a JSON-RPC answer: about this request alone (too large, refused
+            // by a proxy or the server's validation), or about the session (an
+            // upstream re-deployed in the other era refuses everything). A probe
+            // tells which; Manifold's own probe refused means the latter.
+            doubt(&format!("HTTP {code}"));
+            if probe {
+                UpstreamError::unavailable(&name, format!("it refused Manifold's probe (HTTP {code}); reconnecting"))
+            } else {
+                UpstreamError::protocol(
+                    &name,
+                    format!("HTTP {code}: {}", body.chars().take(300).collect::<String>()),
+                )
+            }
         }
         ReplyError::Status(code, body) => UpstreamError::protocol(
             &name,
@@ -395,18 +392,87 @@ fn check_session(l: &Arc<HttpLink>) {
     l.wire.clone().spawn_owned(async move {
         let wire = l.wire.clone();
         let timeout = wire.timeout.min(crate::PROBE_TIMEOUT);
-        let mut msg = serde_json::Map::new();
-        msg.insert("jsonrpc".into(), "2.0".into());
-        msg.insert("id".into(), serde_json::Value::Null);
-        msg.insert("method".into(), m::PING.into());
-        if let Ok(reg) = wire.router.register(&mut msg) {
+        let (method, headers, mut msg) = probe_message(&wire);
+        if let Ok(mut reg) = wire.router.register(&mut msg) {
             let bytes = serde_json::to_vec(&msg).unwrap_or_default();
-            let ping = run_call(&l, reg.id, m::PING, bytes, &[]);
-            let _ = tokio::time::timeout(timeout, ping).await;
+            let probe = run_call(&l, reg.id, method, bytes, &headers);
+            let answered = tokio::time::timeout(timeout, probe).await.is_ok();
             wire.router.forget(reg.id);
+            // A 2026-07-28 upstream must still discover as one; anything else (a
+            // legacy server's error, say) means it was re-deployed: reconnect,
+            // which probes its era again.
+            if answered && method == m::SERVER_DISCOVER && !still_modern(&wire, reg.done.try_recv().ok()) {
+                tracing::warn!(upstream = %wire.upstream(),
+                    "the upstream no longer discovers as 2026-07-28; reconnecting to probe its era again");
+                wire.closed.cancel();
+            }
         }
         l.checking.store(false, Ordering::Release);
     });
+}
+
+/// Whether a `server/discover` answer still lists the revision the connection
+/// speaks.
+fn still_modern(wire: &Wire, outcome: Option<crate::CallOutcome>) -> bool {
+    let Some(crate::CallOutcome::Result(raw)) = outcome else {
+        return false;
+    };
+    let Some(version) = wire.protocol_version.get() else {
+        return false;
+    };
+    serde_json::from_str::<serde_json::Value>(raw.get())
+        .ok()
+        .and_then(|v| v.get("supportedVersions").cloned())
+        .and_then(|v| v.as_array().cloned())
+        .is_some_and(|a| a.iter().any(|x| x.as_str() == Some(version.as_str())))
+}
+
+/// Manifold's own check that its session still holds: `ping` in the session era,
+/// `server/discover` in 2026-07-28 (which has no ping).
+fn is_probe(method: &str) -> bool {
+    method == m::PING || method == m::SERVER_DISCOVER
+}
+
+/// The probe request for the era the connection speaks: method, headers, message.
+fn probe_message(
+    wire: &Wire,
+) -> (
+    &'static str,
+    Vec<(String, String)>,
+    serde_json::Map<String, serde_json::Value>,
+) {
+    let mut msg = serde_json::Map::new();
+    msg.insert("jsonrpc".into(), "2.0".into());
+    msg.insert("id".into(), serde_json::Value::Null);
+    let version = wire.protocol_version.get().filter(|_| wire.is_modern());
+    let method = if version.is_some() {
+        m::SERVER_DISCOVER
+    } else {
+        m::PING
+    };
+    msg.insert("method".into(), method.into());
+    if let Some(v) = version {
+        let meta = crate::wire::request_meta(v, None);
+        msg.insert("params".into(), serde_json::json!({"_meta": meta}));
+    }
+    let headers = vec![(m::HEADER_METHOD.to_string(), method.to_string())];
+    (method, headers, msg)
+}
+
+const UNSUPPORTED_VERSION: i64 = manifold_protocol::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.0;
+
+/// The `error.code` of a JSON-RPC error message, parsed (never a substring
+/// search: an upstream that echoes client input must not steer Manifold).
+fn error_code(text: &str) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Err {
+        code: i64,
+    }
+    #[derive(serde::Deserialize)]
+    struct Msg {
+        error: Err,
+    }
+    serde_json::from_str::<Msg>(text).ok().map(|m| m.error.code)
 }
 
 enum ReplyError {
@@ -437,7 +503,7 @@ async fn read_reply(
         // A JSON-RPC error body with our id still answers the call.
         let text = String::from_utf8_lossy(&body).to_string();
         if ctype.starts_with(m::CONTENT_TYPE_JSON) && text.contains("\"error\"") {
-            if session.is_modern() && text.contains("-32022") {
+            if session.is_modern() && error_code(&text) == Some(UNSUPPORTED_VERSION) {
                 // Our revision is no longer supported: re-probe after this answer.
                 tracing::warn!(upstream = %name, "the upstream no longer supports Manifold's 2026-07-28 requests (-32022); reconnecting to probe again");
                 session.closed.cancel();
