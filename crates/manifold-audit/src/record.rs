@@ -23,6 +23,60 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The principal recorded until authentication exists.
 pub const ANONYMOUS: &str = "anonymous";
 
+/// The member an over-sized argument value is replaced by:
+/// `{"$truncated": {"bytes": N, "sha256": "…"}}`.
+pub const TRUNCATED: &str = "$truncated";
+
+/// How large a record's parts may be (`[audit] max_value_bytes`): each argument
+/// value (each member of an object, or the whole value otherwise) and each text
+/// member. Larger ones are replaced, keeping their size and digest, so one request
+/// cannot flush the retained history with a huge record.
+#[derive(Debug, Clone, Copy)]
+pub struct SizeCap {
+    pub max_value_bytes: usize,
+}
+
+impl Default for SizeCap {
+    fn default() -> Self {
+        SizeCap {
+            max_value_bytes: crate::DEFAULT_MAX_VALUE_BYTES,
+        }
+    }
+}
+
+impl SizeCap {
+    /// Replaces each over-sized member of `args` (or `args` itself when it is not
+    /// an object) with its [`TRUNCATED`] marker.
+    pub fn cap_arguments(&self, args: &mut Value) {
+        match args {
+            Value::Object(map) => map.values_mut().for_each(|v| self.cap_value(v)),
+            other => self.cap_value(other),
+        }
+    }
+
+    fn cap_value(&self, v: &mut Value) {
+        let text = v.to_string();
+        if text.len() > self.max_value_bytes {
+            *v = serde_json::json!({TRUNCATED: {
+                "bytes": text.len(),
+                "sha256": crate::canonical::digest_hex(v),
+            }});
+        }
+    }
+
+    /// `s`, or its first bytes (on a character boundary) and a note of its size.
+    pub fn cap_text(&self, s: String) -> String {
+        if s.len() <= self.max_value_bytes {
+            return s;
+        }
+        let mut end = self.max_value_bytes.saturating_sub(48);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}… [truncated from {} bytes]", &s[..end], s.len())
+    }
+}
+
 /// The client as it named itself in `initialize` (`clientInfo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientInfo {
@@ -130,8 +184,16 @@ impl AuditRecord {
     /// The record's members in order, without `prev` and `hash`. The digest is taken
     /// before `redactor` runs; `arguments` is left out when `include_arguments` is
     /// false.
-    pub fn to_entry(self, redactor: &Redactor, include_arguments: bool) -> Map<String, Value> {
-        let opt = |s: Option<String>| s.map_or(Value::Null, Value::String);
+    pub fn to_entry(
+        self,
+        redactor: &Redactor,
+        include_arguments: bool,
+        cap: &SizeCap,
+    ) -> Map<String, Value> {
+        let opt = |s: Option<String>| {
+            s.map(|s| cap.cap_text(s))
+                .map_or(Value::Null, Value::String)
+        };
         let mut m = Map::new();
         m.insert("time".into(), Value::String(rfc3339_micros(self.time)));
         m.insert("request_id".into(), Value::String(self.request_id));
@@ -139,8 +201,8 @@ impl AuditRecord {
         m.insert("principal".into(), Value::String(self.principal));
         let client = self.client.map_or(Value::Null, |c| {
             let mut o = Map::new();
-            o.insert("name".into(), Value::String(c.name));
-            o.insert("version".into(), Value::String(c.version));
+            o.insert("name".into(), Value::String(cap.cap_text(c.name)));
+            o.insert("version".into(), Value::String(cap.cap_text(c.version)));
             Value::Object(o)
         });
         m.insert("client".into(), client);
@@ -153,6 +215,7 @@ impl AuditRecord {
         if include_arguments {
             let mut args = self.arguments.unwrap_or(Value::Null);
             redactor.redact(&mut args);
+            cap.cap_arguments(&mut args);
             m.insert("arguments".into(), args);
         }
         m.insert(
@@ -254,7 +317,7 @@ mod tests {
 
     #[test]
     fn entry_members_in_order() {
-        let m = full_record().to_entry(&Redactor::new(&["token"]), true);
+        let m = full_record().to_entry(&Redactor::new(&["token"]), true, &SizeCap::default());
         let keys: Vec<&str> = m.keys().map(String::as_str).collect();
         assert_eq!(
             keys,
@@ -296,7 +359,11 @@ mod tests {
         let args = json!({"user": "ann", "password": "hunter2", "nested": [{"token": 1}]});
         let mut rec = AuditRecord::new("r", "tools/call");
         rec.arguments = Some(args.clone());
-        let m = rec.to_entry(&Redactor::new(&["password", "token"]), true);
+        let m = rec.to_entry(
+            &Redactor::new(&["password", "token"]),
+            true,
+            &SizeCap::default(),
+        );
         assert_eq!(m["arguments_sha256"], json!(digest_hex(&args)));
         assert_eq!(
             m["arguments"],
@@ -310,14 +377,18 @@ mod tests {
     fn arguments_omitted_when_not_included() {
         let mut rec = AuditRecord::new("r", "tools/call");
         rec.arguments = Some(json!({"a": 1}));
-        let m = rec.to_entry(&Redactor::default(), false);
+        let m = rec.to_entry(&Redactor::default(), false, &SizeCap::default());
         assert!(!m.contains_key("arguments"));
         assert_eq!(m["arguments_sha256"], json!(digest_hex(&json!({"a": 1}))));
     }
 
     #[test]
     fn no_arguments_gives_nulls() {
-        let m = AuditRecord::new("r", "tools/list").to_entry(&Redactor::default(), true);
+        let m = AuditRecord::new("r", "tools/list").to_entry(
+            &Redactor::default(),
+            true,
+            &SizeCap::default(),
+        );
         assert_eq!(m["arguments_sha256"], Value::Null);
         assert_eq!(m["arguments"], Value::Null);
         assert_eq!(m["session"], Value::Null);
@@ -343,9 +414,33 @@ mod tests {
         for (outcome, name, code) in cases {
             let mut rec = AuditRecord::new("r", "tools/call");
             rec.outcome = outcome;
-            let m = rec.to_entry(&Redactor::default(), true);
+            let m = rec.to_entry(&Redactor::default(), true, &SizeCap::default());
             assert_eq!(m["outcome"], json!(name));
             assert_eq!(m.get("error_code").and_then(Value::as_i64), code, "{name}");
         }
+    }
+
+    #[test]
+    fn over_sized_values_become_their_size_and_digest() {
+        let cap = SizeCap {
+            max_value_bytes: 64,
+        };
+        let big = "x".repeat(1000);
+        let mut rec = AuditRecord::new("r", "tools/call");
+        rec.name = Some("n".repeat(500));
+        rec.arguments = Some(json!({"small": "ok", "big": big, "list": [big]}));
+        let digest = crate::canonical::digest_hex(&json!(big));
+        let m = rec.to_entry(&Redactor::default(), true, &cap);
+        assert_eq!(m["arguments"]["small"], "ok");
+        assert_eq!(m["arguments"]["big"][TRUNCATED]["bytes"], 1002);
+        assert_eq!(m["arguments"]["big"][TRUNCATED]["sha256"], digest);
+        assert!(m["arguments"]["list"][TRUNCATED].is_object());
+        let name = m["name"].as_str().unwrap();
+        assert!(
+            name.len() < 100 && name.ends_with("[truncated from 500 bytes]"),
+            "{name}"
+        );
+        // The digest of the whole arguments is still over what was received.
+        assert_ne!(m["arguments_sha256"], Value::Null);
     }
 }

@@ -27,7 +27,12 @@ use crate::Fsync;
 use serde_json::{json, Map, Value};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+/// Permissions of a log file Manifold creates: readable and writable by its owner
+/// only (arguments and client names are in it).
+pub const LOG_MODE: u32 = 0o600;
 
 /// A sink operation that failed, with what and where.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +135,7 @@ impl FileSink {
         let file = OpenOptions::new()
             .append(true)
             .create(true)
+            .mode(LOG_MODE)
             .open(&path)
             .map_err(file_err("create", &path))?;
         self.file = Some(file);
@@ -165,6 +171,7 @@ impl Sink for FileSink {
             .read(true)
             .append(true)
             .create(true)
+            .mode(LOG_MODE)
             .open(&path)
             .map_err(file_err("open", &path))?;
         let tail = scan_tail(&mut file).map_err(file_err("read", &path))?;
@@ -433,5 +440,16 @@ mod tests {
             rotated_path(Path::new("/var/log/audit.jsonl"), 3),
             PathBuf::from("/var/log/audit.jsonl.3")
         );
+    }
+
+    #[test]
+    fn a_new_log_is_private_to_its_owner() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new();
+        let p = dir.path().join("audit.jsonl");
+        let mut sink = FileSink::new(p.clone(), 1 << 20, 1, Fsync::Never);
+        sink.open().expect("open");
+        let mode = fs::metadata(&p).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, LOG_MODE, "{mode:o}");
     }
 }

@@ -89,6 +89,7 @@ pub struct Auditor {
     tx: mpsc::Sender<Job>,
     shared: Arc<Shared>,
     redactor: Arc<Redactor>,
+    cap: crate::SizeCap,
     include_arguments: bool,
 }
 
@@ -154,6 +155,9 @@ impl Auditor {
             tx,
             shared,
             redactor: Arc::new(Redactor::new(&settings.redact)),
+            cap: crate::SizeCap {
+                max_value_bytes: settings.max_value_bytes,
+            },
             include_arguments: settings.include_arguments,
         };
         Ok((auditor, handle))
@@ -180,7 +184,7 @@ impl Auditor {
     /// the queue is full. With `on_failure = "continue"` a record that could not be
     /// written still resolves `Ok` (and counts as lost).
     pub async fn record(&self, record: AuditRecord) -> Result<(), AuditError> {
-        let entry = record.to_entry(&self.redactor, self.include_arguments);
+        let entry = record.to_entry(&self.redactor, self.include_arguments, &self.cap);
         let (ack, done) = oneshot::channel();
         self.tx
             .send(Job { entry, ack })

@@ -23,6 +23,9 @@ pub const DEFAULT_MAX_BYTES: u64 = 100 * 1024 * 1024;
 pub const DEFAULT_KEEP: usize = 10;
 pub const DEFAULT_FSYNC: Fsync = Fsync::Interval;
 pub const DEFAULT_ON_FAILURE: OnFailure = OnFailure::Reject;
+/// The largest argument value or text member written as is (see
+/// [`AuditSettings::max_value_bytes`]).
+pub const DEFAULT_MAX_VALUE_BYTES: usize = 4096;
 /// Records waiting for the writer before `record` waits for room.
 pub const DEFAULT_QUEUE: usize = 1024;
 /// Keys redacted by default: the usual names of secrets in tool arguments. Matched
@@ -124,6 +127,10 @@ pub struct AuditSettings {
     /// Capacity of the queue in front of the writer. When it is full, `record`
     /// waits: records are never dropped to make room.
     pub queue: usize,
+    /// The largest argument value (its JSON) and text member (`name`, `client`…)
+    /// written as is; a larger one is replaced by its size and SHA-256 and marked
+    /// truncated, so no request can flush history away with one huge record.
+    pub max_value_bytes: usize,
 }
 
 impl Default for AuditSettings {
@@ -138,6 +145,7 @@ impl Default for AuditSettings {
             fsync: DEFAULT_FSYNC,
             on_failure: DEFAULT_ON_FAILURE,
             queue: DEFAULT_QUEUE,
+            max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
         }
     }
 }
@@ -164,6 +172,9 @@ impl AuditSettings {
         }
         if self.max_bytes == 0 {
             return bad("`max_bytes` must be at least 1");
+        }
+        if self.max_value_bytes < 64 {
+            return bad("`max_value_bytes` must be at least 64");
         }
         Ok(())
     }

@@ -115,6 +115,9 @@ pub struct AuditSection {
     pub on_failure: Option<String>,
     /// Records queued for the writer; when full, calls wait. Default 1024.
     pub queue: Option<usize>,
+    /// The largest argument value or text member written as is
+    /// (`DEFAULT_MAX_VALUE_BYTES`); larger ones become their size and digest.
+    pub max_value_bytes: Option<usize>,
 }
 
 /// `[admin]`: a separate listener for operators, never the MCP endpoint.

@@ -355,6 +355,7 @@ fn audit(
             None => d.on_failure,
         },
         queue: a.queue.unwrap_or(d.queue),
+        max_value_bytes: a.max_value_bytes.unwrap_or(d.max_value_bytes),
     };
     settings
         .validate()

@@ -15,7 +15,10 @@ fn chained(n: usize, first: usize, prev: &str) -> (Vec<String>, String) {
         let mut rec = AuditRecord::new(format!("r{i}"), "tools/call");
         rec.latency_us = 100 + i as u64;
         rec.arguments = Some(json!({"i": i}));
-        let s = seal(&rec.to_entry(&Redactor::default(), true), &prev);
+        let s = seal(
+            &rec.to_entry(&Redactor::default(), true, &crate::SizeCap::default()),
+            &prev,
+        );
         out.push(
             String::from_utf8(s.line)
                 .expect("UTF-8")
