@@ -45,6 +45,16 @@ pub const DEFAULT_MAX_HELD_CALLS: usize = 1024;
 /// Default `[server] shutdown_grace`: how long calls in flight get to finish once
 /// shutdown begins.
 pub const DEFAULT_SHUTDOWN_GRACE: &str = "10s";
+/// Default `[limits] max_client_info_bytes`: the largest `clientInfo` and `capabilities` (each, as JSON) a session may keep; a larger `initialize` is refused (-32602).
+pub const DEFAULT_MAX_CLIENT_INFO_BYTES: usize = 4096;
+/// Default `[limits] max_sessions_per_peer`: sessions one client address may hold; beyond, `initialize` is refused (503).
+pub const DEFAULT_MAX_SESSIONS_PER_PEER: usize = 1000;
+/// Default `[limits] max_subscriptions_per_session`: resource subscriptions one session may hold; beyond, `resources/subscribe` is refused.
+pub const DEFAULT_MAX_SUBSCRIPTIONS_PER_SESSION: usize = 256;
+/// Default `[limits] max_listens`: 2026-07-28 `subscriptions/listen` streams open at once; beyond, a listen is refused (503).
+pub const DEFAULT_MAX_LISTENS: usize = 1024;
+/// Default `[limits] max_calls_per_session`: calls one session may have in flight; beyond, a call is refused, so one client cannot take every upstream slot.
+pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 256;
 /// Default `[limits] max_connections`: client connections open at once; beyond,
 /// new ones wait in the listen backlog until one closes.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
@@ -261,6 +271,16 @@ pub struct LimitsSection {
     pub body_read_timeout: String,
     #[serde(default = "d_stream_write_timeout")]
     pub stream_write_timeout: String,
+    #[serde(default = "d_max_client_info_bytes")]
+    pub max_client_info_bytes: usize,
+    #[serde(default = "d_max_sessions_per_peer")]
+    pub max_sessions_per_peer: usize,
+    #[serde(default = "d_max_subscriptions_per_session")]
+    pub max_subscriptions_per_session: usize,
+    #[serde(default = "d_max_listens")]
+    pub max_listens: usize,
+    #[serde(default = "d_max_calls_per_session")]
+    pub max_calls_per_session: usize,
 }
 
 impl Default for LimitsSection {
@@ -279,6 +299,11 @@ impl Default for LimitsSection {
             header_read_timeout: d_header_read_timeout(),
             body_read_timeout: d_body_read_timeout(),
             stream_write_timeout: d_stream_write_timeout(),
+            max_client_info_bytes: DEFAULT_MAX_CLIENT_INFO_BYTES,
+            max_sessions_per_peer: DEFAULT_MAX_SESSIONS_PER_PEER,
+            max_subscriptions_per_session: DEFAULT_MAX_SUBSCRIPTIONS_PER_SESSION,
+            max_listens: DEFAULT_MAX_LISTENS,
+            max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
         }
     }
 }
@@ -391,6 +416,21 @@ fn d_held_call_ttl() -> String {
 }
 fn d_max_held_calls() -> usize {
     DEFAULT_MAX_HELD_CALLS
+}
+fn d_max_client_info_bytes() -> usize {
+    DEFAULT_MAX_CLIENT_INFO_BYTES
+}
+fn d_max_sessions_per_peer() -> usize {
+    DEFAULT_MAX_SESSIONS_PER_PEER
+}
+fn d_max_subscriptions_per_session() -> usize {
+    DEFAULT_MAX_SUBSCRIPTIONS_PER_SESSION
+}
+fn d_max_listens() -> usize {
+    DEFAULT_MAX_LISTENS
+}
+fn d_max_calls_per_session() -> usize {
+    DEFAULT_MAX_CALLS_PER_SESSION
 }
 fn d_shutdown_grace() -> String {
     DEFAULT_SHUTDOWN_GRACE.into()

@@ -70,6 +70,11 @@ pub struct LimitsConfig {
     pub header_read_timeout: Duration,
     pub body_read_timeout: Duration,
     pub stream_write_timeout: Duration,
+    pub max_client_info_bytes: usize,
+    pub max_sessions_per_peer: usize,
+    pub max_subscriptions_per_session: usize,
+    pub max_listens: usize,
+    pub max_calls_per_session: usize,
 }
 
 #[derive(Debug, Clone)]

@@ -28,6 +28,11 @@ impl Default for LimitsConfig {
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
             stream_write_timeout: Duration::from_secs(10),
+            max_client_info_bytes: DEFAULT_MAX_CLIENT_INFO_BYTES,
+            max_sessions_per_peer: DEFAULT_MAX_SESSIONS_PER_PEER,
+            max_subscriptions_per_session: DEFAULT_MAX_SUBSCRIPTIONS_PER_SESSION,
+            max_listens: DEFAULT_MAX_LISTENS,
+            max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
         })
     }
 }
@@ -70,6 +75,14 @@ fn limits(l: LimitsSection) -> Result<LimitsConfig, String> {
         header_read_timeout: duration("limits.header_read_timeout", &l.header_read_timeout)?,
         body_read_timeout: duration("limits.body_read_timeout", &l.body_read_timeout)?,
         stream_write_timeout: duration("limits.stream_write_timeout", &l.stream_write_timeout)?,
+        max_client_info_bytes: positive("max_client_info_bytes", l.max_client_info_bytes)?,
+        max_sessions_per_peer: positive("max_sessions_per_peer", l.max_sessions_per_peer)?,
+        max_subscriptions_per_session: positive(
+            "max_subscriptions_per_session",
+            l.max_subscriptions_per_session,
+        )?,
+        max_listens: positive("max_listens", l.max_listens)?,
+        max_calls_per_session: positive("max_calls_per_session", l.max_calls_per_session)?,
     })
 }
 

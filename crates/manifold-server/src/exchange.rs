@@ -79,6 +79,8 @@ pub(crate) struct Arrival {
     /// Size of the request body.
     pub bytes: usize,
     pub front: Front,
+    /// The client's address (`None` for the operator).
+    pub peer: Option<std::net::IpAddr>,
     pub accepts: Accepts,
     pub trace: TraceContext,
 }
@@ -120,7 +122,8 @@ pub(crate) enum Caller {
     /// A 2026-07-28 request.
     Stateless(Arc<StatelessCaller>),
     /// A session-era request that may come before a session exists
-    /// (`initialize`, or a `server/discover` without `_meta`).
+    /// (`initialize`; a `server/discover` without `_meta` is refused at
+    /// admission).
     Initializing,
     /// The local operator (`manifold call`); the token cancels its call.
     Operator(CancellationToken),
@@ -175,11 +178,13 @@ impl Caller {
 
     /// A call starts: the token that cancels it (the client's
     /// `notifications/cancelled`, the session's end, the operator's interrupt).
-    pub(crate) fn begin_call(&self, id: &RequestId) -> CancellationToken {
+    /// `None` when the session already has `limits.max_calls_per_session` calls
+    /// in flight.
+    pub(crate) fn begin_call(&self, id: &RequestId) -> Option<CancellationToken> {
         match self {
             Caller::Session(s) => s.begin_call(id.clone()),
-            Caller::Operator(t) => t.child_token(),
-            Caller::Stateless(_) | Caller::Initializing => CancellationToken::new(),
+            Caller::Operator(t) => Some(t.child_token()),
+            Caller::Stateless(_) | Caller::Initializing => Some(CancellationToken::new()),
         }
     }
 
@@ -211,7 +216,9 @@ impl Caller {
         manifold_upstream::Caller {
             capabilities: self.capabilities(),
             log_level: self.log_filter().level().map(|l| l.as_str().to_string()),
-            bridge_input: !matches!(self, Caller::Stateless(_)),
+            // Only a session can answer a bridged question; the operator sees
+            // a modern upstream's `InputRequiredResult` as it is.
+            bridge_input: matches!(self, Caller::Session(_)),
         }
     }
 }

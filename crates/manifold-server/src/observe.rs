@@ -9,8 +9,10 @@
 //!   `Drop` as `cancelled`, on a task of the gateway;
 //! - an audited method's record is written before its response is sent (the
 //!   writer's bounded queue back-pressures callers; it never drops records
-//!   silently); a record that cannot be written is logged, and the response
-//!   still goes out (the upstream may already have acted on the call).
+//!   silently: the write runs on a gateway task, so a caller that leaves while
+//!   it waits does not take its record with it); a record that cannot be
+//!   written is logged, and the response still goes out (the upstream may
+//!   already have acted on the call).
 //!
 //! Not here: the metric families (`state::metrics`), the audit writer
 //! (manifold-audit), which methods are audited (the method table,
@@ -132,10 +134,16 @@ impl Observed {
             metrics.call_duration(up, tool, elapsed.as_secs_f64());
         }
         if let Some(rec) = self.record(outcome, elapsed, response_bytes) {
-            if let Some(auditor) = &self.gw.auditor {
-                if let Err(e) = auditor.record(rec).await {
-                    tracing::error!(error = %e, "audit record not written");
-                }
+            if let Some(auditor) = self.gw.auditor.clone() {
+                // The write runs on a task of the gateway: if this future is
+                // dropped while the queue is full (the client left), the record
+                // is still written, with the call's real outcome.
+                let write = self.gw.tasks.spawn(async move {
+                    if let Err(e) = auditor.record(rec).await {
+                        tracing::error!(error = %e, "audit record not written");
+                    }
+                });
+                let _ = write.await;
             }
         }
     }

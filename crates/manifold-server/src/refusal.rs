@@ -62,6 +62,14 @@ pub(crate) enum Refusal {
     DiscoverWithoutMeta,
     #[error("too many sessions (limits.max_sessions = {limit}); try again later")]
     TooManySessions { limit: usize },
+    #[error("too many sessions from this address (limits.max_sessions_per_peer = {limit}); end some (DELETE) or try again later")]
+    TooManySessionsFromPeer { limit: usize },
+    #[error("too many resource subscriptions in this session (limits.max_subscriptions_per_session = {limit}); unsubscribe some first")]
+    TooManySubscriptions { limit: usize },
+    #[error("too many calls in flight in this session (limits.max_calls_per_session = {limit}); wait for some to finish")]
+    TooManyCalls { limit: usize },
+    #[error("too many subscriptions/listen streams open (limits.max_listens = {limit}); try again later")]
+    TooManyListens { limit: usize },
 
     // Admission, 2026-07-28.
     #[error("{0}")]
@@ -143,6 +151,10 @@ impl Refusal {
             Upstream(e) => e.code(),
             UpstreamRefused { code, .. } => ErrorCode(*code),
             TooManySessions { .. }
+            | TooManySessionsFromPeer { .. }
+            | TooManySubscriptions { .. }
+            | TooManyCalls { .. }
+            | TooManyListens { .. }
             | AuditUnavailable(_)
             | Cancelled
             | HeldCallsFull { .. }
@@ -176,7 +188,10 @@ impl Refusal {
             UnknownSession | DiscoverWithoutMeta | NotInThisRevision { .. } => {
                 StatusCode::NOT_FOUND
             }
-            TooManySessions { .. } | HeldCallsFull { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            TooManySessions { .. }
+            | TooManySessionsFromPeer { .. }
+            | TooManyListens { .. }
+            | HeldCallsFull { .. } => StatusCode::SERVICE_UNAVAILABLE,
             // The 2026-07-28 transport answers an unknown method with 404; the
             // session era with a JSON-RPC error in a 200.
             MethodNotFound(_) => match era {
@@ -189,6 +204,8 @@ impl Refusal {
             | AuditUnavailable(_)
             | Upstream(_)
             | UpstreamRefused { .. }
+            | TooManySubscriptions { .. }
+            | TooManyCalls { .. }
             | Cancelled
             | HeldCallLost => StatusCode::OK,
         }
@@ -314,6 +331,10 @@ mod tests {
             (UnsupportedProtocolHeader("1999".into()), -32600, 400, 400),
             (DiscoverWithoutMeta, -32601, 404, 404),
             (TooManySessions { limit: 1 }, -32603, 503, 503),
+            (TooManySessionsFromPeer { limit: 1 }, -32603, 503, 503),
+            (TooManySubscriptions { limit: 1 }, -32603, 200, 200),
+            (TooManyCalls { limit: 1 }, -32603, 200, 200),
+            (TooManyListens { limit: 1 }, -32603, 503, 503),
             (MetaRequired("m".into()), -32602, 400, 400),
             (HeaderMismatch("m".into()), -32020, 400, 400),
             (

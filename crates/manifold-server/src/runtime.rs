@@ -117,11 +117,15 @@ impl Gateway {
         let limits = &config.limits;
         let gw = Arc::new(Gateway {
             catalog: arc_swap::ArcSwap::from_pointee(Catalog::empty(config.server.page_size)),
-            sessions: sessions::Sessions::new(limits.max_sessions),
+            sessions: sessions::Sessions::new(sessions::SessionLimits {
+                max: limits.max_sessions,
+                per_peer: limits.max_sessions_per_peer,
+                calls: limits.max_calls_per_session,
+            }),
             learned: ownership::Learned::default(),
             subscriptions: Default::default(),
             upstream_log_level: log_levels::UpstreamLogLevel::default(),
-            listeners: listeners::Listeners::default(),
+            listeners: listeners::Listeners::new(limits.max_listens),
             held: held_calls::HeldCalls::new(
                 config.server.request_state_key.as_deref(),
                 limits.held_call_ttl,

@@ -8,6 +8,8 @@
 
 #[path = "gateway/calls.rs"]
 mod calls;
+#[path = "gateway/caps.rs"]
+mod caps;
 #[path = "gateway/disconnect.rs"]
 mod disconnect;
 #[path = "gateway/errors.rs"]

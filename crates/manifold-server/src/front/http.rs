@@ -16,6 +16,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use manifold_protocol::methods as m;
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -85,7 +86,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
             let _slot = slot;
             let svc = service_fn(move |req| {
                 let gw = gw.clone();
-                async move { Ok::<_, Infallible>(handle(gw, req).await) }
+                async move { Ok::<_, Infallible>(handle(gw, req, peer.ip()).await) }
             });
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
             tokio::pin!(conn);
@@ -153,7 +154,7 @@ fn refuse(r: Refusal) -> Response<Body> {
     respond(r.reply(None, Era::Session))
 }
 
-async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
+async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
     if req.uri().path() != gw.config.server.path {
         // Not the MCP endpoint: nothing here speaks JSON-RPC.
         return plain(StatusCode::NOT_FOUND);
@@ -164,7 +165,7 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
     }
     let accepts = accepts(req.headers());
     match *req.method() {
-        Method::POST => post(gw, req, accepts).await,
+        Method::POST => post(gw, req, accepts, peer).await,
         Method::GET => {
             // GET opens a stream and nothing else: the client must say it takes one.
             let accept = req
@@ -176,11 +177,11 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
             if !accept.contains(m::CONTENT_TYPE_SSE) && !accept.contains("*/*") {
                 return refuse(Refusal::StreamNotAcceptable);
             }
-            let arrival = arrival(&gw, req.headers().clone(), 0, accepts);
+            let arrival = arrival(&gw, req.headers().clone(), 0, accepts, peer);
             respond(pipeline::open_stream(&gw, &arrival))
         }
         Method::DELETE => {
-            let arrival = arrival(&gw, req.headers().clone(), 0, accepts);
+            let arrival = arrival(&gw, req.headers().clone(), 0, accepts, peer);
             respond(pipeline::end_session(&gw, &arrival))
         }
         _ => {
@@ -209,7 +210,13 @@ fn accepts(headers: &HeaderMap) -> Accepts {
     }
 }
 
-fn arrival(gw: &Gateway, headers: HeaderMap, bytes: usize, accepts: Accepts) -> Arrival {
+fn arrival(
+    gw: &Gateway,
+    headers: HeaderMap,
+    bytes: usize,
+    accepts: Accepts,
+    peer: IpAddr,
+) -> Arrival {
     let traceparent = headers
         .get("traceparent")
         .and_then(|v| v.to_str().ok())
@@ -219,6 +226,7 @@ fn arrival(gw: &Gateway, headers: HeaderMap, bytes: usize, accepts: Accepts) -> 
         request_id: gw.request_id(),
         bytes,
         front: Front::Http(headers),
+        peer: Some(peer),
         accepts,
         trace: TraceContext { traceparent },
     }
@@ -227,7 +235,12 @@ fn arrival(gw: &Gateway, headers: HeaderMap, bytes: usize, accepts: Accepts) -> 
 /// The longest `traceparent` kept (a valid one is 55 characters).
 const MAX_TRACEPARENT: usize = 128;
 
-async fn post(gw: Arc<Gateway>, req: Request<Incoming>, accepts: Accepts) -> Response<Body> {
+async fn post(
+    gw: Arc<Gateway>,
+    req: Request<Incoming>,
+    accepts: Accepts,
+    peer: IpAddr,
+) -> Response<Body> {
     let ctype = req
         .headers()
         .get(http::header::CONTENT_TYPE)
@@ -257,7 +270,7 @@ async fn post(gw: Arc<Gateway>, req: Request<Incoming>, accepts: Accepts) -> Res
             return refuse(Refusal::BodyUnreadable);
         }
     };
-    let arrival = arrival(&gw, parts.headers, bytes.len(), accepts);
+    let arrival = arrival(&gw, parts.headers, bytes.len(), accepts, peer);
     let span = tracing::info_span!("request", request_id = %arrival.request_id,
         traceparent = tracing::field::Empty);
     if let Some(t) = &arrival.trace.traceparent {

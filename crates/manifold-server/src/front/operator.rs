@@ -60,6 +60,7 @@ impl Gateway {
             request_id: self.request_id(),
             bytes: body.len(),
             front: Front::Operator(cancel),
+            peer: None,
             accepts: Accepts {
                 json: true,
                 stream: false,

@@ -82,15 +82,20 @@ pub(crate) async fn listen(x: &mut Exchange, params: Map<String, Value>) -> Resu
     // the subscription as if the stream were gone.
     let key = gw
         .listeners
-        .register(x.rpc_id.as_value().clone(), wanted, tx.clone());
+        .register(x.rpc_id.as_value().clone(), wanted, tx.clone())
+        .ok_or(Refusal::TooManyListens {
+            limit: gw.config.limits.max_listens,
+        })?;
     if !uris.is_empty() {
         // The subscriptions last as long as the stream: its receiver is dropped
         // when the client goes, or with this handler if the client leaves while
         // the joins below are still running. Either way no join runs after.
         let (gw2, key2) = (gw.clone(), key.clone());
         gw.tasks.spawn(async move {
+            // `shutdown`, not `stop`: listen streams end (with their final
+            // result) when draining begins, and this task holds a sender.
             tokio::select! {
-                _ = gw2.stop.cancelled() => {}
+                _ = gw2.shutdown.cancelled() => {}
                 _ = tx.closed() => {}
             }
             gw2.unsubscribe_all(&key2);
@@ -101,7 +106,7 @@ pub(crate) async fn listen(x: &mut Exchange, params: Map<String, Value>) -> Resu
         // higher-ranked `Send` check in the connection task.
         let (gw, key) = (gw.clone(), key.clone());
         async move {
-            match gw.subscribe(&key, &uri).await {
+            match gw.subscribe(&key, &uri, None).await {
                 Ok(()) => Some(uri),
                 Err(e) => {
                     tracing::debug!(%uri, error = %e, "listen: resource subscription not honoured");

@@ -40,7 +40,8 @@ pub(crate) async fn subscribe(
 ) -> Result<Reply, Refusal> {
     let uri = resolve::required_str(&params, "uri", &x.method)?;
     let who = subscriber(x)?;
-    x.gw.subscribe(&who, &uri).await?;
+    let limit = x.gw.config.limits.max_subscriptions_per_session;
+    x.gw.subscribe(&who, &uri, Some(limit)).await?;
     Ok(empty(x))
 }
 

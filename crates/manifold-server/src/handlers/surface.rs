@@ -17,6 +17,7 @@ use crate::era::Era;
 use crate::exchange::Exchange;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::state::sessions::{Full, Opening};
 use crate::state::Gateway;
 use manifold_protocol::methods::{self as m, meta};
 
@@ -96,14 +97,33 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
         .cloned()
         .unwrap_or_default();
     let client_info = params.get("clientInfo").cloned().unwrap_or(Value::Null);
-    let Some(session) =
-        gw.sessions
-            .create(negotiated.to_string(), client_info.clone(), capabilities)
-    else {
-        return Err(Refusal::TooManySessions {
-            limit: gw.config.limits.max_sessions,
-        });
+    // Both are kept for the session's life: a client cannot park megabytes here.
+    let limit = gw.config.limits.max_client_info_bytes;
+    for (what, v) in [
+        ("clientInfo", &client_info),
+        ("capabilities", &Value::Object(capabilities.clone())),
+    ] {
+        let size = serde_json::to_vec(v).map_or(0, |b| b.len());
+        if size > limit {
+            return Err(Refusal::InvalidParams(format!(
+                "initialize params.{what} is {size} bytes; at most {limit} are accepted (limits.max_client_info_bytes)"
+            )));
+        }
+    }
+    let opening = Opening {
+        protocol_version: negotiated.to_string(),
+        client_info: client_info.clone(),
+        capabilities,
+        peer: x.arrival.peer,
     };
+    let session = gw.sessions.create(opening).map_err(|full| match full {
+        Full::Peer => Refusal::TooManySessionsFromPeer {
+            limit: gw.config.limits.max_sessions_per_peer,
+        },
+        Full::Total | Full::NoRandomness => Refusal::TooManySessions {
+            limit: gw.config.limits.max_sessions,
+        },
+    })?;
     tracing::info!(session = %session.short_id(), client = %client_info, version = negotiated, "session started");
     let mut out = Map::new();
     out.insert("protocolVersion".into(), Value::from(negotiated));

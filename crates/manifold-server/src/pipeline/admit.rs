@@ -90,19 +90,26 @@ fn session_era(gw: &Gateway, front: &Front, method: &str) -> Result<Caller, Refu
 }
 
 /// Finds the session a session-era message belongs to (requests, notifications,
-/// responses, the GET stream, DELETE) and checks its protocol version header.
+/// responses) and checks its protocol version header.
 pub(crate) fn session(gw: &Gateway, front: &Front) -> Result<Arc<ClientSession>, Refusal> {
-    let Some(id) = front.header(m::HEADER_SESSION_ID) else {
-        return Err(Refusal::SessionRequired);
-    };
-    let session = gw.sessions.get(id).ok_or(Refusal::UnknownSession)?;
-    session.touch();
+    let session = session_of(gw, front)?;
     match front.header(m::HEADER_PROTOCOL_VERSION) {
         Some(v) if !version::is_supported_legacy(v) => {
             Err(Refusal::UnsupportedProtocolHeader(v.to_string()))
         }
         _ => Ok(session),
     }
+}
+
+/// The session named by `Mcp-Session-Id`, without the version check: a GET
+/// or DELETE carries no message whose revision matters.
+pub(crate) fn session_of(gw: &Gateway, front: &Front) -> Result<Arc<ClientSession>, Refusal> {
+    let Some(id) = front.header(m::HEADER_SESSION_ID) else {
+        return Err(Refusal::SessionRequired);
+    };
+    let session = gw.sessions.get(id).ok_or(Refusal::UnknownSession)?;
+    session.touch();
+    Ok(session)
 }
 
 fn stateless(

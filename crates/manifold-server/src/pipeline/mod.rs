@@ -108,7 +108,7 @@ async fn finish(x: &mut Exchange, result: Result<Reply, Refusal>) -> Reply {
 
 /// The session's stream for notifications outside any request (HTTP GET).
 pub(crate) fn open_stream(gw: &Arc<Gateway>, arrival: &Arrival) -> Reply {
-    match admit::session(gw, &arrival.front) {
+    match admit::session_of(gw, &arrival.front) {
         Ok(session) => handlers::session::open_stream(gw, &session),
         Err(r) => r.reply(None, Era::Session),
     }
@@ -116,7 +116,7 @@ pub(crate) fn open_stream(gw: &Arc<Gateway>, arrival: &Arrival) -> Reply {
 
 /// Ends the session on the client's request (HTTP DELETE).
 pub(crate) fn end_session(gw: &Arc<Gateway>, arrival: &Arrival) -> Reply {
-    match admit::session(gw, &arrival.front) {
+    match admit::session_of(gw, &arrival.front) {
         Ok(session) => handlers::session::end(gw, &session),
         Err(r) => r.reply(None, Era::Session),
     }

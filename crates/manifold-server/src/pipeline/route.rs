@@ -136,6 +136,17 @@ pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Resu
         if retry && !resolve::upstream_of(&x.gw, &x.method, &params).is_some_and(|u| u.is_modern())
         {
             if let Some(reply) = input_required::resume(x, &params).await {
+                // A retry that resumed nothing (a forged, expired or reused
+                // state) is its own request and gets its own record.
+                if reply.is_err() && method.audited {
+                    if let Some(o) = x.observation() {
+                        o.audit(params.get("arguments").cloned());
+                        o.name = ["name", "uri"]
+                            .iter()
+                            .find_map(|k| params.get(*k).and_then(Value::as_str))
+                            .map(str::to_owned);
+                    }
+                }
                 return reply;
             }
         }

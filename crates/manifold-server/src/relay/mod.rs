@@ -57,6 +57,12 @@ pub(crate) async fn forward(
         shape,
         original,
     } = target;
+    let cancel = x
+        .caller
+        .begin_call(&x.rpc_id)
+        .ok_or(Refusal::TooManyCalls {
+            limit: gw.config.limits.max_calls_per_session,
+        })?;
     let mut obs = x.obs.take();
     if let Some(o) = obs.as_mut() {
         o.original = original;
@@ -73,7 +79,6 @@ pub(crate) async fn forward(
     };
     tracing::debug!(upstream = %upstream.name(), method = %x.method,
         principal = x.principal.audit_name(), "forwarding");
-    let cancel = x.caller.begin_call(&x.rpc_id);
     // A modern upstream is told who the client is; a session-era client gets its
     // InputRequiredResults as requests it understands.
     let for_upstream = upstream.is_modern().then(|| x.caller.for_upstream());

@@ -51,11 +51,12 @@ struct Listener {
 }
 
 /// Every open listen stream.
-#[derive(Default)]
 pub(crate) struct Listeners {
     /// By listen key.
     open: Mutex<HashMap<String, Listener>>,
     next_key: AtomicU64,
+    /// `limits.max_listens`.
+    max: usize,
 }
 
 /// Whether a subscriber key of the shared resource subscriptions is a listen stream's.
@@ -64,6 +65,14 @@ pub(crate) fn is_listen_key(key: &str) -> bool {
 }
 
 impl Listeners {
+    pub(crate) fn new(max: usize) -> Listeners {
+        Listeners {
+            open: Mutex::default(),
+            next_key: AtomicU64::new(0),
+            max,
+        }
+    }
+
     /// The open listeners, closed streams pruned.
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Listener>> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
@@ -71,13 +80,23 @@ impl Listeners {
         open
     }
 
-    /// Registers a new stream, unacknowledged (nothing is sent to it yet); its key.
-    pub(crate) fn register(&self, id: Value, wanted: Wanted, tx: mpsc::Sender<Bytes>) -> String {
+    /// Registers a new stream, unacknowledged (nothing is sent to it yet); its
+    /// key. `None` when `limits.max_listens` streams are open.
+    pub(crate) fn register(
+        &self,
+        id: Value,
+        wanted: Wanted,
+        tx: mpsc::Sender<Bytes>,
+    ) -> Option<String> {
+        let mut open = self.lock();
+        if open.len() >= self.max {
+            return None;
+        }
         let key = format!(
             "{KEY_PREFIX}{}",
             self.next_key.fetch_add(1, Ordering::Relaxed)
         );
-        self.lock().insert(
+        open.insert(
             key.clone(),
             Listener {
                 id,
@@ -88,7 +107,7 @@ impl Listeners {
                 tx,
             },
         );
-        key
+        Some(key)
     }
 
     /// Sends the acknowledgment of what is honoured (the list kinds asked for,

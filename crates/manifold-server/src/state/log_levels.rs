@@ -141,9 +141,14 @@ impl Gateway {
         let Some(now) = self.sessions.most_verbose_log_level() else {
             return;
         };
-        let applied = *lock(&self.upstream_log_level.0);
-        if applied.is_none_or(|a| now <= a) {
-            return;
+        {
+            // Checked and set at once: a sweep that ends many sessions spawns
+            // one setLevel round, not one per session.
+            let mut applied = lock(&self.upstream_log_level.0);
+            if applied.is_none_or(|a| now <= a) {
+                return;
+            }
+            *applied = Some(now);
         }
         self.apply_log_level_later();
     }

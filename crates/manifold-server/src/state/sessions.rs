@@ -19,6 +19,7 @@ use manifold_protocol::RequestId;
 use manifold_upstream::Responder;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -41,6 +42,10 @@ pub(crate) struct ClientSession {
     pub protocol_version: String,
     pub client_info: Value,
     pub capabilities: Map<String, Value>,
+    /// The address the session was created from (`None`: not over TCP).
+    peer: Option<IpAddr>,
+    /// `limits.max_calls_per_session`.
+    max_calls: usize,
     created: Instant,
     last_seen_ms: AtomicU64,
     next_request: AtomicU64,
@@ -54,17 +59,14 @@ pub(crate) struct ClientSession {
 }
 
 impl ClientSession {
-    fn new(
-        id: String,
-        protocol_version: String,
-        client_info: Value,
-        capabilities: Map<String, Value>,
-    ) -> ClientSession {
+    fn new(id: String, opening: Opening, max_calls: usize) -> ClientSession {
         ClientSession {
             id,
-            protocol_version,
-            client_info,
-            capabilities,
+            protocol_version: opening.protocol_version,
+            client_info: opening.client_info,
+            capabilities: opening.capabilities,
+            peer: opening.peer,
+            max_calls,
             created: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
             next_request: AtomicU64::new(1),
@@ -141,11 +143,16 @@ impl ClientSession {
     }
 
     /// Registers a call in flight; its token fires on `notifications/cancelled`
-    /// or when the session ends.
-    pub fn begin_call(&self, id: RequestId) -> CancellationToken {
+    /// or when the session ends. `None` at the `max_calls` bound: one session
+    /// cannot take every upstream slot.
+    pub fn begin_call(&self, id: RequestId) -> Option<CancellationToken> {
+        let mut calls = lock(&self.in_flight);
+        if calls.len() >= self.max_calls {
+            return None;
+        }
         let token = self.ended.child_token();
-        lock(&self.in_flight).insert(id, token.clone());
-        token
+        calls.insert(id, token.clone());
+        Some(token)
     }
     pub fn end_call(&self, id: &RequestId) {
         lock(&self.in_flight).remove(id);
@@ -161,41 +168,72 @@ impl ClientSession {
     }
 }
 
+/// What `initialize` asked for: the new session's facts.
+pub(crate) struct Opening {
+    pub protocol_version: String,
+    pub client_info: Value,
+    pub capabilities: Map<String, Value>,
+    pub peer: Option<IpAddr>,
+}
+
+/// Why no session was minted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// `limits.max_sessions` sessions are open.
+    Total,
+    /// `limits.max_sessions_per_peer` sessions are open from this address.
+    Peer,
+    /// The OS gave no randomness for the id.
+    NoRandomness,
+}
+
+/// The session bounds, from `[limits]`.
+pub(crate) struct SessionLimits {
+    pub max: usize,
+    pub per_peer: usize,
+    pub calls: usize,
+}
+
 /// Every live session.
 pub(crate) struct Sessions {
     map: DashMap<String, Arc<ClientSession>>,
-    max: usize,
+    /// Open sessions by the address they were created from.
+    per_peer: Mutex<HashMap<IpAddr, usize>>,
+    limits: SessionLimits,
 }
 
 impl Sessions {
-    pub fn new(max: usize) -> Sessions {
+    pub fn new(limits: SessionLimits) -> Sessions {
         Sessions {
             map: DashMap::new(),
-            max,
+            per_peer: Mutex::new(HashMap::new()),
+            limits,
         }
     }
 
-    /// Mints a session; `None` at the `limits.max_sessions` bound (or without OS
-    /// randomness).
-    pub fn create(
-        &self,
-        protocol_version: String,
-        client_info: Value,
-        capabilities: Map<String, Value>,
-    ) -> Option<Arc<ClientSession>> {
-        if self.map.len() >= self.max {
-            return None;
+    /// Mints a session, within `limits.max_sessions` in all and
+    /// `limits.max_sessions_per_peer` from one address.
+    pub fn create(&self, opening: Opening) -> Result<Arc<ClientSession>, Full> {
+        if self.map.len() >= self.limits.max {
+            return Err(Full::Total);
         }
         let mut raw = [0u8; SESSION_ID_BYTES];
-        getrandom::fill(&mut raw).ok()?;
+        getrandom::fill(&mut raw).map_err(|_| Full::NoRandomness)?;
+        if let Some(ip) = opening.peer {
+            let mut peers = lock(&self.per_peer);
+            let n = peers.entry(ip).or_insert(0);
+            if *n >= self.limits.per_peer {
+                return Err(Full::Peer);
+            }
+            *n += 1;
+        }
         let s = Arc::new(ClientSession::new(
             hex::encode(raw),
-            protocol_version,
-            client_info,
-            capabilities,
+            opening,
+            self.limits.calls,
         ));
         self.map.insert(s.id.clone(), s.clone());
-        Some(s)
+        Ok(s)
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<ClientSession>> {
@@ -206,6 +244,15 @@ impl Sessions {
     /// stream closes. `None` if it was not there.
     pub fn remove(&self, id: &str) -> Option<Arc<ClientSession>> {
         let (_, s) = self.map.remove(id)?;
+        if let Some(ip) = s.peer {
+            let mut peers = lock(&self.per_peer);
+            if let Some(n) = peers.get_mut(&ip) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    peers.remove(&ip);
+                }
+            }
+        }
         s.ended.cancel();
         *lock(&s.get_stream) = None;
         Some(s)

@@ -32,24 +32,49 @@ struct Subscription {
     subscribers: HashSet<String>,
 }
 
-/// Every URI some session or listen stream subscribed to.
+/// Every URI some session or listen stream subscribed to, and how many each
+/// subscriber holds (for `limits.max_subscriptions_per_session`).
 #[derive(Default)]
-pub(crate) struct Subscriptions(Mutex<HashMap<String, Subscription>>);
+pub(crate) struct Subscriptions(Mutex<Table>);
+
+#[derive(Default)]
+struct Table {
+    by_uri: HashMap<String, Subscription>,
+    per_subscriber: HashMap<String, usize>,
+}
+
+impl Table {
+    fn count(&mut self, subscriber: &str, delta: isize) {
+        let n = self
+            .per_subscriber
+            .entry(subscriber.to_string())
+            .or_default();
+        *n = n.saturating_add_signed(delta);
+        if *n == 0 {
+            self.per_subscriber.remove(subscriber);
+        }
+    }
+}
 
 impl Subscriptions {
     /// Removes one subscriber from a URI; the upstream to unsubscribe at when
     /// nobody is left (the entry is then gone).
     fn leave(&self, subscriber: &str, uri: &str) -> Option<Arc<str>> {
-        let mut subs = lock(&self.0);
-        let sub = subs.get_mut(uri)?;
-        if !sub.subscribers.remove(subscriber) || !sub.subscribers.is_empty() {
+        let mut t = lock(&self.0);
+        let sub = t.by_uri.get_mut(uri)?;
+        if !sub.subscribers.remove(subscriber) {
             return None;
         }
-        subs.remove(uri).map(|s| s.upstream)
+        let last = sub.subscribers.is_empty();
+        t.count(subscriber, -1);
+        if !last {
+            return None;
+        }
+        t.by_uri.remove(uri).map(|s| s.upstream)
     }
 
     fn wanted(&self, uri: &str) -> bool {
-        lock(&self.0).contains_key(uri)
+        lock(&self.0).by_uri.contains_key(uri)
     }
 }
 
@@ -86,10 +111,14 @@ impl Gateway {
     /// Adds `subscriber` (a session id, or a listen stream's key) to the URI's
     /// subscribers; the first one subscribes upstream. On an upstream refusal the
     /// subscriber is removed again and the refusal returned.
+    /// `limit`: how many URIs this subscriber may hold (a session's
+    /// `limits.max_subscriptions_per_session`; a listen stream is bounded by its
+    /// request).
     pub(crate) async fn subscribe(
         self: &Arc<Self>,
         subscriber: &str,
         uri: &str,
+        limit: Option<usize>,
     ) -> Result<(), Refusal> {
         let Some(upstream) = self.owner_of(uri) else {
             return Err(Refusal::ResourceNotFound {
@@ -97,13 +126,28 @@ impl Gateway {
             });
         };
         let first = {
-            let mut subs = lock(&self.subscriptions.0);
-            let sub = subs.entry(uri.to_string()).or_insert_with(|| Subscription {
-                upstream: upstream.name().clone(),
-                subscribers: HashSet::new(),
-            });
+            let mut t = lock(&self.subscriptions.0);
+            let already = t
+                .by_uri
+                .get(uri)
+                .is_some_and(|s| s.subscribers.contains(subscriber));
+            if already {
+                return Ok(());
+            }
+            let held = t.per_subscriber.get(subscriber).copied().unwrap_or(0);
+            if let Some(limit) = limit.filter(|&l| held >= l) {
+                return Err(Refusal::TooManySubscriptions { limit });
+            }
+            let sub = t
+                .by_uri
+                .entry(uri.to_string())
+                .or_insert_with(|| Subscription {
+                    upstream: upstream.name().clone(),
+                    subscribers: HashSet::new(),
+                });
             let first = sub.subscribers.is_empty();
             sub.subscribers.insert(subscriber.to_string());
+            t.count(subscriber, 1);
             first
         };
         if first {
@@ -133,6 +177,7 @@ impl Gateway {
     /// where it was the last.
     pub(crate) fn unsubscribe_all(self: &Arc<Self>, subscriber: &str) {
         let uris: Vec<String> = lock(&self.subscriptions.0)
+            .by_uri
             .iter()
             .filter(|(_, s)| s.subscribers.contains(subscriber))
             .map(|(u, _)| u.clone())
@@ -193,7 +238,7 @@ impl Gateway {
         else {
             return 0;
         };
-        let subscribers: Vec<String> = match lock(&self.subscriptions.0).get(uri) {
+        let subscribers: Vec<String> = match lock(&self.subscriptions.0).by_uri.get(uri) {
             Some(s) if &*s.upstream == upstream => s.subscribers.iter().cloned().collect(),
             _ => return 0,
         };
@@ -222,6 +267,7 @@ impl Gateway {
     /// connection, so they are renewed.
     pub(crate) fn renew_subscriptions(&self, upstream: &Upstream) {
         let uris: Vec<String> = lock(&self.subscriptions.0)
+            .by_uri
             .iter()
             .filter(|(_, s)| s.upstream == *upstream.name())
             .map(|(u, _)| u.clone())

@@ -289,6 +289,29 @@ async fn every_exit_writes_one_audit_record_and_counts_once() -> Result<()> {
             error_code: None,
         });
 
+        // A retry with a forged state resumes nothing: refused, and recorded.
+        let mut forged = stateless_call(
+            7,
+            "remote__elicit",
+            json!({"message": "exit-forged"}),
+            json!({"elicitation": {"form": {}}}),
+        );
+        forged["params"]["requestState"] = json!("forged-state");
+        forged["params"]["inputResponses"] = json!({});
+        let (s, r) = stateless.send_stateless(&forged, &[]).await?;
+        assert_eq!(
+            (s, &r["error"]["code"]),
+            (StatusCode::BAD_REQUEST, &json!(-32602)),
+            "{r}"
+        );
+        exits.push(Exit {
+            what: "forged requestState",
+            name: "remote__elicit",
+            marker: json!("exit-forged"),
+            outcome: "refused",
+            error_code: Some(-32602),
+        });
+
         // A 2026-07-28 request refused at admission is counted, not audited.
         let bad = stateless_call(
             6,
@@ -347,7 +370,7 @@ async fn every_exit_writes_one_audit_record_and_counts_once() -> Result<()> {
         let want = [
             ("ok", 4.0),
             ("tool_error", 1.0),
-            ("refused", 3.0),
+            ("refused", 4.0),
             ("timeout", 1.0),
             ("cancelled", 3.0),
         ];

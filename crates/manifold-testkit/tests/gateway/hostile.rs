@@ -211,7 +211,9 @@ async fn a_hung_http_upstream_times_out_on_time_and_leaks_nothing() -> Result<()
 async fn a_child_that_stops_reading_fails_calls_on_time() -> Result<()> {
     bounded(async {
         let gw = TestGateway::start(&format!(
-            "[upstreams.deaf]\ncommand = {}\nargs = [\"--faults\", \"--hang-calls\"]\ntimeout = \"1s\"\n",
+            // One session sends them all: lift its own bound on calls in flight.
+            "[limits]\nmax_calls_per_session = 1000\n\n\
+             [upstreams.deaf]\ncommand = {}\nargs = [\"--faults\", \"--hang-calls\"]\ntimeout = \"1s\"\n",
             toml_string(bin())
         ))
         .await?;

@@ -411,11 +411,22 @@ fn check_session(l: &Arc<HttpLink>) {
     });
 }
 
-/// Whether a `server/discover` answer still lists the revision the connection
-/// speaks.
+/// Whether a `server/discover` answer leaves the connection as it is: a result
+/// that still lists the revision the connection speaks, or an error other than
+/// "method not found" (a transient failure is not a re-deployment).
 fn still_modern(wire: &Wire, outcome: Option<crate::CallOutcome>) -> bool {
-    let Some(crate::CallOutcome::Result(raw)) = outcome else {
-        return false;
+    let raw = match outcome {
+        Some(crate::CallOutcome::Result(raw)) => raw,
+        Some(crate::CallOutcome::Error(e)) => {
+            #[derive(serde::Deserialize)]
+            struct Code {
+                code: i64,
+            }
+            return serde_json::from_str::<Code>(e.get()).map_or(true, |c| {
+                c.code != manifold_protocol::ErrorCode::METHOD_NOT_FOUND.0
+            });
+        }
+        _ => return true,
     };
     let Some(version) = wire.protocol_version.get() else {
         return false;

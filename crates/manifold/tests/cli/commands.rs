@@ -352,3 +352,24 @@ fn check_and_call_through_an_http_upstream() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("over http"));
 }
+
+/// A 2026-07-28 upstream that asks for input: the operator sees its
+/// `InputRequiredResult` as it is (there is no client to bridge the question
+/// to), and the command succeeds.
+#[test]
+fn call_prints_a_modern_upstreams_input_request_as_it_is() {
+    let dir = TempDir::new("modern-call");
+    let cfg = dir.write(
+        "gateway.toml",
+        r#"
+[upstreams.m]
+command = "${MANIFOLD_SELF}"
+args = ["demo-upstream", "--modern"]
+"#,
+    );
+    let out = run(&cfg, &["call", "m__ask", "{}"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("the result as JSON");
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    assert!(result["inputRequests"]["answer"].is_object(), "{result}");
+}

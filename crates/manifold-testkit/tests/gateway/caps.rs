@@ -1,0 +1,226 @@
+//! Per-client bounds: one client cannot hold every session, park megabytes in
+//! `clientInfo`, subscribe without end, keep every upstream slot busy, or open
+//! listen streams without end. Each bound refuses with its documented error and
+//! leaves other clients (and the same client, once it lets go) served.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::{bounded, Setup};
+use manifold_testkit::harness::{stateless_request, McpClient, STATELESS};
+
+fn init_params(client_info: Value) -> Value {
+    json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info})
+}
+
+#[tokio::test]
+async fn sessions_per_address_and_client_info_size_are_bounded() -> Result<()> {
+    bounded(async {
+        let f = Setup {
+            extra: "[limits]\nmax_sessions_per_peer = 2\nmax_client_info_bytes = 256\n".into(),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let first = f.session().await?;
+        let _second = f.session().await?;
+        let third = f.gw.client();
+        let r = third
+            .request(
+                "initialize",
+                init_params(json!({"name": "t", "version": "0"})),
+            )
+            .await?;
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{r}");
+        assert_eq!(r.error()?["code"], -32603, "{r}");
+        let msg = r.error()?["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(msg.contains("max_sessions_per_peer"), "{msg}");
+        assert!(r.headers.get("mcp-session-id").is_none(), "{r}");
+        // Ending a session frees its slot.
+        assert!(first.delete().await?.status.is_success());
+        third.initialize("2025-11-25", json!({})).await?;
+
+        // A clientInfo over the bound is refused before any session exists.
+        let big = f.gw.client();
+        let r = big
+            .request(
+                "initialize",
+                init_params(json!({"name": "x".repeat(300), "version": "0"})),
+            )
+            .await?;
+        assert_eq!(r.error()?["code"], -32602, "{r}");
+        let msg = r.error()?["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(msg.contains("max_client_info_bytes"), "{msg}");
+        assert!(r.headers.get("mcp-session-id").is_none(), "{r}");
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn subscriptions_per_session_are_bounded() -> Result<()> {
+    bounded(async {
+        let f = Setup {
+            extra: "[limits]\nmax_subscriptions_per_session = 2\n".into(),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let a = f.session().await?;
+        let subscribe = |c: &McpClient, uri: &str| {
+            let (c, uri) = (c.clone(), uri.to_string());
+            async move { c.request("resources/subscribe", json!({"uri": uri})).await }
+        };
+        for uri in ["demo://item/1", "demo://item/2"] {
+            let r = subscribe(&a, uri).await?;
+            assert_eq!(r.result()?, &json!({}), "{r}");
+        }
+        // Subscribing again to a URI it holds costs nothing.
+        let r = subscribe(&a, "demo://item/2").await?;
+        assert_eq!(r.result()?, &json!({}), "{r}");
+        let r = subscribe(&a, "demo://item/3").await?;
+        assert_eq!(r.error()?["code"], -32603, "{r}");
+        let msg = r.error()?["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(msg.contains("max_subscriptions_per_session"), "{msg}");
+        // Another session is not affected.
+        let b = f.session().await?;
+        let r = subscribe(&b, "demo://item/3").await?;
+        assert_eq!(r.result()?, &json!({}), "{r}");
+        // Letting go of one frees a place.
+        let r = a
+            .request("resources/unsubscribe", json!({"uri": "demo://item/1"}))
+            .await?;
+        assert_eq!(r.result()?, &json!({}), "{r}");
+        let r = subscribe(&a, "demo://item/3").await?;
+        assert_eq!(r.result()?, &json!({}), "{r}");
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn calls_in_flight_per_session_are_bounded() -> Result<()> {
+    bounded(async {
+        let f = Setup {
+            extra: "[limits]\nmax_calls_per_session = 2\n".into(),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let a = f.session().await?;
+        let slow: Vec<_> = (0..2)
+            .map(|_| {
+                let a = a.clone();
+                tokio::spawn(async move { a.call_tool("local__sleep", json!({"ms": 1500})).await })
+            })
+            .collect();
+        // Wait (bounded) until both are in flight upstream.
+        let gauge = || -> usize {
+            f.gw.gateway()
+                .upstreams()
+                .iter()
+                .map(|u| u.in_flight())
+                .sum()
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while gauge() < 2 {
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the slow calls never started"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let r = a.call_tool("local__echo", json!({"text": "third"})).await?;
+        assert_eq!(r.error()?["code"], -32603, "{r}");
+        let msg = r.error()?["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(msg.contains("max_calls_per_session"), "{msg}");
+        // Another session still gets through.
+        let b = f.session().await?;
+        let r = b.call_tool("local__echo", json!({"text": "other"})).await?;
+        assert_eq!(r.result()?["content"][0]["text"], "other", "{r}");
+        for h in slow {
+            h.await.context("join")??.result()?;
+        }
+        // Once its calls are answered, the session calls again.
+        let r = a.call_tool("local__echo", json!({"text": "again"})).await?;
+        assert_eq!(r.result()?["content"][0]["text"], "again", "{r}");
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn listen_streams_are_bounded() -> Result<()> {
+    bounded(async {
+        let f = Setup {
+            extra: "[limits]\nmax_listens = 1\n".into(),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let client = f.gw.client();
+        let headers = [
+            ("mcp-protocol-version", STATELESS),
+            ("mcp-method", "subscriptions/listen"),
+        ];
+        let listen = |id| {
+            stateless_request(
+                id,
+                "subscriptions/listen",
+                json!({"notifications": {"toolsListChanged": true}}),
+            )
+        };
+        let mut first = client.send_streaming_with(&listen(1), &headers).await?;
+        let ack = first.expect_next().await?;
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        let (s, r) = client.send_stateless(&listen(2), &[]).await?;
+        assert_eq!(
+            (s, &r["error"]["code"]),
+            (StatusCode::SERVICE_UNAVAILABLE, &json!(-32603)),
+            "{r}"
+        );
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("max_listens"),
+            "{r}"
+        );
+        // Closing the stream frees its place.
+        drop(first);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut next = client.send_streaming_with(&listen(3), &headers).await?;
+            if let Ok(ack) = next.expect_next().await {
+                if ack["method"] == "notifications/subscriptions/acknowledged" {
+                    break;
+                }
+            }
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the freed place never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    })
+    .await
+}
