@@ -53,6 +53,9 @@ pub const DEFAULT_MAX_SESSIONS_PER_PEER: usize = 1000;
 pub const DEFAULT_MAX_SUBSCRIPTIONS_PER_SESSION: usize = 256;
 /// Default `[limits] max_listens`: 2026-07-28 `subscriptions/listen` streams open at once; beyond, a listen is refused (503).
 pub const DEFAULT_MAX_LISTENS: usize = 1024;
+/// Default `[limits] max_list_items`: items one upstream may publish in one list
+/// (tools, prompts, resources, templates); a longer list fails its fetch.
+pub const DEFAULT_MAX_LIST_ITEMS: usize = 10_000;
 /// Default `[limits] max_calls_per_session`: calls one session may have in flight; beyond, a call is refused, so one client cannot take every upstream slot.
 pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 256;
 /// Default `[limits] max_connections`: client connections open at once; beyond,
@@ -281,6 +284,8 @@ pub struct LimitsSection {
     pub max_listens: usize,
     #[serde(default = "d_max_calls_per_session")]
     pub max_calls_per_session: usize,
+    #[serde(default = "d_max_list_items")]
+    pub max_list_items: usize,
 }
 
 impl Default for LimitsSection {
@@ -304,6 +309,7 @@ impl Default for LimitsSection {
             max_subscriptions_per_session: DEFAULT_MAX_SUBSCRIPTIONS_PER_SESSION,
             max_listens: DEFAULT_MAX_LISTENS,
             max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
+            max_list_items: DEFAULT_MAX_LIST_ITEMS,
         }
     }
 }
@@ -428,6 +434,9 @@ fn d_max_subscriptions_per_session() -> usize {
 }
 fn d_max_listens() -> usize {
     DEFAULT_MAX_LISTENS
+}
+fn d_max_list_items() -> usize {
+    DEFAULT_MAX_LIST_ITEMS
 }
 fn d_max_calls_per_session() -> usize {
     DEFAULT_MAX_CALLS_PER_SESSION

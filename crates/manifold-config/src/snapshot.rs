@@ -75,6 +75,7 @@ pub struct LimitsConfig {
     pub max_subscriptions_per_session: usize,
     pub max_listens: usize,
     pub max_calls_per_session: usize,
+    pub max_list_items: usize,
 }
 
 #[derive(Debug, Clone)]

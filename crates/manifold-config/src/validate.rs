@@ -33,6 +33,7 @@ impl Default for LimitsConfig {
             max_subscriptions_per_session: DEFAULT_MAX_SUBSCRIPTIONS_PER_SESSION,
             max_listens: DEFAULT_MAX_LISTENS,
             max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
+            max_list_items: DEFAULT_MAX_LIST_ITEMS,
         })
     }
 }
@@ -83,6 +84,7 @@ fn limits(l: LimitsSection) -> Result<LimitsConfig, String> {
         )?,
         max_listens: positive("max_listens", l.max_listens)?,
         max_calls_per_session: positive("max_calls_per_session", l.max_calls_per_session)?,
+        max_list_items: positive("max_list_items", l.max_list_items)?,
     })
 }
 

@@ -82,6 +82,11 @@ pub struct Args {
     /// with the tool `grandchild` (to check it is stopped with this server).
     #[arg(long)]
     pub spawn_grandchild: bool,
+
+    /// Fault mode, for tests: break the protocol in this way (repeatable). See
+    /// the `rogue` module for what each mode does.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub misbehave: Vec<super::rogue::Misbehaviour>,
 }
 
 impl Args {
@@ -99,6 +104,7 @@ impl Args {
             hang_calls: self.hang_calls,
             env_tool: self.env_tool,
             spawn_grandchild: self.spawn_grandchild,
+            misbehave: super::rogue::Rogue(self.misbehave.clone()),
         }
     }
 }

@@ -368,6 +368,7 @@ async fn request(
             first,
             rx,
             guard,
+            trickles(state),
         ),
     }
 }
@@ -409,7 +410,17 @@ fn get(state: Arc<State>, headers: &HeaderMap) -> Response<Body> {
         None,
         rx,
         token.drop_guard(),
+        trickles(&state),
     )
+}
+
+/// `--misbehave trickle-sse`.
+fn trickles(state: &State) -> bool {
+    state
+        .server
+        .config()
+        .misbehave
+        .has(super::rogue::Misbehaviour::TrickleSse)
 }
 
 fn delete(state: Arc<State>, headers: &HeaderMap) -> Response<Body> {
@@ -462,6 +473,7 @@ fn sse(
     first: Option<Value>,
     rx: mpsc::UnboundedReceiver<Value>,
     guard: DropGuard,
+    trickle: bool,
 ) -> Response<Body> {
     struct St {
         stream_id: u64,
@@ -494,7 +506,25 @@ fn sse(
         st.seq += 1;
         Some((Ok::<_, Infallible>(Frame::data(Bytes::from(event))), st))
     });
-    let mut response = Response::new(StreamBody::new(stream).boxed());
+    let body = if trickle {
+        // One byte per frame, each after a pause: every boundary a reader can see.
+        use futures_util::StreamExt;
+        let bytes = stream.flat_map(|frame| {
+            let data = frame
+                .ok()
+                .and_then(|f| f.into_data().ok())
+                .unwrap_or_default();
+            futures_util::stream::iter((0..data.len()).map(move |i| data.slice(i..i + 1)))
+        });
+        let slow = bytes.then(|b| async move {
+            tokio::time::sleep(super::rogue::TRICKLE_DELAY).await;
+            Ok::<_, Infallible>(Frame::data(b))
+        });
+        BodyExt::boxed(StreamBody::new(slow))
+    } else {
+        StreamBody::new(stream).boxed()
+    };
+    let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));

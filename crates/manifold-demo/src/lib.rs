@@ -31,6 +31,7 @@ pub mod cli;
 pub mod http;
 pub mod modern;
 mod resources;
+pub mod rogue;
 pub mod stdio;
 pub mod tools;
 
@@ -95,6 +96,8 @@ pub struct DemoConfig {
     /// Diagnostics: start a `sleep` process at launch (a grandchild of whoever
     /// started this server) and report its pid with the tool `grandchild`.
     pub spawn_grandchild: bool,
+    /// Fault modes (`--misbehave`), see [`rogue`].
+    pub misbehave: rogue::Rogue,
 }
 
 impl DemoConfig {
@@ -127,6 +130,7 @@ impl Default for DemoConfig {
             hang_calls: false,
             env_tool: false,
             spawn_grandchild: false,
+            misbehave: rogue::Rogue::default(),
         }
     }
 }
@@ -310,6 +314,7 @@ impl DemoServer {
         if grandchild.is_some() {
             diagnostics.push("grandchild");
         }
+        config.misbehave.flood_stderr();
         Arc::new(Self {
             grandchild,
             tools: tools::Catalog::with_diagnostics(
@@ -432,7 +437,7 @@ impl Session {
 
     /// Handle a client notification (never answered).
     pub fn handle_notification(&self, method: &str, params: &Map<String, Value>) {
-        if method == "notifications/cancelled" {
+        if method == "notifications/cancelled" && self.server.config.misbehave.honours_cancel() {
             if let Some(id) = params.get("requestId") {
                 if let Some(token) = lock(&self.in_flight).get(&id_key(id)) {
                     token.cancel();

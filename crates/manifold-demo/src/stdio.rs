@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc};
 
+use super::rogue::{Line, Misbehaviour};
 use super::{
     classify, parse_error, CallContext, DemoConfig, DemoServer, Incoming, TransportKind,
     SERVER_NAME,
@@ -26,7 +27,21 @@ use super::{
 /// Serve the process's stdin/stdout until stdin reaches EOF.
 pub async fn run(config: DemoConfig) -> std::io::Result<()> {
     eprintln!("{SERVER_NAME}: serving MCP over stdio");
-    serve(config, tokio::io::stdin(), tokio::io::stdout()).await
+    serve_closing(
+        config,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        close_stdout,
+    )
+    .await
+}
+
+/// `close-stdout` on the real process: fd 1 is closed for good.
+fn close_stdout() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: fd 1 is this process's stdout; the only writer (the writer task)
+    // has dropped its handle before this runs, and nothing writes to it after.
+    drop(unsafe { OwnedFd::from_raw_fd(1) });
 }
 
 /// Serve one stdio-style session over any byte streams (e.g. a
@@ -37,10 +52,25 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_closing(config, input, output, || {}).await
+}
+
+async fn serve_closing<R, W>(
+    config: DemoConfig,
+    input: R,
+    output: W,
+    on_close: fn(),
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let server = DemoServer::new(config, TransportKind::Stdio);
     let session = server.new_session();
+    let rogue = server.config().misbehave.clone();
     let (tx, rx) = mpsc::unbounded_channel::<Value>();
-    let writer = tokio::spawn(write_lines(output, rx));
+    let (raw_tx, raw_rx) = mpsc::unbounded_channel::<Line>();
+    let writer = tokio::spawn(write_lines(output, rx, raw_rx, on_close));
     // In 2026-07-28 mode, list changes reach clients only on a listen stream.
     let events = (!server.config().modern).then(|| server.subscribe_events());
     let forwarder = tokio::spawn(forward_events(events, tx.clone()));
@@ -71,14 +101,27 @@ where
         match incoming {
             Incoming::Request { id, method, params } => {
                 let session = session.clone();
-                let tx = tx.clone();
+                let (tx, raw, rogue) = (tx.clone(), raw_tx.clone(), rogue.clone());
+                let call = method == "tools/call";
+                if call && rogue.has(Misbehaviour::CloseStdout) {
+                    eprintln!("{SERVER_NAME}: --misbehave close-stdout: closing stdout");
+                    let _ = raw.send(Line::Close);
+                    continue;
+                }
                 tokio::spawn(async move {
                     let ctx = CallContext {
                         outbound: Some(tx.clone()),
                         ..CallContext::default()
                     };
                     if let Some(response) = session.handle_request(id, method, params, ctx).await {
-                        let _ = tx.send(response);
+                        if call {
+                            rogue.before_answer(&raw);
+                            for answer in rogue.answers(response) {
+                                let _ = tx.send(answer);
+                            }
+                        } else {
+                            let _ = tx.send(response);
+                        }
                     }
                 });
             }
@@ -104,21 +147,42 @@ where
     Ok(())
 }
 
+/// Owns the output. Raw lines (fault modes) go first: they were queued before
+/// the answer they precede.
 async fn write_lines<W>(
-    mut output: W,
+    output: W,
     mut rx: mpsc::UnboundedReceiver<Value>,
+    mut raw: mpsc::UnboundedReceiver<Line>,
+    on_close: fn(),
 ) -> std::io::Result<()>
 where
     W: AsyncWrite + Unpin,
 {
-    while let Some(message) = rx.recv().await {
-        let mut line = message.to_string().into_bytes();
+    let mut output = Some(output);
+    loop {
+        let mut line = tokio::select! {
+            biased;
+            Some(r) = raw.recv() => match r {
+                Line::Raw(bytes) => bytes,
+                Line::Close => {
+                    drop(output.take());
+                    on_close();
+                    continue;
+                }
+            },
+            m = rx.recv() => match m {
+                Some(message) => message.to_string().into_bytes(),
+                None => return Ok(()),
+            },
+        };
+        let Some(out) = output.as_mut() else {
+            continue;
+        };
         line.push(b'\n');
-        output.write_all(&line).await?;
+        out.write_all(&line).await?;
         // Flush per message: the peer is waiting for this exact line.
-        output.flush().await?;
+        out.flush().await?;
     }
-    Ok(())
 }
 
 async fn forward_events(

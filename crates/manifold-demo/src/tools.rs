@@ -341,6 +341,9 @@ pub(super) async fn call(
         .and_then(|meta| meta.get("progressToken"))
         .filter(|token| token.is_string() || token.is_number());
     let server = session.server();
+    if let Some(out) = &ctx.outbound {
+        server.config().misbehave.flood_progress(params, out);
+    }
     if FAULT_TOOLS.contains(&name) && !server.config().faults {
         return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
     }

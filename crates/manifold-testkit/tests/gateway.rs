@@ -28,6 +28,8 @@ mod modern;
 mod modern_upstream;
 #[path = "gateway/observe.rs"]
 mod observe;
+#[path = "gateway/rogue.rs"]
+mod rogue;
 #[path = "gateway/sampling.rs"]
 mod sampling;
 #[path = "gateway/session.rs"]

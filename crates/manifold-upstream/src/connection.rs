@@ -27,6 +27,8 @@ use crate::{Caller, ExtraHeaders, UpstreamError};
 pub(crate) struct Connection {
     pub(crate) wire: Arc<Wire>,
     transport: Box<dyn Transport>,
+    /// `limits.max_list_items`: the longest list a fetch accepts.
+    pub(crate) max_list_items: usize,
 }
 
 impl std::fmt::Debug for Connection {
@@ -65,7 +67,11 @@ impl Connection {
                 Box::new(transport::http::connect(cfg, limits, wire.clone())?)
             }
         };
-        Ok(Arc::new(Connection { wire, transport }))
+        Ok(Arc::new(Connection {
+            wire,
+            transport,
+            max_list_items: limits.max_list_items,
+        }))
     }
 
     /// Whether this connection speaks the stateless era (decided by the probe).

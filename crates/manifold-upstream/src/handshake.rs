@@ -289,6 +289,15 @@ async fn fetch_all(
             Value::Object(m) => Some(m),
             _ => None,
         }));
+        if items.len() > session.max_list_items {
+            return Err(UpstreamError::protocol(
+                &name,
+                format!(
+                    "{method} returned more than {} items (limits.max_list_items); raise it if this upstream is trusted",
+                    session.max_list_items
+                ),
+            ));
+        }
         match result.get("nextCursor").and_then(Value::as_str) {
             Some(next) => {
                 if !seen.insert(next.to_string()) {

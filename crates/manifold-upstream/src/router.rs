@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::message::{CallEvent, CallOutcome, Responder};
+use crate::noise::{Noise, GARBAGE_LINES_PER_WINDOW};
 use crate::{lock, UpstreamError, UpstreamEvent};
 
 /// Messages buffered per call between the upstream reader and the downstream writer.
@@ -46,6 +47,8 @@ pub(crate) struct Router {
     /// The id of the open `subscriptions/listen` (0: none). It is not a client's
     /// call: it neither counts as in flight nor claims unaddressed messages.
     listen: AtomicU64,
+    /// Log budget for what a broken upstream sends (garbage, floods).
+    pub(crate) noise: Noise,
 }
 
 /// What the router needs from the receiving end of a new call.
@@ -97,6 +100,7 @@ impl Router {
             gateway,
             refresh,
             listen: AtomicU64::new(0),
+            noise: Noise::new(GARBAGE_LINES_PER_WINDOW),
         }
     }
 
@@ -303,7 +307,10 @@ impl Router {
                     params.insert("progressToken".into(), orig);
                 }
                 if self.deliver(id, CallEvent::Notification(msg)).is_err() {
-                    tracing::warn!(upstream = %self.upstream, call = id, "progress dropped: the client is not keeping up");
+                    if let Some(suppressed) = self.noise.allow() {
+                        tracing::warn!(upstream = %self.upstream, call = id, suppressed,
+                            "progress dropped: the client is not keeping up");
+                    }
                 }
             }
             m::NOTIF_TOOLS_LIST_CHANGED

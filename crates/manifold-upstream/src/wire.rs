@@ -117,13 +117,19 @@ impl Wire {
         let probe: Probe = match serde_json::from_str(text) {
             Ok(p) => p,
             Err(e) => {
-                tracing::warn!(upstream = %router.upstream, error = %e, "upstream sent a message that is not JSON-RPC; ignored");
+                if let Some(suppressed) = router.noise.allow() {
+                    tracing::warn!(upstream = %router.upstream, error = %e, suppressed,
+                        "upstream sent a message that is not JSON-RPC; ignored");
+                }
                 return;
             }
         };
         if probe.method.is_none() {
             let Some(id) = probe.id else {
-                tracing::warn!(upstream = %router.upstream, "upstream sent a message with neither method nor id; ignored");
+                if let Some(suppressed) = router.noise.allow() {
+                    tracing::warn!(upstream = %router.upstream, suppressed,
+                        "upstream sent a message with neither method nor id; ignored");
+                }
                 return;
             };
             let outcome = match (probe.result, probe.error) {
@@ -157,7 +163,10 @@ impl Wire {
             }
             Ok(manifold_protocol::Incoming::Response { .. }) => {}
             Err(e) => {
-                tracing::warn!(upstream = %router.upstream, error = %e, "upstream sent an invalid message; ignored")
+                if let Some(suppressed) = router.noise.allow() {
+                    tracing::warn!(upstream = %router.upstream, error = %e, suppressed,
+                        "upstream sent an invalid message; ignored")
+                }
             }
         }
     }

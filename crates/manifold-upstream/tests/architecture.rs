@@ -14,7 +14,7 @@ const LAYERS: manifold_testkit::architecture::Layers = &[
     &["wire"],
     &["router"],
     &["message"],
-    &["error"],
+    &["error", "noise"],
 ];
 
 #[test]

@@ -82,8 +82,13 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
         let builder = builder.clone();
         let shutdown = gw.shutdown.clone();
         let grace = gw.config.server.shutdown_grace;
+        let first_bytes = gw.config.limits.header_read_timeout;
         conns.spawn(async move {
             let _slot = slot;
+            if !speaks_first(&stream, first_bytes).await {
+                tracing::debug!(%peer, "connection closed: nothing (or only a preface fragment) sent within limits.header_read_timeout");
+                return;
+            }
             let svc = service_fn(move |req| {
                 let gw = gw.clone();
                 async move { Ok::<_, Infallible>(handle(gw, req, peer.ip()).await) }
@@ -110,6 +115,30 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     conns.close();
     let grace = gw.config.server.shutdown_grace;
     let _ = tokio::time::timeout(grace + Duration::from_secs(1), conns.wait()).await;
+}
+
+/// The HTTP/2 connection preface: hyper's protocol detection reads up to it
+/// with no deadline of its own.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Whether the client sends enough to tell HTTP/1 from HTTP/2 within `limit`.
+/// A socket that connects and sends nothing (or a preface fragment, then
+/// nothing) would otherwise hold its connection slot for ever: hyper's header
+/// timeout starts only once the protocol is known.
+async fn speaks_first(stream: &tokio::net::TcpStream, limit: Duration) -> bool {
+    let check = async {
+        let mut buf = [0u8; H2_PREFACE.len()];
+        loop {
+            match stream.peek(&mut buf).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) if n == buf.len() || !H2_PREFACE.starts_with(&buf[..n]) => return true,
+                // A fragment of the preface: peek returns at once while it is
+                // all there is, so wait a little before looking again.
+                Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    };
+    tokio::time::timeout(limit, check).await.unwrap_or(false)
 }
 
 /// Frames a reply as an HTTP response.

@@ -10,6 +10,7 @@
 //! (`handshake`), timeouts of calls (`attempt`).
 
 pub(crate) mod http;
+mod lines;
 pub(crate) mod stdio;
 
 use std::future::Future;

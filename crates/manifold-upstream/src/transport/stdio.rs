@@ -1,9 +1,12 @@
 //! stdio upstreams: a child process speaking newline-delimited JSON-RPC.
 //!
 //! Four tasks per child, all ending with the connection's `closed` token: a writer
-//! (owns stdin), a reader (owns stdout, lines bounded by `max_message_bytes`), a
-//! stderr reader (each line logged with the upstream's name) and a reaper (owns the
-//! child, records its exit code, fires `closed` when it exits).
+//! (owns stdin), a reader (owns stdout, lines bounded by `max_message_bytes`; a
+//! line too long, not UTF-8 or not JSON-RPC is skipped and reading goes on), a
+//! stderr reader (read to the end whatever it holds, each line logged with the
+//! upstream's name within [`STDERR_LINES_PER_WINDOW`]) and a reaper (owns the
+//! child, records its exit code, fires `closed` when it exits). Stdout closing
+//! ends the connection even if the child lives on: it is stopped and restarted.
 //!
 //! Stopping follows the spec: close stdin, wait, SIGTERM, wait, SIGKILL. The child
 //! leads a process group of its own, and the signals go to the whole group, so
@@ -17,7 +20,6 @@
 //! Not here: what the messages mean (`wire`, `router`).
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use manifold_config::{LimitsConfig, Transport as Configured, UpstreamConfig};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -26,11 +28,13 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, Notify};
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
+use super::lines::{Line, Lines};
 use super::{Driver, Ended, Outgoing, Transport};
 use crate::message::{BoxFuture, Outbound};
+use crate::noise::Noise;
+pub use crate::noise::STDERR_LINES_PER_WINDOW;
 use crate::router::Source;
 use crate::wire::Wire;
 use crate::UpstreamError;
@@ -238,45 +242,65 @@ pub(crate) async fn connect(
     let max = limits.max_message_bytes;
     let (w, out) = (wire.clone(), transport.outbound());
     wire.tasks.spawn(async move {
-        let mut lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(max));
+        // Bytes, not text: a line that is not UTF-8 is skipped, not fatal.
+        let mut lines = Lines::new(stdout, max);
         loop {
             let next = tokio::select! {
                 _ = w.closed.cancelled() => break,
                 n = lines.next() => n,
             };
             match next {
-                Some(Ok(line)) => {
-                    if !line.trim().is_empty() {
-                        w.dispatch(&line, Source::Stdio, &out);
+                Ok(Line::Text(line)) => match std::str::from_utf8(line) {
+                    Ok(text) if text.trim().is_empty() => {}
+                    Ok(text) => w.dispatch(text, Source::Stdio, &out),
+                    Err(_) => {
+                        if let Some(suppressed) = w.router.noise.allow() {
+                            tracing::warn!(upstream = %w.upstream(), suppressed,
+                                "upstream wrote a line that is not UTF-8; it was discarded");
+                        }
+                    }
+                },
+                Ok(Line::TooLong) => {
+                    if let Some(suppressed) = w.router.noise.allow() {
+                        tracing::warn!(upstream = %w.upstream(), limit = max, suppressed,
+                            "upstream wrote a line longer than limits.max_message_bytes; it was discarded");
                     }
                 }
-                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                    tracing::warn!(upstream = %w.upstream(), limit = max,
-                        "upstream wrote a line longer than limits.max_message_bytes; it was discarded");
-                }
-                Some(Err(e)) => {
+                Ok(Line::Eof) => break,
+                Err(e) => {
                     tracing::warn!(upstream = %w.upstream(), error = %e, "reading the upstream's stdout failed");
                     break;
                 }
-                None => break,
             }
         }
         w.closed.cancel();
     });
 
-    // stderr: the upstream's own logs, attributed.
+    // stderr: the upstream's own logs, attributed, within a budget. It is read
+    // to the end whatever it holds: a child blocked on a full stderr pipe hangs.
     let w = wire.clone();
     wire.tasks.spawn(async move {
-        let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(MAX_STDERR_LINE));
+        let mut lines = Lines::new(stderr, MAX_STDERR_LINE);
+        let noise = Noise::new(STDERR_LINES_PER_WINDOW);
         loop {
             let next = tokio::select! {
                 _ = w.closed.cancelled() => break,
                 n = lines.next() => n,
             };
             match next {
-                Some(Ok(line)) => tracing::info!(target: "manifold::upstream_stderr", upstream = %w.upstream(), "{line}"),
-                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {}
-                _ => break,
+                Ok(Line::Text(line)) => {
+                    if let Some(suppressed) = noise.allow() {
+                        let line = String::from_utf8_lossy(line);
+                        let line = line.trim_end();
+                        if suppressed > 0 {
+                            tracing::warn!(target: "manifold::upstream_stderr", upstream = %w.upstream(), suppressed,
+                                "stderr lines over the budget were not logged");
+                        }
+                        tracing::info!(target: "manifold::upstream_stderr", upstream = %w.upstream(), "{line}");
+                    }
+                }
+                Ok(Line::TooLong) => {}
+                Ok(Line::Eof) | Err(_) => break,
             }
         }
     });

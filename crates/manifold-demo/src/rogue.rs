@@ -1,0 +1,152 @@
+//! Fault modes for tests (`--misbehave MODE`, repeatable): the demo upstream
+//! breaks the protocol in one named way, so the gateway's promises against
+//! broken peers can be tested against a real process. None is on unless asked
+//! for; the shipped gateway.toml asks for none.
+//!
+//! Each mode acts at one point: before a `tools/call` answer (garbage lines,
+//! invalid UTF-8, an oversized line, a progress flood), on the answer itself
+//! (wrong and duplicate ids), on `notifications/cancelled` (ignored), at the
+//! first `tools/call` (stdout closed), at start (a stderr flood), or on an HTTP
+//! SSE body (trickled a byte at a time).
+//!
+//! What not: the hung server (`--hang-calls`) and the list flapping (`touch`)
+//! live with the features they break.
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+
+use super::notification;
+
+/// Size of the `huge-line` line: over a `limits.max_message_bytes` of 2 MiB
+/// (tests that use this mode set it that low or lower).
+pub const HUGE_LINE_BYTES: usize = 2 * 1024 * 1024 + 1;
+/// Progress notifications `progress-flood` sends before each answer.
+pub const PROGRESS_FLOOD: u64 = 5_000;
+/// Bytes of `message` in each: the flood (about 10 MB) is more than the
+/// kernel's socket buffers hold, so a client that does not read is noticed.
+pub const PROGRESS_FLOOD_PADDING: usize = 2048;
+/// Lines `stderr-flood` writes at start.
+pub const STDERR_FLOOD_LINES: usize = 50_000;
+/// Pause between the bytes of a `trickle-sse` body.
+pub const TRICKLE_DELAY: Duration = Duration::from_millis(2);
+
+/// One way to misbehave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Misbehaviour {
+    /// Before each `tools/call` answer, a line that is not JSON.
+    GarbageLines,
+    /// Before each `tools/call` answer, a line that is not UTF-8.
+    BadUtf8,
+    /// Before each `tools/call` answer, one line of `HUGE_LINE_BYTES`.
+    HugeLine,
+    /// Each `tools/call` is answered under a wrong id first, then twice under
+    /// its own.
+    WrongIds,
+    /// Each `tools/call` with a `progressToken` gets `PROGRESS_FLOOD`
+    /// notifications before its answer.
+    ProgressFlood,
+    /// `notifications/cancelled` is ignored: a cancelled call answers anyway.
+    IgnoreCancel,
+    /// stdio: at the first `tools/call`, stdout is closed; the process stays
+    /// alive and keeps reading stdin.
+    CloseStdout,
+    /// At start, `STDERR_FLOOD_LINES` lines (one in ten not UTF-8) go to stderr.
+    StderrFlood,
+    /// HTTP: every SSE body goes out one byte at a time, `TRICKLE_DELAY` apart.
+    TrickleSse,
+}
+
+/// The modes in force.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rogue(pub Vec<Misbehaviour>);
+
+/// A line for the stdio output: a message, raw bytes, or "close stdout now".
+#[derive(Debug)]
+pub enum Line {
+    Raw(Vec<u8>),
+    Close,
+}
+
+impl Rogue {
+    pub fn has(&self, m: Misbehaviour) -> bool {
+        self.0.contains(&m)
+    }
+
+    /// Whether `notifications/cancelled` is acted on.
+    pub fn honours_cancel(&self) -> bool {
+        !self.has(Misbehaviour::IgnoreCancel)
+    }
+
+    /// The raw lines that go out before a `tools/call` is answered over stdio.
+    pub fn before_answer(&self, raw: &mpsc::UnboundedSender<Line>) {
+        if self.has(Misbehaviour::GarbageLines) {
+            let _ = raw.send(Line::Raw(b"this is not JSON-RPC {{{".to_vec()));
+            let _ = raw.send(Line::Raw(br#"{"jsonrpc":"2.0"}"#.to_vec()));
+        }
+        if self.has(Misbehaviour::BadUtf8) {
+            let _ = raw.send(Line::Raw(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\xfe\"}".to_vec(),
+            ));
+        }
+        if self.has(Misbehaviour::HugeLine) {
+            let mut line = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"".to_vec();
+            line.resize(HUGE_LINE_BYTES, b'x');
+            let _ = raw.send(Line::Raw(line));
+        }
+    }
+
+    /// `progress-flood`: the notifications, if the call has a token (both
+    /// transports: called by the `tools/call` handler).
+    pub fn flood_progress(&self, params: &Map<String, Value>, out: &mpsc::UnboundedSender<Value>) {
+        if !self.has(Misbehaviour::ProgressFlood) {
+            return;
+        }
+        let Some(token) = params.get("_meta").and_then(|m| m.get("progressToken")) else {
+            return;
+        };
+        let padding = "p".repeat(PROGRESS_FLOOD_PADDING);
+        for n in 1..=PROGRESS_FLOOD {
+            let params = json!({"progressToken": token, "progress": n,
+                "total": PROGRESS_FLOOD, "message": padding});
+            if out
+                .send(notification("notifications/progress", params))
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    /// The answer to a `tools/call`, as this upstream sends it.
+    pub fn answers(&self, response: Value) -> Vec<Value> {
+        if !self.has(Misbehaviour::WrongIds) {
+            return vec![response];
+        }
+        let mut wrong = response.clone();
+        wrong["id"] = json!("not-a-request-of-yours");
+        vec![wrong, response.clone(), response]
+    }
+
+    /// `stderr-flood`: writes the lines on a thread of its own.
+    pub fn flood_stderr(&self) {
+        if !self.has(Misbehaviour::StderrFlood) {
+            return;
+        }
+        std::thread::spawn(|| {
+            let mut err = std::io::stderr().lock();
+            for n in 0..STDERR_FLOOD_LINES {
+                let line: &[u8] = if n % 10 == 0 {
+                    b"flood \xff\xfe not utf-8\n"
+                } else {
+                    b"flood: a chatty upstream logs this line\n"
+                };
+                if err.write_all(line).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
