@@ -30,6 +30,12 @@ struct Served {
 
 impl Served {
     fn start(tag: &str, rust_log: &str) -> Served {
+        Served::start_with(tag, rust_log, &[])
+    }
+
+    /// Like `start`, with more arguments for the demo upstream.
+    fn start_with(tag: &str, rust_log: &str, demo_args: &[&str]) -> Served {
+        let demo_args: String = demo_args.iter().map(|a| format!(", {a:?}")).collect();
         let dir = std::env::temp_dir().join(format!("manifold-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let audit = dir.join("audit.jsonl");
@@ -39,7 +45,7 @@ impl Served {
             format!(
                 "[server]\nlisten = \"127.0.0.1:0\"\n\n[audit]\npath = {:?}\nfsync = \"always\"\n\n\
                  [admin]\nlisten = \"127.0.0.1:0\"\n\n\
-                 [upstreams.demo]\ncommand = \"${{MANIFOLD_SELF}}\"\nargs = [\"demo-upstream\", \"--stdio\", \"--faults\"]\n",
+                 [upstreams.demo]\ncommand = \"${{MANIFOLD_SELF}}\"\nargs = [\"demo-upstream\", \"--stdio\", \"--faults\"{demo_args}]\n",
                 audit.to_string_lossy()
             ),
         )
@@ -307,4 +313,46 @@ async fn sigterm_drains_calls_in_flight_and_keeps_their_records() {
     assert_eq!(record["outcome"], "ok", "{record}");
     let report = manifold_audit::verify(std::slice::from_ref(&served.audit)).expect("verify");
     assert!(report.problem.is_none(), "{report}");
+}
+
+/// A child that floods its stderr (2 MB, a tenth of it not UTF-8): the gateway
+/// reads it all, so the child never blocks on a full pipe and its calls are
+/// answered, and logs it within `STDERR_LINES_PER_WINDOW` lines per window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stderr_flood_is_drained_and_logged_within_its_budget() {
+    let started = Instant::now();
+    let mut served = Served::start_with("stderr", "info", &["--misbehave", "stderr-flood"]);
+    let client = McpClient::with_timeout(&served.url, Duration::from_secs(10));
+    client
+        .initialize("2025-11-25", json!({}))
+        .await
+        .expect("initialize");
+    for n in 0..6 {
+        if n == 3 {
+            // By now the flood is long past what a pipe holds.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let reply = client
+            .call_tool("demo__echo", json!({"text": format!("call {n}")}))
+            .await
+            .expect("call");
+        assert_eq!(
+            reply.result().expect("result")["content"][0]["text"],
+            format!("call {n}")
+        );
+    }
+    served.signal("-TERM");
+    let windows = started.elapsed().as_secs() / manifold_upstream::NOISE_WINDOW.as_secs() + 1;
+    let logs = served.logs();
+    let stderr_lines = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["target"] == "manifold::upstream_stderr")
+        .count() as u64;
+    let budget = u64::from(manifold_upstream::STDERR_LINES_PER_WINDOW) * windows;
+    assert!(stderr_lines > 0, "no stderr line logged");
+    assert!(
+        stderr_lines <= budget + windows,
+        "{stderr_lines} stderr lines logged (budget {budget})"
+    );
 }
