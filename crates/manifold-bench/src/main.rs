@@ -1,6 +1,7 @@
 //! `manifold-load`: measures `tools/call` and `tools/list` through Manifold against
 //! the same upstream called directly, and prints a Markdown table for
-//! docs/benchmarks.md.
+//! docs/benchmarks.md; with `--soak MINUTES`, a long mixed run reporting RSS and
+//! file-descriptor slopes instead (see `soak`).
 //!
 //! The upstream is the demo upstream over Streamable HTTP (`manifold demo-upstream
 //! --http`), started once; the gateway fronts it, so the only difference between the
@@ -18,6 +19,8 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod soak;
 
 #[derive(Parser)]
 #[command(about = "Load generator: Manifold vs a direct connection to the same upstream")]
@@ -45,6 +48,11 @@ struct Args {
     /// the median throughput is reported, so one noisy round does not decide.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Instead of the comparison: a soak run of this many minutes (mixed traffic,
+    /// sessions opening and closing, a stdio upstream crashed every minute),
+    /// reporting the gateway's RSS and file-descriptor slopes.
+    #[arg(long, value_name = "MINUTES")]
+    soak: Option<u64>,
 }
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
@@ -240,6 +248,11 @@ async fn main() -> Result<()> {
         if !pinned.success() {
             bail!("taskset could not pin the load generator to CPU 0");
         }
+    }
+    if let Some(minutes) = args.soak {
+        let result = soak::run(&exe, &dir, minutes, args.pin).await;
+        let _ = std::fs::remove_dir_all(&dir);
+        return result;
     }
     let mut demo = Command::new(&exe);
     demo.args([
