@@ -10,12 +10,14 @@
 //! spawns a process.
 
 pub mod audit;
+pub mod auth;
 mod expand;
 mod model;
 mod snapshot;
 mod validate;
 
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
+pub use auth::{ApiKey, AuthSettings, JwtProvider};
 pub use model::*;
 pub use snapshot::{
     Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, Transport,
@@ -40,6 +42,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "limits",
     "upstreams",
     "audit",
+    "auth",
     "admin",
     "metrics",
 ];

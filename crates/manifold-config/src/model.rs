@@ -88,6 +88,9 @@ pub struct FileConfig {
     /// (`path`, `stdout`, or both).
     #[serde(default)]
     pub audit: Option<AuditSection>,
+    /// Client authentication; off (every client is `anonymous`) without it.
+    #[serde(default)]
+    pub auth: Option<crate::auth::AuthSection>,
     /// The admin listener (`/metrics`, `/healthz`, `/readyz`); off unless set.
     #[serde(default)]
     pub admin: Option<AdminSection>,

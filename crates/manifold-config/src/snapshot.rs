@@ -18,6 +18,8 @@ pub struct GatewayConfig {
     pub limits: LimitsConfig,
     /// The audit log, when `[audit]` names a sink.
     pub audit: Option<crate::audit::AuditSettings>,
+    /// Client authentication (`[auth]`); `None`: every client is anonymous.
+    pub auth: Option<crate::auth::AuthSettings>,
     /// The admin listener (`/metrics`, `/healthz`, `/readyz`).
     pub admin: Option<SocketAddr>,
     /// Tools with their own latency series (`[metrics] max_tool_series`).
@@ -143,8 +145,9 @@ impl Transport {
 
 impl GatewayConfig {
     /// Whether `server.listen` may be served as configured: a listener that is
-    /// not on a loopback address needs authentication (not available yet), or the
-    /// explicit `server.allow_unauthenticated = true`, and a list of the hosts it
+    /// not on a loopback address needs authentication (`[auth]` without
+    /// `allow_anonymous`), or the explicit `server.allow_unauthenticated = true`,
+    /// and a list of the hosts it
     /// answers to (`server.allowed_hosts`; DNS-rebinding protection). The message
     /// says what to set.
     pub fn exposure_problem(&self) -> Option<String> {
@@ -152,11 +155,12 @@ impl GatewayConfig {
         if s.listen.ip().is_loopback() {
             return None;
         }
-        if !s.allow_unauthenticated {
+        let authenticated = self.auth.as_ref().is_some_and(|a| !a.allow_anonymous);
+        if !s.allow_unauthenticated && !authenticated {
             return Some(format!(
                 "server.listen `{}` is not a loopback address and no authentication is configured: \
                  anyone who could reach the port would act with the upstreams' credentials. \
-                 Listen on 127.0.0.1, or set `allow_unauthenticated = true` in [server] to serve it anyway",
+                 Listen on 127.0.0.1, configure [auth], or set `allow_unauthenticated = true` in [server] to serve it anyway",
                 s.listen
             ));
         }

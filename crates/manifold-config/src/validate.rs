@@ -92,8 +92,9 @@ pub(crate) fn validate(
     file: FileConfig,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<GatewayConfig, String> {
-    let (file_audit, file_admin, max_tool_series) = (
+    let (file_audit, file_auth, file_admin, max_tool_series) = (
         file.audit.clone(),
+        file.auth.clone(),
         file.admin.clone(),
         file.metrics.max_tool_series,
     );
@@ -112,6 +113,7 @@ pub(crate) fn validate(
     if file.server.page_size == 0 {
         return Err("key `server.page_size`: must be greater than 0".into());
     }
+    let path_for_resource = path.clone();
     let sep = file.naming.separator;
     if sep.is_empty()
         || sep.len() > 8
@@ -326,6 +328,13 @@ pub(crate) fn validate(
             Some(a) => Some(audit(a, |field: &str, v: &str| {
                 expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))
             })?),
+            None => None,
+        },
+        auth: match &file_auth {
+            Some(a) => Some(crate::auth::validate(
+                a,
+                &format!("http://{listen}{}", path_for_resource),
+            )?),
             None => None,
         },
         admin: match &file_admin {

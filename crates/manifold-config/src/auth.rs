@@ -1,0 +1,357 @@
+//! `[auth]`: who may call the gateway. The file model (`AuthSection` and its
+//! `[[auth.jwt]]` and `[[auth.api_keys]]` tables) and the validated settings the
+//! identity layer reads ([`AuthSettings`]).
+//!
+//! Invariants: a validated [`AuthSettings`] names at least one method; no
+//! algorithm it allows is `none` or an HMAC (a public key can never be used as
+//! a shared secret); a JWKS URL is `https://`, or `http://` to a loopback host
+//! only; API keys are stored as SHA-256 digests, never as keys.
+//!
+//! Not here: fetching keys, verifying tokens (manifold-policy), answering 401
+//! (manifold-server).
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Default `[[auth.jwt]] algorithms`: asymmetric only.
+pub const DEFAULT_JWT_ALGORITHMS: &[&str] = &["RS256", "ES256", "EdDSA"];
+/// Algorithms `[[auth.jwt]] algorithms` may name (no `none`, no HMAC).
+pub const ALLOWED_JWT_ALGORITHMS: &[&str] = &[
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
+];
+/// Default `[[auth.jwt]] groups_claim`.
+pub const DEFAULT_GROUPS_CLAIM: &str = "groups";
+/// Default `[[auth.jwt]] clock_skew`: how far `exp` and `nbf` may be off.
+pub const DEFAULT_CLOCK_SKEW: &str = "60s";
+/// Default `[[auth.jwt]] jwks_refresh`: how often keys are fetched again.
+pub const DEFAULT_JWKS_REFRESH: &str = "15m";
+/// Prefix of an `[[auth.api_keys]] hash`.
+pub const API_KEY_HASH_PREFIX: &str = "sha256:";
+
+/// `[auth]` in the file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSection {
+    /// The canonical resource URI of this gateway (RFC 8707 audience); default
+    /// `http://<listen><path>`.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// Scopes advertised in the protected resource metadata.
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+    /// Scopes every request needs; missing ones get 403 `insufficient_scope`.
+    #[serde(default)]
+    pub required_scopes: Vec<String>,
+    /// Serve requests without credentials as `anonymous` (default false).
+    #[serde(default)]
+    pub allow_anonymous: bool,
+    /// OAuth 2.1 access tokens as JWTs, tried in order.
+    #[serde(default)]
+    pub jwt: Vec<JwtSection>,
+    /// Static keys for scripts and CI.
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeySection>,
+}
+
+/// `[[auth.jwt]]` in the file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JwtSection {
+    /// The `iss` tokens must carry; also advertised as an authorization server.
+    pub issuer: String,
+    /// Where the issuer's signing keys are (a JWK Set).
+    pub jwks_url: String,
+    /// The `aud` tokens must carry; default `auth.resource`.
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// Signature algorithms accepted; default [`DEFAULT_JWT_ALGORITHMS`].
+    #[serde(default)]
+    pub algorithms: Option<Vec<String>>,
+    /// The claim groups (or roles) are read from; default [`DEFAULT_GROUPS_CLAIM`].
+    #[serde(default)]
+    pub groups_claim: Option<String>,
+    /// Bound on clock differences for `exp` and `nbf`; default [`DEFAULT_CLOCK_SKEW`].
+    #[serde(default)]
+    pub clock_skew: Option<String>,
+    /// How often keys are fetched again; default [`DEFAULT_JWKS_REFRESH`] (and at
+    /// once, rate limited, on an unknown `kid`).
+    #[serde(default)]
+    pub jwks_refresh: Option<String>,
+}
+
+/// `[[auth.api_keys]]` in the file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeySection {
+    /// The principal the key authenticates.
+    pub name: String,
+    /// `sha256:<64 hex digits>`, as `manifold auth hash-key` prints it.
+    pub hash: String,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+/// The validated `[auth]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthSettings {
+    /// The canonical resource URI (the default audience).
+    pub resource: String,
+    pub scopes_supported: Vec<String>,
+    pub required_scopes: Vec<String>,
+    pub allow_anonymous: bool,
+    pub jwt: Vec<JwtProvider>,
+    pub api_keys: Vec<ApiKey>,
+}
+
+/// One validated `[[auth.jwt]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JwtProvider {
+    pub issuer: String,
+    pub jwks_url: String,
+    pub audience: String,
+    pub algorithms: Vec<String>,
+    pub groups_claim: String,
+    pub clock_skew: Duration,
+    pub jwks_refresh: Duration,
+}
+
+/// One validated `[[auth.api_keys]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiKey {
+    pub name: String,
+    /// The SHA-256 of the key.
+    pub sha256: [u8; 32],
+    pub groups: Vec<String>,
+    pub scopes: Vec<String>,
+}
+
+/// Validates `[auth]`; `default_resource` is `http://<listen><path>`.
+pub fn validate(a: &AuthSection, default_resource: &str) -> Result<AuthSettings, String> {
+    if a.jwt.is_empty() && a.api_keys.is_empty() {
+        return Err(
+            "key `auth`: name at least one method: [[auth.jwt]] or [[auth.api_keys]]".into(),
+        );
+    }
+    let resource = a
+        .resource
+        .clone()
+        .unwrap_or_else(|| default_resource.to_string());
+    if url_host(&resource).is_none() {
+        return Err(format!(
+            "key `auth.resource`: `{resource}` must be an http:// or https:// URL"
+        ));
+    }
+    let mut jwt = Vec::new();
+    for (i, j) in a.jwt.iter().enumerate() {
+        jwt.push(jwt_provider(j, i, &resource)?);
+    }
+    let mut api_keys: Vec<ApiKey> = Vec::new();
+    for (i, k) in a.api_keys.iter().enumerate() {
+        let key = format!("auth.api_keys[{i}]");
+        if k.name.trim().is_empty() {
+            return Err(format!("key `{key}.name`: must not be empty"));
+        }
+        if api_keys.iter().any(|o| o.name == k.name) {
+            return Err(format!("key `{key}.name`: `{}` is named twice", k.name));
+        }
+        let sha256 = parse_hash(&k.hash).ok_or_else(|| {
+            format!(
+                "key `{key}.hash`: expected `{API_KEY_HASH_PREFIX}` and 64 hex digits, as \
+                 `manifold auth hash-key` prints (the key itself never goes in the file)"
+            )
+        })?;
+        api_keys.push(ApiKey {
+            name: k.name.clone(),
+            sha256,
+            groups: k.groups.clone(),
+            scopes: k.scopes.clone(),
+        });
+    }
+    Ok(AuthSettings {
+        resource,
+        scopes_supported: a.scopes_supported.clone(),
+        required_scopes: a.required_scopes.clone(),
+        allow_anonymous: a.allow_anonymous,
+        jwt,
+        api_keys,
+    })
+}
+
+fn jwt_provider(j: &JwtSection, i: usize, resource: &str) -> Result<JwtProvider, String> {
+    let key = format!("auth.jwt[{i}]");
+    if j.issuer.trim().is_empty() {
+        return Err(format!("key `{key}.issuer`: must not be empty"));
+    }
+    match (url_host(&j.jwks_url), j.jwks_url.to_ascii_lowercase()) {
+        (Some(_), u) if u.starts_with("https://") => {}
+        (Some(host), u) if u.starts_with("http://") && is_loopback(&host) => {}
+        _ => {
+            return Err(format!(
+                "key `{key}.jwks_url`: `{}` must be an https:// URL (http:// only to a loopback \
+                 address, for a sidecar identity provider)",
+                j.jwks_url
+            ))
+        }
+    }
+    let algorithms = match &j.algorithms {
+        None => DEFAULT_JWT_ALGORITHMS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        Some(list) if list.is_empty() => {
+            return Err(format!("key `{key}.algorithms`: name at least one"))
+        }
+        Some(list) => {
+            for a in list {
+                if !ALLOWED_JWT_ALGORITHMS.contains(&a.as_str()) {
+                    return Err(format!(
+                        "key `{key}.algorithms`: `{a}` is not accepted; use one of {} \
+                         (never `none`, never an HMAC: a public key must not be usable as a secret)",
+                        ALLOWED_JWT_ALGORITHMS.join(", ")
+                    ));
+                }
+            }
+            list.clone()
+        }
+    };
+    let duration = |field: &str, v: &Option<String>, default: &str| {
+        let text = v.as_deref().unwrap_or(default);
+        humantime::parse_duration(text)
+            .map_err(|e| format!("key `{key}.{field}`: `{text}` is not a duration: {e}"))
+    };
+    Ok(JwtProvider {
+        issuer: j.issuer.clone(),
+        jwks_url: j.jwks_url.clone(),
+        audience: j.audience.clone().unwrap_or_else(|| resource.to_string()),
+        algorithms,
+        groups_claim: j
+            .groups_claim
+            .clone()
+            .unwrap_or_else(|| DEFAULT_GROUPS_CLAIM.into()),
+        clock_skew: duration("clock_skew", &j.clock_skew, DEFAULT_CLOCK_SKEW)?,
+        jwks_refresh: duration("jwks_refresh", &j.jwks_refresh, DEFAULT_JWKS_REFRESH)?,
+    })
+}
+
+/// `sha256:<hex>` → the digest.
+fn parse_hash(text: &str) -> Option<[u8; 32]> {
+    let hex = text.trim().strip_prefix(API_KEY_HASH_PREFIX)?;
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in hex.as_bytes().chunks(2).enumerate() {
+        let s = std::str::from_utf8(pair).ok()?;
+        out[i] = u8::from_str_radix(s, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The host of an `http(s)://host[:port]/…` URL.
+pub(crate) fn url_host(url: &str) -> Option<String> {
+    let lower = url.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit('@').next()?;
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next()?
+    } else {
+        authority.split(':').next()?
+    };
+    (!host.is_empty()).then(|| host.to_string())
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jwt(url: &str) -> JwtSection {
+        JwtSection {
+            issuer: "https://idp.example.com".into(),
+            jwks_url: url.into(),
+            audience: None,
+            algorithms: None,
+            groups_claim: None,
+            clock_skew: None,
+            jwks_refresh: None,
+        }
+    }
+
+    #[test]
+    fn jwks_urls_are_https_or_loopback_http() {
+        let rows = [
+            ("https://idp.example.com/certs", true),
+            ("http://127.0.0.1:8080/certs", true),
+            ("http://[::1]:8080/certs", true),
+            ("http://localhost/certs", true),
+            ("http://idp.example.com/certs", false),
+            ("ftp://idp.example.com/certs", false),
+            ("idp.example.com", false),
+        ];
+        for (url, ok) in rows {
+            let a = AuthSection {
+                jwt: vec![jwt(url)],
+                ..AuthSection::default()
+            };
+            assert_eq!(validate(&a, "http://127.0.0.1/mcp").is_ok(), ok, "{url}");
+        }
+    }
+
+    #[test]
+    fn hmac_and_none_are_never_accepted() {
+        for alg in ["none", "HS256", "HS512", "rs256"] {
+            let mut j = jwt("https://idp.example.com/certs");
+            j.algorithms = Some(vec![alg.into()]);
+            let a = AuthSection {
+                jwt: vec![j],
+                ..AuthSection::default()
+            };
+            let e = validate(&a, "http://127.0.0.1/mcp").expect_err(alg);
+            assert!(e.contains("algorithms"), "{e}");
+        }
+    }
+
+    #[test]
+    fn defaults_and_api_key_hashes() {
+        let a = AuthSection {
+            jwt: vec![jwt("https://idp.example.com/certs")],
+            api_keys: vec![ApiKeySection {
+                name: "ci".into(),
+                hash: format!("sha256:{}", "ab".repeat(32)),
+                groups: vec!["ci".into()],
+                scopes: vec![],
+            }],
+            ..AuthSection::default()
+        };
+        let s = validate(&a, "http://127.0.0.1:8080/mcp").expect("valid");
+        assert_eq!(s.resource, "http://127.0.0.1:8080/mcp");
+        assert_eq!(s.jwt[0].audience, s.resource);
+        assert_eq!(s.jwt[0].algorithms, DEFAULT_JWT_ALGORITHMS);
+        assert_eq!(s.jwt[0].clock_skew, Duration::from_secs(60));
+        assert_eq!(s.api_keys[0].sha256, [0xab; 32]);
+        assert!(!s.allow_anonymous);
+
+        for bad in [
+            "ab".repeat(32),
+            format!("sha256:{}", "zz".repeat(32)),
+            "sha256:ab".into(),
+        ] {
+            let mut b = a.clone();
+            b.api_keys[0].hash = bad.clone();
+            assert!(validate(&b, "http://x/mcp").is_err(), "{bad}");
+        }
+        let none = AuthSection::default();
+        assert!(validate(&none, "http://x/mcp").is_err());
+    }
+}

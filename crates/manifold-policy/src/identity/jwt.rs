@@ -1,0 +1,324 @@
+//! OAuth 2.1 access tokens as JWTs, for one `[[auth.jwt]]` issuer: its key set
+//! (JWKS) fetched over HTTPS, kept fresh in the background and fetched again —
+//! at most once per [`MIN_REFETCH`] — when a token names a key it does not have
+//! (the issuer rotated its keys); then the signature, `iss`, `aud`, `exp` and
+//! `nbf` (within `clock_skew`), with only the configured algorithms.
+//!
+//! Invariants: the algorithm comes from the allowlist and must match the key's
+//! type (a public key is never used as an HMAC secret; `none` never verifies);
+//! every fetch is bounded in time ([`FETCH_TIMEOUT`]) and size
+//! ([`MAX_JWKS_BYTES`]); a failed fetch keeps the last good key set.
+//!
+//! Not here: which scopes a request needs (`identity`), introspection (coming).
+
+use base64::Engine;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
+
+use super::{AuthError, AuthMethod, Identity};
+use manifold_config::JwtProvider;
+
+/// The shortest time between two key fetches caused by unknown `kid`s: a flood
+/// of tokens with made-up key ids cannot turn into a flood of fetches.
+pub const MIN_REFETCH: Duration = Duration::from_secs(5);
+/// How long one key fetch may take.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest key set accepted.
+pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
+/// After a failed fetch, how soon the background refresh tries again.
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(30);
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
+
+/// One issuer.
+pub(super) struct Provider {
+    config: JwtProvider,
+    algorithms: Vec<Algorithm>,
+    keys: RwLock<Arc<JwkSet>>,
+    last_fetch: Mutex<Option<Instant>>,
+    /// One fetch at a time.
+    fetching: tokio::sync::Mutex<()>,
+    client: HttpsClient,
+}
+
+/// Whether `token` has the shape of a JWS (three base64url parts).
+pub(super) fn looks_like_jwt(token: &str) -> bool {
+    let parts: Vec<&str> = token.split('.').collect();
+    parts.len() == 3 && parts[..2].iter().all(|p| !p.is_empty())
+}
+
+/// The `iss` claim, read before verification only to pick the issuer whose
+/// keys verify it.
+pub(super) fn unverified_issuer(token: &str) -> Result<String, &'static str> {
+    let claims = unverified_part(token, 1).ok_or("its claims cannot be read (not a JWT)")?;
+    claims
+        .get("iss")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or("it has no `iss` claim")
+}
+
+/// Part `n` (0: header, 1: claims) decoded, not verified.
+fn unverified_part(token: &str, n: usize) -> Option<Map<String, Value>> {
+    let part = token.split('.').nth(n)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part.trim_end_matches('='))
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+impl Provider {
+    pub(super) fn new(config: JwtProvider) -> Provider {
+        let algorithms = config
+            .algorithms
+            .iter()
+            .filter_map(|a| Algorithm::from_str(a).ok())
+            .collect();
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_connect_timeout(Some(FETCH_TIMEOUT));
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_webpki_roots()
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(tcp);
+        Provider {
+            config,
+            algorithms,
+            keys: RwLock::new(Arc::new(JwkSet { keys: Vec::new() })),
+            last_fetch: Mutex::new(None),
+            fetching: tokio::sync::Mutex::new(()),
+            client: Client::builder(TokioExecutor::new()).build(https),
+        }
+    }
+
+    pub(super) fn issuer(&self) -> &str {
+        &self.config.issuer
+    }
+
+    fn key_set(&self) -> Arc<JwkSet> {
+        self.keys.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Fetches the key set; keeps the old one (and logs why) on failure.
+    pub(super) async fn refresh(&self) -> bool {
+        let _one = self.fetching.lock().await;
+        *self.last_fetch.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        match tokio::time::timeout(FETCH_TIMEOUT, self.fetch()).await {
+            Ok(Ok(set)) => {
+                tracing::debug!(issuer = %self.config.issuer, keys = set.keys.len(), "fetched the issuer's keys");
+                *self.keys.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(set);
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(issuer = %self.config.issuer, url = %self.config.jwks_url, error = %e,
+                    "could not fetch the issuer's keys; keeping the last ones");
+                false
+            }
+            Err(_) => {
+                tracing::warn!(issuer = %self.config.issuer, url = %self.config.jwks_url,
+                    "fetching the issuer's keys timed out; keeping the last ones");
+                false
+            }
+        }
+    }
+
+    async fn fetch(&self) -> Result<JwkSet, String> {
+        let req = http::Request::get(&self.config.jwks_url)
+            .header(http::header::ACCEPT, "application/json")
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| e.to_string())?;
+        let resp = self.client.request(req).await.map_err(|e| e.to_string())?;
+        if !resp.status().is_success() {
+            return Err(format!("HTTP {}", resp.status()));
+        }
+        let body = Limited::new(resp.into_body(), MAX_JWKS_BYTES)
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        serde_json::from_slice(&body).map_err(|e| format!("not a JWK Set: {e}"))
+    }
+
+    /// Refreshes every `jwks_refresh` (sooner after a failure) until `stop`.
+    pub(super) async fn keep_fresh(self: Arc<Self>, stop: CancellationToken) {
+        let mut wait = self.config.jwks_refresh;
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
+            }
+            wait = if self.refresh().await {
+                self.config.jwks_refresh
+            } else {
+                RETRY_AFTER_FAILURE.min(self.config.jwks_refresh)
+            };
+        }
+    }
+
+    /// Verifies `token`: its identity and when it expires.
+    pub(super) async fn verify(
+        &self,
+        token: &str,
+    ) -> Result<(Identity, Option<SystemTime>), AuthError> {
+        let invalid = |m: String| AuthError::Invalid(m);
+        let header = jsonwebtoken::decode_header(token).map_err(|e| {
+            invalid(
+                match unverified_part(token, 0).and_then(|h| h.get("alg").cloned()) {
+                    // An algorithm the library does not even know (`none`).
+                    Some(Value::String(alg)) => format!(
+                        "the algorithm `{alg}` is not accepted (accepted: {})",
+                        self.config.algorithms.join(", ")
+                    ),
+                    _ => format!("its header cannot be read: {e}"),
+                },
+            )
+        })?;
+        if !self.algorithms.contains(&header.alg) {
+            return Err(invalid(format!(
+                "the algorithm {:?} is not accepted (accepted: {})",
+                header.alg,
+                self.config.algorithms.join(", ")
+            )));
+        }
+        let mut key = self.find_key(header.kid.as_deref(), header.alg);
+        if key.is_none() && self.may_refetch() {
+            // The issuer may have rotated its keys.
+            self.refresh().await;
+            key = self.find_key(header.kid.as_deref(), header.alg);
+        }
+        let key = key.ok_or_else(|| {
+            invalid(match &header.kid {
+                Some(kid) => format!("no key `{kid}` is known for this issuer"),
+                None => "it names no key (`kid`) and the issuer has several".into(),
+            })
+        })?;
+        let mut v = Validation::new(header.alg);
+        v.algorithms = vec![header.alg];
+        v.set_issuer(&[&self.config.issuer]);
+        v.set_audience(&[&self.config.audience]);
+        v.leeway = self.config.clock_skew.as_secs();
+        v.validate_nbf = true;
+        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &v)
+            .map_err(|e| invalid(describe(&e, &self.config)))?;
+        let claims = data.claims;
+        let subject = claims
+            .get("sub")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| invalid("its `sub` claim is missing or empty".into()))?
+            .to_string();
+        let expires = claims
+            .get("exp")
+            .and_then(Value::as_u64)
+            .map(|s| UNIX_EPOCH + Duration::from_secs(s));
+        Ok((
+            Identity {
+                subject,
+                groups: strings(claims.get(&self.config.groups_claim)),
+                scopes: scopes(&claims),
+                method: AuthMethod::Jwt,
+            },
+            expires,
+        ))
+    }
+
+    fn may_refetch(&self) -> bool {
+        self.last_fetch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none_or(|t| t.elapsed() >= MIN_REFETCH)
+    }
+
+    /// The key for `kid` (or the only key, when the token names none) whose
+    /// type fits `alg`.
+    fn find_key(&self, kid: Option<&str>, alg: Algorithm) -> Option<DecodingKey> {
+        let set = self.key_set();
+        let jwk = match kid {
+            Some(kid) => set.find(kid)?,
+            None if set.keys.len() == 1 => &set.keys[0],
+            None => return None,
+        };
+        // A key that says which algorithm it is for is used for that one only.
+        if let Some(key_alg) = jwk.common.key_algorithm {
+            if key_alg.to_string() != format!("{alg:?}") {
+                return None;
+            }
+        }
+        DecodingKey::from_jwk(jwk).ok()
+    }
+}
+
+/// A reason a person can act on.
+fn describe(e: &jsonwebtoken::errors::Error, c: &JwtProvider) -> String {
+    use jsonwebtoken::errors::ErrorKind as K;
+    match e.kind() {
+        K::ExpiredSignature => "it has expired".into(),
+        K::ImmatureSignature => "it is not valid yet (`nbf` is in the future)".into(),
+        K::InvalidAudience => format!("its audience is not `{}`", c.audience),
+        K::InvalidIssuer => format!("its issuer is not `{}`", c.issuer),
+        K::InvalidSignature => "its signature does not verify".into(),
+        K::InvalidAlgorithm => "its algorithm does not fit the key".into(),
+        K::MissingRequiredClaim(claim) => format!("it has no `{claim}` claim"),
+        _ => format!("it is malformed ({e})"),
+    }
+}
+
+/// A claim that is a string or an array of strings.
+fn strings(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Scopes: `scope` (space-separated, RFC 8693/9068) or `scp` (an array, as some
+/// providers send).
+fn scopes(claims: &Map<String, Value>) -> Vec<String> {
+    match claims.get("scope") {
+        Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
+        _ => strings(claims.get("scp")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shape_issuer_and_scopes_are_read_leniently() {
+        assert!(looks_like_jwt("a.b.c"));
+        assert!(looks_like_jwt("a.b."));
+        assert!(!looks_like_jwt("a.b"));
+        assert!(!looks_like_jwt("an-api-key"));
+        let payload =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"iss":"https://i"}"#);
+        assert_eq!(
+            unverified_issuer(&format!("h.{payload}.s")).as_deref(),
+            Ok("https://i")
+        );
+        assert!(unverified_issuer("h.!!.s").is_err());
+        let claims: Map<String, Value> =
+            serde_json::from_str(r#"{"scope":"a b  c","scp":["x"]}"#).unwrap_or_default();
+        assert_eq!(scopes(&claims), ["a", "b", "c"]);
+        let claims: Map<String, Value> =
+            serde_json::from_str(r#"{"scp":["x","y"]}"#).unwrap_or_default();
+        assert_eq!(scopes(&claims), ["x", "y"]);
+    }
+}

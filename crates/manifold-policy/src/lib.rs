@@ -1,0 +1,14 @@
+//! Who is calling, and (later) what they may do. The server asks
+//! [`identity::Authenticator`] for the caller's [`identity::Identity`] in its
+//! admission phase and answers the refusals this crate names.
+//!
+//! Invariants: no HTTP server code and no knowledge of MCP messages; every
+//! await on a peer (the identity provider's key endpoint) is bounded; tokens and
+//! keys are never logged or kept, only their digests.
+//!
+//! Not here: authorization rules, rate limits, argument validation (coming),
+//! the 401/403 responses themselves (manifold-server).
+
+pub mod identity;
+
+pub use identity::{hash_key, AuthError, AuthMethod, Authenticator, Identity};

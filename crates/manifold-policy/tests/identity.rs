@@ -1,0 +1,344 @@
+//! The identity layer against a JWKS endpoint started here, with keys generated
+//! here: each kind of bad token gets its documented refusal and a reason a
+//! person can act on; a rotated key is found by one rate-limited refetch; API
+//! keys and anonymous callers; the required scopes.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Result;
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{
+    EcdsaKeyPair, Ed25519KeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING,
+};
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use manifold_config::auth::{ApiKeySection, AuthSection, JwtSection};
+use manifold_policy::{hash_key, AuthError, AuthMethod, Authenticator};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const ISSUER: &str = "https://idp.test/realms/ops";
+const AUDIENCE: &str = "http://127.0.0.1:8080/mcp";
+
+/// A signing key and its public JWK.
+struct Signer {
+    key: EncodingKey,
+    alg: Algorithm,
+    kid: String,
+    jwk: Jwk,
+}
+
+fn es256(kid: &str) -> Signer {
+    let pkcs8 =
+        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+            .expect("generate");
+    signer(
+        EncodingKey::from_ec_der(pkcs8.as_ref()),
+        Algorithm::ES256,
+        kid,
+    )
+}
+
+fn eddsa(kid: &str) -> Signer {
+    use base64::Engine;
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).expect("generate");
+    let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).expect("parse");
+    let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
+    let jwk: Jwk = serde_json::from_value(
+        json!({"kty": "OKP", "crv": "Ed25519", "x": x, "kid": kid, "alg": "EdDSA"}),
+    )
+    .expect("jwk");
+    Signer {
+        key: EncodingKey::from_ed_der(pkcs8.as_ref()),
+        alg: Algorithm::EdDSA,
+        kid: kid.into(),
+        jwk,
+    }
+}
+
+fn signer(key: EncodingKey, alg: Algorithm, kid: &str) -> Signer {
+    let mut jwk = Jwk::from_encoding_key(&key, alg).expect("jwk");
+    jwk.common.key_id = Some(kid.into());
+    Signer {
+        key,
+        alg,
+        kid: kid.into(),
+        jwk,
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn claims() -> Value {
+    json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() + 600,
+           "groups": ["ops"], "scope": "mcp:tools"})
+}
+
+fn sign(s: &Signer, claims: &Value) -> String {
+    let mut h = Header::new(s.alg);
+    h.kid = Some(s.kid.clone());
+    jsonwebtoken::encode(&h, claims, &s.key).expect("sign")
+}
+
+/// A JWKS endpoint on 127.0.0.1 serving whatever `keys` holds; counts fetches.
+struct Jwks {
+    url: String,
+    keys: Arc<Mutex<Vec<Jwk>>>,
+    fetches: Arc<AtomicUsize>,
+}
+
+async fn jwks(keys: Vec<Jwk>) -> Result<Jwks> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/certs", listener.local_addr()?);
+    let keys = Arc::new(Mutex::new(keys));
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let (k, f) = (keys.clone(), fetches.clone());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let (k, f) = (k.clone(), f.clone());
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                f.fetch_add(1, Ordering::SeqCst);
+                let set = JwkSet {
+                    keys: k.lock().map(|k| k.clone()).unwrap_or_default(),
+                };
+                let body = serde_json::to_string(&set).unwrap_or_default();
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    Ok(Jwks { url, keys, fetches })
+}
+
+fn settings(jwks_url: &str, f: impl FnOnce(&mut AuthSection)) -> manifold_config::AuthSettings {
+    let mut a = AuthSection {
+        jwt: vec![JwtSection {
+            issuer: ISSUER.into(),
+            jwks_url: jwks_url.into(),
+            audience: Some(AUDIENCE.into()),
+            algorithms: None,
+            groups_claim: None,
+            clock_skew: Some("5s".into()),
+            jwks_refresh: None,
+        }],
+        ..AuthSection::default()
+    };
+    f(&mut a);
+    manifold_config::auth::validate(&a, AUDIENCE).expect("valid [auth]")
+}
+
+async fn started(s: manifold_config::AuthSettings) -> Authenticator {
+    let a = Authenticator::new(s);
+    let (tasks, stop) = (
+        tokio_util::task::TaskTracker::new(),
+        tokio_util::sync::CancellationToken::new(),
+    );
+    a.start(&tasks, &stop).await;
+    a
+}
+
+fn bearer(t: &str) -> String {
+    format!("Bearer {t}")
+}
+
+#[tokio::test]
+async fn good_tokens_give_their_identity() -> Result<()> {
+    let (ec, ed) = (es256("ec-1"), eddsa("ed-1"));
+    let j = jwks(vec![ec.jwk.clone(), ed.jwk.clone()]).await?;
+    let auth = started(settings(&j.url, |_| {})).await;
+    for s in [&ec, &ed] {
+        let id = auth
+            .authenticate(Some(&bearer(&sign(s, &claims()))))
+            .await?;
+        assert_eq!(id.subject, "alice");
+        assert_eq!(id.method, AuthMethod::Jwt);
+        assert_eq!(id.groups, ["ops"]);
+        assert_eq!(id.scopes, ["mcp:tools"]);
+        assert_eq!(id.display_name(), "jwt:alice");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn each_bad_token_is_refused_with_its_reason() -> Result<()> {
+    let ec = es256("ec-1");
+    let j = jwks(vec![ec.jwk.clone()]).await?;
+    let auth = started(settings(&j.url, |_| {})).await;
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut c = claims();
+        f(&mut c);
+        sign(&ec, &c)
+    };
+    let good = sign(&ec, &claims());
+    let mut tampered = good.clone();
+    let last = tampered
+        .pop()
+        .map_or('A', |c| if c == 'A' { 'B' } else { 'A' });
+    tampered.push(last);
+    let parts: Vec<&str> = good.split('.').collect();
+    let b64 = |v: &Value| {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+    };
+    let alg_none = format!(
+        "{}.{}.",
+        b64(&json!({"alg": "none", "kid": "ec-1"})),
+        parts[1]
+    );
+    // HS256 "signed" with the public key as the secret: the classic confusion.
+    let public = serde_json::to_vec(&ec.jwk)?;
+    let mut h = Header::new(Algorithm::HS256);
+    h.kid = Some("ec-1".into());
+    let hs256 = jsonwebtoken::encode(&h, &claims(), &EncodingKey::from_secret(&public))?;
+    let other_issuer = {
+        let mut c = claims();
+        c["iss"] = json!("https://evil.test");
+        sign(&ec, &c)
+    };
+    let rows: Vec<(&str, String, &str)> = vec![
+        (
+            "expired",
+            with(&|c| c["exp"] = json!(now() - 600)),
+            "expired",
+        ),
+        (
+            "not yet valid",
+            with(&|c| c["nbf"] = json!(now() + 600)),
+            "not valid yet",
+        ),
+        (
+            "wrong audience",
+            with(&|c| c["aud"] = json!("https://other/mcp")),
+            "audience",
+        ),
+        ("untrusted issuer", other_issuer, "not trusted"),
+        (
+            "no sub",
+            with(&|c| {
+                c.as_object_mut().map(|m| m.remove("sub"));
+            }),
+            "sub",
+        ),
+        (
+            "no exp",
+            with(&|c| {
+                c.as_object_mut().map(|m| m.remove("exp"));
+            }),
+            "exp",
+        ),
+        ("tampered signature", tampered, "signature"),
+        ("alg none", alg_none, "not accepted"),
+        ("HS256 with the public key", hs256, "not accepted"),
+        ("garbage", "a.b.c".into(), "cannot be read"),
+    ];
+    for (what, token, reason) in rows {
+        let e = auth
+            .authenticate(Some(&bearer(&token)))
+            .await
+            .expect_err(what);
+        assert!(matches!(e, AuthError::Invalid(_)), "{what}: {e:?}");
+        assert_eq!(e.http_status(), 401, "{what}");
+        assert_eq!(e.bearer_error(), Some("invalid_token"), "{what}");
+        assert!(e.to_string().contains(reason), "{what}: {e}");
+    }
+    for (header, want) in [
+        (None, AuthError::Missing),
+        (Some("Basic x"), AuthError::Malformed),
+    ] {
+        assert_eq!(auth.authenticate(header).await.expect_err("refused"), want);
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_rotated_key_is_fetched_once_and_unknown_kids_cannot_flood_the_issuer() -> Result<()> {
+    let (old, new) = (es256("old"), es256("new"));
+    let j = jwks(vec![old.jwk.clone()]).await?;
+    let auth = started(settings(&j.url, |_| {})).await;
+    assert_eq!(j.fetches.load(Ordering::SeqCst), 1, "fetched at start");
+    auth.authenticate(Some(&bearer(&sign(&old, &claims()))))
+        .await?;
+    // The issuer rotates; a token signed with the new key arrives after the
+    // rate-limit window of the start-up fetch.
+    j.keys.lock().map(|mut k| k.push(new.jwk.clone())).ok();
+    tokio::time::sleep(manifold_policy::identity::MIN_REFETCH).await;
+    let id = auth
+        .authenticate(Some(&bearer(&sign(&new, &claims()))))
+        .await?;
+    assert_eq!(id.subject, "alice");
+    assert_eq!(
+        j.fetches.load(Ordering::SeqCst),
+        2,
+        "one refetch for the new kid"
+    );
+    // Tokens naming made-up keys right after: no further fetch.
+    for n in 0..20 {
+        let bogus = es256(&format!("bogus-{n}"));
+        let e = auth
+            .authenticate(Some(&bearer(&sign(&bogus, &claims()))))
+            .await
+            .expect_err("unknown kid");
+        assert!(e.to_string().contains("no key"), "{e}");
+    }
+    assert_eq!(j.fetches.load(Ordering::SeqCst), 2, "rate limited");
+    Ok(())
+}
+
+#[tokio::test]
+async fn api_keys_anonymous_callers_and_required_scopes() -> Result<()> {
+    let ec = es256("ec-1");
+    let j = jwks(vec![ec.jwk.clone()]).await?;
+    let auth = started(settings(&j.url, |a| {
+        a.api_keys = vec![ApiKeySection {
+            name: "ci-bot".into(),
+            hash: hash_key("k3y"),
+            groups: vec!["ci".into()],
+            scopes: vec!["mcp:tools".into()],
+        }];
+        a.required_scopes = vec!["mcp:tools".into()];
+    }))
+    .await;
+    let id = auth.authenticate(Some("Bearer k3y")).await?;
+    assert_eq!(
+        (id.display_name().as_str(), id.method),
+        ("api_key:ci-bot", AuthMethod::ApiKey)
+    );
+    let e = auth
+        .authenticate(Some("Bearer k3y-not"))
+        .await
+        .expect_err("wrong key");
+    assert!(e.to_string().contains("unknown API key"), "{e}");
+    // A valid token without the required scope: 403.
+    let mut c = claims();
+    c["scope"] = json!("other");
+    let e = auth
+        .authenticate(Some(&bearer(&sign(&ec, &c))))
+        .await
+        .expect_err("scope");
+    assert_eq!(e, AuthError::InsufficientScope(vec!["mcp:tools".into()]));
+    assert_eq!(e.http_status(), 403);
+    // Cached or not, the scope check runs each time.
+    let e2 = auth
+        .authenticate(Some(&bearer(&sign(&ec, &c))))
+        .await
+        .expect_err("again");
+    assert!(e2.is_insufficient_scope());
+
+    let open = started(settings(&j.url, |a| a.allow_anonymous = true)).await;
+    let id = open.authenticate(None).await?;
+    assert_eq!(id.method, AuthMethod::Anonymous);
+    // Credentials that are presented are still checked.
+    assert!(open.authenticate(Some("Bearer nope")).await.is_err());
+    Ok(())
+}
