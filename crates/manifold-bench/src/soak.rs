@@ -38,6 +38,22 @@ struct Counts {
     failed: AtomicU64,
     sessions: AtomicU64,
     crashes: AtomicU64,
+    /// Why requests failed, by reason (at most `MAX_REASONS` kept).
+    reasons: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+/// Distinct failure reasons kept for the report.
+const MAX_REASONS: usize = 20;
+
+impl Counts {
+    fn failed(&self, why: String) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        let mut r = self.reasons.lock().unwrap_or_else(|p| p.into_inner());
+        let why: String = why.chars().take(160).collect();
+        if r.len() < MAX_REASONS || r.contains_key(&why) {
+            *r.entry(why).or_insert(0) += 1;
+        }
+    }
 }
 
 struct Sample {
@@ -99,13 +115,18 @@ async fn post(
 }
 
 fn count(counts: &Counts, reply: Result<Bytes>) {
-    let slot = match reply {
-        Ok(b) if b.windows(14).any(|w| w == b"\"isError\":true") => &counts.tool_errors,
-        Ok(b) if b.windows(8).any(|w| w == b"\"error\":") => &counts.failed,
-        Ok(_) => &counts.ok,
-        Err(_) => &counts.failed,
-    };
-    slot.fetch_add(1, Ordering::Relaxed);
+    match reply {
+        Ok(b) if b.windows(14).any(|w| w == b"\"isError\":true") => {
+            counts.tool_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(b) if b.windows(8).any(|w| w == b"\"error\":") => {
+            counts.failed(String::from_utf8_lossy(&b).into_owned())
+        }
+        Ok(_) => {
+            counts.ok.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => counts.failed(format!("{e:#}")),
+    }
 }
 
 /// One client: sessions of calls and lists, then stateless calls, until `end`.
@@ -115,8 +136,8 @@ async fn worker(client: HttpClient, url: String, end: Instant, counts: Arc<Count
                "params":{"name":name,"arguments":{"text":"soak"}}})
     };
     while Instant::now() < end {
-        let Ok(session) = Session::open(&client, &url).await else {
-            counts.failed.fetch_add(1, Ordering::Relaxed);
+        let session = Session::open(&client, &url).await;
+        let Ok(session) = session.map_err(|e| counts.failed(format!("initialize: {e:#}"))) else {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
@@ -286,6 +307,10 @@ fn report(samples: &[Sample], counts: &Counts, took: Duration) {
         "| fd slope after warm-up | {:+.2} /min |",
         per_min(|s| s.fds)
     );
+    let reasons = counts.reasons.lock().unwrap_or_else(|p| p.into_inner());
+    for (why, n) in reasons.iter() {
+        println!("| failed: {} | {n} |", why.replace('|', "/"));
+    }
 }
 
 #[cfg(test)]

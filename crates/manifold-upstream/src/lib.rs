@@ -61,11 +61,12 @@ pub const UPSTREAM_PROTOCOL_VERSION: &str = "2025-11-25";
 /// Pages fetched per list before Manifold gives up on an upstream that keeps
 /// returning `nextCursor` (a loop or a runaway server).
 pub const MAX_LIST_PAGES: usize = 1000;
-/// Restart backoff: first delay, cap, and how long a session must live for the
-/// backoff to reset.
+/// Restart backoff: first delay, cap, and how long a connection must have
+/// served for the backoff to reset (an upstream that crashes now and then comes
+/// back at once; one in a crash loop backs off).
 pub const BACKOFF_INITIAL: std::time::Duration = std::time::Duration::from_millis(500);
 pub const BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(30);
-pub const BACKOFF_RESET_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+pub const BACKOFF_RESET_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 /// Longest wait for the answer to the `server/discover` probe (or the upstream's
 /// timeout, if shorter) before falling back to `initialize`.
 pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
