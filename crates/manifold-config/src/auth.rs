@@ -98,6 +98,10 @@ pub struct ApiKeySection {
 pub struct AuthSettings {
     /// The canonical resource URI (the default audience).
     pub resource: String,
+    /// Whether `resource` was set in the file. If not, the metadata and the
+    /// challenge name the URL the client used (its `Host`), and the default
+    /// audience is `http://<listen><path>`.
+    pub resource_explicit: bool,
     pub scopes_supported: Vec<String>,
     pub required_scopes: Vec<String>,
     pub allow_anonymous: bool,
@@ -170,6 +174,7 @@ pub fn validate(a: &AuthSection, default_resource: &str) -> Result<AuthSettings,
         });
     }
     Ok(AuthSettings {
+        resource_explicit: a.resource.is_some(),
         resource,
         scopes_supported: a.scopes_supported.clone(),
         required_scopes: a.required_scopes.clone(),

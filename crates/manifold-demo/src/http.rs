@@ -587,11 +587,15 @@ fn accepts(headers: &HeaderMap, mime: &str, missing_ok: bool) -> bool {
     !seen && missing_ok
 }
 
-/// Every `mcp-*` request header (names are already lowercase in hyper);
-/// repeated headers are joined with ", " as HTTP allows.
+/// Every `mcp-*` request header, and `authorization` (so a test can prove a
+/// gateway never forwards its client's credentials); names are already
+/// lowercase in hyper; repeated headers are joined with ", " as HTTP allows.
 fn mcp_headers(headers: &HeaderMap) -> Map<String, Value> {
     let mut out = Map::new();
-    for name in headers.keys().filter(|n| n.as_str().starts_with("mcp-")) {
+    let shown = |n: &&hyper::header::HeaderName| {
+        n.as_str().starts_with("mcp-") || *n == hyper::header::AUTHORIZATION
+    };
+    for name in headers.keys().filter(shown) {
         let joined = headers
             .get_all(name)
             .iter()

@@ -14,6 +14,7 @@
 
 use http::HeaderMap;
 use manifold_audit::ClientInfo;
+use manifold_policy::{AuthMethod, Identity};
 use manifold_protocol::RequestId;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -79,26 +80,49 @@ pub(crate) struct Arrival {
     /// Size of the request body.
     pub bytes: usize,
     pub front: Front,
+    /// Who the front door authenticated (`None`: no `[auth]`, or the operator).
+    pub identity: Option<Arc<Identity>>,
     /// The client's address (`None` for the operator).
     pub peer: Option<std::net::IpAddr>,
     pub accepts: Accepts,
     pub trace: TraceContext,
 }
 
-/// Who is calling: anonymous until authentication exists.
+/// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Principal {
+    /// No `[auth]`, or no credentials with `allow_anonymous`.
     Anonymous,
     /// The local operator running `manifold call`.
     Operator,
+    /// Authenticated at the front door (`[auth]`).
+    Caller(Arc<Identity>),
 }
 
 impl Principal {
-    /// The principal as audit records name it.
-    pub(crate) fn audit_name(&self) -> &'static str {
+    /// The principal as audit records and logs name it: `anonymous`,
+    /// `operator`, `jwt:<sub>`, `api_key:<name>`. Never a credential.
+    pub(crate) fn audit_name(&self) -> String {
         match self {
-            Principal::Anonymous => manifold_audit::ANONYMOUS,
-            Principal::Operator => "operator",
+            Principal::Anonymous => manifold_audit::ANONYMOUS.to_string(),
+            Principal::Operator => "operator".to_string(),
+            Principal::Caller(id) => id.display_name(),
+        }
+    }
+
+    /// What a session is bound to: another principal presenting its id is
+    /// answered as if the session did not exist.
+    pub(crate) fn session_owner(&self) -> Option<String> {
+        match self {
+            Principal::Caller(id) => Some(id.display_name()),
+            Principal::Anonymous | Principal::Operator => None,
+        }
+    }
+
+    pub(crate) fn from_identity(identity: Option<&Arc<Identity>>) -> Principal {
+        match identity {
+            Some(id) if id.method != AuthMethod::Anonymous => Principal::Caller(id.clone()),
+            _ => Principal::Anonymous,
         }
     }
 }

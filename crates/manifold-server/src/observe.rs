@@ -41,7 +41,7 @@ pub(crate) struct Observed {
     audited: bool,
     session: Option<String>,
     client: Option<ClientInfo>,
-    principal: &'static str,
+    principal: String,
     /// The exposed tool or prompt name, or the URI.
     pub name: Option<String>,
     pub upstream: Option<Arc<str>>,
@@ -70,7 +70,7 @@ impl Observed {
             audited: false,
             session: None,
             client: None,
-            principal: manifold_audit::ANONYMOUS,
+            principal: manifold_audit::ANONYMOUS.to_string(),
             name: None,
             upstream: None,
             original: None,
@@ -86,7 +86,7 @@ impl Observed {
         &mut self,
         session: Option<&str>,
         client: Option<ClientInfo>,
-        principal: &'static str,
+        principal: String,
     ) {
         self.session = session.and_then(session_ref);
         self.client = client;
@@ -161,7 +161,7 @@ impl Observed {
         let mut rec = AuditRecord::new(self.request_id.clone(), self.method.clone());
         rec.time = self.time;
         rec.session = self.session.take();
-        rec.principal = self.principal.to_string();
+        rec.principal = std::mem::take(&mut self.principal);
         rec.client = self.client.take();
         rec.name = self.name.take();
         rec.upstream = self.upstream.as_ref().map(|u| u.to_string());

@@ -71,7 +71,12 @@ impl Gateway {
             Some((a, t)) => (Some(a), Some(t)),
             None => (None, None),
         };
-        Ok(Gateway::build(config, shutdown, audit_stop, auditor, task))
+        let gw = Gateway::build(config, shutdown, audit_stop, auditor, task);
+        // The issuers' keys are fetched before the first request is served.
+        if let Some(auth) = &gw.auth {
+            auth.start(&gw.tasks, &gw.stop).await;
+        }
+        Ok(gw)
     }
 
     /// Starts every upstream (in parallel) and the catalog maintainer, without the
@@ -141,6 +146,10 @@ impl Gateway {
             audit_stop,
             tasks,
             auditor,
+            auth: config
+                .auth
+                .clone()
+                .map(|a| Arc::new(manifold_policy::Authenticator::new(a))),
             audit_task: Mutex::new(audit_task),
             next_request: AtomicU64::new(1),
             admin: Mutex::new(None),

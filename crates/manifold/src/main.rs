@@ -95,6 +95,20 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Client authentication tools.
+    Auth {
+        #[command(subcommand)]
+        command: AuthCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuthCommand {
+    /// Read an API key on stdin and print its `[[auth.api_keys]] hash` value
+    /// (`sha256:…`). The key itself never goes in the configuration.
+    ///
+    /// Exit codes: 0 printed, 2 no usable key on stdin.
+    HashKey,
 }
 
 #[derive(Subcommand)]
@@ -166,6 +180,12 @@ fn main() -> ExitCode {
     {
         return cli::audit::verify(paths);
     }
+    if let Command::Auth {
+        command: AuthCommand::HashKey,
+    } = &cli.command
+    {
+        return cli::auth::hash_key();
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -177,7 +197,9 @@ fn main() -> ExitCode {
         }
     };
     let code = match cli.command {
-        Command::DemoUpstream { .. } | Command::Audit { .. } => ExitCode::SUCCESS,
+        Command::DemoUpstream { .. } | Command::Audit { .. } | Command::Auth { .. } => {
+            ExitCode::SUCCESS
+        }
         Command::Serve { config } => cli::serve::run(&rt, &config.config),
         Command::Check { config, json } => cli::check::run(&rt, &config.config, json),
         Command::Tools { config } => cli::tools::run(&rt, &config.config),

@@ -138,6 +138,18 @@ fn serve_refuses_an_open_listener_without_the_opt_in_and_its_hosts() {
             "[server]\nlisten = \"0.0.0.0:0\"\nallow_unauthenticated = true\n",
             "allowed_hosts",
         ),
+        // [auth] is the other way to serve an open port; it still needs the hosts.
+        (
+            "[server]\nlisten = \"0.0.0.0:0\"\n\n[[auth.api_keys]]\nname = \"ci\"\n\
+             hash = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n",
+            "allowed_hosts",
+        ),
+        // [auth] that lets anonymous callers in is not authentication.
+        (
+            "[server]\nlisten = \"0.0.0.0:0\"\n\n[auth]\nallow_anonymous = true\n\n[[auth.api_keys]]\n\
+             name = \"ci\"\nhash = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n",
+            "allow_unauthenticated",
+        ),
     ];
     for (i, (text, needle)) in cases.iter().enumerate() {
         let path = dir.join(format!("open{i}.toml"));
@@ -152,4 +164,37 @@ fn serve_refuses_an_open_listener_without_the_opt_in_and_its_hosts() {
         assert!(err.contains(needle), "{text}: {err}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `manifold auth hash-key` prints the digest the gateway checks keys against,
+/// reads the key from stdin only, and refuses one too short to be a secret.
+#[test]
+fn auth_hash_key_prints_the_digest_of_the_key_on_stdin() {
+    use std::io::Write;
+    let run = |input: &str| {
+        let mut child = Command::new(bin())
+            .args(["auth", "hash-key"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = run("0123456789abcdef-key\n");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        manifold_policy::hash_key("0123456789abcdef-key")
+    );
+    let out = run("short\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 16"));
 }

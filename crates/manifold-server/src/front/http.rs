@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
+use super::auth;
 use super::sse::{self, Body, SseBody};
 use crate::era::Era;
 use crate::exchange::{Accepts, Arrival, Front, TraceContext};
@@ -184,6 +185,9 @@ fn refuse(r: Refusal) -> Response<Body> {
 }
 
 async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
+    if req.method() == Method::GET && auth::is_metadata_path(&gw, req.headers(), req.uri().path()) {
+        return auth::metadata(&gw, req.headers());
+    }
     if req.uri().path() != gw.config.server.path {
         // Not the MCP endpoint: nothing here speaks JSON-RPC.
         return plain(StatusCode::NOT_FOUND);
@@ -192,9 +196,15 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, peer: IpAddr) -> Respo
     if let Err(r) = check_origin_and_host(&gw, req.headers(), authority) {
         return refuse(r);
     }
+    // Who is calling, before the body is read.
+    let identity = match auth::authenticate(&gw, req.headers()).await {
+        Ok(id) => id,
+        Err(refusal) => return refusal,
+    };
     let accepts = accepts(req.headers());
+    let from = Peer { peer, identity };
     match *req.method() {
-        Method::POST => post(gw, req, accepts, peer).await,
+        Method::POST => post(gw, req, accepts, from).await,
         Method::GET => {
             // GET opens a stream and nothing else: the client must say it takes one.
             let accept = req
@@ -206,11 +216,11 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, peer: IpAddr) -> Respo
             if !accept.contains(m::CONTENT_TYPE_SSE) && !accept.contains("*/*") {
                 return refuse(Refusal::StreamNotAcceptable);
             }
-            let arrival = arrival(&gw, req.headers().clone(), 0, accepts, peer);
+            let arrival = arrival(&gw, req.headers().clone(), 0, accepts, from);
             respond(pipeline::open_stream(&gw, &arrival))
         }
         Method::DELETE => {
-            let arrival = arrival(&gw, req.headers().clone(), 0, accepts, peer);
+            let arrival = arrival(&gw, req.headers().clone(), 0, accepts, from);
             respond(pipeline::end_session(&gw, &arrival))
         }
         _ => {
@@ -239,12 +249,18 @@ fn accepts(headers: &HeaderMap) -> Accepts {
     }
 }
 
+/// Where a request came from: the client's address and who it proved to be.
+struct Peer {
+    peer: IpAddr,
+    identity: Option<Arc<manifold_policy::Identity>>,
+}
+
 fn arrival(
     gw: &Gateway,
     headers: HeaderMap,
     bytes: usize,
     accepts: Accepts,
-    peer: IpAddr,
+    from: Peer,
 ) -> Arrival {
     let traceparent = headers
         .get("traceparent")
@@ -255,7 +271,8 @@ fn arrival(
         request_id: gw.request_id(),
         bytes,
         front: Front::Http(headers),
-        peer: Some(peer),
+        identity: from.identity,
+        peer: Some(from.peer),
         accepts,
         trace: TraceContext { traceparent },
     }
@@ -268,7 +285,7 @@ async fn post(
     gw: Arc<Gateway>,
     req: Request<Incoming>,
     accepts: Accepts,
-    peer: IpAddr,
+    from: Peer,
 ) -> Response<Body> {
     let ctype = req
         .headers()
@@ -299,7 +316,7 @@ async fn post(
             return refuse(Refusal::BodyUnreadable);
         }
     };
-    let arrival = arrival(&gw, parts.headers, bytes.len(), accepts, peer);
+    let arrival = arrival(&gw, parts.headers, bytes.len(), accepts, from);
     let span = tracing::info_span!("request", request_id = %arrival.request_id,
         traceparent = tracing::field::Empty);
     if let Some(t) = &arrival.trace.traceparent {

@@ -1,5 +1,6 @@
 //! The front doors: how requests reach the pipeline and replies leave it — the
-//! Streamable-HTTP endpoint (`http`, framing in `sse`), the admin listener
+//! Streamable-HTTP endpoint (`http`, framing in `sse`, authentication in `auth`),
+//! the admin listener
 //! (`admin`: `/metrics`, `/healthz`, `/readyz`), and the local operator
 //! (`operator`: `manifold call`).
 //!
@@ -10,6 +11,7 @@
 //! Not here: the pipeline.
 
 pub(crate) mod admin;
+pub(crate) mod auth;
 pub(crate) mod http;
 pub(crate) mod operator;
 pub(crate) mod sse;

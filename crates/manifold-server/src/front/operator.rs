@@ -60,6 +60,7 @@ impl Gateway {
             request_id: self.request_id(),
             bytes: body.len(),
             front: Front::Operator(cancel),
+            identity: None,
             peer: None,
             accepts: Accepts {
                 json: true,

@@ -115,6 +115,7 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
         client_info: client_info.clone(),
         capabilities,
         peer: x.arrival.peer,
+        owner: x.principal.session_owner(),
     };
     let session = gw.sessions.create(opening).map_err(|full| match full {
         Full::Peer => Refusal::TooManySessionsFromPeer {

@@ -69,30 +69,29 @@ pub(crate) fn request(
             principal: Principal::Operator,
         });
     }
+    let principal = Principal::from_identity(arrival.identity.as_ref());
     let caller = match era {
-        Era::Session => session_era(gw, &arrival.front, method)?,
+        Era::Session => session_era(gw, arrival, method)?,
         Era::Stateless => stateless(gw, &arrival.front, method, msg)?,
     };
-    Ok(Admitted {
-        caller,
-        principal: Principal::Anonymous,
-    })
+    Ok(Admitted { caller, principal })
 }
 
-fn session_era(gw: &Gateway, front: &Front, method: &str) -> Result<Caller, Refusal> {
+fn session_era(gw: &Gateway, arrival: &Arrival, method: &str) -> Result<Caller, Refusal> {
     if method == m::INITIALIZE {
         return Ok(Caller::Initializing);
     }
-    if method == m::SERVER_DISCOVER && front.header(m::HEADER_SESSION_ID).is_none() {
+    if method == m::SERVER_DISCOVER && arrival.front.header(m::HEADER_SESSION_ID).is_none() {
         return Err(Refusal::DiscoverWithoutMeta);
     }
-    Ok(Caller::Session(session(gw, front)?))
+    Ok(Caller::Session(session(gw, arrival)?))
 }
 
 /// Finds the session a session-era message belongs to (requests, notifications,
 /// responses) and checks its protocol version header.
-pub(crate) fn session(gw: &Gateway, front: &Front) -> Result<Arc<ClientSession>, Refusal> {
-    let session = session_of(gw, front)?;
+pub(crate) fn session(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSession>, Refusal> {
+    let session = session_of(gw, arrival)?;
+    let front = &arrival.front;
     match front.header(m::HEADER_PROTOCOL_VERSION) {
         Some(v) if !version::is_supported_legacy(v) => {
             Err(Refusal::UnsupportedProtocolHeader(v.to_string()))
@@ -102,12 +101,18 @@ pub(crate) fn session(gw: &Gateway, front: &Front) -> Result<Arc<ClientSession>,
 }
 
 /// The session named by `Mcp-Session-Id`, without the version check: a GET
-/// or DELETE carries no message whose revision matters.
-pub(crate) fn session_of(gw: &Gateway, front: &Front) -> Result<Arc<ClientSession>, Refusal> {
-    let Some(id) = front.header(m::HEADER_SESSION_ID) else {
+/// or DELETE carries no message whose revision matters. A session is bound to
+/// the principal that opened it: presented by anyone else it is unknown (404,
+/// the same answer as for an id that never existed).
+pub(crate) fn session_of(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSession>, Refusal> {
+    let Some(id) = arrival.front.header(m::HEADER_SESSION_ID) else {
         return Err(Refusal::SessionRequired);
     };
     let session = gw.sessions.get(id).ok_or(Refusal::UnknownSession)?;
+    let principal = Principal::from_identity(arrival.identity.as_ref());
+    if session.owner != principal.session_owner() {
+        return Err(Refusal::UnknownSession);
+    }
     session.touch();
     Ok(session)
 }

@@ -73,7 +73,7 @@ pub(crate) async fn serve(gw: &Arc<Gateway>, arrival: Arrival, body: &[u8]) -> R
             let result = route::route(&mut x, msg).await;
             finish(&mut x, result).await
         }
-        Incoming::Notification { method, msg } => match admit::session(gw, &arrival.front) {
+        Incoming::Notification { method, msg } => match admit::session(gw, &arrival) {
             Ok(session) => {
                 let caller = crate::exchange::Caller::Session(session);
                 handlers::client::notification(&caller, &method, &msg);
@@ -81,7 +81,7 @@ pub(crate) async fn serve(gw: &Arc<Gateway>, arrival: Arrival, body: &[u8]) -> R
             }
             Err(r) => r.reply(None, era),
         },
-        Incoming::Response { id, msg } => match admit::session(gw, &arrival.front) {
+        Incoming::Response { id, msg } => match admit::session(gw, &arrival) {
             Ok(session) => {
                 let caller = crate::exchange::Caller::Session(session);
                 handlers::client::response(&caller, &id, msg).await;
@@ -108,7 +108,7 @@ async fn finish(x: &mut Exchange, result: Result<Reply, Refusal>) -> Reply {
 
 /// The session's stream for notifications outside any request (HTTP GET).
 pub(crate) fn open_stream(gw: &Arc<Gateway>, arrival: &Arrival) -> Reply {
-    match admit::session_of(gw, &arrival.front) {
+    match admit::session_of(gw, arrival) {
         Ok(session) => handlers::session::open_stream(gw, &session),
         Err(r) => r.reply(None, Era::Session),
     }
@@ -116,7 +116,7 @@ pub(crate) fn open_stream(gw: &Arc<Gateway>, arrival: &Arrival) -> Reply {
 
 /// Ends the session on the client's request (HTTP DELETE).
 pub(crate) fn end_session(gw: &Arc<Gateway>, arrival: &Arrival) -> Reply {
-    match admit::session_of(gw, &arrival.front) {
+    match admit::session_of(gw, arrival) {
         Ok(session) => handlers::session::end(gw, &session),
         Err(r) => r.reply(None, Era::Session),
     }

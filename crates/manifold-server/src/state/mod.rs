@@ -66,6 +66,8 @@ pub struct Gateway {
     /// The audit writer, when `[audit]` is configured and the gateway was
     /// started with `Gateway::launch`.
     pub(crate) auditor: Option<manifold_audit::Auditor>,
+    /// Client authentication, when `[auth]` is configured.
+    pub(crate) auth: Option<Arc<manifold_policy::Authenticator>>,
     pub(crate) audit_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     pub(crate) next_request: AtomicU64,
     /// The admin listener, bound early by `Gateway::bind_admin` or by `serve`.

@@ -44,6 +44,8 @@ pub(crate) struct ClientSession {
     pub capabilities: Map<String, Value>,
     /// The address the session was created from (`None`: not over TCP).
     peer: Option<IpAddr>,
+    /// The principal it is bound to (`None`: anonymous).
+    pub owner: Option<String>,
     /// `limits.max_calls_per_session`.
     max_calls: usize,
     created: Instant,
@@ -66,6 +68,7 @@ impl ClientSession {
             client_info: opening.client_info,
             capabilities: opening.capabilities,
             peer: opening.peer,
+            owner: opening.owner,
             max_calls,
             created: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
@@ -174,6 +177,8 @@ pub(crate) struct Opening {
     pub client_info: Value,
     pub capabilities: Map<String, Value>,
     pub peer: Option<IpAddr>,
+    /// The principal that opened it.
+    pub owner: Option<String>,
 }
 
 /// Why no session was minted.

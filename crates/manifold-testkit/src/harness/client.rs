@@ -41,6 +41,8 @@ struct Inner {
     timeout: Duration,
     session: Mutex<Option<String>>,
     protocol_version: Mutex<Option<String>>,
+    /// `Authorization` sent with every request, when set.
+    authorization: Mutex<Option<String>>,
     next_id: AtomicU64,
 }
 
@@ -83,6 +85,7 @@ impl McpClient {
                 timeout,
                 session: Mutex::new(None),
                 protocol_version: Mutex::new(None),
+                authorization: Mutex::new(None),
                 next_id: AtomicU64::new(1),
             }),
         }
@@ -115,6 +118,11 @@ impl McpClient {
     /// Sets (or clears) the `MCP-Protocol-Version` header sent from now on.
     pub fn set_protocol_version(&self, version: Option<&str>) {
         *lock(&self.inner.protocol_version) = version.map(str::to_owned);
+    }
+
+    /// Sends `Authorization: Bearer <token>` from now on (or nothing, with `None`).
+    pub fn set_bearer(&self, token: Option<&str>) {
+        *lock(&self.inner.authorization) = token.map(|t| format!("Bearer {t}"));
     }
 
     /// A fresh numeric request id (1, 2, 3, …; shared by clones).
@@ -307,6 +315,9 @@ impl McpClient {
         }
         if let Some(v) = self.protocol_version() {
             b = b.header(PROTOCOL_HEADER, v);
+        }
+        if let Some(a) = lock(&self.inner.authorization).clone() {
+            b = b.header(http::header::AUTHORIZATION, a);
         }
         b
     }

@@ -1,6 +1,7 @@
 //! The binary's commands, one module each: `serve` (the gateway), `check` and
 //! `tools` (what the gateway would expose), `call` (one tool call through the name
-//! table), `audit verify` (the audit log's hash chain).
+//! table), `audit verify` (the audit log's hash chain), `auth hash-key` (the digest
+//! of an API key for `[[auth.api_keys]]`).
 //!
 //! Invariants: stdout carries only a command's answer (tables, names, JSON); errors
 //! and logs go to stderr. Exit codes are a contract: [`FAILED`] for a runtime
@@ -9,6 +10,7 @@
 //! Not here: argument parsing and logging setup (`main.rs`).
 
 pub mod audit;
+pub mod auth;
 pub mod call;
 pub mod check;
 mod inproc;

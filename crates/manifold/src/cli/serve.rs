@@ -30,7 +30,10 @@ pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
 }
 
 async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
-    if cfg.server.listen.ip().is_loopback() {
+    let authenticated = cfg.auth.as_ref().is_some_and(|a| !a.allow_anonymous);
+    if authenticated {
+        tracing::info!(listen = %cfg.server.listen, "clients authenticate ([auth])");
+    } else if cfg.server.listen.ip().is_loopback() {
         tracing::warn!(listen = %cfg.server.listen,
             "serving without authentication: every local user and process that can reach the port acts with the upstreams' credentials");
     } else {

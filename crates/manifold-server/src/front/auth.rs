@@ -1,0 +1,184 @@
+//! Authentication at the HTTP front door (`[auth]`): the caller's credentials
+//! become an `Identity` before anything else about the request is read, and the
+//! refusals follow the MCP authorization specification — 401 with
+//! `WWW-Authenticate: Bearer resource_metadata="…"` (and `error`,
+//! `error_description` when credentials were presented), 403 with
+//! `error="insufficient_scope"` and the `scope` needed — with the protected
+//! resource metadata (RFC 9728) served at its well-known URIs so clients can
+//! find the authorization server.
+//!
+//! Invariants: the `Authorization` header is read here and nowhere else (it
+//! never reaches an upstream: upstream requests are built from configuration);
+//! a refusal never echoes the credential.
+//!
+//! Not here: verifying tokens (manifold-policy), binding sessions to their
+//! principal (`pipeline/admit.rs`).
+
+use std::sync::Arc;
+
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use manifold_policy::{AuthError, Identity};
+use serde_json::json;
+
+use super::sse::{self, Body};
+use crate::state::Gateway;
+
+/// The well-known path of the protected resource metadata (RFC 9728 §3).
+pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// Whether `path` is one of the metadata URIs: the bare one, or the one with
+/// the resource's path appended (what RFC 9728 clients try first).
+pub(crate) fn is_metadata_path(gw: &Gateway, headers: &HeaderMap, path: &str) -> bool {
+    gw.auth.is_some()
+        && (path == METADATA_PATH
+            || path.strip_prefix(METADATA_PATH) == Some(split(&resource(gw, headers)).1))
+}
+
+/// The resource URI: `auth.resource` if set, else the URL the client used
+/// (`http://<Host><server.path>`), so discovery names what the client sees.
+fn resource(gw: &Gateway, headers: &HeaderMap) -> String {
+    let Some(auth) = &gw.auth else {
+        return String::new();
+    };
+    let s = auth.settings();
+    if s.resource_explicit {
+        return s.resource.clone();
+    }
+    match headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+    {
+        Some(host) => format!("http://{host}{}", gw.config.server.path),
+        None => s.resource.clone(),
+    }
+}
+
+/// `scheme://authority` and the path of a URL.
+fn split(url: &str) -> (&str, &str) {
+    let origin_end = url
+        .split_once("://")
+        .map(|(scheme, rest)| scheme.len() + 3 + rest.find('/').unwrap_or(rest.len()))
+        .unwrap_or(url.len());
+    url.split_at(origin_end)
+}
+
+/// The absolute URL of the metadata: the resource's origin, the well-known
+/// path, then the resource's path.
+fn metadata_url(gw: &Gateway, headers: &HeaderMap) -> String {
+    let resource = resource(gw, headers);
+    let (origin, path) = split(&resource);
+    format!("{origin}{METADATA_PATH}{path}")
+}
+
+/// The protected resource metadata document.
+pub(crate) fn metadata(gw: &Gateway, headers: &HeaderMap) -> Response<Body> {
+    let Some(auth) = &gw.auth else {
+        return empty(StatusCode::NOT_FOUND);
+    };
+    let s = auth.settings();
+    let servers: Vec<&str> = s.jwt.iter().map(|j| j.issuer.as_str()).collect();
+    let mut doc = json!({
+        "resource": resource(gw, headers),
+        "authorization_servers": servers,
+        "bearer_methods_supported": ["header"],
+        "resource_name": "Manifold",
+    });
+    if !s.scopes_supported.is_empty() {
+        doc["scopes_supported"] = json!(s.scopes_supported);
+    }
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::CACHE_CONTROL, "max-age=300")
+        .body(sse::full(doc.to_string().into_bytes()))
+        .unwrap_or_else(|_| empty(StatusCode::INTERNAL_SERVER_ERROR))
+}
+
+/// The caller, or the refusal to send. `Ok(None)` when `[auth]` is off.
+pub(crate) async fn authenticate(
+    gw: &Gateway,
+    headers: &HeaderMap,
+) -> Result<Option<Arc<Identity>>, Response<Body>> {
+    let Some(auth) = &gw.auth else {
+        return Ok(None);
+    };
+    let header = match headers.get(http::header::AUTHORIZATION) {
+        None => None,
+        Some(v) => match v.to_str() {
+            Ok(s) => Some(s),
+            Err(_) => return Err(challenge(gw, headers, &AuthError::Malformed)),
+        },
+    };
+    match auth.authenticate(header).await {
+        Ok(id) => Ok(Some(id)),
+        Err(e) => {
+            tracing::debug!(error = %e, "request refused at authentication");
+            Err(challenge(gw, headers, &e))
+        }
+    }
+}
+
+/// 401 or 403 with the `WWW-Authenticate` challenge and an OAuth-style body.
+fn challenge(gw: &Gateway, headers: &HeaderMap, e: &AuthError) -> Response<Body> {
+    let mut params = vec![format!(
+        "resource_metadata=\"{}\"",
+        metadata_url(gw, headers)
+    )];
+    if let Some(code) = e.bearer_error() {
+        params.push(format!("error=\"{code}\""));
+        params.push(format!("error_description=\"{}\"", quoted(&e.to_string())));
+    }
+    let needed = match e {
+        AuthError::InsufficientScope(missing) => missing.clone(),
+        _ => gw
+            .auth
+            .as_ref()
+            .map(|a| a.settings().required_scopes.clone())
+            .unwrap_or_default(),
+    };
+    if !needed.is_empty() {
+        params.push(format!("scope=\"{}\"", quoted(&needed.join(" "))));
+    }
+    let challenge = format!("Bearer {}", params.join(", "));
+    let body = json!({
+        "error": e.bearer_error().unwrap_or("unauthorized"),
+        "error_description": e.to_string(),
+    });
+    let mut r = Response::builder()
+        .status(e.http_status())
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(sse::full(body.to_string().into_bytes()))
+        .unwrap_or_else(|_| empty(StatusCode::INTERNAL_SERVER_ERROR));
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(http::header::WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
+/// A value fit for a quoted-string: no quotes or backslashes, printable ASCII.
+fn quoted(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '"' | '\\' => '\'',
+            c if c.is_ascii_graphic() || c == ' ' => c,
+            _ => '?',
+        })
+        .collect()
+}
+
+fn empty(status: StatusCode) -> Response<Body> {
+    let mut r = Response::new(sse::empty());
+    *r.status_mut() = status;
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quoted;
+
+    #[test]
+    fn challenge_values_cannot_break_out_of_their_quotes() {
+        assert_eq!(quoted(r#"a "b" \c"#), "a 'b' 'c");
+        assert_eq!(quoted("line\nbreak é"), "line?break ?");
+    }
+}
