@@ -318,5 +318,7 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
     Ok(())
 }
 
+#[path = "interop/auth.rs"]
+mod auth;
 #[path = "interop/surface.rs"]
 mod surface;

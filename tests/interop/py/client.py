@@ -332,7 +332,10 @@ async def run(url: str, plan: dict[str, Any]) -> int:
     }
     # Same timeouts as the SDK's create_mcp_http_client(); trust_env=False so that a proxy set
     # in the environment never sits between the driver and the local server under test.
+    # $MANIFOLD_BEARER: sent as `Authorization: Bearer <it>` on every request.
+    bearer = os.environ.get("MANIFOLD_BEARER")
     http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {bearer}"} if bearer else None,
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
         transport=TapTransport(httpx2.AsyncHTTPTransport(), wire),
         trust_env=False,

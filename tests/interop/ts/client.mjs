@@ -198,7 +198,12 @@ client.setRequestHandler(CreateMessageRequestSchema, async () => ({
 }));
 client.onerror = (e) => log('client error:', e?.message ?? e);
 
-const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
+// $MANIFOLD_BEARER: sent as `Authorization: Bearer <it>` on every request.
+const bearer = process.env.MANIFOLD_BEARER;
+const transport = new StreamableHTTPClientTransport(new URL(url), {
+    fetch: recordingFetch,
+    ...(bearer ? { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } } : {}),
+});
 const reqOpts = plan.timeoutMs ? { timeout: plan.timeoutMs } : {};
 
 function errorRecord(err, method, from) {

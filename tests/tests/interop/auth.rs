@@ -1,0 +1,158 @@
+//! Authentication as the official SDKs do it: the TypeScript and Python clients
+//! reach a Manifold that requires credentials with a bearer token (an API key
+//! here), are refused without one, and the TypeScript SDK's own OAuth discovery
+//! follows the 401 to the protected resource metadata.
+
+use anyhow::{Context, Result};
+use manifold_e2e::{manifold_bin, repo_root, Peers, Proc, TempDir};
+use serde_json::{json, Value};
+use std::process::Command;
+use std::time::Duration;
+
+const KEY: &str = "interop-key-0123456789abcdef";
+
+struct Gateway {
+    _proc: Proc,
+    url: String,
+    _dir: TempDir,
+}
+
+/// `manifold serve` with `[auth]` (one API key, `mcp:tools` advertised) in front
+/// of its own demo upstream.
+fn gateway() -> Result<Gateway> {
+    let dir = TempDir::new("auth")?;
+    let hash = Command::new(manifold_bin()?)
+        .args(["auth", "hash-key"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            if let Some(mut i) = c.stdin.take() {
+                i.write_all(KEY.as_bytes())?;
+            }
+            c.wait_with_output()
+        })?;
+    let hash = String::from_utf8(hash.stdout)?.trim().to_string();
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n\n[auth]\nscopes_supported = [\"mcp:tools\"]\n\n\
+         [[auth.api_keys]]\nname = \"interop\"\nhash = \"{hash}\"\n\n\
+         [upstreams.demo]\ncommand = \"${{MANIFOLD_SELF}}\"\nargs = [\"demo-upstream\"]\n"
+    );
+    let cfg = dir.0.join("gateway.toml");
+    std::fs::write(&cfg, config)?;
+    let mut cmd = Command::new(manifold_bin()?);
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(&cfg)
+        .env("RUST_LOG", "warn");
+    let proc = Proc::spawn("manifold-auth", cmd)?;
+    let line = Proc::wait_line(
+        &proc.stdout,
+        "Manifold listening on",
+        Duration::from_secs(60),
+        "manifold",
+    )?;
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .context("no URL")?
+        .to_string();
+    Ok(Gateway {
+        _proc: proc,
+        url,
+        _dir: dir,
+    })
+}
+
+fn run_client(
+    peers: &Peers,
+    client: &str,
+    url: &str,
+    bearer: Option<&str>,
+) -> Result<(Option<i32>, Value, String)> {
+    let mut cmd = match client {
+        "ts" => {
+            let mut c = Command::new(&peers.node);
+            c.arg(repo_root().join("tests/interop/ts/client.mjs"));
+            c
+        }
+        _ => {
+            let mut c = Command::new(&peers.python);
+            c.arg(repo_root().join("tests/interop/py/client.py"));
+            c
+        }
+    };
+    let plan = json!({"steps": [{"op": "call_tool", "name": "demo__echo", "arguments": {"text": "authenticated"}}]});
+    cmd.arg(url).arg(plan.to_string());
+    cmd.env_remove("MANIFOLD_BEARER");
+    if let Some(b) = bearer {
+        cmd.env("MANIFOLD_BEARER", b);
+    }
+    let out = cmd.output()?;
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    Ok((
+        out.status.code(),
+        v,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+#[test]
+fn sdk_clients_call_with_a_bearer_token_and_are_refused_without() -> Result<()> {
+    let peers = Peers::from_env()?;
+    let gw = gateway()?;
+    for client in ["ts", "py"] {
+        let (code, out, err) = run_client(&peers, client, &gw.url, Some(KEY))?;
+        anyhow::ensure!(
+            code == Some(0),
+            "{client} with the key: exit {code:?}: {err}"
+        );
+        let text = &out["results"][0]["content"][0]["text"];
+        anyhow::ensure!(text == "authenticated", "{client}: {out}");
+        let (code, out, err) = run_client(&peers, client, &gw.url, None)?;
+        anyhow::ensure!(
+            code == Some(1),
+            "{client} without a key connected: {out} {err}"
+        );
+        // The TypeScript SDK shows the refusal's body (the Python SDK only that
+        // the server refused): it says what to send.
+        if client == "ts" {
+            anyhow::ensure!(err.contains("Authorization: Bearer"), "{client}: {err}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_typescript_sdk_discovers_the_protected_resource_metadata() -> Result<()> {
+    let peers = Peers::from_env()?;
+    let gw = gateway()?;
+    let out = Command::new(&peers.node)
+        .arg(repo_root().join("tests/interop/ts/discover.mjs"))
+        .arg(&gw.url)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    anyhow::ensure!(v["status"] == 401, "{v}");
+    let base = gw.url.trim_end_matches("/mcp");
+    anyhow::ensure!(
+        v["params"]["resourceMetadataUrl"]
+            == format!("{base}/.well-known/oauth-protected-resource/mcp"),
+        "{v}"
+    );
+    anyhow::ensure!(v["metadata"]["resource"] == gw.url, "{v}");
+    anyhow::ensure!(
+        v["metadata"]["scopes_supported"] == json!(["mcp:tools"]),
+        "{v}"
+    );
+    anyhow::ensure!(
+        v["metadata"]["bearer_methods_supported"] == json!(["header"]),
+        "{v}"
+    );
+    Ok(())
+}
