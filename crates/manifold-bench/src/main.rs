@@ -35,7 +35,8 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1,16")]
     concurrency: Vec<usize>,
     /// Which measurements to run: `call` (tools/call echo), `list` (tools/list of
-    /// 1,000 tools). Running one alone is handy under a profiler.
+    /// 1,000 tools), `auth` (tools/call through Manifold without `[auth]` vs with a
+    /// bearer API key). Running one alone is handy under a profiler.
     #[arg(long, value_delimiter = ',', default_value = "call,list")]
     scenarios: Vec<String>,
     /// Give the gateway a CPU of its own, as a sidecar with its own CPU budget has:
@@ -98,6 +99,8 @@ struct Session {
     client: HttpClient,
     url: String,
     id: Option<String>,
+    /// `Authorization: Bearer` for an endpoint with `[auth]`.
+    bearer: Option<String>,
 }
 
 impl Session {
@@ -107,6 +110,9 @@ impl Session {
             .header("accept", "application/json, text/event-stream");
         if let Some(id) = &self.id {
             b = b.header("mcp-session-id", id);
+        }
+        if let Some(t) = &self.bearer {
+            b = b.header("authorization", format!("Bearer {t}"));
         }
         let resp = self
             .client
@@ -121,11 +127,18 @@ impl Session {
         Ok((headers, bytes))
     }
 
+    /// Opens a session at `url`; `URL#TOKEN` sends `TOKEN` as a bearer token
+    /// (the fragment never goes on the wire).
     async fn open(client: &HttpClient, url: &str) -> Result<Session> {
+        let (url, bearer) = match url.split_once('#') {
+            Some((u, t)) => (u, Some(t.to_string())),
+            None => (url, None),
+        };
         let mut s = Session {
             client: client.clone(),
             url: url.to_string(),
             id: None,
+            bearer,
         };
         let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"manifold-load","version":"0"}}});
         let (h, _) = s.post(&init).await?;
@@ -275,22 +288,29 @@ async fn main() -> Result<()> {
     ]);
     let (_big, big_url) = spawn_and_read_url(big, "listening on")?;
 
+    let upstreams = format!(
+        "[upstreams.bench]\nurl = \"{direct_url}\"\n[upstreams.big]\nurl = \"{big_url}\"\n"
+    );
     let cfg = dir.join("gateway.toml");
-    std::fs::write(&cfg, format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n[upstreams.bench]\nurl = \"{direct_url}\"\n[upstreams.big]\nurl = \"{big_url}\"\n"
-    ))?;
-    let mut gw = if args.pin {
-        let mut c = Command::new("taskset");
-        c.args(["-c", "1"]).arg(&exe);
-        c
+    std::fs::write(
+        &cfg,
+        format!("[server]\nlisten = \"127.0.0.1:0\"\n{upstreams}"),
+    )?;
+    let (_gw, gw_url) = spawn_gateway(&exe, &cfg, args.pin)?;
+    // The same gateway with [auth] (one API key), started only for `auth`.
+    let authed = if args.scenarios.iter().any(|s| s == "auth") {
+        let hash = hash_key(&exe, BENCH_KEY)?;
+        let cfg = dir.join("gateway-auth.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[server]\nlisten = \"127.0.0.1:0\"\n[[auth.api_keys]]\nname = \"bench\"\nhash = \"{hash}\"\n{upstreams}"
+            ),
+        )?;
+        Some(spawn_gateway(&exe, &cfg, args.pin)?)
     } else {
-        Command::new(&exe)
+        None
     };
-    gw.arg("serve")
-        .arg("--config")
-        .arg(&cfg)
-        .env("RUST_LOG", "warn");
-    let (_gw, gw_url) = spawn_and_read_url(gw, "Manifold listening on")?;
 
     let client: HttpClient = Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(256)
@@ -299,8 +319,8 @@ async fn main() -> Result<()> {
     println!("| measurement | concurrency | direct calls/s | via Manifold calls/s | ratio | direct p50 / p99 (µs) | via Manifold p50 / p99 (µs) | added p50 (µs) |");
     println!("|---|---|---|---|---|---|---|---|");
     for scenario in &args.scenarios {
-        if scenario != "call" && scenario != "list" {
-            bail!("unknown scenario {scenario:?}: expected call or list");
+        if !["call", "list", "auth"].contains(&scenario.as_str()) {
+            bail!("unknown scenario {scenario:?}: expected call, list or auth");
         }
     }
     let run = |s: &str| args.scenarios.iter().any(|x| x == s);
@@ -335,6 +355,61 @@ async fn main() -> Result<()> {
             100.0 * gr / dr, d.p50_us, d.p99_us, g.p50_us, g.p99_us, g.p50_us as i128 - d.p50_us as i128
         );
     }
+    if let Some((_authed, auth_url)) = &authed {
+        // "direct" here is Manifold without [auth]; the other column adds a
+        // bearer API key checked on every request (the cached path a JWT takes
+        // after its first verification).
+        for &c in &args.concurrency {
+            let with_key = format!("{auth_url}#{BENCH_KEY}");
+            let body = call("bench__echo");
+            let (d, g) = compare(&client, (&gw_url, &body), (&with_key, &body), c, &args).await?;
+            let (dr, gr) = (d.calls as f64 / d.secs, g.calls as f64 / g.secs);
+            println!(
+                "| tools/call echo: no [auth] → bearer API key | {c} | {dr:.0} | {gr:.0} | {:.0} % | {} / {} | {} / {} | {} |",
+                100.0 * gr / dr, d.p50_us, d.p99_us, g.p50_us, g.p99_us, g.p50_us as i128 - d.p50_us as i128
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// The API key of the `auth` scenario.
+const BENCH_KEY: &str = "manifold-load-bench-key-0123456789";
+
+/// `manifold serve --config cfg` (on CPU 1 with `pin`); its URL.
+fn spawn_gateway(
+    exe: &std::path::Path,
+    cfg: &std::path::Path,
+    pin: bool,
+) -> Result<(Kill, String)> {
+    let mut gw = if pin {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "1"]).arg(exe);
+        c
+    } else {
+        Command::new(exe)
+    };
+    gw.arg("serve")
+        .arg("--config")
+        .arg(cfg)
+        .env("RUST_LOG", "warn");
+    spawn_and_read_url(gw, "Manifold listening on")
+}
+
+/// What `manifold auth hash-key` prints for `key`.
+fn hash_key(exe: &std::path::Path, key: &str) -> Result<String> {
+    use std::io::Write;
+    let mut child = Command::new(exe)
+        .args(["auth", "hash-key"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .context("stdin")?
+        .write_all(key.as_bytes())?;
+    let out = child.wait_with_output()?;
+    Ok(String::from_utf8(out.stdout)?.trim().to_string())
 }

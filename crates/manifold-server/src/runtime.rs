@@ -44,6 +44,9 @@ pub const SESSION_SWEEP_INTERVAL: Duration = Duration::from_secs(30);
 pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 /// How often the drain checks whether calls are still in flight.
 const DRAIN_POLL: Duration = Duration::from_millis(50);
+/// Requests refused at authentication (with credentials) logged per 10 s
+/// window; the rest are counted in the next line logged.
+pub const AUTH_REFUSALS_LOGGED_PER_WINDOW: u32 = 20;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +153,7 @@ impl Gateway {
                 .auth
                 .clone()
                 .map(|a| Arc::new(manifold_policy::Authenticator::new(a))),
+            auth_refusals: manifold_upstream::Noise::new(AUTH_REFUSALS_LOGGED_PER_WINDOW),
             audit_task: Mutex::new(audit_task),
             next_request: AtomicU64::new(1),
             admin: Mutex::new(None),

@@ -47,7 +47,7 @@ pub use call::Call;
 pub use error::UpstreamError;
 pub use manifold_config::UpstreamProtocol;
 pub use message::{CallEvent, CallOutcome, Responder};
-pub use noise::{GARBAGE_LINES_PER_WINDOW, NOISE_WINDOW, STDERR_LINES_PER_WINDOW};
+pub use noise::{Noise, GARBAGE_LINES_PER_WINDOW, NOISE_WINDOW, STDERR_LINES_PER_WINDOW};
 pub use upstream::{State, Upstream, UpstreamStatus};
 
 use serde_json::{Map, Value};

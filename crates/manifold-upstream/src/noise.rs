@@ -7,7 +7,8 @@
 //! Invariants: never blocks (one short lock, never held across `.await`);
 //! nothing is dropped silently: every suppressed line is counted.
 //!
-//! Not here: what is logged (the callers).
+//! Not here: what is logged (the callers; the gateway uses one for the
+//! requests it refuses at authentication).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -22,7 +23,7 @@ pub const STDERR_LINES_PER_WINDOW: u32 = 200;
 
 /// One budget.
 #[derive(Debug)]
-pub(crate) struct Noise {
+pub struct Noise {
     per_window: u32,
     state: Mutex<Window>,
 }
@@ -35,7 +36,7 @@ struct Window {
 }
 
 impl Noise {
-    pub(crate) fn new(per_window: u32) -> Noise {
+    pub fn new(per_window: u32) -> Noise {
         Noise {
             per_window,
             state: Mutex::new(Window {
@@ -48,7 +49,7 @@ impl Noise {
 
     /// `Some(n)`: log this line, and say that `n` were suppressed before it;
     /// `None`: over budget, the line is counted and not logged.
-    pub(crate) fn allow(&self) -> Option<u64> {
+    pub fn allow(&self) -> Option<u64> {
         self.allow_at(Instant::now())
     }
 

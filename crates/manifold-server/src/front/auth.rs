@@ -112,7 +112,13 @@ pub(crate) async fn authenticate(
     match auth.authenticate(header).await {
         Ok(id) => Ok(Some(id)),
         Err(e) => {
-            tracing::debug!(error = %e, "request refused at authentication");
+            // Credentials that were presented and refused are worth an operator's
+            // eye (within a budget); a client that simply sent none is routine.
+            if !matches!(e, AuthError::Missing) {
+                if let Some(suppressed) = gw.auth_refusals.allow() {
+                    tracing::info!(error = %e, suppressed, "request refused at authentication");
+                }
+            }
             Err(challenge(gw, headers, &e))
         }
     }

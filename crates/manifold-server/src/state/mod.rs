@@ -68,6 +68,9 @@ pub struct Gateway {
     pub(crate) auditor: Option<manifold_audit::Auditor>,
     /// Client authentication, when `[auth]` is configured.
     pub(crate) auth: Option<Arc<manifold_policy::Authenticator>>,
+    /// Log budget for requests refused at authentication: a scan or a
+    /// misconfigured client cannot flood the log (and rotate real history away).
+    pub(crate) auth_refusals: manifold_upstream::Noise,
     pub(crate) audit_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     pub(crate) next_request: AtomicU64,
     /// The admin listener, bound early by `Gateway::bind_admin` or by `serve`.
