@@ -120,7 +120,13 @@ fn count(counts: &Counts, reply: Result<Bytes>) {
             counts.tool_errors.fetch_add(1, Ordering::Relaxed);
         }
         Ok(b) if b.windows(8).any(|w| w == b"\"error\":") => {
-            counts.failed(String::from_utf8_lossy(&b).into_owned())
+            // By code and message: the ids differ from request to request.
+            let v: Value = serde_json::from_slice(&b).unwrap_or(Value::Null);
+            let why = match (v["error"]["code"].as_i64(), v["error"]["message"].as_str()) {
+                (Some(code), Some(m)) => format!("{code} {m}"),
+                _ => String::from_utf8_lossy(&b).into_owned(),
+            };
+            counts.failed(why)
         }
         Ok(_) => {
             counts.ok.fetch_add(1, Ordering::Relaxed);
