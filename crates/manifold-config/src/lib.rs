@@ -20,8 +20,8 @@ pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, JwtProvider};
 pub use model::*;
 pub use snapshot::{
-    Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, Transport,
-    UpstreamConfig, UpstreamProtocol,
+    Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, TlsConfig,
+    Transport, UpstreamConfig, UpstreamProtocol,
 };
 pub use validate::is_valid_upstream_name;
 

@@ -202,6 +202,27 @@ pub struct ServerSection {
     /// such, and the process exits anyway.
     #[serde(default = "d_shutdown_grace")]
     pub shutdown_grace: String,
+    /// `[server.tls]`: serve HTTPS (and verify client certificates).
+    #[serde(default)]
+    pub tls: Option<TlsSection>,
+}
+
+/// `[server.tls]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSection {
+    /// PEM certificate chain (leaf first).
+    pub cert: String,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: String,
+    /// PEM CA certificates client certificates must chain to; set, clients
+    /// present certificates and the certificate's subject becomes the principal.
+    #[serde(default)]
+    pub client_ca: Option<String>,
+    /// With `client_ca`: refuse a connection without a client certificate
+    /// (default true). False: such clients authenticate by `[auth]` instead.
+    #[serde(default)]
+    pub require_client_cert: Option<bool>,
 }
 
 /// Shortest `server.request_state_key` accepted.
@@ -218,6 +239,7 @@ impl Default for ServerSection {
             allow_unauthenticated: false,
             request_state_key: None,
             shutdown_grace: d_shutdown_grace(),
+            tls: None,
         }
     }
 }

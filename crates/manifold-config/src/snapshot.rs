@@ -41,6 +41,20 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// `server.request_state_key`, expanded (`None`: generate one at start).
     pub request_state_key: Option<String>,
+    /// `[server.tls]`: HTTPS on the listener.
+    pub tls: Option<TlsConfig>,
+}
+
+/// `[server.tls]`, validated: the files exist when the configuration is loaded
+/// (their contents are parsed when the listener starts, and again when they
+/// change).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsConfig {
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
+    pub client_ca: Option<std::path::PathBuf>,
+    /// Whether a client certificate is required (only with `client_ca`).
+    pub require_client_cert: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,12 +169,13 @@ impl GatewayConfig {
         if s.listen.ip().is_loopback() {
             return None;
         }
-        let authenticated = self.auth.as_ref().is_some_and(|a| !a.allow_anonymous);
+        let authenticated = self.auth.as_ref().is_some_and(|a| !a.allow_anonymous)
+            || s.tls.as_ref().is_some_and(|t| t.require_client_cert);
         if !s.allow_unauthenticated && !authenticated {
             return Some(format!(
                 "server.listen `{}` is not a loopback address and no authentication is configured: \
                  anyone who could reach the port would act with the upstreams' credentials. \
-                 Listen on 127.0.0.1, configure [auth], or set `allow_unauthenticated = true` in [server] to serve it anyway",
+                 Listen on 127.0.0.1, configure [auth] (or [server.tls] client_ca), or set `allow_unauthenticated = true` in [server] to serve it anyway",
                 s.listen
             ));
         }

@@ -316,6 +316,10 @@ pub(crate) fn validate(
             allow_unauthenticated: file.server.allow_unauthenticated,
             shutdown_grace: duration("server.shutdown_grace", &file.server.shutdown_grace)?,
             request_state_key,
+            tls: match &file.server.tls {
+                Some(t) => Some(tls(t, lookup)?),
+                None => None,
+            },
         },
         naming: NamingConfig {
             separator: sep,
@@ -333,7 +337,14 @@ pub(crate) fn validate(
         auth: match &file_auth {
             Some(a) => Some(crate::auth::validate(
                 a,
-                &format!("http://{listen}{}", path_for_resource),
+                &format!(
+                    "{}://{listen}{path_for_resource}",
+                    if file.server.tls.is_some() {
+                        "https"
+                    } else {
+                        "http"
+                    }
+                ),
             )?),
             None => None,
         },
@@ -347,6 +358,38 @@ pub(crate) fn validate(
             None => None,
         },
         max_tool_series,
+    })
+}
+
+fn tls(
+    t: &crate::model::TlsSection,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<crate::snapshot::TlsConfig, String> {
+    let file = |field: &str, v: &str| -> Result<std::path::PathBuf, String> {
+        let v = expand(v, lookup).map_err(|e| format!("key `server.tls.{field}`: {e}"))?;
+        let p = std::path::PathBuf::from(v.trim());
+        if !p.is_file() {
+            return Err(format!(
+                "key `server.tls.{field}`: `{}` is not a readable file",
+                p.display()
+            ));
+        }
+        Ok(p)
+    };
+    let client_ca = match &t.client_ca {
+        Some(c) => Some(file("client_ca", c)?),
+        None => None,
+    };
+    if t.require_client_cert.is_some() && client_ca.is_none() {
+        return Err(
+            "key `server.tls.require_client_cert`: only means something with `client_ca`".into(),
+        );
+    }
+    Ok(crate::snapshot::TlsConfig {
+        cert: file("cert", &t.cert)?,
+        key: file("key", &t.key)?,
+        require_client_cert: client_ca.is_some() && t.require_client_cert.unwrap_or(true),
+        client_ca,
     })
 }
 

@@ -53,6 +53,8 @@ pub const AUTH_REFUSALS_LOGGED_PER_WINDOW: u32 = 20;
 pub enum StartError {
     #[error("the audit log cannot start: {0}")]
     Audit(#[from] manifold_audit::AuditError),
+    #[error("{0}")]
+    Tls(String),
 }
 
 impl Gateway {
@@ -74,6 +76,10 @@ impl Gateway {
             Some((a, t)) => (Some(a), Some(t)),
             None => (None, None),
         };
+        // The certificate is checked before anything starts: a bad one stops here.
+        if let Some(t) = &config.server.tls {
+            front::tls::Tls::new(t).map_err(StartError::Tls)?;
+        }
         let gw = Gateway::build(config, shutdown, audit_stop, auditor, task);
         // The issuers' keys are fetched before the first request is served.
         if let Some(auth) = &gw.auth {
@@ -225,7 +231,26 @@ impl Gateway {
         if let Some(l) = admin {
             self.tasks.spawn(front::admin::serve(self.clone(), l));
         }
-        front::http::serve(self.clone(), listener).await;
+        let tls = match &self.config.server.tls {
+            None => None,
+            Some(t) => match front::tls::Tls::new(t) {
+                Ok(t) => {
+                    let t = Arc::new(t);
+                    self.tasks.spawn(t.clone().watch(self.stop.clone()));
+                    Some(t)
+                }
+                Err(e) => {
+                    // Loaded at launch; changed since. Serving plain HTTP instead
+                    // would be worse than not serving.
+                    tracing::error!(error = %e, "server.tls no longer loads; not serving");
+                    self.shutdown.cancel();
+                    None
+                }
+            },
+        };
+        if !self.shutdown.is_cancelled() {
+            front::http::serve(self.clone(), listener, tls).await;
+        }
         // The drain fires `stop` within the grace; the bound is a safety net.
         let grace = self.config.server.shutdown_grace;
         let _ = tokio::time::timeout(grace + SHUTDOWN_WAIT, self.stop.cancelled()).await;

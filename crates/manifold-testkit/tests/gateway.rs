@@ -38,6 +38,8 @@ mod sampling;
 mod session;
 #[path = "gateway/surface.rs"]
 mod surface;
+#[path = "gateway/tls.rs"]
+mod tls;
 
 use std::future::Future;
 use std::time::Duration;

@@ -30,6 +30,8 @@ pub use jwt::{FETCH_TIMEOUT, MAX_JWKS_BYTES, MIN_REFETCH, RETRY_AFTER_FAILURE};
 pub enum AuthMethod {
     Jwt,
     ApiKey,
+    /// A client certificate verified against `[server.tls] client_ca`.
+    Mtls,
     /// No credentials, and `[auth] allow_anonymous = true` (or no `[auth]`).
     Anonymous,
 }
@@ -39,6 +41,7 @@ impl AuthMethod {
         match self {
             AuthMethod::Jwt => "jwt",
             AuthMethod::ApiKey => "api_key",
+            AuthMethod::Mtls => "mtls",
             AuthMethod::Anonymous => "anonymous",
         }
     }

@@ -44,11 +44,16 @@ fn resource(gw: &Gateway, headers: &HeaderMap) -> String {
     if s.resource_explicit {
         return s.resource.clone();
     }
+    let scheme = if gw.config.server.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     match headers
         .get(http::header::HOST)
         .and_then(|h| h.to_str().ok())
     {
-        Some(host) => format!("http://{host}{}", gw.config.server.path),
+        Some(host) => format!("{scheme}://{host}{}", gw.config.server.path),
         None => s.resource.clone(),
     }
 }
@@ -94,13 +99,22 @@ pub(crate) fn metadata(gw: &Gateway, headers: &HeaderMap) -> Response<Body> {
         .unwrap_or_else(|_| empty(StatusCode::INTERNAL_SERVER_ERROR))
 }
 
-/// The caller, or the refusal to send. `Ok(None)` when `[auth]` is off.
+/// The caller, or the refusal to send: a bearer token (with `[auth]`) when
+/// the request carries one, else the connection's verified client certificate
+/// (`certified`), else what `[auth]` says of a request without credentials.
+/// `Ok(None)`: anonymous, with neither `[auth]` nor a certificate.
 pub(crate) async fn authenticate(
     gw: &Gateway,
     headers: &HeaderMap,
+    certified: Option<Arc<Identity>>,
 ) -> Result<Option<Arc<Identity>>, Response<Body>> {
-    let Some(auth) = &gw.auth else {
-        return Ok(None);
+    let presented = headers.contains_key(http::header::AUTHORIZATION);
+    let Some(auth) = gw
+        .auth
+        .as_ref()
+        .filter(|_| presented || certified.is_none())
+    else {
+        return Ok(certified);
     };
     let header = match headers.get(http::header::AUTHORIZATION) {
         None => None,

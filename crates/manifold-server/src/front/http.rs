@@ -51,7 +51,11 @@ pub(crate) fn builder(limits: &manifold_config::LimitsConfig) -> auto::Builder<T
 /// finish their requests (for at most `server.shutdown_grace`). At most
 /// `limits.max_connections` are open at once; beyond, new ones wait in the
 /// listen backlog.
-pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
+pub(crate) async fn serve(
+    gw: Arc<Gateway>,
+    listener: TcpListener,
+    tls: Option<Arc<super::tls::Tls>>,
+) {
     let builder = Arc::new(builder(&gw.config.limits));
     let conns = tokio_util::task::TaskTracker::new();
     let slots = Arc::new(tokio::sync::Semaphore::new(
@@ -84,28 +88,20 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
         let shutdown = gw.shutdown.clone();
         let grace = gw.config.server.shutdown_grace;
         let first_bytes = gw.config.limits.header_read_timeout;
+        let tls = tls.clone();
         conns.spawn(async move {
             let _slot = slot;
             if !speaks_first(&stream, first_bytes).await {
                 tracing::debug!(%peer, "connection closed: nothing (or only a preface fragment) sent within limits.header_read_timeout");
                 return;
             }
-            let svc = service_fn(move |req| {
-                let gw = gw.clone();
-                async move { Ok::<_, Infallible>(handle(gw, req, peer.ip()).await) }
-            });
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
-            tokio::pin!(conn);
-            tokio::select! {
-                res = conn.as_mut() => {
-                    if let Err(e) = res {
-                        tracing::debug!(%peer, error = %e, "connection ended with an error");
-                    }
-                }
-                _ = shutdown.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(grace, conn).await;
-                }
+            let served = Served { gw, builder, shutdown, grace, peer };
+            match tls {
+                None => served.run(stream, None).await,
+                Some(tls) => match tls.accept(stream, first_bytes).await {
+                    Ok((stream, identity)) => served.run(stream, identity).await,
+                    Err(e) => tracing::debug!(%peer, error = %e, "connection closed"),
+                },
             }
         });
     }
@@ -116,6 +112,44 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     conns.close();
     let grace = gw.config.server.shutdown_grace;
     let _ = tokio::time::timeout(grace + Duration::from_secs(1), conns.wait()).await;
+}
+
+/// One accepted connection, served until it ends or shutdown's grace is over.
+struct Served {
+    gw: Arc<Gateway>,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    shutdown: tokio_util::sync::CancellationToken,
+    grace: Duration,
+    peer: std::net::SocketAddr,
+}
+
+impl Served {
+    /// `identity`: who the connection's client certificate names, if any.
+    async fn run<IO>(self, io: IO, identity: Option<Arc<manifold_policy::Identity>>)
+    where
+        IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (gw, peer) = (self.gw, self.peer);
+        let svc = service_fn(move |req| {
+            let (gw, identity) = (gw.clone(), identity.clone());
+            async move { Ok::<_, Infallible>(handle(gw, req, peer.ip(), identity).await) }
+        });
+        let conn = self
+            .builder
+            .serve_connection_with_upgrades(TokioIo::new(io), svc);
+        tokio::pin!(conn);
+        tokio::select! {
+            res = conn.as_mut() => {
+                if let Err(e) = res {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+            }
+            _ = self.shutdown.cancelled() => {
+                conn.as_mut().graceful_shutdown();
+                let _ = tokio::time::timeout(self.grace, conn).await;
+            }
+        }
+    }
 }
 
 /// The HTTP/2 connection preface: hyper's protocol detection reads up to it
@@ -184,7 +218,12 @@ fn refuse(r: Refusal) -> Response<Body> {
     respond(r.reply(None, Era::Session))
 }
 
-async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
+async fn handle(
+    gw: Arc<Gateway>,
+    req: Request<Incoming>,
+    peer: IpAddr,
+    certified: Option<Arc<manifold_policy::Identity>>,
+) -> Response<Body> {
     if req.method() == Method::GET && auth::is_metadata_path(&gw, req.headers(), req.uri().path()) {
         return auth::metadata(&gw, req.headers());
     }
@@ -197,7 +236,7 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, peer: IpAddr) -> Respo
         return refuse(r);
     }
     // Who is calling, before the body is read.
-    let identity = match auth::authenticate(&gw, req.headers()).await {
+    let identity = match auth::authenticate(&gw, req.headers(), certified).await {
         Ok(id) => id,
         Err(refusal) => return refusal,
     };

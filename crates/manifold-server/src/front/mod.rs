@@ -15,3 +15,4 @@ pub(crate) mod auth;
 pub(crate) mod http;
 pub(crate) mod operator;
 pub(crate) mod sse;
+pub(crate) mod tls;

@@ -44,7 +44,12 @@ async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", cfg.server.listen))?;
     let addr = listener.local_addr()?;
-    let url = format!("http://{addr}{}", cfg.server.path);
+    let scheme = if cfg.server.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let url = format!("{scheme}://{addr}{}", cfg.server.path);
     let connect_timeout = cfg.limits.connect_timeout;
     let upstreams = cfg.upstreams.len();
     let shutdown = CancellationToken::new();

@@ -1,0 +1,201 @@
+//! HTTPS on the listener (`[server.tls]`): rustls with the aws-lc-rs provider,
+//! TLS 1.2 and 1.3, HTTP/1.1 and HTTP/2 by ALPN. With `client_ca`, client
+//! certificates are verified against it and the certificate's subject becomes
+//! the connection's principal (`mtls:<CN>`, or the first DNS name, e-mail or URI
+//! of its subject alternative names when it has no CN).
+//!
+//! The certificate, key and CA files are read again when they change
+//! (checked every [`RELOAD_CHECK`]): new connections get the new ones; a file
+//! that fails to load is logged and the previous configuration kept.
+//!
+//! Invariants: a handshake is bounded by `limits.header_read_timeout`; the
+//! principal comes only from a certificate rustls verified.
+//!
+//! Not here: bearer tokens (`auth`), what a principal may do.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use manifold_config::TlsConfig;
+use manifold_policy::{AuthMethod, Identity};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpStream;
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+
+/// How often the certificate files are checked for changes.
+pub const RELOAD_CHECK: Duration = Duration::from_secs(5);
+
+/// The listener's TLS: the current acceptor, replaced when the files change.
+pub(crate) struct Tls {
+    config: TlsConfig,
+    acceptor: Mutex<(TlsAcceptor, Stamps)>,
+}
+
+/// Modification times of the files, to notice a change.
+type Stamps = Vec<Option<SystemTime>>;
+
+fn stamps(c: &TlsConfig) -> Stamps {
+    [Some(&c.cert), Some(&c.key), c.client_ca.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .collect()
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+}
+
+fn read_certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs: Vec<_> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("{what} `{}`: {e}", path.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{what} `{}`: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "{what} `{}` holds no PEM certificate",
+            path.display()
+        ));
+    }
+    Ok(certs)
+}
+
+/// Builds the rustls configuration from the files.
+fn load(c: &TlsConfig) -> Result<TlsAcceptor, String> {
+    let certs = read_certs(&c.cert, "server.tls.cert")?;
+    let key = PrivateKeyDer::from_pem_file(&c.key)
+        .map_err(|e| format!("server.tls.key `{}`: {e}", c.key.display()))?;
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let builder = match &c.client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in read_certs(ca, "server.tls.client_ca")? {
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("server.tls.client_ca `{}`: {e}", ca.display()))?;
+            }
+            let v = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider(),
+            );
+            let v = if c.require_client_cert {
+                v
+            } else {
+                v.allow_unauthenticated()
+            };
+            builder.with_client_cert_verifier(v.build().map_err(|e| e.to_string())?)
+        }
+    };
+    let mut config = builder
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("server.tls: the certificate and key do not fit: {e}"))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+impl Tls {
+    /// Loads the files; an error names the file and what is wrong.
+    pub(crate) fn new(config: &TlsConfig) -> Result<Tls, String> {
+        let acceptor = load(config)?;
+        Ok(Tls {
+            acceptor: Mutex::new((acceptor, stamps(config))),
+            config: config.clone(),
+        })
+    }
+
+    fn current(&self) -> TlsAcceptor {
+        self.acceptor
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+            .clone()
+    }
+
+    /// The handshake, within `limit`; the stream and the client's identity (if
+    /// it presented a certificate `client_ca` vouches for).
+    pub(crate) async fn accept(
+        &self,
+        stream: TcpStream,
+        limit: Duration,
+    ) -> Result<(TlsStream<TcpStream>, Option<Arc<Identity>>), String> {
+        let handshake = self.current().accept(stream);
+        let tls = match tokio::time::timeout(limit, handshake).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(format!("TLS handshake failed: {e}")),
+            Err(_) => {
+                return Err("TLS handshake took longer than limits.header_read_timeout".into())
+            }
+        };
+        let identity = tls
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|certs| certs.first())
+            .and_then(|leaf| identity_of(leaf.as_ref()))
+            .map(Arc::new);
+        Ok((tls, identity))
+    }
+
+    /// Reloads the files when they change, until `stop`.
+    pub(crate) async fn watch(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(RELOAD_CHECK) => {}
+            }
+            let now = stamps(&self.config);
+            let changed = self.acceptor.lock().unwrap_or_else(|p| p.into_inner()).1 != now;
+            if !changed {
+                continue;
+            }
+            match load(&self.config) {
+                Ok(acceptor) => {
+                    *self.acceptor.lock().unwrap_or_else(|p| p.into_inner()) = (acceptor, now);
+                    tracing::info!(
+                        "server.tls: certificate files changed; new connections use them"
+                    );
+                }
+                Err(e) => {
+                    // Keep the old ones, and do not retry until the files change again.
+                    self.acceptor.lock().unwrap_or_else(|p| p.into_inner()).1 = now;
+                    tracing::error!(error = %e, "server.tls: the changed files do not load; keeping the previous certificate");
+                }
+            }
+        }
+    }
+}
+
+/// The principal a verified client certificate names.
+fn identity_of(der: &[u8]) -> Option<Identity> {
+    use x509_parser::extensions::GeneralName;
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let cn = cert
+        .subject()
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())
+        .map(str::to_owned);
+    let san = || {
+        let names = cert.subject_alternative_name().ok()??;
+        names.value.general_names.iter().find_map(|n| match n {
+            GeneralName::DNSName(s) | GeneralName::RFC822Name(s) | GeneralName::URI(s) => {
+                Some(s.to_string())
+            }
+            _ => None,
+        })
+    };
+    let subject = cn.filter(|s| !s.is_empty()).or_else(san)?;
+    Some(Identity {
+        subject,
+        groups: Vec::new(),
+        scopes: Vec::new(),
+        method: AuthMethod::Mtls,
+    })
+}

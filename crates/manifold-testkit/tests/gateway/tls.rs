@@ -1,0 +1,275 @@
+//! HTTPS on the listener (`[server.tls]`) with certificates made here: a client
+//! that trusts the CA is served; with `client_ca`, a client certificate is
+//! required and its subject is the principal on audit records; without one the
+//! handshake fails; with `require_client_cert = false` a client without one
+//! authenticates by `[auth]`; a replaced certificate is served to new
+//! connections without a restart.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::observe::{audit_lines, Scratch};
+use crate::{bin, bounded};
+use manifold_testkit::harness::{toml_string, TestGateway};
+
+/// A CA and what it signs.
+struct Pki {
+    ca: rcgen::Certificate,
+    ca_key: KeyPair,
+}
+
+impl Pki {
+    fn new() -> Result<Pki> {
+        let mut p = CertificateParams::new(Vec::<String>::new())?;
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name
+            .push(DnType::CommonName, "manifold test CA");
+        let ca_key = KeyPair::generate()?;
+        let ca = p.self_signed(&ca_key)?;
+        Ok(Pki { ca, ca_key })
+    }
+
+    /// A leaf for `names` (SANs) with common name `cn`: (cert PEM, key PEM).
+    fn leaf(&self, cn: &str, names: &[&str]) -> Result<(String, String)> {
+        let mut p =
+            CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
+        p.distinguished_name.push(DnType::CommonName, cn);
+        let key = KeyPair::generate()?;
+        let cert = p.signed_by(&key, &self.ca, &self.ca_key)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+}
+
+/// A client trusting `ca_pem`, presenting `client` (cert, key PEM) if given.
+fn client_config(ca_pem: &str, client: Option<&(String, String)>) -> Result<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_slice(ca_pem.as_bytes())?)?;
+    let b = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots);
+    Ok(match client {
+        None => b.with_no_client_auth(),
+        Some((cert, key)) => b.with_client_auth_cert(
+            vec![CertificateDer::from_pem_slice(cert.as_bytes())?],
+            PrivateKeyDer::from_pem_slice(key.as_bytes())?,
+        )?,
+    })
+}
+
+/// One HTTP/1.1 POST of `body` over TLS: the status, the body, and the
+/// server certificate's DER.
+async fn post(
+    addr: std::net::SocketAddr,
+    config: rustls::ClientConfig,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> Result<(u16, Value, Vec<u8>)> {
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let mut tls = connector
+        .connect(ServerName::try_from("localhost")?, tcp)
+        .await?;
+    let server_cert = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(|c| c.as_ref().to_vec())
+        .unwrap_or_default();
+    let body = body.to_string();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        addr.port(),
+        body.len()
+    );
+    tls.write_all(req.as_bytes()).await?;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut out)).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("status line")?;
+    let json = text
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or(Value::Null);
+    Ok((status, json, server_cert))
+}
+
+/// The headers a 2026-07-28 `tools/call` of `demo__echo` carries.
+const STATELESS_CALL: &[(&str, &str)] = &[
+    ("MCP-Protocol-Version", "2026-07-28"),
+    ("Mcp-Method", "tools/call"),
+    ("Mcp-Name", "demo__echo"),
+];
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "tls", "version": "0"}}})
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> Result<String> {
+    let p = dir.join(name);
+    std::fs::write(&p, text)?;
+    Ok(toml_string(&p.to_string_lossy()))
+}
+
+#[tokio::test]
+async fn client_certificates_name_the_principal_and_certificates_reload() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("tls")?;
+        let pki = Pki::new()?;
+        let ca_pem = pki.ca.pem();
+        let (cert, key) = pki.leaf("gateway", &["localhost", "127.0.0.1"])?;
+        let alice = pki.leaf("alice", &[])?;
+        let audit = dir.0.join("audit.jsonl");
+        let gw = TestGateway::start(&format!(
+            "[server.tls]\ncert = {}\nkey = {}\nclient_ca = {}\n\n\
+             [audit]\npath = {}\nfsync = \"always\"\n\n\
+             [upstreams.demo]\ncommand = {}\n",
+            write(&dir.0, "cert.pem", &cert)?,
+            write(&dir.0, "key.pem", &key)?,
+            write(&dir.0, "ca.pem", &ca_pem)?,
+            toml_string(&audit.to_string_lossy()),
+            toml_string(bin()),
+        ))
+        .await?;
+
+        // With Alice's certificate: served, and her calls are audited as hers.
+        let (status, reply, first_cert) = post(
+            gw.addr(),
+            client_config(&ca_pem, Some(&alice))?,
+            &initialize(),
+            &[],
+        )
+        .await?;
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(reply["result"]["serverInfo"]["name"], "manifold", "{reply}");
+        // A 2026-07-28 call (one connection, no session): audited as Alice's.
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "demo__echo", "arguments": {"text": "over tls"},
+            "_meta": manifold_testkit::harness::stateless_meta(json!({}))}});
+        let (status, reply, _) = post(
+            gw.addr(),
+            client_config(&ca_pem, Some(&alice))?,
+            &call,
+            STATELESS_CALL,
+        )
+        .await?;
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(reply["result"]["content"][0]["text"], "over tls", "{reply}");
+        // Without a certificate: no TLS session at all.
+        let refused = post(gw.addr(), client_config(&ca_pem, None)?, &initialize(), &[]).await;
+        assert!(
+            refused.is_err(),
+            "served without a client certificate: {refused:?}"
+        );
+        // A certificate from another CA: refused too.
+        let other = Pki::new()?.leaf("mallory", &[])?;
+        let refused = post(
+            gw.addr(),
+            client_config(&ca_pem, Some(&other))?,
+            &initialize(),
+            &[],
+        )
+        .await;
+        assert!(refused.is_err(), "served with a foreign certificate");
+
+        // Replace the server certificate: new connections get the new one.
+        let (cert2, key2) = pki.leaf("gateway-renewed", &["localhost", "127.0.0.1"])?;
+        write(&dir.0, "key.pem", &key2)?;
+        write(&dir.0, "cert.pem", &cert2)?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (status, _, served) = post(
+                gw.addr(),
+                client_config(&ca_pem, Some(&alice))?,
+                &initialize(),
+                &[],
+            )
+            .await?;
+            assert_eq!(status, 200);
+            if served != first_cert {
+                break;
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the renewed certificate was never served"
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let lines = audit_lines(&audit)?;
+        let rec = lines
+            .iter()
+            .find(|l| l["arguments"]["text"] == "over tls")
+            .context("the call's record")?;
+        assert_eq!(rec["principal"], "mtls:alice", "{rec}");
+        Ok(())
+    })
+    .await
+}
+
+/// With `require_client_cert = false`, a client without a certificate is not
+/// refused by TLS but must authenticate by `[auth]`.
+#[tokio::test]
+async fn an_optional_client_certificate_leaves_the_rest_to_auth() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("tls-optional")?;
+        let pki = Pki::new()?;
+        let ca_pem = pki.ca.pem();
+        let (cert, key) = pki.leaf("gateway", &["localhost", "127.0.0.1"])?;
+        let key_text = "tls-optional-key-0123456789";
+        let gw = TestGateway::start(&format!(
+            "[server.tls]\ncert = {}\nkey = {}\nclient_ca = {}\nrequire_client_cert = false\n\n\
+             [[auth.api_keys]]\nname = \"ci\"\nhash = \"{}\"\n\n[upstreams.demo]\ncommand = {}\n",
+            write(&dir.0, "cert.pem", &cert)?,
+            write(&dir.0, "key.pem", &key)?,
+            write(&dir.0, "ca.pem", &ca_pem)?,
+            manifold_policy::hash_key(key_text),
+            toml_string(bin()),
+        ))
+        .await?;
+        let anonymous = client_config(&ca_pem, None)?;
+        let (status, reply, _) = post(gw.addr(), anonymous.clone(), &initialize(), &[]).await?;
+        assert_eq!(status, 401, "{reply}");
+        let bearer = format!("Bearer {key_text}");
+        let (status, reply, _) = post(
+            gw.addr(),
+            anonymous,
+            &initialize(),
+            &[("Authorization", &bearer)],
+        )
+        .await?;
+        assert_eq!(status, 200, "{reply}");
+        let bob = pki.leaf("bob", &[])?;
+        let (status, reply, _) = post(
+            gw.addr(),
+            client_config(&ca_pem, Some(&bob))?,
+            &initialize(),
+            &[],
+        )
+        .await?;
+        assert_eq!(status, 200, "a certificate is credentials enough: {reply}");
+        Ok(())
+    })
+    .await
+}
