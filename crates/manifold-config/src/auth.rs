@@ -25,6 +25,9 @@ pub const DEFAULT_GROUPS_CLAIM: &str = "groups";
 pub const DEFAULT_CLOCK_SKEW: &str = "60s";
 /// Default `[[auth.jwt]] jwks_refresh`: how often keys are fetched again.
 pub const DEFAULT_JWKS_REFRESH: &str = "15m";
+/// Default `[[auth.introspection]] cache_ttl`: the longest an introspection
+/// answer is trusted (never past the token's `exp`).
+pub const DEFAULT_INTROSPECTION_CACHE_TTL: &str = "60s";
 /// Prefix of an `[[auth.api_keys]] hash`.
 pub const API_KEY_HASH_PREFIX: &str = "sha256:";
 
@@ -51,6 +54,32 @@ pub struct AuthSection {
     /// Static keys for scripts and CI.
     #[serde(default)]
     pub api_keys: Vec<ApiKeySection>,
+    /// Opaque access tokens, checked by the issuer's introspection endpoint
+    /// (RFC 7662), tried in order.
+    #[serde(default)]
+    pub introspection: Vec<IntrospectionSection>,
+}
+
+/// `[[auth.introspection]]` in the file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IntrospectionSection {
+    /// The introspection endpoint: `https://`, or `http://` to a loopback host.
+    pub url: String,
+    /// Manifold's client id at the authorization server (HTTP Basic).
+    pub client_id: String,
+    /// Its secret (`${VAR}` expands; keep it out of the file).
+    pub client_secret: String,
+    /// The `aud` an active token must carry when it carries one; default
+    /// `auth.resource`.
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// Where groups are read from in the answer; default [`DEFAULT_GROUPS_CLAIM`].
+    #[serde(default)]
+    pub groups_claim: Option<String>,
+    /// The longest an answer is cached; default [`DEFAULT_INTROSPECTION_CACHE_TTL`].
+    #[serde(default)]
+    pub cache_ttl: Option<String>,
 }
 
 /// `[[auth.jwt]]` in the file.
@@ -107,6 +136,18 @@ pub struct AuthSettings {
     pub allow_anonymous: bool,
     pub jwt: Vec<JwtProvider>,
     pub api_keys: Vec<ApiKey>,
+    pub introspection: Vec<Introspection>,
+}
+
+/// One validated `[[auth.introspection]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Introspection {
+    pub url: String,
+    pub client_id: String,
+    pub client_secret: String,
+    pub audience: String,
+    pub groups_claim: String,
+    pub cache_ttl: Duration,
 }
 
 /// One validated `[[auth.jwt]]`.
@@ -131,11 +172,22 @@ pub struct ApiKey {
     pub scopes: Vec<String>,
 }
 
-/// Validates `[auth]`; `default_resource` is `http://<listen><path>`.
+/// Validates `[auth]`; `default_resource` is `http://<listen><path>`. No
+/// `${VAR}` expansion (see [`validate_expanding`]).
 pub fn validate(a: &AuthSection, default_resource: &str) -> Result<AuthSettings, String> {
-    if a.jwt.is_empty() && a.api_keys.is_empty() {
+    validate_expanding(a, default_resource, &|_, v| Ok(v.to_string()))
+}
+
+/// Like [`validate`], expanding secrets with `expand(key, value)`.
+pub fn validate_expanding(
+    a: &AuthSection,
+    default_resource: &str,
+    expand: &dyn Fn(&str, &str) -> Result<String, String>,
+) -> Result<AuthSettings, String> {
+    if a.jwt.is_empty() && a.api_keys.is_empty() && a.introspection.is_empty() {
         return Err(
-            "key `auth`: name at least one method: [[auth.jwt]] or [[auth.api_keys]]".into(),
+            "key `auth`: name at least one method: [[auth.jwt]], [[auth.introspection]] or [[auth.api_keys]]"
+                .into(),
         );
     }
     let resource = a
@@ -173,7 +225,33 @@ pub fn validate(a: &AuthSection, default_resource: &str) -> Result<AuthSettings,
             scopes: k.scopes.clone(),
         });
     }
+    let mut introspection = Vec::new();
+    for (i, s) in a.introspection.iter().enumerate() {
+        let key = format!("auth.introspection[{i}]");
+        check_fetch_url(&format!("{key}.url"), &s.url)?;
+        if s.client_id.trim().is_empty() {
+            return Err(format!("key `{key}.client_id`: must not be empty"));
+        }
+        let client_secret = expand(&format!("{key}.client_secret"), &s.client_secret)?;
+        let ttl = s
+            .cache_ttl
+            .as_deref()
+            .unwrap_or(DEFAULT_INTROSPECTION_CACHE_TTL);
+        introspection.push(Introspection {
+            url: s.url.clone(),
+            client_id: s.client_id.clone(),
+            client_secret,
+            audience: s.audience.clone().unwrap_or_else(|| resource.clone()),
+            groups_claim: s
+                .groups_claim
+                .clone()
+                .unwrap_or_else(|| DEFAULT_GROUPS_CLAIM.into()),
+            cache_ttl: humantime::parse_duration(ttl)
+                .map_err(|e| format!("key `{key}.cache_ttl`: `{ttl}` is not a duration: {e}"))?,
+        });
+    }
     Ok(AuthSettings {
+        introspection,
         resource_explicit: a.resource.is_some(),
         resource,
         scopes_supported: a.scopes_supported.clone(),
@@ -189,17 +267,7 @@ fn jwt_provider(j: &JwtSection, i: usize, resource: &str) -> Result<JwtProvider,
     if j.issuer.trim().is_empty() {
         return Err(format!("key `{key}.issuer`: must not be empty"));
     }
-    match (url_host(&j.jwks_url), j.jwks_url.to_ascii_lowercase()) {
-        (Some(_), u) if u.starts_with("https://") => {}
-        (Some(host), u) if u.starts_with("http://") && is_loopback(&host) => {}
-        _ => {
-            return Err(format!(
-                "key `{key}.jwks_url`: `{}` must be an https:// URL (http:// only to a loopback \
-                 address, for a sidecar identity provider)",
-                j.jwks_url
-            ))
-        }
-    }
+    check_fetch_url(&format!("{key}.jwks_url"), &j.jwks_url)?;
     let algorithms = match &j.algorithms {
         None => DEFAULT_JWT_ALGORITHMS
             .iter()
@@ -238,6 +306,19 @@ fn jwt_provider(j: &JwtSection, i: usize, resource: &str) -> Result<JwtProvider,
         clock_skew: duration("clock_skew", &j.clock_skew, DEFAULT_CLOCK_SKEW)?,
         jwks_refresh: duration("jwks_refresh", &j.jwks_refresh, DEFAULT_JWKS_REFRESH)?,
     })
+}
+
+/// A URL Manifold fetches credentials-related data from: `https://`, or
+/// `http://` to a loopback host (a sidecar identity provider, tests).
+fn check_fetch_url(key: &str, url: &str) -> Result<(), String> {
+    match (url_host(url), url.to_ascii_lowercase()) {
+        (Some(_), u) if u.starts_with("https://") => Ok(()),
+        (Some(host), u) if u.starts_with("http://") && is_loopback(&host) => Ok(()),
+        _ => Err(format!(
+            "key `{key}`: `{url}` must be an https:// URL (http:// only to a loopback \
+             address, for a sidecar identity provider)"
+        )),
+    }
 }
 
 /// `sha256:<hex>` → the digest.

@@ -17,7 +17,7 @@ mod snapshot;
 mod validate;
 
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
-pub use auth::{ApiKey, AuthSettings, JwtProvider};
+pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
 pub use model::*;
 pub use snapshot::{
     Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, TlsConfig,

@@ -335,7 +335,7 @@ pub(crate) fn validate(
             None => None,
         },
         auth: match &file_auth {
-            Some(a) => Some(crate::auth::validate(
+            Some(a) => Some(crate::auth::validate_expanding(
                 a,
                 &format!(
                     "{}://{listen}{path_for_resource}",
@@ -345,6 +345,9 @@ pub(crate) fn validate(
                         "http"
                     }
                 ),
+                &|field: &str, v: &str| {
+                    expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))
+                },
             )?),
             None => None,
         },

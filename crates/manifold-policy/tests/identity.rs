@@ -342,3 +342,90 @@ async fn api_keys_anonymous_callers_and_required_scopes() -> Result<()> {
     assert!(open.authenticate(Some("Bearer nope")).await.is_err());
     Ok(())
 }
+
+/// An introspection endpoint on 127.0.0.1: `opaque-good` is active for Alice
+/// (when Manifold's client credentials are right); anything else is not. Counts
+/// requests.
+async fn introspection_endpoint() -> Result<(String, Arc<AtomicUsize>)> {
+    use base64::Engine;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/introspect", listener.local_addr()?);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let basic = base64::engine::general_purpose::STANDARD.encode("manifold:s3cret");
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let (c, basic) = (c.clone(), basic.clone());
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                c.fetch_add(1, Ordering::SeqCst);
+                let authorized = req.to_ascii_lowercase().contains(&format!(
+                    "authorization: basic {}",
+                    basic.to_ascii_lowercase()
+                ));
+                let body = if !authorized {
+                    json!({"error": "invalid_client"})
+                } else if req.contains("token=opaque-good&") {
+                    json!({"active": true, "sub": "alice", "scope": "mcp:tools", "aud": AUDIENCE,
+                           "exp": now() + 600, "groups": ["ops"]})
+                } else {
+                    json!({"active": false})
+                }
+                .to_string();
+                let status = if authorized {
+                    "200 OK"
+                } else {
+                    "401 Unauthorized"
+                };
+                let resp = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    Ok((url, calls))
+}
+
+#[tokio::test]
+async fn opaque_tokens_are_introspected_once_and_inactive_ones_refused() -> Result<()> {
+    let (url, calls) = introspection_endpoint().await?;
+    let section = |secret: &str| AuthSection {
+        introspection: vec![manifold_config::auth::IntrospectionSection {
+            url: url.clone(),
+            client_id: "manifold".into(),
+            client_secret: secret.into(),
+            audience: Some(AUDIENCE.into()),
+            groups_claim: None,
+            cache_ttl: None,
+        }],
+        ..AuthSection::default()
+    };
+    let s = manifold_config::auth::validate(&section("s3cret"), AUDIENCE).expect("valid");
+    let auth = Authenticator::new(s);
+    let id = auth.authenticate(Some("Bearer opaque-good")).await?;
+    assert_eq!(
+        (id.display_name().as_str(), id.method),
+        ("introspection:alice", AuthMethod::Introspection)
+    );
+    assert_eq!(id.groups, ["ops"]);
+    auth.authenticate(Some("Bearer opaque-good")).await?;
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the answer is cached");
+    let e = auth
+        .authenticate(Some("Bearer opaque-revoked"))
+        .await
+        .expect_err("inactive");
+    assert!(e.to_string().contains("not active"), "{e}");
+    // Wrong client credentials: the endpoint refuses Manifold, and the caller is
+    // told to try again, not that its token is bad for ever.
+    let s = manifold_config::auth::validate(&section("wrong"), AUDIENCE).expect("valid");
+    let e = Authenticator::new(s)
+        .authenticate(Some("Bearer opaque-good"))
+        .await
+        .expect_err("endpoint refused us");
+    assert!(e.to_string().contains("could not be checked"), "{e}");
+    Ok(())
+}

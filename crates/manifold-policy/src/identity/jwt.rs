@@ -276,7 +276,7 @@ fn describe(e: &jsonwebtoken::errors::Error, c: &JwtProvider) -> String {
 }
 
 /// A claim that is a string or an array of strings.
-fn strings(v: Option<&Value>) -> Vec<String> {
+pub(super) fn strings(v: Option<&Value>) -> Vec<String> {
     match v {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(a)) => a
@@ -290,7 +290,7 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 
 /// Scopes: `scope` (space-separated, RFC 8693/9068) or `scp` (an array, as some
 /// providers send).
-fn scopes(claims: &Map<String, Value>) -> Vec<String> {
+pub(super) fn scopes(claims: &Map<String, Value>) -> Vec<String> {
     match claims.get("scope") {
         Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
         _ => strings(claims.get("scp")),

@@ -13,6 +13,7 @@
 
 mod api_key;
 mod cache;
+mod introspect;
 mod jwt;
 
 use std::sync::Arc;
@@ -32,6 +33,8 @@ pub enum AuthMethod {
     ApiKey,
     /// A client certificate verified against `[server.tls] client_ca`.
     Mtls,
+    /// An opaque token an `[[auth.introspection]]` endpoint said is active.
+    Introspection,
     /// No credentials, and `[auth] allow_anonymous = true` (or no `[auth]`).
     Anonymous,
 }
@@ -42,6 +45,7 @@ impl AuthMethod {
             AuthMethod::Jwt => "jwt",
             AuthMethod::ApiKey => "api_key",
             AuthMethod::Mtls => "mtls",
+            AuthMethod::Introspection => "introspection",
             AuthMethod::Anonymous => "anonymous",
         }
     }
@@ -122,6 +126,7 @@ impl AuthError {
 pub struct Authenticator {
     settings: AuthSettings,
     jwt: Vec<Arc<jwt::Provider>>,
+    introspection: Vec<introspect::Introspector>,
     keys: api_key::Keys,
     cache: cache::TokenCache,
 }
@@ -134,9 +139,15 @@ impl Authenticator {
             .map(|p| Arc::new(jwt::Provider::new(p.clone())))
             .collect();
         let keys = api_key::Keys::new(&settings.api_keys);
+        let introspection = settings
+            .introspection
+            .iter()
+            .map(|c| introspect::Introspector::new(c.clone()))
+            .collect();
         Authenticator {
             settings,
             jwt,
+            introspection,
             keys,
             cache: cache::TokenCache::default(),
         }
@@ -175,12 +186,10 @@ impl Authenticator {
             None => {
                 let (identity, expires) = if jwt::looks_like_jwt(token) {
                     self.verify_jwt(token).await?
-                } else {
-                    let id = self
-                        .keys
-                        .check(token)
-                        .ok_or_else(|| AuthError::Invalid("unknown API key".into()))?;
+                } else if let Some(id) = self.keys.check(token) {
                     (id, None)
+                } else {
+                    self.introspect(token).await?
                 };
                 let identity = Arc::new(identity);
                 self.cache.put(token, identity.clone(), expires);
@@ -198,6 +207,21 @@ impl Authenticator {
             return Err(AuthError::InsufficientScope(missing));
         }
         Ok(identity)
+    }
+
+    /// An opaque token: the first introspection endpoint that knows it.
+    async fn introspect(
+        &self,
+        token: &str,
+    ) -> Result<(Identity, Option<std::time::SystemTime>), AuthError> {
+        let mut refusal = AuthError::Invalid("unknown API key".into());
+        for i in &self.introspection {
+            match i.check(token).await {
+                Ok((id, until)) => return Ok((id, Some(until))),
+                Err(e) => refusal = e,
+            }
+        }
+        Err(refusal)
     }
 
     async fn verify_jwt(
