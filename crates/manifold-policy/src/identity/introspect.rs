@@ -111,7 +111,7 @@ fn identity_of(
         ));
     }
     if let Some(aud) = a.get("aud") {
-        if !strings(Some(aud)).iter().any(|x| *x == c.audience) {
+        if !strings(Some(aud)).contains(&c.audience) {
             return Err(AuthError::Invalid(format!(
                 "its audience is not `{}`",
                 c.audience
