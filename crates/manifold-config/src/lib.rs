@@ -21,7 +21,7 @@ pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
 pub use model::*;
 pub use snapshot::{
     Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, TlsConfig,
-    Transport, UpstreamConfig, UpstreamProtocol,
+    Transport, UpstreamConfig, UpstreamProtocol, UpstreamTls,
 };
 pub use validate::is_valid_upstream_name;
 

@@ -363,6 +363,14 @@ pub struct UpstreamSection {
     /// HTTP: headers sent on every request (credentials go here, never the client's).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// HTTPS: PEM CA certificates trusted for this upstream, besides the
+    /// built-in web roots (a private CA).
+    pub ca: Option<String>,
+    /// HTTPS: PEM client certificate chain presented to this upstream (mTLS);
+    /// with `client_key`.
+    pub client_cert: Option<String>,
+    /// HTTPS: the PEM private key of `client_cert`.
+    pub client_key: Option<String>,
     /// Per-call timeout (`DEFAULT_TIMEOUT`), e.g. `"30s"`, `"2m"`.
     pub timeout: Option<String>,
     /// How often a ready upstream is pinged to prove it still answers

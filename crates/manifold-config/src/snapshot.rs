@@ -145,7 +145,18 @@ pub enum Transport {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
+        /// `ca`, `client_cert`, `client_key`.
+        tls: UpstreamTls,
     },
+}
+
+/// TLS towards one HTTP upstream, beyond the built-in web roots.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpstreamTls {
+    /// More CA certificates to trust (PEM).
+    pub ca: Option<std::path::PathBuf>,
+    /// A client certificate chain and its key (PEM), presented to the upstream.
+    pub client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 impl Transport {

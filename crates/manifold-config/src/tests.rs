@@ -60,7 +60,7 @@ timeout = "60s"
     let names: Vec<_> = cfg.upstreams.iter().map(|u| u.name.as_str()).collect();
     assert_eq!(names, ["github", "time"]);
     match &cfg.upstreams[0].transport {
-        Transport::Http { url, headers } => {
+        Transport::Http { url, headers, .. } => {
             assert_eq!(url, "https://example.com/mcp");
             assert_eq!(headers["Authorization"], "Bearer s3cret");
         }

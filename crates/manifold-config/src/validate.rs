@@ -185,6 +185,11 @@ pub(crate) fn validate(
                         "key `{key}.headers`: only HTTP upstreams (`url`) take headers"
                     ));
                 }
+                if u.ca.is_some() || u.client_cert.is_some() || u.client_key.is_some() {
+                    return Err(format!(
+                        "key `{key}`: `ca`, `client_cert` and `client_key` apply to HTTP upstreams (`url`)"
+                    ));
+                }
                 let command = ex("command", command)?;
                 if command.trim().is_empty() {
                     return Err(format!("key `{key}.command`: must not be empty"));
@@ -210,6 +215,34 @@ pub(crate) fn validate(
                 }
             }
             (None, Some(url)) => {
+                let file = |field: &str,
+                            v: &Option<String>|
+                 -> Result<Option<std::path::PathBuf>, String> {
+                    let Some(v) = v else { return Ok(None) };
+                    let p = std::path::PathBuf::from(ex(field, v)?.trim());
+                    if !p.is_file() {
+                        return Err(format!(
+                            "key `{key}.{field}`: `{}` is not a readable file",
+                            p.display()
+                        ));
+                    }
+                    Ok(Some(p))
+                };
+                let tls = UpstreamTls {
+                    ca: file("ca", &u.ca)?,
+                    client_cert: match (
+                        file("client_cert", &u.client_cert)?,
+                        file("client_key", &u.client_key)?,
+                    ) {
+                        (Some(c), Some(k)) => Some((c, k)),
+                        (None, None) => None,
+                        _ => {
+                            return Err(format!(
+                                "key `{key}`: `client_cert` and `client_key` go together"
+                            ))
+                        }
+                    },
+                };
                 if !u.args.is_empty() || !u.env.is_empty() || u.cwd.is_some() || u.inherit_env {
                     return Err(format!(
                         "key `{key}`: `args`, `env`, `inherit_env` and `cwd` apply to stdio upstreams (`command`), not to `url`"
@@ -246,7 +279,7 @@ pub(crate) fn validate(
                     }
                     headers.insert(k.clone(), v);
                 }
-                Transport::Http { url, headers }
+                Transport::Http { url, headers, tls }
             }
         };
         let ping_interval = duration(

@@ -273,3 +273,95 @@ async fn an_optional_client_certificate_leaves_the_rest_to_auth() -> Result<()> 
     })
     .await
 }
+
+/// A TLS front for `backend` (plain TCP) on 127.0.0.1, requiring a client
+/// certificate from `client_ca`: an HTTPS upstream with mTLS. Its port.
+async fn tls_proxy(
+    cert: &(String, String),
+    client_ca: &str,
+    backend: std::net::SocketAddr,
+) -> Result<u16> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_slice(client_ca.as_bytes())?)?;
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![CertificateDer::from_pem_slice(cert.0.as_bytes())?],
+            PrivateKeyDer::from_pem_slice(cert.1.as_bytes())?,
+        )?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let Ok(mut plain) = tokio::net::TcpStream::connect(backend).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// An HTTPS upstream behind a private CA that requires a client certificate:
+/// reachable with `ca`, `client_cert` and `client_key`; without the client
+/// certificate (or the CA) it is down with the TLS reason.
+#[tokio::test]
+async fn an_https_upstream_with_a_private_ca_and_client_certificates() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("tls-upstream")?;
+        let pki = Pki::new()?;
+        let ca_pem = pki.ca.pem();
+        let server = pki.leaf("upstream", &["localhost", "127.0.0.1"])?;
+        let client = pki.leaf("manifold", &[])?;
+        let demo = manifold_testkit::harness::DemoHttp::spawn_bin(bin(), &[]).await?;
+        let backend: std::net::SocketAddr = demo
+            .url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .context("demo address")?
+            .parse()?;
+        let port = tls_proxy(&server, &ca_pem, backend).await?;
+        let ca = write(&dir.0, "ca.pem", &ca_pem)?;
+        let cert = write(&dir.0, "client.pem", &client.0)?;
+        let key = write(&dir.0, "client-key.pem", &client.1)?;
+        let url = toml_string(&format!("https://localhost:{port}/mcp"));
+        let gw = TestGateway::start(&format!(
+            "[upstreams.secure]\nurl = {url}\nca = {ca}\nclient_cert = {cert}\nclient_key = {key}\n\n\
+             [upstreams.nocert]\nurl = {url}\nca = {ca}\n\n\
+             [upstreams.noca]\nurl = {url}\nclient_cert = {cert}\nclient_key = {key}\n"
+        ))
+        .await?;
+        let c = gw.session("2025-11-25", json!({})).await?;
+        let r = c.call_tool("secure__echo", json!({"text": "over mtls"})).await?;
+        assert_eq!(r.result()?["content"][0]["text"], "over mtls", "{r}");
+        let status = |name: &str| {
+            gw.gateway()
+                .upstreams()
+                .iter()
+                .find(|u| &**u.name() == name)
+                .map(|u| u.status())
+        };
+        // The reason names the TLS problem, not just "request failed".
+        for (name, why) in [("nocert", "certificaterequired"), ("noca", "unknownissuer")] {
+            let s = status(name).context("upstream")?;
+            assert_ne!(s.state.as_str(), "ready", "{name}: {s:?}");
+            let err = s.last_error.unwrap_or_default().to_lowercase();
+            assert!(err.contains(why), "{name}: {err}");
+        }
+        Ok(())
+    })
+    .await
+}

@@ -58,12 +58,67 @@ pub(crate) struct HttpLink {
     checking: AtomicBool,
 }
 
+/// An error and its causes, outermost first: the cause (a refused TLS
+/// certificate, a reset connection) is what an operator needs.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let next = s.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// TLS towards the upstream: the built-in web roots plus its `ca`, and its
+/// `client_cert` when one is configured. Files are read at each connect, so a
+/// renewed certificate is used from the next (re)connection.
+fn client_tls(t: &manifold_config::UpstreamTls) -> Result<rustls::ClientConfig, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(ca) = &t.ca {
+        let certs =
+            CertificateDer::pem_file_iter(ca).map_err(|e| format!("ca `{}`: {e}", ca.display()))?;
+        for cert in certs {
+            let cert = cert.map_err(|e| format!("ca `{}`: {e}", ca.display()))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("ca `{}`: {e}", ca.display()))?;
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots);
+    match &t.client_cert {
+        None => Ok(builder.with_no_client_auth()),
+        Some((cert, key)) => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("client_cert `{}`: {e}", cert.display()))?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| format!("client_key `{}`: {e}", key.display()))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("client_cert and client_key: {e}"))
+        }
+    }
+}
+
 pub(crate) fn connect(
     cfg: &UpstreamConfig,
     limits: &LimitsConfig,
     wire: Arc<Wire>,
 ) -> Result<HttpTransport, UpstreamError> {
-    let Configured::Http { url, headers } = &cfg.transport else {
+    let Configured::Http { url, headers, tls } = &cfg.transport else {
         return Err(UpstreamError::unavailable(
             &cfg.name,
             "not an HTTP upstream",
@@ -91,8 +146,9 @@ pub(crate) fn connect(
     // A host that never answers a SYN must not hold a call or the handshake.
     tcp.set_connect_timeout(Some(limits.connect_timeout));
     tcp.enforce_http(false);
+    let tls_config = client_tls(tls).map_err(|e| UpstreamError::unavailable(&cfg.name, e))?;
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_webpki_roots()
+        .with_tls_config(tls_config)
         .https_or_http()
         .enable_http1()
         .enable_http2()
@@ -231,7 +287,10 @@ impl HttpLink {
             .request(method, body, extra, last_event_id)
             .map_err(|e| UpstreamError::protocol(name, e))?;
         let resp = self.client.request(req).await.map_err(|e| {
-            UpstreamError::unavailable(name, format!("HTTP request to {} failed: {e}", self.url))
+            UpstreamError::unavailable(
+                name,
+                format!("HTTP request to {} failed: {}", self.url, with_causes(&e)),
+            )
         })?;
         // A stateless (2026-07-28) exchange has no session, whatever is sent.
         let stateful = !self.wire.is_modern();
