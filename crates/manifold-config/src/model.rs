@@ -151,12 +151,39 @@ pub struct MetricsSection {
     /// Tools with their own latency series (`DEFAULT_MAX_TOOL_SERIES`).
     #[serde(default = "d_max_tool_series")]
     pub max_tool_series: usize,
+    /// Count requests by principal too (`manifold_requests_by_principal_total`):
+    /// `"none"` (default), `"group"` (the caller's first group), `"subject"`.
+    #[serde(default)]
+    pub principal_label: PrincipalLabel,
+    /// Principals with their own series (`DEFAULT_MAX_PRINCIPAL_SERIES`); the rest
+    /// count under `principal="other"`.
+    #[serde(default = "d_max_principal_series")]
+    pub max_principal_series: usize,
+}
+
+/// `[metrics] principal_label`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PrincipalLabel {
+    #[default]
+    None,
+    Group,
+    Subject,
+}
+
+/// Default `[metrics] max_principal_series`.
+pub const DEFAULT_MAX_PRINCIPAL_SERIES: usize = 100;
+
+fn d_max_principal_series() -> usize {
+    DEFAULT_MAX_PRINCIPAL_SERIES
 }
 
 impl Default for MetricsSection {
     fn default() -> Self {
         MetricsSection {
             max_tool_series: DEFAULT_MAX_TOOL_SERIES,
+            principal_label: PrincipalLabel::None,
+            max_principal_series: DEFAULT_MAX_PRINCIPAL_SERIES,
         }
     }
 }

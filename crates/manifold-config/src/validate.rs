@@ -394,6 +394,8 @@ pub(crate) fn validate(
             None => None,
         },
         max_tool_series,
+        principal_label: file.metrics.principal_label,
+        max_principal_series: file.metrics.max_principal_series,
     })
 }
 

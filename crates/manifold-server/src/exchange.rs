@@ -119,6 +119,23 @@ impl Principal {
         }
     }
 
+    /// The `principal` label of `manifold_requests_by_principal_total`, per
+    /// `[metrics] principal_label` (`None`: not counted by principal).
+    pub(crate) fn metrics_label(&self, mode: manifold_config::PrincipalLabel) -> Option<String> {
+        use manifold_config::PrincipalLabel as L;
+        match mode {
+            L::None => None,
+            L::Subject => Some(self.audit_name()),
+            L::Group => Some(match self {
+                Principal::Caller(id) => {
+                    id.groups.first().cloned().unwrap_or_else(|| "none".into())
+                }
+                Principal::Operator => "operator".into(),
+                Principal::Anonymous => manifold_audit::ANONYMOUS.into(),
+            }),
+        }
+    }
+
     pub(crate) fn from_identity(identity: Option<&Arc<Identity>>) -> Principal {
         match identity {
             Some(id) if id.method != AuthMethod::Anonymous => Principal::Caller(id.clone()),

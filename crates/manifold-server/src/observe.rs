@@ -42,6 +42,8 @@ pub(crate) struct Observed {
     session: Option<String>,
     client: Option<ClientInfo>,
     principal: String,
+    /// The `principal` label of `manifold_requests_by_principal_total`.
+    principal_label: Option<String>,
     /// The exposed tool or prompt name, or the URI.
     pub name: Option<String>,
     pub upstream: Option<Arc<str>>,
@@ -71,6 +73,7 @@ impl Observed {
             session: None,
             client: None,
             principal: manifold_audit::ANONYMOUS.to_string(),
+            principal_label: None,
             name: None,
             upstream: None,
             original: None,
@@ -81,16 +84,19 @@ impl Observed {
     }
 
     /// The request was admitted: its session (by id), its client as it named
-    /// itself, and its principal as audit records name it.
+    /// itself, its principal as audit records name it, and the principal's
+    /// metrics label (`[metrics] principal_label`).
     pub(crate) fn admitted(
         &mut self,
         session: Option<&str>,
         client: Option<ClientInfo>,
         principal: String,
+        label: Option<String>,
     ) {
         self.session = session.and_then(session_ref);
         self.client = client;
         self.principal = principal;
+        self.principal_label = label;
     }
 
     /// The route phase found an audited method: every exit from here writes a
@@ -125,6 +131,9 @@ impl Observed {
             self.request_bytes,
             self.audited.then_some(response_bytes),
         );
+        if let Some(p) = &self.principal_label {
+            metrics.answered_for(p, outcome.as_str());
+        }
         if let Some(up) = &self.upstream {
             // Only tools and prompts name a series; URIs would use up the bound.
             let tool = match (&self.original, self.method.as_str()) {
@@ -189,6 +198,9 @@ impl Drop for Observed {
             self.request_bytes,
             self.audited.then_some(0),
         );
+        if let Some(p) = &self.principal_label {
+            self.gw.metrics.answered_for(p, Outcome::Cancelled.as_str());
+        }
         let elapsed = self.started.elapsed();
         let Some(rec) = self.record(Outcome::Cancelled, elapsed, 0) else {
             return;

@@ -145,7 +145,7 @@ impl Gateway {
                 limits.held_call_ttl,
                 limits.max_held_calls,
             ),
-            metrics: metrics::Metrics::new(config.max_tool_series),
+            metrics: metrics::Metrics::new(&config),
             config: config.clone(),
             upstreams,
             by_name,

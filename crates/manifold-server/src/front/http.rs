@@ -357,7 +357,10 @@ async fn post(
     };
     let arrival = arrival(&gw, parts.headers, bytes.len(), accepts, from);
     let span = tracing::info_span!("request", request_id = %arrival.request_id,
-        traceparent = tracing::field::Empty);
+        principal = tracing::field::Empty, traceparent = tracing::field::Empty);
+    if let Some(id) = &arrival.identity {
+        span.record("principal", id.display_name().as_str());
+    }
     if let Some(t) = &arrival.trace.traceparent {
         span.record("traceparent", t.as_str());
     }

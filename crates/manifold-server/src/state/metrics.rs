@@ -65,6 +65,11 @@ struct MethodOutcome {
     outcome: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PrincipalOutcome {
+    principal: String,
+    outcome: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UpstreamTool {
     upstream: String,
     tool: String,
@@ -113,11 +118,26 @@ pub(crate) struct Metrics {
     /// Tools that have their own latency series.
     tool_series: Mutex<HashSet<String>>,
     max_tool_series: usize,
+    /// With `[metrics] principal_label`: requests by principal.
+    by_principal: Option<Family<PrincipalOutcome, Counter>>,
+    principal_series: Mutex<HashSet<String>>,
+    max_principal_series: usize,
 }
 
 impl Metrics {
-    pub(crate) fn new(max_tool_series: usize) -> Metrics {
+    pub(crate) fn new(config: &manifold_config::GatewayConfig) -> Metrics {
+        let max_tool_series = config.max_tool_series;
         let mut r = Registry::with_prefix("manifold");
+        let by_principal =
+            (config.principal_label != manifold_config::PrincipalLabel::None).then(|| {
+                let f = Family::<PrincipalOutcome, Counter>::default();
+                r.register(
+                    "requests_by_principal",
+                    "Requests answered, by principal (or its group) and outcome",
+                    f.clone(),
+                );
+                f
+            });
         let requests = Family::<MethodOutcome, Counter>::default();
         r.register(
             "requests",
@@ -253,7 +273,30 @@ impl Metrics {
             response_bytes,
             tool_series: Mutex::new(HashSet::new()),
             max_tool_series,
+            by_principal,
+            principal_series: Mutex::new(HashSet::new()),
+            max_principal_series: config.max_principal_series,
         }
+    }
+
+    /// One request answered for `principal` (the label value `[metrics]
+    /// principal_label` chose), within `max_principal_series`.
+    pub(crate) fn answered_for(&self, principal: &str, outcome: &'static str) {
+        let Some(family) = &self.by_principal else {
+            return;
+        };
+        let principal = {
+            let mut seen = lock(&self.principal_series);
+            if seen.contains(principal) || seen.len() < self.max_principal_series {
+                seen.insert(principal.to_string());
+                principal.to_string()
+            } else {
+                "other".to_string()
+            }
+        };
+        family
+            .get_or_create(&PrincipalOutcome { principal, outcome })
+            .inc();
     }
 
     /// One request answered: its outcome and request bytes, and for the methods

@@ -247,3 +247,36 @@ async fn a_clients_authorization_never_reaches_an_upstream() -> Result<()> {
     })
     .await
 }
+
+/// `[metrics] principal_label`: requests counted by principal, or by the
+/// principal's first group, within `max_principal_series`.
+#[tokio::test]
+async fn requests_are_counted_by_principal_when_asked() -> Result<()> {
+    bounded(async {
+        for (mode, want) in [("subject", "api_key:alice"), ("group", "none")] {
+            let f = Setup {
+                extra: format!(
+                    "{}\n[admin]\nlisten = \"127.0.0.1:0\"\n\n[metrics]\nprincipal_label = \"{mode}\"\n",
+                    auth_section("")
+                ),
+                ..Setup::default()
+            }
+            .start()
+            .await?;
+            let alice = f.gw.client();
+            alice.set_bearer(Some(ALICE));
+            alice.initialize("2025-11-25", json!({})).await?;
+            alice.call_tool("local__echo", json!({"text": "counted"})).await?;
+            let admin = f.gw.gateway().admin_addr().context("admin")?;
+            let (_, metrics) = crate::observe::admin_get(admin, "/metrics").await?;
+            let series = format!(
+                r#"manifold_requests_by_principal_total{{principal="{want}",outcome="ok"}}"#
+            );
+            let n = crate::observe::sample(&metrics, &series).unwrap_or(0.0);
+            assert!(n >= 2.0, "{mode}: {series} = {n}\n{metrics}");
+            assert!(!metrics.contains(ALICE), "a key in the metrics");
+        }
+        Ok(())
+    })
+    .await
+}
