@@ -45,6 +45,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "auth",
     "admin",
     "metrics",
+    "validation",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

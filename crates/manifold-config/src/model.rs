@@ -96,6 +96,27 @@ pub struct FileConfig {
     pub admin: Option<AdminSection>,
     #[serde(default)]
     pub metrics: MetricsSection,
+    #[serde(default)]
+    pub validation: ValidationSection,
+}
+
+/// `[validation]`: what the gateway checks before forwarding.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ValidationSection {
+    /// `tools/call` arguments against the tool's `inputSchema`: `"enforce"`
+    /// (default) or `"off"`.
+    #[serde(default)]
+    pub arguments: ArgumentsMode,
+}
+
+/// `[validation] arguments`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ArgumentsMode {
+    #[default]
+    Enforce,
+    Off,
 }
 
 /// Default `[metrics] max_tool_series`: tools with their own latency series; calls

@@ -24,6 +24,8 @@ pub struct GatewayConfig {
     pub admin: Option<SocketAddr>,
     /// Tools with their own latency series (`[metrics] max_tool_series`).
     pub max_tool_series: usize,
+    /// `[validation] arguments`.
+    pub validate_arguments: bool,
     /// `[metrics] principal_label` and `max_principal_series`.
     pub principal_label: crate::model::PrincipalLabel,
     pub max_principal_series: usize,

@@ -394,6 +394,7 @@ pub(crate) fn validate(
             None => None,
         },
         max_tool_series,
+        validate_arguments: file.validation.arguments == ArgumentsMode::Enforce,
         principal_label: file.metrics.principal_label,
         max_principal_series: file.metrics.max_principal_series,
     })

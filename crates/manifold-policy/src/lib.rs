@@ -6,9 +6,13 @@
 //! await on a peer (the identity provider's key endpoint) is bounded; tokens and
 //! keys are never logged or kept, only their digests.
 //!
-//! Not here: authorization rules, rate limits, argument validation (coming),
+//! Also: tool arguments checked against their `inputSchema` (`validation`).
+//!
+//! Not here: authorization rules, rate limits (coming),
 //! the 401/403 responses themselves (manifold-server).
 
 pub mod identity;
+pub mod validation;
 
 pub use identity::{hash_key, AuthError, AuthMethod, Authenticator, Identity};
+pub use validation::ArgumentValidators;

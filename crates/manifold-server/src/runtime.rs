@@ -160,6 +160,7 @@ impl Gateway {
                 .clone()
                 .map(|a| Arc::new(manifold_policy::Authenticator::new(a))),
             auth_refusals: manifold_upstream::Noise::new(AUTH_REFUSALS_LOGGED_PER_WINDOW),
+            validators: arc_swap::ArcSwap::from_pointee(Default::default()),
             audit_task: Mutex::new(audit_task),
             next_request: AtomicU64::new(1),
             admin: Mutex::new(None),

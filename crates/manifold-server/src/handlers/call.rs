@@ -7,8 +7,11 @@
 //! Not here: resolving (`relay::resolve`), forwarding (`relay`).
 
 use manifold_catalog::Kind;
+use manifold_protocol::jsonrpc;
 use manifold_protocol::methods as m;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
+
+use crate::era::Era;
 
 use crate::exchange::Exchange;
 use crate::refusal::Refusal;
@@ -28,5 +31,36 @@ pub(crate) async fn call(
         o.name = Some(name.clone());
     }
     let target = resolve::named(&x.gw, kind, &x.method, &name, &mut params)?;
+    if kind == Kind::Tools && x.gw.config.validate_arguments {
+        let empty = Value::Object(Map::new());
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => &empty,
+            Some(a) => a,
+        };
+        if let Err(errors) = x.gw.validators.load().check(&name, arguments) {
+            return Ok(invalid_arguments(x, &name, &errors).await);
+        }
+    }
     relay::forward(x, params, target).await
+}
+
+/// Arguments that do not fit the tool's `inputSchema`: a tool execution error
+/// (`isError: true`, as MCP classes input validation failures) naming each
+/// failing pointer and rule, so a model can correct its call. Nothing reaches
+/// the upstream; the record says `tool_error`.
+async fn invalid_arguments(x: &mut Exchange, name: &str, errors: &[String]) -> Reply {
+    let text = format!(
+        "Invalid arguments for tool `{name}` (checked against its inputSchema):\n{}",
+        errors.join("\n")
+    );
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": true});
+    if x.era == Era::Stateless {
+        result["resultType"] = json!("complete");
+    }
+    let bytes = jsonrpc::response_bytes_from_json(&x.rpc_id, result.to_string().as_bytes());
+    if let Some(o) = x.obs.take() {
+        o.finish(manifold_audit::Outcome::ToolError, bytes.len())
+            .await;
+    }
+    Reply::ok(bytes)
 }

@@ -66,6 +66,9 @@ pub struct Gateway {
     /// The audit writer, when `[audit]` is configured and the gateway was
     /// started with `Gateway::launch`.
     pub(crate) auditor: Option<manifold_audit::Auditor>,
+    /// The argument validators of the current catalogue (`[validation]
+    /// arguments`), rebuilt with it.
+    pub(crate) validators: arc_swap::ArcSwap<manifold_policy::ArgumentValidators>,
     /// Client authentication, when `[auth]` is configured.
     pub(crate) auth: Option<Arc<manifold_policy::Authenticator>>,
     /// Log budget for requests refused at authentication: a scan or a
@@ -160,6 +163,18 @@ impl Gateway {
             if matches!(lo.reason, manifold_catalog::LeftOutReason::InvalidHeader(_)) {
                 tracing::warn!(upstream = %lo.upstream, name = %lo.original, reason = %lo.reason, "item left out of the merged list");
             }
+        }
+        if self.config.validate_arguments {
+            let v = manifold_policy::ArgumentValidators::build(
+                new.tools
+                    .entries()
+                    .iter()
+                    .map(|e| (e.exposed.as_str(), &e.json()[..])),
+            );
+            for (tool, why) in v.skipped() {
+                tracing::debug!(%tool, %why, "arguments of this tool are not validated");
+            }
+            self.validators.store(Arc::new(v));
         }
         let old = self.catalog.swap(Arc::new(new));
         let new = self.catalog.load();

@@ -5,7 +5,7 @@
 use anyhow::{anyhow, Result};
 use serde_json::{json, Value};
 
-use crate::{bounded, fixture, ok_text, text_of};
+use crate::{bounded, fixture, ok_text, text_of, Setup};
 
 #[tokio::test]
 async fn echo_results_pass_through_byte_for_byte() -> Result<()> {
@@ -184,15 +184,63 @@ async fn calls_to_an_http_upstream_mirror_mcp_headers() -> Result<()> {
         let h = received_headers(&client, json!({"region": "a\nb", "query": "q"})).await?;
         assert_eq!(h["mcp-param-region"], "=?base64?YQpi?=", "{h}");
 
-        // Region absent: no header, and the call still reaches the upstream,
-        // whose own argument check answers (the demo reports headers only on
-        // success, so absence of the header is checked with `verbose` above).
+        // Region absent: the gateway's own argument check answers (the demo
+        // reports headers only on success, so absence of the header is checked
+        // with `verbose` above).
         let reply = client
             .call_tool("remote__regional_lookup", json!({"query": "q"}))
             .await?;
         let result = reply.result()?;
         assert_eq!(result["isError"], true, "{result}");
-        assert_eq!(text_of(result)?, "argument `region` must be a string");
+        assert!(
+            text_of(result)?.contains("\"region\" is a required property"),
+            "{result}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// `[validation] arguments`: arguments that do not fit the tool's inputSchema
+/// are a tool execution error from the gateway (naming each pointer and rule),
+/// in both eras, and never reach the upstream; with `"off"` the upstream's own
+/// check answers.
+#[tokio::test]
+async fn invalid_arguments_are_refused_at_the_edge_unless_validation_is_off() -> Result<()> {
+    bounded(async {
+        for (validation, want) in [
+            ("enforce", "/text: 5 is not of type \"string\""),
+            ("off", "argument `text` must be a string"),
+        ] {
+            let f = Setup {
+                extra: format!("[validation]\narguments = \"{validation}\"\n"),
+                ..Setup::default()
+            }
+            .start()
+            .await?;
+            let c = f.session().await?;
+            let r = c.call_tool("local__echo", json!({"text": 5})).await?;
+            let result = r.result()?;
+            assert_eq!(result["isError"], true, "{validation}: {result}");
+            assert!(text_of(result)?.contains(want), "{validation}: {result}");
+            // Valid arguments pass either way.
+            let r = c.call_tool("local__echo", json!({"text": "ok"})).await?;
+            assert_eq!(text_of(r.result()?)?, "ok");
+            // 2026-07-28: the same answer, as a complete result.
+            let s = f.gw.client();
+            let req = manifold_testkit::harness::stateless_request(
+                9,
+                "tools/call",
+                json!({"name": "local__echo", "arguments": {"text": 5}}),
+            );
+            let (status, r) = s.send_stateless(&req, &[]).await?;
+            assert_eq!(status, http::StatusCode::OK, "{r}");
+            assert_eq!(r["result"]["isError"], true, "{r}");
+            assert!(text_of(&r["result"])?.contains(want), "{validation}: {r}");
+            if validation == "enforce" {
+                assert_eq!(r["result"]["resultType"], "complete", "{r}");
+            }
+        }
         Ok(())
     })
     .await

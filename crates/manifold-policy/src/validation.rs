@@ -1,0 +1,200 @@
+//! Tool arguments checked against the tool's `inputSchema` at the edge, before
+//! anything reaches the upstream (`[validation] arguments = "enforce"`).
+//! Validators are compiled once per catalogue build ([`ArgumentValidators::build`]),
+//! never per call, with the `jsonschema` crate: the dialect from `$schema`
+//! (default 2020-12), `$ref` within the document, no remote fetching.
+//!
+//! Invariants: a top-level `null` argument counts as omitted; a schema that
+//! does not compile never blocks its tool (it stays
+//! listed and callable, unchecked, and the reason is kept for `manifold check`);
+//! an error message names each failing JSON pointer and rule, so a model can
+//! correct its call; at most [`MAX_REPORTED_ERRORS`] are reported.
+//!
+//! Not here: when a call is refused (the server's tools/call handler), output
+//! validation (coming).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+/// Errors named in one refusal; the rest are counted.
+pub const MAX_REPORTED_ERRORS: usize = 10;
+
+/// The validators of one catalogue build, by exposed tool name.
+#[derive(Default)]
+pub struct ArgumentValidators {
+    by_tool: HashMap<String, Compiled>,
+}
+
+enum Compiled {
+    Ready(Box<jsonschema::Validator>),
+    /// The schema does not compile: the tool is not checked. Why.
+    Skipped(String),
+}
+
+impl ArgumentValidators {
+    /// Compiles each tool's `inputSchema` (`tools`: exposed name, the tool's
+    /// JSON as listed).
+    pub fn build<'a>(tools: impl Iterator<Item = (&'a str, &'a [u8])>) -> ArgumentValidators {
+        let mut by_tool = HashMap::new();
+        for (name, json) in tools {
+            let schema = serde_json::from_slice::<Value>(json)
+                .ok()
+                .and_then(|mut t| t.get_mut("inputSchema").map(Value::take));
+            let compiled = match schema {
+                None => Compiled::Skipped("it has no inputSchema".into()),
+                Some(s) => match jsonschema::validator_for(&s) {
+                    Ok(v) => Compiled::Ready(Box::new(v)),
+                    Err(e) => Compiled::Skipped(format!("its inputSchema does not compile: {e}")),
+                },
+            };
+            by_tool.insert(name.to_string(), compiled);
+        }
+        ArgumentValidators { by_tool }
+    }
+
+    /// `Err`: why `arguments` do not fit `tool`'s schema, one line per failure
+    /// (`/pointer: rule`). Unknown tools and skipped schemas pass.
+    pub fn check(&self, tool: &str, arguments: &Value) -> Result<(), Vec<String>> {
+        let Some(Compiled::Ready(v)) = self.by_tool.get(tool) else {
+            return Ok(());
+        };
+        // A `null` argument counts as omitted (as for header mirroring, SEP-2243):
+        // clients send it for optional parameters they leave unset.
+        let without_nulls;
+        let arguments = match arguments.as_object() {
+            Some(m) if m.values().any(Value::is_null) => {
+                without_nulls = Value::Object(
+                    m.iter()
+                        .filter(|(_, v)| !v.is_null())
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                );
+                &without_nulls
+            }
+            _ => arguments,
+        };
+        let mut errors: Vec<String> = Vec::new();
+        let mut more = 0usize;
+        for e in v.iter_errors(arguments) {
+            if errors.len() < MAX_REPORTED_ERRORS {
+                let at = e.instance_path.to_string();
+                let at = if at.is_empty() { "/".to_string() } else { at };
+                errors.push(format!("{at}: {e}"));
+            } else {
+                more += 1;
+            }
+        }
+        if errors.is_empty() {
+            return Ok(());
+        }
+        if more > 0 {
+            errors.push(format!("… and {more} more"));
+        }
+        Err(errors)
+    }
+
+    /// The tools left unchecked, and why.
+    pub fn skipped(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.by_tool.iter().filter_map(|(n, c)| match c {
+            Compiled::Skipped(why) => Some((n.as_str(), why.as_str())),
+            Compiled::Ready(_) => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn validators(tools: &[(&str, Value)]) -> ArgumentValidators {
+        let json: Vec<(String, Vec<u8>)> = tools
+            .iter()
+            .map(|(n, t)| (n.to_string(), serde_json::to_vec(t).unwrap_or_default()))
+            .collect();
+        ArgumentValidators::build(json.iter().map(|(n, j)| (n.as_str(), j.as_slice())))
+    }
+
+    #[test]
+    fn arguments_are_checked_with_pointers_and_rules() {
+        let v = validators(&[
+            (
+                "echo",
+                json!({"name": "echo", "inputSchema": {"type": "object",
+                "properties": {"text": {"type": "string"}}, "required": ["text"]}}),
+            ),
+            (
+                "nested",
+                json!({"name": "nested", "inputSchema": {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "$defs": {"point": {"type": "object", "properties": {"x": {"type": "integer"}},
+                                    "required": ["x"]}},
+                "properties": {"at": {"$ref": "#/$defs/point"},
+                               "tags": {"type": "array", "items": {"enum": ["a", "b"]}}}}}),
+            ),
+            (
+                "draft7",
+                json!({"name": "draft7", "inputSchema": {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object", "properties": {"n": {"type": "number", "maximum": 3}}}}),
+            ),
+            (
+                "broken",
+                json!({"name": "broken", "inputSchema": {"type": "object",
+                "properties": {"x": {"type": "not-a-type"}}}}),
+            ),
+            (
+                "remote",
+                json!({"name": "remote", "inputSchema": {
+                "$ref": "https://example.com/schema.json"}}),
+            ),
+        ]);
+        assert!(v.check("echo", &json!({"text": "hi"})).is_ok());
+        // null is omitted: fine for an optional parameter, missing for a required one.
+        assert!(v.check("nested", &json!({"at": null})).is_ok());
+        let e = v
+            .check("echo", &json!({"text": null}))
+            .expect_err("required");
+        assert!(e[0].contains("required"), "{e:?}");
+        let e = v.check("echo", &json!({"text": 5})).expect_err("a number");
+        assert!(e[0].starts_with("/text: "), "{e:?}");
+        let e = v.check("echo", &json!({})).expect_err("missing");
+        assert!(e[0].starts_with("/: ") && e[0].contains("text"), "{e:?}");
+        let e = v
+            .check("nested", &json!({"at": {"x": "1"}, "tags": ["a", "z"]}))
+            .expect_err("nested");
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e.iter().any(|l| l.starts_with("/at/x: ")), "{e:?}");
+        assert!(e.iter().any(|l| l.starts_with("/tags/1: ")), "{e:?}");
+        assert!(v.check("draft7", &json!({"n": 4})).is_err());
+        // Not compiled: callable, unchecked, and the reason is kept.
+        assert!(v.check("broken", &json!({"x": 1})).is_ok());
+        assert!(v.check("remote", &json!({"x": 1})).is_ok());
+        let skipped: Vec<&str> = v.skipped().map(|(n, _)| n).collect();
+        assert!(
+            skipped.contains(&"broken") && skipped.contains(&"remote"),
+            "{skipped:?}"
+        );
+        assert!(v.check("unknown", &json!(1)).is_ok());
+    }
+
+    #[test]
+    fn many_errors_are_capped() {
+        let props: serde_json::Map<String, Value> = (0..30)
+            .map(|i| (format!("p{i}"), json!({"type": "string"})))
+            .collect();
+        let v = validators(&[(
+            "wide",
+            json!({"inputSchema": {"type": "object", "properties": props}}),
+        )]);
+        let args: serde_json::Map<String, Value> =
+            (0..30).map(|i| (format!("p{i}"), json!(i))).collect();
+        let e = v
+            .check("wide", &Value::Object(args))
+            .expect_err("all wrong");
+        assert_eq!(e.len(), MAX_REPORTED_ERRORS + 1);
+        assert!(e[MAX_REPORTED_ERRORS].contains("20 more"), "{e:?}");
+    }
+}
