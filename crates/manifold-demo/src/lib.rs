@@ -314,6 +314,9 @@ impl DemoServer {
         if grandchild.is_some() {
             diagnostics.push("grandchild");
         }
+        if config.misbehave.has(rogue::Misbehaviour::BrokenSchema) {
+            diagnostics.push("broken_schema");
+        }
         config.misbehave.flood_stderr();
         Arc::new(Self {
             grandchild,

@@ -57,6 +57,8 @@ pub enum Misbehaviour {
     StderrFlood,
     /// HTTP: every SSE body goes out one byte at a time, `TRICKLE_DELAY` apart.
     TrickleSse,
+    /// Also list `broken_schema`, whose inputSchema does not compile.
+    BrokenSchema,
 }
 
 /// The modes in force.

@@ -148,9 +148,16 @@ fn synthetic_name(i: usize) -> String {
 }
 
 /// Tools that report on the process for tests, each behind its own flag:
-/// `env` (`--env-tool`) and `grandchild` (`--spawn-grandchild`).
+/// `env` (`--env-tool`), `grandchild` (`--spawn-grandchild`) and
+/// `broken_schema` (`--misbehave broken-schema`: an inputSchema no validator
+/// compiles; the tool echoes its arguments).
 fn diagnostic_tools() -> Vec<Value> {
     vec![
+        json!({
+            "name": "broken_schema",
+            "description": "Echoes its arguments; its inputSchema does not compile.",
+            "inputSchema": {"type": "object", "properties": {"x": {"type": "not-a-type"}}}
+        }),
         json!({
             "name": "env",
             "description": "Reports one environment variable of this process (or `unset`).",
@@ -367,6 +374,14 @@ pub(super) async fn call(
         )),
         "env" if server.config().env_tool => str_arg(args, "name")
             .map(|n| text_result(&std::env::var(n).unwrap_or_else(|_| "unset".into()))),
+        "broken_schema"
+            if server
+                .config()
+                .misbehave
+                .has(super::rogue::Misbehaviour::BrokenSchema) =>
+        {
+            Ok(text_result(&Value::Object(args.clone()).to_string()))
+        }
         "grandchild" => match server.grandchild {
             Some(pid) => Ok(text_result(&pid.to_string())),
             None => return Err(RpcError::invalid_params("Unknown tool: grandchild")),

@@ -102,6 +102,17 @@ impl Gateway {
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.load_full()
     }
+    /// Tools whose arguments are not validated (`[validation] arguments`),
+    /// sorted by name, and why: their `inputSchema` does not compile.
+    pub fn unvalidated_tools(&self) -> Vec<(String, String)> {
+        let v = self.validators.load();
+        let mut out: Vec<(String, String)> = v
+            .skipped()
+            .map(|(n, why)| (n.to_string(), why.to_string()))
+            .collect();
+        out.sort();
+        out
+    }
     /// The admin listener's address once bound.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.admin_addr.get().copied()

@@ -55,6 +55,8 @@ pub struct Facts {
     resources: Vec<ByUri>,
     templates: Vec<ByUri>,
     left_out: Vec<Dropped>,
+    /// Tools listed but not argument-checked, and why.
+    unvalidated: Vec<(String, String)>,
     upstreams: Vec<UpstreamFacts>,
 }
 
@@ -167,6 +169,7 @@ impl Facts {
             resources: by_uri(&res.resources),
             templates: by_uri(&res.templates),
             left_out,
+            unvalidated: core.gw.unvalidated_tools(),
             upstreams,
         }
     }
@@ -225,6 +228,11 @@ impl Facts {
             ]);
         }
         section(&mut out, "LEFT OUT", &t, self.left_out.len());
+        let mut t = Table::new(&["TOOL", "ARGUMENTS NOT VALIDATED BECAUSE"]);
+        for (tool, why) in &self.unvalidated {
+            t.row(vec![tool.clone(), why.clone()]);
+        }
+        section(&mut out, "NOT VALIDATED", &t, self.unvalidated.len());
         let mut t = Table::new(&[
             "UPSTREAM",
             "TRANSPORT",
@@ -332,6 +340,7 @@ impl Facts {
             "resources": by_uri("uri", &self.resources),
             "resource_templates": by_uri("uri_template", &self.templates),
             "left_out": left_out,
+            "unvalidated": self.unvalidated.iter().map(|(t, why)| json!({"tool": t, "reason": why})).collect::<Vec<_>>(),
             "upstreams": upstreams,
         })
     }

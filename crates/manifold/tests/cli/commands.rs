@@ -373,3 +373,49 @@ args = ["demo-upstream", "--modern"]
     assert_eq!(result["resultType"], "input_required", "{result}");
     assert!(result["inputRequests"]["answer"].is_object(), "{result}");
 }
+
+/// A tool whose inputSchema does not compile stays listed and callable,
+/// unchecked, and `check` says why (text and JSON).
+#[test]
+fn check_names_the_tools_whose_arguments_are_not_validated() {
+    let dir = TempDir::new("check-unvalidated");
+    let cfg = dir.write(
+        "gateway.toml",
+        r#"
+[upstreams.b]
+command = "${MANIFOLD_SELF}"
+args = ["demo-upstream", "--misbehave", "broken-schema"]
+"#,
+    );
+    let out = run(&cfg, &["check"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("\nNOT VALIDATED (1)\n"), "{stdout}");
+    let section = stdout
+        .split("\nNOT VALIDATED (1)\n")
+        .nth(1)
+        .unwrap_or_default();
+    let row = section
+        .lines()
+        .find(|l| l.starts_with("b__broken_schema "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("does not compile"), "{row}");
+    let out = run(&cfg, &["check", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["unvalidated"][0]["tool"], "b__broken_schema", "{v}");
+    // Callable, unchecked: the upstream answers.
+    let out = run(&cfg, &["call", "b__broken_schema", r#"{"x":1}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(r#"{\"x\":1}"#),
+        "{}",
+        text(&out.stdout)
+    );
+    // A validated tool's bad arguments never reach the upstream.
+    let out = run(&cfg, &["call", "b__echo", r#"{"text":5}"#]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("/text: 5 is not of type"),
+        "{}",
+        text(&out.stdout)
+    );
+}
