@@ -14,9 +14,6 @@
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::{Map, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -27,26 +24,16 @@ use manifold_config::Introspection;
 /// The largest introspection answer read.
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
-type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
-
 pub(super) struct Introspector {
     config: Introspection,
-    client: HttpsClient,
+    client: super::HttpsClient,
 }
 
 impl Introspector {
     pub(super) fn new(config: Introspection) -> Introspector {
-        let mut tcp = HttpConnector::new();
-        tcp.enforce_http(false);
-        tcp.set_connect_timeout(Some(FETCH_TIMEOUT));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_webpki_roots()
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(tcp);
         Introspector {
             config,
-            client: Client::builder(TokioExecutor::new()).build(https),
+            client: super::https_client(),
         }
     }
 

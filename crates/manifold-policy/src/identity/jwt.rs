@@ -13,10 +13,7 @@
 
 use base64::Engine;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use http_body_util::{BodyExt, Full, Limited};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
@@ -38,8 +35,6 @@ pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// After a failed fetch, how soon the background refresh tries again.
 pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(30);
 
-type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
-
 /// One issuer.
 pub(super) struct Provider {
     config: JwtProvider,
@@ -48,7 +43,7 @@ pub(super) struct Provider {
     last_fetch: Mutex<Option<Instant>>,
     /// One fetch at a time.
     fetching: tokio::sync::Mutex<()>,
-    client: HttpsClient,
+    client: super::HttpsClient,
 }
 
 /// Whether `token` has the shape of a JWS (three base64url parts).
@@ -84,21 +79,13 @@ impl Provider {
             .iter()
             .filter_map(|a| Algorithm::from_str(a).ok())
             .collect();
-        let mut tcp = HttpConnector::new();
-        tcp.enforce_http(false);
-        tcp.set_connect_timeout(Some(FETCH_TIMEOUT));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_webpki_roots()
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(tcp);
         Provider {
             config,
             algorithms,
             keys: RwLock::new(Arc::new(JwkSet { keys: Vec::new() })),
             last_fetch: Mutex::new(None),
             fetching: tokio::sync::Mutex::new(()),
-            client: Client::builder(TokioExecutor::new()).build(https),
+            client: super::https_client(),
         }
     }
 
@@ -136,7 +123,7 @@ impl Provider {
     async fn fetch(&self) -> Result<JwkSet, String> {
         let req = http::Request::get(&self.config.jwks_url)
             .header(http::header::ACCEPT, "application/json")
-            .body(Empty::<Bytes>::new())
+            .body(Full::new(Bytes::new()))
             .map_err(|e| e.to_string())?;
         let resp = self.client.request(req).await.map_err(|e| e.to_string())?;
         if !resp.status().is_success() {
