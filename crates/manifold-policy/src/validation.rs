@@ -74,6 +74,10 @@ impl ArgumentValidators {
             }
             _ => arguments,
         };
+        // The common case, valid arguments, takes the allocation-free check.
+        if v.is_valid(arguments) {
+            return Ok(());
+        }
         let mut errors: Vec<String> = Vec::new();
         let mut more = 0usize;
         for e in v.iter_errors(arguments) {
