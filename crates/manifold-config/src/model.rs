@@ -108,6 +108,20 @@ pub struct ValidationSection {
     /// (default) or `"off"`.
     #[serde(default)]
     pub arguments: ArgumentsMode,
+    /// A tool's `structuredContent` against its `outputSchema`: `"warn"`
+    /// (default: logged), `"enforce"` (the client gets a tool error) or `"off"`.
+    #[serde(default)]
+    pub output: OutputMode,
+}
+
+/// `[validation] output`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputMode {
+    Off,
+    #[default]
+    Warn,
+    Enforce,
 }
 
 /// `[validation] arguments`.

@@ -395,6 +395,7 @@ pub(crate) fn validate(
         },
         max_tool_series,
         validate_arguments: file.validation.arguments == ArgumentsMode::Enforce,
+        validate_output: file.validation.output,
         principal_label: file.metrics.principal_label,
         max_principal_series: file.metrics.max_principal_series,
     })

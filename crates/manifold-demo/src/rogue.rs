@@ -59,6 +59,9 @@ pub enum Misbehaviour {
     TrickleSse,
     /// Also list `broken_schema`, whose inputSchema does not compile.
     BrokenSchema,
+    /// `weather`'s `structuredContent` breaks its `outputSchema`
+    /// (`temperatureC` as a string).
+    BadOutput,
 }
 
 /// The modes in force.

@@ -357,6 +357,17 @@ pub(super) async fn call(
     let outcome = match name {
         "echo" => echo(args),
         "add" => add(args),
+        "weather"
+            if server
+                .config()
+                .misbehave
+                .has(super::rogue::Misbehaviour::BadOutput) =>
+        {
+            weather(args).map(|mut r| {
+                r["structuredContent"]["temperatureC"] = json!("warm");
+                r
+            })
+        }
         "weather" => weather(args),
         "slow_progress" => slow_progress(args, progress_token, ctx).await,
         "regional_lookup" => regional_lookup(args, ctx),

@@ -1,6 +1,8 @@
 //! Tool arguments checked against the tool's `inputSchema` at the edge, before
-//! anything reaches the upstream (`[validation] arguments = "enforce"`).
-//! Validators are compiled once per catalogue build ([`ArgumentValidators::build`]),
+//! anything reaches the upstream (`[validation] arguments = "enforce"`), and a
+//! tool's `structuredContent` against its `outputSchema` on the way back
+//! (`[validation] output`). Validators are compiled once per catalogue build
+//! ([`ArgumentValidators::build`]),
 //! never per call, with the `jsonschema` crate: the dialect from `$schema`
 //! (default 2020-12), `$ref` within the document, no remote fetching.
 //!
@@ -10,8 +12,8 @@
 //! an error message names each failing JSON pointer and rule, so a model can
 //! correct its call; at most [`MAX_REPORTED_ERRORS`] are reported.
 //!
-//! Not here: when a call is refused (the server's tools/call handler), output
-//! validation (coming).
+//! Not here: what a failure does (the server: a tool error, or a warning for
+//! output in `warn` mode).
 
 use std::collections::HashMap;
 
@@ -24,6 +26,8 @@ pub const MAX_REPORTED_ERRORS: usize = 10;
 #[derive(Default)]
 pub struct ArgumentValidators {
     by_tool: HashMap<String, Compiled>,
+    /// Tools with an `outputSchema` (only when built with output checks).
+    output: HashMap<String, Compiled>,
 }
 
 enum Compiled {
@@ -33,24 +37,56 @@ enum Compiled {
 }
 
 impl ArgumentValidators {
-    /// Compiles each tool's `inputSchema` (`tools`: exposed name, the tool's
-    /// JSON as listed).
-    pub fn build<'a>(tools: impl Iterator<Item = (&'a str, &'a [u8])>) -> ArgumentValidators {
+    /// Compiles each tool's `inputSchema`, and with `output` its
+    /// `outputSchema` (`tools`: exposed name, the tool's JSON as listed).
+    pub fn build<'a>(
+        tools: impl Iterator<Item = (&'a str, &'a [u8])>,
+        output: bool,
+    ) -> ArgumentValidators {
+        let compile = |member: &str, s: Value| match jsonschema::validator_for(&s) {
+            Ok(v) => Compiled::Ready(Box::new(v)),
+            Err(e) => Compiled::Skipped(format!("its {member} does not compile: {e}")),
+        };
         let mut by_tool = HashMap::new();
+        let mut out = HashMap::new();
         for (name, json) in tools {
-            let schema = serde_json::from_slice::<Value>(json)
-                .ok()
-                .and_then(|mut t| t.get_mut("inputSchema").map(Value::take));
-            let compiled = match schema {
+            let mut tool = serde_json::from_slice::<Value>(json).unwrap_or(Value::Null);
+            let compiled = match tool.get_mut("inputSchema").map(Value::take) {
                 None => Compiled::Skipped("it has no inputSchema".into()),
-                Some(s) => match jsonschema::validator_for(&s) {
-                    Ok(v) => Compiled::Ready(Box::new(v)),
-                    Err(e) => Compiled::Skipped(format!("its inputSchema does not compile: {e}")),
-                },
+                Some(s) => compile("inputSchema", s),
             };
             by_tool.insert(name.to_string(), compiled);
+            if let Some(s) = tool
+                .get_mut("outputSchema")
+                .filter(|_| output)
+                .map(Value::take)
+            {
+                out.insert(name.to_string(), compile("outputSchema", s));
+            }
         }
-        ArgumentValidators { by_tool }
+        ArgumentValidators {
+            by_tool,
+            output: out,
+        }
+    }
+
+    /// `Err`: why a `tools/call` result of `tool` breaks its `outputSchema`:
+    /// `structuredContent` must be there and fit it. Results with `isError`,
+    /// tools without an (compilable) `outputSchema`, pass.
+    pub fn check_output(&self, tool: &str, result: &Value) -> Result<(), Vec<String>> {
+        let Some(Compiled::Ready(v)) = self.output.get(tool) else {
+            return Ok(());
+        };
+        if result.get("isError") == Some(&Value::Bool(true)) {
+            return Ok(());
+        }
+        let Some(structured) = result.get("structuredContent") else {
+            return Err(vec![
+                "/: the result has no structuredContent, and the tool declares an outputSchema"
+                    .into(),
+            ]);
+        };
+        errors_of(v, structured)
     }
 
     /// `Err`: why `arguments` do not fit `tool`'s schema, one line per failure
@@ -74,28 +110,7 @@ impl ArgumentValidators {
             }
             _ => arguments,
         };
-        // The common case, valid arguments, takes the allocation-free check.
-        if v.is_valid(arguments) {
-            return Ok(());
-        }
-        let mut errors: Vec<String> = Vec::new();
-        let mut more = 0usize;
-        for e in v.iter_errors(arguments) {
-            if errors.len() < MAX_REPORTED_ERRORS {
-                let at = e.instance_path.to_string();
-                let at = if at.is_empty() { "/".to_string() } else { at };
-                errors.push(format!("{at}: {e}"));
-            } else {
-                more += 1;
-            }
-        }
-        if errors.is_empty() {
-            return Ok(());
-        }
-        if more > 0 {
-            errors.push(format!("… and {more} more"));
-        }
-        Err(errors)
+        errors_of(v, arguments)
     }
 
     /// The tools left unchecked, and why.
@@ -105,6 +120,33 @@ impl ArgumentValidators {
             Compiled::Ready(_) => None,
         })
     }
+}
+
+/// Each failure of `instance` against `v` (`/pointer: rule`), at most
+/// [`MAX_REPORTED_ERRORS`].
+fn errors_of(v: &jsonschema::Validator, instance: &Value) -> Result<(), Vec<String>> {
+    // The common case, valid input, takes the allocation-free check.
+    if v.is_valid(instance) {
+        return Ok(());
+    }
+    let mut errors: Vec<String> = Vec::new();
+    let mut more = 0usize;
+    for e in v.iter_errors(instance) {
+        if errors.len() < MAX_REPORTED_ERRORS {
+            let at = e.instance_path.to_string();
+            let at = if at.is_empty() { "/".to_string() } else { at };
+            errors.push(format!("{at}: {e}"));
+        } else {
+            more += 1;
+        }
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    if more > 0 {
+        errors.push(format!("… and {more} more"));
+    }
+    Err(errors)
 }
 
 #[cfg(test)]
@@ -117,7 +159,7 @@ mod tests {
             .iter()
             .map(|(n, t)| (n.to_string(), serde_json::to_vec(t).unwrap_or_default()))
             .collect();
-        ArgumentValidators::build(json.iter().map(|(n, j)| (n.as_str(), j.as_slice())))
+        ArgumentValidators::build(json.iter().map(|(n, j)| (n.as_str(), j.as_slice())), true)
     }
 
     #[test]
@@ -200,5 +242,39 @@ mod tests {
             .expect_err("all wrong");
         assert_eq!(e.len(), MAX_REPORTED_ERRORS + 1);
         assert!(e[MAX_REPORTED_ERRORS].contains("20 more"), "{e:?}");
+    }
+}
+
+#[cfg(test)]
+mod output_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn structured_content_is_checked_against_the_output_schema() {
+        let tool = json!({"name": "w", "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "properties": {"t": {"type": "number"}}, "required": ["t"]}});
+        let json = serde_json::to_vec(&tool).unwrap_or_default();
+        let v = ArgumentValidators::build([("w", json.as_slice())].into_iter(), true);
+        assert!(v
+            .check_output("w", &json!({"content": [], "structuredContent": {"t": 1}}))
+            .is_ok());
+        let e = v
+            .check_output(
+                "w",
+                &json!({"content": [], "structuredContent": {"t": "x"}}),
+            )
+            .expect_err("a string");
+        assert!(e[0].starts_with("/t: "), "{e:?}");
+        assert!(
+            v.check_output("w", &json!({"content": []})).is_err(),
+            "missing"
+        );
+        assert!(v
+            .check_output("w", &json!({"isError": true, "content": []}))
+            .is_ok());
+        // Built without output checks: nothing is checked.
+        let off = ArgumentValidators::build([("w", json.as_slice())].into_iter(), false);
+        assert!(off.check_output("w", &json!({"content": []})).is_ok());
     }
 }

@@ -56,6 +56,7 @@ pub(crate) async fn forward(
         headers,
         shape,
         original,
+        output_check,
     } = target;
     let cancel = x
         .caller
@@ -76,6 +77,7 @@ pub(crate) async fn forward(
         shape,
         era: x.era,
         obs,
+        output_check,
     };
     tracing::debug!(upstream = %upstream.name(), method = %x.method,
         principal = x.principal.audit_name(), "forwarding");
@@ -203,6 +205,8 @@ pub(crate) struct Answering {
     shape: ResultShape,
     era: Era,
     obs: Option<Observed>,
+    /// The exposed tool whose `outputSchema` the result is checked against.
+    output_check: Option<String>,
 }
 
 impl Answering {
@@ -210,6 +214,7 @@ impl Answering {
     /// record. URIs in a result are learned first, so a client's `resources/read`
     /// of a link it was just given reaches its owner.
     async fn answer(&mut self, outcome: CallOutcome) -> Vec<u8> {
+        let outcome = self.check_output(outcome);
         let recorded = outcome_of(&outcome);
         let bytes = match outcome {
             CallOutcome::Result(raw) => {
@@ -231,6 +236,42 @@ impl Answering {
         };
         self.finish(recorded, bytes.len()).await;
         bytes
+    }
+
+    /// `[validation] output`: a result whose `structuredContent` breaks the
+    /// tool's `outputSchema` is logged (`warn`, within a budget) or replaced by a
+    /// tool error naming each failure (`enforce`).
+    fn check_output(&self, outcome: CallOutcome) -> CallOutcome {
+        let (Some(tool), CallOutcome::Result(raw)) = (&self.output_check, &outcome) else {
+            return outcome;
+        };
+        let Ok(result) = serde_json::from_str::<Value>(raw.get()) else {
+            return outcome;
+        };
+        let Err(errors) = self.gw.validators.load().check_output(tool, &result) else {
+            return outcome;
+        };
+        let upstream = &self.upstream;
+        match self.gw.config.validate_output {
+            manifold_config::OutputMode::Enforce => {
+                let text = format!(
+                    "The result of `{tool}` from upstream `{upstream}` does not match the tool's outputSchema:\n{}",
+                    errors.join("\n")
+                );
+                let error = json!({"content": [{"type": "text", "text": text}], "isError": true});
+                match serde_json::value::RawValue::from_string(error.to_string()) {
+                    Ok(raw) => CallOutcome::Result(raw),
+                    Err(_) => outcome,
+                }
+            }
+            _ => {
+                if let Some(suppressed) = self.gw.output_warnings.allow() {
+                    tracing::warn!(%tool, %upstream, errors = %errors.join("; "), suppressed,
+                        "a result does not match its tool's outputSchema; passed on ([validation] output = \"warn\")");
+                }
+                outcome
+            }
+        }
     }
 
     /// The upstream could not be asked: recorded by the failure's kind.
@@ -278,6 +319,7 @@ impl Answering {
             shape: self.shape,
             era: self.era,
             obs: self.obs.take(),
+            output_check: self.output_check.clone(),
         }
     }
 }

@@ -41,6 +41,9 @@ pub(crate) struct Target {
     pub shape: ResultShape,
     /// The upstream's own name for the tool or prompt, or the URI.
     pub original: Option<String>,
+    /// `tools/call` under `[validation] output`: the exposed tool name whose
+    /// `outputSchema` the result is checked against.
+    pub output_check: Option<String>,
 }
 
 fn kind_name(kind: Kind) -> &'static str {
@@ -110,6 +113,7 @@ pub(crate) fn named(
             Kind::Prompts => ResultShape::Rpc,
         },
         original: Some(original),
+        output_check: None,
     })
 }
 
@@ -125,6 +129,7 @@ pub(crate) fn resource(gw: &Gateway, method: &str, uri: &str) -> Result<Target, 
         headers: standard_headers(method, Some(uri)),
         shape: ResultShape::Read,
         original: Some(uri.to_string()),
+        output_check: None,
     })
 }
 
@@ -173,6 +178,7 @@ pub(crate) fn completion(gw: &Gateway, params: &mut Map<String, Value>) -> Resul
         headers: standard_headers(m::COMPLETION_COMPLETE, None),
         shape: ResultShape::Rpc,
         original: None,
+        output_check: None,
     })
 }
 

@@ -66,8 +66,10 @@ pub struct Gateway {
     /// The audit writer, when `[audit]` is configured and the gateway was
     /// started with `Gateway::launch`.
     pub(crate) auditor: Option<manifold_audit::Auditor>,
-    /// The argument validators of the current catalogue (`[validation]
-    /// arguments`), rebuilt with it.
+    /// The argument and output validators of the current catalogue
+    /// (`[validation]`), rebuilt with it.
+    /// Log budget for results that break their tool's `outputSchema`.
+    pub(crate) output_warnings: manifold_upstream::Noise,
     pub(crate) validators: arc_swap::ArcSwap<manifold_policy::ArgumentValidators>,
     /// Client authentication, when `[auth]` is configured.
     pub(crate) auth: Option<Arc<manifold_policy::Authenticator>>,
@@ -175,12 +177,14 @@ impl Gateway {
                 tracing::warn!(upstream = %lo.upstream, name = %lo.original, reason = %lo.reason, "item left out of the merged list");
             }
         }
-        if self.config.validate_arguments {
+        let output = self.config.validate_output != manifold_config::OutputMode::Off;
+        if self.config.validate_arguments || output {
             let v = manifold_policy::ArgumentValidators::build(
                 new.tools
                     .entries()
                     .iter()
                     .map(|e| (e.exposed.as_str(), &e.json()[..])),
+                output,
             );
             for (tool, why) in v.skipped() {
                 tracing::debug!(%tool, %why, "arguments of this tool are not validated");

@@ -314,3 +314,38 @@ async fn a_client_that_stops_reading_does_not_hold_an_upstream_slot() -> Result<
     })
     .await
 }
+
+/// `[validation] output`: a result whose `structuredContent` breaks the tool's
+/// `outputSchema` passes with a warning (`warn`, the default), becomes a tool
+/// error naming the failure (`enforce`), or is not looked at (`off`).
+#[tokio::test]
+async fn a_result_that_breaks_its_output_schema() -> Result<()> {
+    bounded(async {
+        for mode in ["warn", "enforce", "off"] {
+            let gw = TestGateway::start(&format!(
+                "[validation]\noutput = \"{mode}\"\n\n[upstreams.r]\ncommand = {}\n\
+                 args = [\"--misbehave\", \"bad-output\"]\n",
+                toml_string(bin())
+            ))
+            .await?;
+            let c = gw.session("2025-11-25", json!({})).await?;
+            let r = c.call_tool("r__weather", json!({"city": "Oslo"})).await?;
+            let result = r.result()?;
+            if mode == "enforce" {
+                assert_eq!(result["isError"], true, "{result}");
+                let text = text_of(result)?;
+                assert!(
+                    text.contains("outputSchema") && text.contains("/temperatureC: "),
+                    "{text}"
+                );
+            } else {
+                assert_eq!(
+                    result["structuredContent"]["temperatureC"], "warm",
+                    "{mode}: {result}"
+                );
+            }
+        }
+        Ok(())
+    })
+    .await
+}
