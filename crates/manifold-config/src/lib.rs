@@ -12,12 +12,14 @@
 pub mod audit;
 pub mod auth;
 mod expand;
+pub mod limits;
 mod model;
 mod snapshot;
 mod validate;
 
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
+pub use limits::{BucketKey, RateLimitRule};
 pub use model::*;
 pub use snapshot::{
     Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, TlsConfig,
@@ -46,6 +48,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "admin",
     "metrics",
     "validation",
+    "rate_limit",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

@@ -98,6 +98,9 @@ pub struct FileConfig {
     pub metrics: MetricsSection,
     #[serde(default)]
     pub validation: ValidationSection,
+    /// Rate limits and concurrency caps on `tools/call`, per caller.
+    #[serde(default)]
+    pub rate_limit: Vec<crate::limits::RateLimitSection>,
 }
 
 /// `[validation]`: what the gateway checks before forwarding.

@@ -26,6 +26,8 @@ pub struct GatewayConfig {
     pub max_tool_series: usize,
     /// `[validation] arguments`.
     pub validate_arguments: bool,
+    /// `[[rate_limit]]`, in file order.
+    pub rate_limits: Vec<crate::limits::RateLimitRule>,
     /// `[validation] output`.
     pub validate_output: crate::model::OutputMode,
     /// `[metrics] principal_label` and `max_principal_series`.

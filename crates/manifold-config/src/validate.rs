@@ -396,6 +396,7 @@ pub(crate) fn validate(
         max_tool_series,
         validate_arguments: file.validation.arguments == ArgumentsMode::Enforce,
         validate_output: file.validation.output,
+        rate_limits: crate::limits::validate(&file.rate_limit)?,
         principal_label: file.metrics.principal_label,
         max_principal_series: file.metrics.max_principal_series,
     })

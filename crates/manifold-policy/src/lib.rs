@@ -8,11 +8,15 @@
 //!
 //! Also: tool arguments checked against their `inputSchema` (`validation`).
 //!
-//! Not here: authorization rules, rate limits (coming),
+//! And per-caller rate limits and concurrency caps (`limits`).
+//!
+//! Not here: authorization rules (coming),
 //! the 401/403 responses themselves (manifold-server).
 
 pub mod identity;
+pub mod limits;
 pub mod validation;
 
 pub use identity::{hash_key, AuthError, AuthMethod, Authenticator, Identity};
+pub use limits::{Limited, Permit, RateLimits};
 pub use validation::ArgumentValidators;

@@ -28,6 +28,9 @@ impl ErrorCode {
     pub const UPSTREAM_UNAVAILABLE: ErrorCode = ErrorCode(-32050);
     /// Manifold: the upstream did not answer within its timeout.
     pub const UPSTREAM_TIMEOUT: ErrorCode = ErrorCode(-32051);
+    /// Manifold: a `[[rate_limit]]` rule refused the call; `data.retryAfterMs`
+    /// says when to try again.
+    pub const RATE_LIMITED: ErrorCode = ErrorCode(-32060);
 }
 
 /// A JSON-RPC error object produced by Manifold (upstream errors pass through raw).

@@ -136,6 +136,16 @@ impl Principal {
         }
     }
 
+    /// Who `[[rate_limit]]` rules look at: the authenticated identity, or
+    /// `anonymous`; `None` for the local operator (never limited).
+    pub(crate) fn identity(&self) -> Option<Arc<Identity>> {
+        match self {
+            Principal::Caller(id) => Some(id.clone()),
+            Principal::Anonymous => Some(Arc::new(Identity::anonymous())),
+            Principal::Operator => None,
+        }
+    }
+
     pub(crate) fn from_identity(identity: Option<&Arc<Identity>>) -> Principal {
         match identity {
             Some(id) if id.method != AuthMethod::Anonymous => Principal::Caller(id.clone()),

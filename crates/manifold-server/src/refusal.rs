@@ -108,6 +108,13 @@ pub(crate) enum Refusal {
     Cancelled,
     #[error("This request needs the client capabilities {names}; declare them in _meta clientCapabilities", names = .0.join(", "))]
     MissingCapabilities(Vec<String>),
+    #[error("Rate limit reached for `{tool}` ([[rate_limit]] #{rule}: {limit}); retry in {} ms", retry_after.as_millis())]
+    RateLimited {
+        tool: String,
+        rule: usize,
+        limit: String,
+        retry_after: std::time::Duration,
+    },
     #[error("too many calls are waiting for client input ({limit}); retry later")]
     HeldCallsFull { limit: usize },
     #[error("Invalid requestState: {0}; send the request again without it")]
@@ -148,6 +155,7 @@ impl Refusal {
             UnsupportedVersion { .. } => ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
             ResourceNotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND_LEGACY,
             MissingCapabilities(_) => ErrorCode::MISSING_CLIENT_CAPABILITY,
+            RateLimited { .. } => ErrorCode::RATE_LIMITED,
             Upstream(e) => e.code(),
             UpstreamRefused { code, .. } => ErrorCode(*code),
             TooManySessions { .. }
@@ -192,6 +200,12 @@ impl Refusal {
             | TooManySessionsFromPeer { .. }
             | TooManyListens { .. }
             | HeldCallsFull { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            // A 2026-07-28 request is answered with an HTTP status; a session's
+            // call with a JSON-RPC error in a 200 (its stream may be open).
+            RateLimited { .. } => match era {
+                Era::Session => StatusCode::OK,
+                Era::Stateless => StatusCode::TOO_MANY_REQUESTS,
+            },
             // The 2026-07-28 transport answers an unknown method with 404; the
             // session era with a JSON-RPC error in a 200.
             MethodNotFound(_) => match era {
@@ -223,6 +237,9 @@ impl Refusal {
                 Some(json!({"supported": supported, "requested": requested}))
             }
             Refusal::ResourceNotFound { uri } => Some(json!({ "uri": uri })),
+            Refusal::RateLimited {
+                rule, retry_after, ..
+            } => Some(json!({"retryAfterMs": retry_after.as_millis() as u64, "rule": rule})),
             Refusal::MissingCapabilities(names) => {
                 let caps: Map<String, Value> =
                     names.iter().map(|n| (n.clone(), json!({}))).collect();
@@ -267,6 +284,10 @@ impl Refusal {
             bytes: jsonrpc::error_bytes(id, &self.to_rpc_error()).into(),
             session: None,
             refused: true,
+            retry_after: match self {
+                Refusal::RateLimited { retry_after, .. } => Some(*retry_after),
+                _ => None,
+            },
         }
     }
 }
@@ -335,6 +356,17 @@ mod tests {
             (TooManySubscriptions { limit: 1 }, -32603, 200, 200),
             (TooManyCalls { limit: 1 }, -32603, 200, 200),
             (TooManyListens { limit: 1 }, -32603, 503, 503),
+            (
+                RateLimited {
+                    tool: "t".into(),
+                    rule: 0,
+                    limit: "1/s, burst 1".into(),
+                    retry_after: std::time::Duration::from_millis(1500),
+                },
+                -32060,
+                200,
+                429,
+            ),
             (MetaRequired("m".into()), -32602, 400, 400),
             (HeaderMismatch("m".into()), -32020, 400, 400),
             (

@@ -29,6 +29,8 @@ pub(crate) enum Reply {
         /// Manifold refused the request itself (a [`Refusal`](crate::refusal::Refusal)),
         /// as opposed to answering it or relaying an upstream's answer.
         refused: bool,
+        /// When to try again (a rate limit): HTTP sends it as `Retry-After`.
+        retry_after: Option<std::time::Duration>,
     },
     /// Related messages, then (for a call) its response; ends when the sender
     /// drops.
@@ -48,6 +50,7 @@ impl Reply {
             bytes: bytes.into(),
             session: None,
             refused: false,
+            retry_after: None,
         }
     }
 

@@ -183,6 +183,7 @@ pub(crate) fn respond(reply: Reply) -> Response<Body> {
             status,
             bytes,
             session,
+            retry_after,
             ..
         } => {
             let mut b = Response::builder()
@@ -190,6 +191,11 @@ pub(crate) fn respond(reply: Reply) -> Response<Body> {
                 .header(http::header::CONTENT_TYPE, m::CONTENT_TYPE_JSON);
             if let Some(s) = session {
                 b = b.header(m::HEADER_SESSION_ID, s);
+            }
+            if let Some(wait) = retry_after {
+                // Whole seconds, rounded up (RFC 9110); never 0 for a wait.
+                let secs = wait.as_millis().div_ceil(1000).max(1);
+                b = b.header(http::header::RETRY_AFTER, secs.to_string());
             }
             b.body(sse::full(bytes))
                 .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR))

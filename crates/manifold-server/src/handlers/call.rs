@@ -44,6 +44,20 @@ pub(crate) async fn call(
             return Ok(invalid_arguments(x, &name, &errors).await);
         }
     }
+    if kind == Kind::Tools && !x.gw.rate_limits.is_empty() {
+        if let Some(caller) = x.principal.identity() {
+            let permit =
+                x.gw.rate_limits
+                    .admit(&caller, &name)
+                    .map_err(|l| Refusal::RateLimited {
+                        tool: name.clone(),
+                        rule: l.rule,
+                        limit: l.limit,
+                        retry_after: l.retry_after,
+                    })?;
+            target.permit = Some(permit);
+        }
+    }
     relay::forward(x, params, target).await
 }
 

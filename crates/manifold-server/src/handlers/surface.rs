@@ -143,6 +143,7 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
         bytes: bytes.into(),
         session: Some(session.id.clone()),
         refused: false,
+        retry_after: None,
     })
 }
 

@@ -57,6 +57,7 @@ pub(crate) async fn forward(
         shape,
         original,
         output_check,
+        permit,
     } = target;
     let cancel = x
         .caller
@@ -78,6 +79,7 @@ pub(crate) async fn forward(
         era: x.era,
         obs,
         output_check,
+        permit,
     };
     tracing::debug!(upstream = %upstream.name(), method = %x.method,
         principal = x.principal.audit_name(), "forwarding");
@@ -130,6 +132,7 @@ pub(crate) async fn forward(
                 bytes: bytes.into(),
                 session: None,
                 refused: false,
+                retry_after: None,
             })
         }
         ev if accepts_stream => {
@@ -207,6 +210,8 @@ pub(crate) struct Answering {
     obs: Option<Observed>,
     /// The exposed tool whose `outputSchema` the result is checked against.
     output_check: Option<String>,
+    /// Rate-limit places held until the answer (dropped with this).
+    permit: Option<manifold_policy::Permit>,
 }
 
 impl Answering {
@@ -320,6 +325,7 @@ impl Answering {
             era: self.era,
             obs: self.obs.take(),
             output_check: self.output_check.clone(),
+            permit: self.permit.take(),
         }
     }
 }

@@ -44,6 +44,8 @@ pub(crate) struct Target {
     /// `tools/call` under `[validation] output`: the exposed tool name whose
     /// `outputSchema` the result is checked against.
     pub output_check: Option<String>,
+    /// The rate-limit places the call holds until it ends.
+    pub permit: Option<manifold_policy::Permit>,
 }
 
 fn kind_name(kind: Kind) -> &'static str {
@@ -114,6 +116,7 @@ pub(crate) fn named(
         },
         original: Some(original),
         output_check: None,
+        permit: None,
     })
 }
 
@@ -130,6 +133,7 @@ pub(crate) fn resource(gw: &Gateway, method: &str, uri: &str) -> Result<Target, 
         shape: ResultShape::Read,
         original: Some(uri.to_string()),
         output_check: None,
+        permit: None,
     })
 }
 
@@ -179,6 +183,7 @@ pub(crate) fn completion(gw: &Gateway, params: &mut Map<String, Value>) -> Resul
         shape: ResultShape::Rpc,
         original: None,
         output_check: None,
+        permit: None,
     })
 }
 

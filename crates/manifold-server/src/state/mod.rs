@@ -71,6 +71,8 @@ pub struct Gateway {
     /// Log budget for results that break their tool's `outputSchema`.
     pub(crate) output_warnings: manifold_upstream::Noise,
     pub(crate) validators: arc_swap::ArcSwap<manifold_policy::ArgumentValidators>,
+    /// `[[rate_limit]]` buckets.
+    pub(crate) rate_limits: manifold_policy::RateLimits,
     /// Client authentication, when `[auth]` is configured.
     pub(crate) auth: Option<Arc<manifold_policy::Authenticator>>,
     /// Log budget for requests refused at authentication: a scan or a

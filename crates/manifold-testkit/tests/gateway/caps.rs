@@ -224,3 +224,99 @@ async fn listen_streams_are_bounded() -> Result<()> {
     })
     .await
 }
+
+/// `[[rate_limit]]`: a rate per principal refuses the call past its burst with
+/// the retry time (a JSON-RPC error in the session era; 429 with
+/// `Retry-After` for 2026-07-28), other tools untouched; a concurrency cap
+/// refuses a call while the bucket's calls are in flight.
+#[tokio::test]
+async fn rate_limits_and_concurrency_caps() -> Result<()> {
+    bounded(async {
+        let f = Setup {
+            extra: "[[rate_limit]]\nwho = [\"*\"]\ntools = [\"local__echo\"]\nrate = \"2/m\"\n\n\
+                    [[rate_limit]]\nwho = [\"*\"]\ntools = [\"local__sleep\"]\nconcurrency = 1\n"
+                .into(),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let c = f.session().await?;
+        for n in 0..2 {
+            let r = c
+                .call_tool("local__echo", json!({"text": format!("{n}")}))
+                .await?;
+            r.result()?;
+        }
+        let r = c.call_tool("local__echo", json!({"text": "third"})).await?;
+        assert_eq!(r.status, StatusCode::OK, "{r}");
+        let e = r.error()?;
+        assert_eq!(e["code"], -32060, "{r}");
+        let wait = e["data"]["retryAfterMs"].as_u64().context("retryAfterMs")?;
+        assert!(wait > 20_000 && wait <= 30_000, "{wait}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("[[rate_limit]] #0"),
+            "{r}"
+        );
+        // Another tool is not limited.
+        let r = c.call_tool("local__add", json!({"a": 1, "b": 2})).await?;
+        r.result()?;
+        // 2026-07-28: the same bucket (the anonymous principal), with 429 and Retry-After.
+        let body = serde_json::to_vec(&stateless_request(
+            5,
+            "tools/call",
+            json!({"name": "local__echo", "arguments": {"text": "x"}}),
+        ))?;
+        let raw =
+            f.gw.client()
+                .post_raw(
+                    body,
+                    &[
+                        ("mcp-protocol-version", STATELESS),
+                        ("mcp-method", "tools/call"),
+                        ("mcp-name", "local__echo"),
+                    ],
+                )
+                .await?;
+        assert_eq!(raw.status, StatusCode::TOO_MANY_REQUESTS, "{}", raw.text());
+        let secs: u64 = raw
+            .headers
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .context("Retry-After")?;
+        assert!((20..=30).contains(&secs), "{secs}");
+
+        // Concurrency: one sleep at a time.
+        let slow = {
+            let c = c.clone();
+            tokio::spawn(async move { c.call_tool("local__sleep", json!({"ms": 800})).await })
+        };
+        let upstream =
+            f.gw.gateway()
+                .upstreams()
+                .iter()
+                .find(|u| &**u.name() == "local")
+                .context("local")?
+                .clone();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while upstream.in_flight() == 0 {
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the sleep never started"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let r = c.call_tool("local__sleep", json!({"ms": 1})).await?;
+        assert_eq!(r.error()?["code"], -32060, "{r}");
+        slow.await.context("join")??.result()?;
+        // Its place is given back when the call ends.
+        c.call_tool("local__sleep", json!({"ms": 1}))
+            .await?
+            .result()?;
+        Ok(())
+    })
+    .await
+}
