@@ -19,6 +19,7 @@ mod validate;
 
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
+pub use expand::expand;
 pub use limits::{BucketKey, RateLimitRule};
 pub use model::*;
 pub use snapshot::{
