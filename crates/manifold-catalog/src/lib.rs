@@ -391,4 +391,6 @@ impl Entry {
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
