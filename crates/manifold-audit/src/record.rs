@@ -20,7 +20,8 @@ use crate::redact::Redactor;
 use serde_json::{Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The principal recorded until authentication exists.
+/// The principal recorded for a caller without credentials (no `[auth]`, or
+/// `allow_anonymous`).
 pub const ANONYMOUS: &str = "anonymous";
 
 /// The member an over-sized argument value is replaced by:
