@@ -8,9 +8,13 @@
 //! typed MCP structs: members Manifold does not rewrite stay as they arrived (tenet 1,
 //! `docs/TENETS.md`).
 //!
+//! `fuzzing` holds the fuzz-target bodies (also replayed by `tests/fuzz_corpus.rs`).
+//!
 //! Not here: routing, naming, sessions, transports.
 
 pub mod errors;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod headers;
 pub mod jsonrpc;
 pub mod lists;
