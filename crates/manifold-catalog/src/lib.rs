@@ -190,6 +190,28 @@ impl Catalog {
             Kind::Prompts => &self.prompts,
         }
     }
+
+    /// The part of this catalog that `keep` lets through: the same items in the
+    /// same order, with their own pre-serialized pages and cursors (a caller's
+    /// view under `[[policy]]`). Items are shared, not re-serialized; nothing is
+    /// reported left out.
+    pub fn restricted(&self, keep: &dyn Fn(Item<'_>) -> bool) -> Catalog {
+        Catalog {
+            tools: self.tools.restricted(&|e| keep(Item::Tool(&e.exposed))),
+            prompts: self.prompts.restricted(&|e| keep(Item::Prompt(&e.exposed))),
+            resources: self.resources.restricted(keep),
+        }
+    }
+}
+
+/// An item as a [`Catalog::restricted`] filter sees it: tools and prompts by
+/// exposed name, resources by URI, templates by their template string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item<'a> {
+    Tool(&'a str),
+    Prompt(&'a str),
+    Resource(&'a str),
+    Template(&'a str),
 }
 
 struct Candidate<'a> {
@@ -354,6 +376,23 @@ impl NamedList {
             entries,
             by_name,
             left_out,
+            pages,
+        }
+    }
+
+    fn restricted(&self, keep: &dyn Fn(&Entry) -> bool) -> NamedList {
+        let entries: Vec<Entry> = self.entries.iter().filter(|e| keep(e)).cloned().collect();
+        let by_name = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.exposed.clone(), i))
+            .collect();
+        let pages = page::Pages::build(self.kind.member(), &entries, self.pages.page_size());
+        NamedList {
+            kind: self.kind,
+            entries,
+            by_name,
+            left_out: Vec::new(),
             pages,
         }
     }

@@ -83,6 +83,10 @@ impl Pages {
         Pages { page_size, pages }
     }
 
+    pub(crate) fn page_size(&self) -> usize {
+        self.page_size
+    }
+
     pub(crate) fn page(
         &self,
         member: &str,

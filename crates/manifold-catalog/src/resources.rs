@@ -104,6 +104,22 @@ impl UriList {
         }
     }
 
+    fn restricted(&self, keep: &dyn Fn(&str) -> bool) -> UriList {
+        let entries: Vec<Entry> = self
+            .entries
+            .iter()
+            .filter(|e| keep(&e.original))
+            .cloned()
+            .collect();
+        let pages = Pages::build(self.member, &entries, self.pages.page_size());
+        UriList {
+            member: self.member,
+            entries,
+            pages,
+            left_out: Vec::new(),
+        }
+    }
+
     /// The serialized list result for a cursor.
     pub fn page(&self, cursor: Option<&str>) -> Result<Bytes, CursorError> {
         self.pages.page(self.member, &self.entries, cursor)
@@ -166,6 +182,10 @@ impl Resources {
             },
             page_size,
         );
+        Resources::index(resources, templates)
+    }
+
+    fn index(resources: UriList, templates: UriList) -> Resources {
         let exact = resources
             .items()
             .map(|(uri, up)| (uri.to_string(), up.clone()))
@@ -183,6 +203,16 @@ impl Resources {
             exact,
             matchers,
         }
+    }
+
+    pub(crate) fn restricted(&self, keep: &dyn Fn(crate::Item<'_>) -> bool) -> Resources {
+        let resources = self
+            .resources
+            .restricted(&|uri| keep(crate::Item::Resource(uri)));
+        let templates = self
+            .templates
+            .restricted(&|t| keep(crate::Item::Template(t)));
+        Resources::index(resources, templates)
     }
 
     /// The upstream that owns `uri` by the lists and templates, if any.

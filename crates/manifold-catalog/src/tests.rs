@@ -343,3 +343,45 @@ fn an_alias_prefix_replaces_the_upstream_name() {
         "github-enterprise"
     );
 }
+
+#[test]
+fn a_restricted_view_keeps_order_bytes_and_its_own_cursors() {
+    let tools: Vec<_> = ["a", "b", "c", "d", "e"].iter().map(|n| tool(n)).collect();
+    let mut up = input("up", tools);
+    Arc::make_mut(&mut up.lists).resources = vec![
+        json!({"uri": "file:///docs/a", "name": "a"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+        json!({"uri": "file:///etc/passwd", "name": "p"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    ];
+    let full = Catalog::build(&[up], &policy(PrefixMode::Always, 1), 2);
+    let view = full.restricted(&|item| match item {
+        Item::Tool(n) => n != "up__b" && n != "up__d",
+        Item::Resource(uri) => uri.starts_with("file:///docs/"),
+        _ => false,
+    });
+    assert_eq!(names(&view.tools), ["up__a", "up__c", "up__e"]);
+    assert!(
+        view.tools.get("up__b").is_none(),
+        "hidden items do not route"
+    );
+    // Each item is the full catalog's bytes, shared.
+    assert_eq!(
+        view.tools.get("up__c").unwrap().json(),
+        full.tools.get("up__c").unwrap().json()
+    );
+    // Pages of two, walked with the view's own cursors.
+    let first: Value = serde_json::from_slice(&view.tools.page(None).unwrap()).unwrap();
+    assert_eq!(first["tools"].as_array().unwrap().len(), 2);
+    let next = first["nextCursor"].as_str().unwrap();
+    let second: Value = serde_json::from_slice(&view.tools.page(Some(next)).unwrap()).unwrap();
+    assert_eq!(second["tools"][0]["name"], "up__e");
+    assert!(second.get("nextCursor").is_none());
+    let res: Value = serde_json::from_slice(&view.resources.resources.page(None).unwrap()).unwrap();
+    assert_eq!(res["resources"].as_array().unwrap().len(), 1);
+    assert!(view.prompts.is_empty());
+}

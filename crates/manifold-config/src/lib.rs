@@ -14,6 +14,7 @@ pub mod auth;
 mod expand;
 pub mod limits;
 mod model;
+pub mod policy;
 mod snapshot;
 mod validate;
 
@@ -22,6 +23,7 @@ pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
 pub use expand::expand;
 pub use limits::{BucketKey, RateLimitRule};
 pub use model::*;
+pub use policy::{AllowDeny, ConfirmSection, PolicyRule, WithoutElicitation};
 pub use snapshot::{
     Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, TlsConfig,
     Transport, UpstreamConfig, UpstreamProtocol, UpstreamTls,
@@ -50,6 +52,8 @@ pub const ENV_SECTIONS: &[&str] = &[
     "metrics",
     "validation",
     "rate_limit",
+    "policy",
+    "confirm",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

@@ -60,22 +60,7 @@ pub(crate) fn validate(rules: &[RateLimitSection]) -> Result<Vec<RateLimitRule>,
 
 fn rule(i: usize, r: &RateLimitSection) -> Result<RateLimitRule, String> {
     let at = format!("rate_limit[{i}]");
-    if r.who.is_empty() {
-        return Err(format!(
-            "key `{at}.who`: name whom it applies to (\"*\" for everyone)"
-        ));
-    }
-    for w in &r.who {
-        let ok = w == "*"
-            || ["subject:", "group:", "scope:", "key:"]
-                .iter()
-                .any(|p| w.strip_prefix(p).is_some_and(|rest| !rest.is_empty()));
-        if !ok {
-            return Err(format!(
-                "key `{at}.who`: `{w}` is not `*`, `subject:…`, `group:…`, `scope:…` or `key:…`"
-            ));
-        }
-    }
+    crate::policy::check_who(&at, &r.who)?;
     let key = match r.key.as_deref().unwrap_or("principal") {
         "principal" => BucketKey::Principal,
         "group" => BucketKey::Group,

@@ -101,6 +101,13 @@ pub struct FileConfig {
     /// Rate limits and concurrency caps on `tools/call`, per caller.
     #[serde(default)]
     pub rate_limit: Vec<crate::limits::RateLimitSection>,
+    /// Who sees and may use which tools, prompts and resources; without any
+    /// rule every admitted caller sees everything.
+    #[serde(default)]
+    pub policy: Vec<crate::policy::PolicySection>,
+    /// Calls a human confirms (through the client) before they are forwarded.
+    #[serde(default)]
+    pub confirm: crate::policy::ConfirmSection,
 }
 
 /// `[validation]`: what the gateway checks before forwarding.

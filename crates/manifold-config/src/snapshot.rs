@@ -28,6 +28,10 @@ pub struct GatewayConfig {
     pub validate_arguments: bool,
     /// `[[rate_limit]]`, in file order.
     pub rate_limits: Vec<crate::limits::RateLimitRule>,
+    /// `[[policy]]`, in file order (empty: everyone sees everything).
+    pub policy: Vec<crate::policy::PolicyRule>,
+    /// `[confirm]`.
+    pub confirm: crate::policy::ConfirmSection,
     /// `[validation] output`.
     pub validate_output: crate::model::OutputMode,
     /// `[metrics] principal_label` and `max_principal_series`.

@@ -397,6 +397,8 @@ pub(crate) fn validate(
         validate_arguments: file.validation.arguments == ArgumentsMode::Enforce,
         validate_output: file.validation.output,
         rate_limits: crate::limits::validate(&file.rate_limit)?,
+        policy: crate::policy::validate(&file.policy)?,
+        confirm: crate::policy::validate_confirm(&file.confirm)?,
         principal_label: file.metrics.principal_label,
         max_principal_series: file.metrics.max_principal_series,
     })

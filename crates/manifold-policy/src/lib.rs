@@ -10,13 +10,19 @@
 //!
 //! And per-caller rate limits and concurrency caps (`limits`).
 //!
-//! Not here: authorization rules (coming),
-//! the 401/403 responses themselves (manifold-server).
+//! And who sees and may use which items (`authz`, `[[policy]]`), with the
+//! `who` grammar shared by every rule (`who`).
+//!
+//! Not here: the 401/403 responses themselves, or answering a hidden item as an
+//! unknown one (manifold-server).
 
+pub mod authz;
 pub mod identity;
 pub mod limits;
 pub mod validation;
+pub mod who;
 
+pub use authz::{Decision, ItemKind, Policy, ViewKey};
 pub use identity::{hash_key, AuthError, AuthMethod, Authenticator, Identity};
 pub use limits::{Limited, Permit, RateLimits};
 pub use validation::ArgumentValidators;

@@ -23,7 +23,7 @@ use governor::{Quota, RateLimiter};
 use manifold_catalog::filter::Glob;
 use manifold_config::{BucketKey, RateLimitRule};
 
-use crate::identity::{AuthMethod, Identity};
+use crate::identity::Identity;
 
 /// What a caller is told to wait when a concurrency cap is full (a call may
 /// end at any moment; there is no schedule to read).
@@ -134,7 +134,9 @@ impl<C: Clock + Clone> RateLimits<C> {
     pub fn admit(&self, caller: &Identity, tool: &str) -> Result<Permit, Limited> {
         let mut permit = Permit::default();
         for (i, rule) in self.rules.iter().enumerate() {
-            if !rule.tools.iter().any(|g| g.matches(tool)) || !matches(&rule.who, caller) {
+            if !rule.tools.iter().any(|g| g.matches(tool))
+                || !crate::who::matches(&rule.who, caller)
+            {
                 continue;
             }
             let key = match rule.key {
@@ -167,32 +169,10 @@ impl<C: Clock + Clone> RateLimits<C> {
     }
 }
 
-/// Whether a rule's `who` names the caller.
-fn matches(who: &[String], caller: &Identity) -> bool {
-    who.iter().any(|w| {
-        if w == "*" {
-            return true;
-        }
-        let Some((kind, value)) = w.split_once(':') else {
-            return false;
-        };
-        match kind {
-            "subject" => {
-                caller.method != AuthMethod::ApiKey
-                    && caller.method != AuthMethod::Anonymous
-                    && caller.subject == value
-            }
-            "key" => caller.method == AuthMethod::ApiKey && caller.subject == value,
-            "group" => caller.groups.iter().any(|g| g == value),
-            "scope" => caller.scopes.iter().any(|s| s == value),
-            _ => false,
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::AuthMethod;
     use governor::clock::FakeRelativeClock;
 
     fn rule(
@@ -258,22 +238,5 @@ mod tests {
         for _ in 0..5 {
             std::mem::forget(limits.admit(&other, "demo__x").expect("not limited"));
         }
-    }
-
-    #[test]
-    fn who_matches_by_kind() {
-        let jwt = caller(AuthMethod::Jwt, "alice", &["ops"]);
-        let key = caller(AuthMethod::ApiKey, "alice", &[]);
-        let w = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert!(matches(&w(&["subject:alice"]), &jwt));
-        assert!(
-            !matches(&w(&["subject:alice"]), &key),
-            "a key is not a subject"
-        );
-        assert!(matches(&w(&["key:alice"]), &key));
-        assert!(!matches(&w(&["key:alice"]), &jwt));
-        assert!(matches(&w(&["group:ops"]), &jwt));
-        assert!(!matches(&w(&["scope:x"]), &jwt));
-        assert!(matches(&w(&["*"]), &Identity::anonymous()));
     }
 }

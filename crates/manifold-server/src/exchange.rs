@@ -289,6 +289,11 @@ pub(crate) struct Exchange {
 }
 
 impl Exchange {
+    /// What this request's caller may see and use (its `[[policy]]` view).
+    pub(crate) fn access(&self) -> crate::state::views::Access {
+        self.gw.access(self.principal.identity().as_deref())
+    }
+
     /// The observation, for the phase that will answer the request.
     pub(crate) fn observation(&mut self) -> Option<&mut Observed> {
         self.obs.as_mut()

@@ -17,7 +17,6 @@
 //!
 //! Not here: requests (the front doors and the pipeline).
 
-use bytes::Bytes;
 use manifold_catalog::{Catalog, Glob, ItemFilter};
 use manifold_config::GatewayConfig;
 use manifold_upstream::{Upstream, UpstreamEvent};
@@ -32,7 +31,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::front;
 use crate::lock;
-use crate::state::{held_calls, listeners, log_levels, metrics, ownership, sessions};
+use crate::state::{held_calls, listeners, log_levels, metrics, ownership, sessions, views};
 use crate::state::{Gateway, SessionEnd};
 
 /// Capacity of the channel upstreams report changes on.
@@ -129,8 +128,15 @@ impl Gateway {
             .map(|u| (u.name().clone(), Arc::new(item_filter(u.config()))))
             .collect();
         let limits = &config.limits;
+        let catalog = Arc::new(Catalog::empty(config.server.page_size));
+        let policy = Arc::new(manifold_policy::Policy::new(&config.policy));
         let gw = Arc::new(Gateway {
-            catalog: arc_swap::ArcSwap::from_pointee(Catalog::empty(config.server.page_size)),
+            views: arc_swap::ArcSwap::from_pointee(views::Views::new(
+                catalog.clone(),
+                policy.clone(),
+            )),
+            catalog: arc_swap::ArcSwap::new(catalog),
+            policy,
             sessions: sessions::Sessions::new(sessions::SessionLimits {
                 max: limits.max_sessions,
                 per_peer: limits.max_sessions_per_peer,
@@ -329,13 +335,8 @@ impl Gateway {
             }
             if rebuild {
                 self.on_upstreams_changed(&mut ready);
-                for method in self.rebuild_catalog() {
-                    let note =
-                        Bytes::from(manifold_protocol::jsonrpc::notification_bytes(method, None));
-                    let sent = self.sessions.broadcast(&note) + self.listeners.list_changed(method);
-                    self.metrics.list_changed_sent(method, sent);
-                    tracing::info!(%method, sessions = sent, "merged list changed");
-                }
+                let rebuilt = self.rebuild_catalog();
+                self.announce(&rebuilt);
             }
         }
     }

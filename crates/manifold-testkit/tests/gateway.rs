@@ -30,6 +30,8 @@ mod modern;
 mod modern_upstream;
 #[path = "gateway/observe.rs"]
 mod observe;
+#[path = "gateway/policy.rs"]
+mod policy;
 #[path = "gateway/rogue.rs"]
 mod rogue;
 #[path = "gateway/sampling.rs"]

@@ -30,7 +30,7 @@ pub(crate) async fn call(
     if let Some(o) = x.observation() {
         o.name = Some(name.clone());
     }
-    let mut target = resolve::named(&x.gw, kind, &x.method, &name, &mut params)?;
+    let mut target = resolve::named(&x.gw, &x.access(), kind, &x.method, &name, &mut params)?;
     if kind == Kind::Tools && x.gw.config.validate_output != manifold_config::OutputMode::Off {
         target.output_check = Some(name.clone());
     }

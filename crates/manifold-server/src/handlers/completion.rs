@@ -14,6 +14,6 @@ pub(crate) async fn complete(
     x: &mut Exchange,
     mut params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
-    let target = resolve::completion(&x.gw, &mut params)?;
+    let target = resolve::completion(&x.gw, &x.access(), &mut params)?;
     relay::forward(x, params, target).await
 }

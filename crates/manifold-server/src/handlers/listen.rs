@@ -75,14 +75,25 @@ fn filter(params: &Map<String, Value>) -> Result<Wanted, Refusal> {
 pub(crate) async fn listen(x: &mut Exchange, params: Map<String, Value>) -> Result<Reply, Refusal> {
     let gw = x.gw.clone();
     let wanted = filter(&params)?;
-    let uris = wanted.uris.clone();
+    // URIs the caller's `[[policy]]` view excludes are not honoured, like URIs
+    // nobody owns.
+    let access = x.access();
+    let uris: Vec<String> = (wanted.uris.iter())
+        .filter(|u| access.may_use_uri(u))
+        .cloned()
+        .collect();
     let (tx, rx) = mpsc::channel(gw.config.limits.stream_queue);
     // Registered before the upstream subscriptions, unacknowledged: an update
     // arriving meanwhile finds the key (and is not delivered) rather than ending
     // the subscription as if the stream were gone.
     let key = gw
         .listeners
-        .register(x.rpc_id.as_value().clone(), wanted, tx.clone())
+        .register(
+            x.rpc_id.as_value().clone(),
+            wanted,
+            tx.clone(),
+            x.principal.identity(),
+        )
         .ok_or(Refusal::TooManyListens {
             limit: gw.config.limits.max_listens,
         })?;

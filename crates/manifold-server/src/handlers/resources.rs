@@ -21,7 +21,7 @@ pub(crate) async fn read(x: &mut Exchange, params: Map<String, Value>) -> Result
         o.name = Some(uri.clone());
         o.original = Some(uri.clone());
     }
-    let target = resolve::resource(&x.gw, &x.method, &uri)?;
+    let target = resolve::resource(&x.gw, &x.access(), &x.method, &uri)?;
     relay::forward(x, params, target).await
 }
 
@@ -40,6 +40,10 @@ pub(crate) async fn subscribe(
 ) -> Result<Reply, Refusal> {
     let uri = resolve::required_str(&params, "uri", &x.method)?;
     let who = subscriber(x)?;
+    if !x.access().may_use_uri(&uri) {
+        // As for a URI nobody owns: the rule goes by pattern, not existence.
+        return Err(Refusal::ResourceNotFound { uri });
+    }
     let limit = x.gw.config.limits.max_subscriptions_per_session;
     x.gw.subscribe(&who, &uri, Some(limit)).await?;
     Ok(empty(x))

@@ -7,7 +7,8 @@
 //! byte-identical list pages; 2026-07-28 results carry `resultType` and, for lists
 //! and discovery, `ttlMs` and `cacheScope`.
 //!
-//! Not here: per-caller views (every caller sees the same lists today).
+//! Lists are the caller's `[[policy]]` view (`state::views`): one shared
+//! snapshot per distinct view, so per-caller lists stay pre-serialized.
 
 use manifold_protocol::{jsonrpc, results, version};
 use manifold_upstream::Upstream;
@@ -64,7 +65,7 @@ pub(crate) fn list(x: &Exchange, params: &Map<String, Value>) -> Result<Reply, R
             ))
         }
     };
-    let catalog = x.gw.catalog.load();
+    let catalog = x.access().catalog;
     let page = match x.method.as_str() {
         m::TOOLS_LIST => catalog.tools.page(cursor),
         m::PROMPTS_LIST => catalog.prompts.page(cursor),
@@ -74,11 +75,19 @@ pub(crate) fn list(x: &Exchange, params: &Map<String, Value>) -> Result<Reply, R
     .map_err(|e| Refusal::InvalidParams(e.to_string()))?;
     Ok(match x.era {
         Era::Session => result(x, &page),
-        // The same for every caller: Manifold has no per-caller views yet.
-        Era::Stateless => result(
-            x,
-            &results::with_cache_hints(&page, list_ttl_ms(&x.gw), "public"),
-        ),
+        // Private when `[[policy]]` gives callers different views: a shared
+        // cache must not hand one caller's list to another.
+        Era::Stateless => {
+            let scope = if x.gw.policy.varies_by_caller() {
+                "private"
+            } else {
+                "public"
+            };
+            result(
+                x,
+                &results::with_cache_hints(&page, list_ttl_ms(&x.gw), scope),
+            )
+        }
     })
 }
 
@@ -116,6 +125,7 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
         capabilities,
         peer: x.arrival.peer,
         owner: x.principal.session_owner(),
+        viewer: x.principal.identity(),
     };
     let session = gw.sessions.create(opening).map_err(|full| match full {
         Full::Peer => Refusal::TooManySessionsFromPeer {

@@ -72,7 +72,7 @@ pub(crate) fn request(
     let principal = Principal::from_identity(arrival.identity.as_ref());
     let caller = match era {
         Era::Session => session_era(gw, arrival, method)?,
-        Era::Stateless => stateless(gw, &arrival.front, method, msg)?,
+        Era::Stateless => stateless(gw, &arrival.front, &principal, method, msg)?,
     };
     Ok(Admitted { caller, principal })
 }
@@ -113,6 +113,7 @@ pub(crate) fn session_of(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSe
     if session.owner != principal.session_owner() {
         return Err(Refusal::UnknownSession);
     }
+    session.seen_as(principal.identity());
     session.touch();
     Ok(session)
 }
@@ -120,6 +121,7 @@ pub(crate) fn session_of(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSe
 fn stateless(
     gw: &Gateway,
     front: &Front,
+    principal: &Principal,
     method: &str,
     msg: &Map<String, Value>,
 ) -> Result<Caller, Refusal> {
@@ -184,7 +186,7 @@ fn stateless(
         });
     }
     if let Some(headers) = headers {
-        check_name_headers(gw, headers, method, msg)?;
+        check_name_headers(gw, principal, headers, method, msg)?;
     }
     let log = match meta.get(meta::LOG_LEVEL).and_then(Value::as_str) {
         Some(l) => LogFilter::AtLeast(
@@ -205,6 +207,7 @@ fn stateless(
 /// `Mcp-Name` and `Mcp-Param-*` against the body.
 fn check_name_headers(
     gw: &Gateway,
+    principal: &Principal,
     headers: &HeaderMap,
     method: &str,
     msg: &Map<String, Value>,
@@ -239,7 +242,9 @@ fn check_name_headers(
     if method != m::TOOLS_CALL {
         return Ok(());
     }
-    let catalog = gw.catalog.load();
+    // The caller's view: a tool it may not see is unknown here too, so a
+    // header mismatch cannot tell it exists.
+    let catalog = gw.access(principal.identity().as_deref()).catalog;
     let Some(entry) = catalog.list(Kind::Tools).get(&decoded) else {
         // Unknown tools are refused later, with the usual -32602.
         return Ok(());

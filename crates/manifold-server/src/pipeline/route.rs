@@ -133,7 +133,9 @@ pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Resu
         // then the state is its own and goes to it byte-exact. The held call's
         // record is the call's; the retry is counted, not audited again.
         let retry = params.contains_key("requestState");
-        if retry && !resolve::upstream_of(&x.gw, &x.method, &params).is_some_and(|u| u.is_modern())
+        if retry
+            && !resolve::upstream_of(&x.gw, &x.access(), &x.method, &params)
+                .is_some_and(|u| u.is_modern())
         {
             if let Some(reply) = input_required::resume(x, &params).await {
                 // A retry that resumed nothing (a forged, expired or reused

@@ -17,6 +17,7 @@ use manifold_upstream::{ExtraHeaders, Upstream};
 use serde_json::{Map, Value};
 
 use crate::refusal::Refusal;
+use crate::state::views::Access;
 use crate::state::Gateway;
 
 /// How an upstream's failure to answer reaches the client, and how a result is
@@ -72,15 +73,17 @@ pub(crate) fn required_str(
 /// is rewritten in place: `name` becomes the upstream's own.
 pub(crate) fn named(
     gw: &Gateway,
+    access: &Access,
     kind: Kind,
     method: &str,
     name: &str,
     params: &mut Map<String, Value>,
 ) -> Result<Target, Refusal> {
-    // An `Arc` of the snapshot (not a guard): the entry is borrowed from it, and
-    // nothing of it is copied but the names the upstream needs.
-    let catalog = gw.catalog.load_full();
-    let resolved = catalog
+    // The caller's view (an `Arc`, not a guard): what it may not see is
+    // unknown. The entry is borrowed from it; nothing of it is copied but the
+    // names the upstream needs.
+    let resolved = access
+        .catalog
         .list(kind)
         .get(name)
         .and_then(|entry| Some((gw.by_name.get(&entry.upstream)?.clone(), entry)));
@@ -121,8 +124,14 @@ pub(crate) fn named(
 }
 
 /// `resources/read`: the URI to its owner (URIs are never renamed).
-pub(crate) fn resource(gw: &Gateway, method: &str, uri: &str) -> Result<Target, Refusal> {
-    let Some(upstream) = gw.owner_of(uri) else {
+pub(crate) fn resource(
+    gw: &Gateway,
+    access: &Access,
+    method: &str,
+    uri: &str,
+) -> Result<Target, Refusal> {
+    let owner = access.may_use_uri(uri).then(|| gw.owner_of(uri)).flatten();
+    let Some(upstream) = owner else {
         return Err(Refusal::ResourceNotFound {
             uri: uri.to_string(),
         });
@@ -140,7 +149,11 @@ pub(crate) fn resource(gw: &Gateway, method: &str, uri: &str) -> Result<Target, 
 /// `completion/complete`: a `ref/prompt` goes to the prompt's upstream with its
 /// original name (rewritten in `params`); a `ref/resource` to the owner of the URI
 /// or template.
-pub(crate) fn completion(gw: &Gateway, params: &mut Map<String, Value>) -> Result<Target, Refusal> {
+pub(crate) fn completion(
+    gw: &Gateway,
+    access: &Access,
+    params: &mut Map<String, Value>,
+) -> Result<Target, Refusal> {
     let bad = |m: &str| Refusal::InvalidParams(m.to_string());
     let Some(reference) = params.get_mut("ref").and_then(Value::as_object_mut) else {
         return Err(bad("completion/complete needs params.ref (an object)"));
@@ -151,8 +164,7 @@ pub(crate) fn completion(gw: &Gateway, params: &mut Map<String, Value>) -> Resul
             let Some(name) = reference.get("name").and_then(Value::as_str) else {
                 return Err(bad("ref/prompt needs a `name` (a string)"));
             };
-            let catalog = gw.catalog.load();
-            let Some(entry) = catalog.prompts.get(name) else {
+            let Some(entry) = access.catalog.prompts.get(name) else {
                 return Err(Refusal::InvalidParams(format!("Unknown prompt: {name}")));
             };
             reference.insert("name".into(), Value::String(entry.original.clone()));
@@ -162,8 +174,11 @@ pub(crate) fn completion(gw: &Gateway, params: &mut Map<String, Value>) -> Resul
             let Some(uri) = reference.get("uri").and_then(Value::as_str) else {
                 return Err(bad("ref/resource needs a `uri` (a string)"));
             };
+            // URI rules go by pattern: refusing here tells nothing of what
+            // exists.
             let by_template = gw.catalog.load().resources.template_owner(uri).cloned();
             match by_template {
+                _ if !access.may_use_uri(uri) => None,
                 Some(name) => gw.by_name.get(&name).cloned(),
                 None => gw.owner_of(uri),
             }
@@ -192,6 +207,7 @@ pub(crate) fn completion(gw: &Gateway, params: &mut Map<String, Value>) -> Resul
 /// carries).
 pub(crate) fn upstream_of(
     gw: &Gateway,
+    access: &Access,
     method: &str,
     params: &Map<String, Value>,
 ) -> Option<Upstream> {
@@ -199,10 +215,12 @@ pub(crate) fn upstream_of(
     let kind = match method {
         m::TOOLS_CALL => Kind::Tools,
         m::PROMPTS_GET => Kind::Prompts,
-        m::RESOURCES_READ => return gw.owner_of(name("uri")?),
+        m::RESOURCES_READ => {
+            let uri = name("uri")?;
+            return access.may_use_uri(uri).then(|| gw.owner_of(uri)).flatten();
+        }
         _ => return None,
     };
-    let catalog = gw.catalog.load();
-    let entry = catalog.list(kind).get(name("name")?)?;
+    let entry = access.catalog.list(kind).get(name("name")?)?;
     gw.by_name.get(&entry.upstream).cloned()
 }

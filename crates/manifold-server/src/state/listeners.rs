@@ -20,7 +20,7 @@ use manifold_protocol::methods as m;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 
 use m::meta::SUBSCRIPTION_ID as META_SUBSCRIPTION;
@@ -48,6 +48,8 @@ struct Listener {
     /// List changes that came before the acknowledgment, sent right after it.
     missed: Vec<&'static str>,
     tx: mpsc::Sender<Bytes>,
+    /// Whose `[[policy]]` view the stream's list changes follow.
+    viewer: Option<Arc<manifold_policy::Identity>>,
 }
 
 /// Every open listen stream.
@@ -87,6 +89,7 @@ impl Listeners {
         id: Value,
         wanted: Wanted,
         tx: mpsc::Sender<Bytes>,
+        viewer: Option<Arc<manifold_policy::Identity>>,
     ) -> Option<String> {
         let mut open = self.lock();
         if open.len() >= self.max {
@@ -105,6 +108,7 @@ impl Listeners {
                 acked: false,
                 missed: Vec::new(),
                 tx,
+                viewer,
             },
         );
         Some(key)
@@ -161,9 +165,13 @@ impl Listeners {
         sent
     }
 
-    /// A merged list changed: every listener that asked for that kind hears it.
-    /// Returns how many were sent.
-    pub(crate) fn list_changed(&self, method: &'static str) -> usize {
+    /// A merged list changed: every listener that asked for that kind, and for
+    /// whose viewer `sees` it changed, hears it. Returns how many were sent.
+    pub(crate) fn list_changed(
+        &self,
+        method: &'static str,
+        sees: &mut dyn FnMut(Option<&manifold_policy::Identity>) -> bool,
+    ) -> usize {
         let mut open = self.lock();
         let mut sent = 0;
         for l in open.values_mut() {
@@ -173,7 +181,7 @@ impl Listeners {
                 m::NOTIF_RESOURCES_LIST_CHANGED => l.wanted.resources,
                 _ => false,
             };
-            if !wants {
+            if !wants || !sees(l.viewer.as_deref()) {
                 continue;
             }
             if !l.acked {

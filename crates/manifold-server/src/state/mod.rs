@@ -20,6 +20,7 @@ pub(crate) mod metrics;
 pub(crate) mod ownership;
 pub(crate) mod sessions;
 pub(crate) mod subscriptions;
+pub(crate) mod views;
 
 use arc_swap::ArcSwap;
 use manifold_catalog::{Catalog, ItemFilter, NamingPolicy, UpstreamInput};
@@ -41,6 +42,10 @@ pub struct Gateway {
     /// Each upstream's `tools` / `prompts` allow and deny lists.
     pub(crate) filters: HashMap<Arc<str>, Arc<ItemFilter>>,
     pub(crate) catalog: ArcSwap<Catalog>,
+    /// `[[policy]]`, compiled.
+    pub(crate) policy: Arc<manifold_policy::Policy>,
+    /// The catalog's per-caller views (see `views`), swapped with it.
+    pub(crate) views: ArcSwap<views::Views>,
     pub(crate) sessions: sessions::Sessions,
     /// URIs seen in results, for routing reads (see `ownership`).
     pub(crate) learned: ownership::Learned,
@@ -157,8 +162,10 @@ impl Gateway {
     }
 
     /// Rebuilds the merged view from every ready upstream; returns the
-    /// `list_changed` notifications it calls for (lists whose items changed).
-    pub(crate) fn rebuild_catalog(&self) -> Vec<&'static str> {
+    /// `list_changed` notifications it calls for (lists whose items changed),
+    /// with the views before and after (each caller hears only of a change to
+    /// its own view).
+    pub(crate) fn rebuild_catalog(&self) -> Rebuilt {
         use manifold_protocol::methods as m;
         let inputs: Vec<UpstreamInput> = self
             .upstreams
@@ -193,31 +200,30 @@ impl Gateway {
             }
             self.validators.store(Arc::new(v));
         }
-        let old = self.catalog.swap(Arc::new(new));
-        let new = self.catalog.load();
-        let mut changed = Vec::new();
-        for (kind, method) in [
-            (manifold_catalog::Kind::Tools, m::NOTIF_TOOLS_LIST_CHANGED),
-            (
-                manifold_catalog::Kind::Prompts,
-                m::NOTIF_PROMPTS_LIST_CHANGED,
-            ),
-        ] {
-            let a = old.list(kind);
-            let b = new.list(kind);
-            let differ = a.len() != b.len()
-                || a.entries()
-                    .iter()
-                    .zip(b.entries())
-                    .any(|(x, y)| x.json() != y.json());
-            if differ {
-                changed.push(method);
-            }
+        let new = Arc::new(new);
+        let views = Arc::new(views::Views::new(new.clone(), self.policy.clone()));
+        let old = self.catalog.swap(new.clone());
+        let old_views = self.views.swap(views.clone());
+        let changed = [
+            m::NOTIF_TOOLS_LIST_CHANGED,
+            m::NOTIF_PROMPTS_LIST_CHANGED,
+            m::NOTIF_RESOURCES_LIST_CHANGED,
+        ]
+        .into_iter()
+        .filter(|method| views::lists_differ(&old, &new, method))
+        .collect();
+        Rebuilt {
+            changed,
+            old: old_views,
+            new: views,
         }
-        let (a, b) = (&old.resources, &new.resources);
-        if !a.resources.same_as(&b.resources) || !a.templates.same_as(&b.templates) {
-            changed.push(m::NOTIF_RESOURCES_LIST_CHANGED);
-        }
-        changed
     }
+}
+
+/// What a catalogue rebuild changed.
+pub(crate) struct Rebuilt {
+    /// The `list_changed` methods of the lists that changed for someone.
+    pub changed: Vec<&'static str>,
+    pub old: Arc<views::Views>,
+    pub new: Arc<views::Views>,
 }

@@ -46,6 +46,10 @@ pub(crate) struct ClientSession {
     peer: Option<IpAddr>,
     /// The principal it is bound to (`None`: anonymous).
     pub owner: Option<String>,
+    /// Whose `[[policy]]` view the session's `list_changed` follow: the
+    /// identity of its latest request (groups and scopes may change with a new
+    /// token; the owner may not).
+    viewer: Mutex<Option<Arc<manifold_policy::Identity>>>,
     /// `limits.max_calls_per_session`.
     max_calls: usize,
     created: Instant,
@@ -69,6 +73,7 @@ impl ClientSession {
             capabilities: opening.capabilities,
             peer: opening.peer,
             owner: opening.owner,
+            viewer: Mutex::new(opening.viewer),
             max_calls,
             created: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
@@ -83,6 +88,16 @@ impl ClientSession {
 
     /// The first 8 characters of the id: enough to follow a session in the logs,
     /// useless as a credential.
+    /// The identity the session's latest request came with.
+    pub fn seen_as(&self, viewer: Option<Arc<manifold_policy::Identity>>) {
+        *lock(&self.viewer) = viewer;
+    }
+
+    /// Whose policy view the session sees (`None`: unrestricted).
+    pub fn viewer(&self) -> Option<Arc<manifold_policy::Identity>> {
+        lock(&self.viewer).clone()
+    }
+
     pub fn short_id(&self) -> &str {
         self.id.get(..8).unwrap_or(&self.id)
     }
@@ -179,6 +194,8 @@ pub(crate) struct Opening {
     pub peer: Option<IpAddr>,
     /// The principal that opened it.
     pub owner: Option<String>,
+    /// Its identity, for its `[[policy]]` view.
+    pub viewer: Option<Arc<manifold_policy::Identity>>,
 }
 
 /// Why no session was minted.
@@ -263,12 +280,12 @@ impl Sessions {
         Some(s)
     }
 
-    /// Sends a message to every session with a GET stream open; returns how many
-    /// took it.
-    pub fn broadcast(&self, message: &Bytes) -> usize {
+    /// Sends a message to every session with a GET stream open for which `to`
+    /// holds; returns how many took it.
+    pub fn broadcast(&self, message: &Bytes, to: &mut dyn FnMut(&ClientSession) -> bool) -> usize {
         self.all()
             .iter()
-            .filter(|s| s.push(message.clone()))
+            .filter(|s| to(s) && s.push(message.clone()))
             .count()
     }
 

@@ -1,0 +1,312 @@
+//! `[[policy]]`: which tools, prompts and resources a caller sees and may use.
+//!
+//! Without any rule everything is visible to every admitted caller. With at
+//! least one, an item is visible to a caller only if some rule whose `who`
+//! names the caller allows it and no such rule denies it (deny wins). Tools and
+//! prompts are matched by exposed name; resources by URI (and a resource
+//! template by its template string).
+//!
+//! A caller's view depends only on *which rules name it*, so that set is the
+//! [`ViewKey`]: every caller with the same key sees the same items, and the
+//! server builds one snapshot per key, not per caller or per request.
+//!
+//! Invariants: a decision depends on the key and the item only; `decide` and
+//! `allows` agree; deciding never allocates per rule beyond glob matching.
+//!
+//! Not here: building the per-view lists (manifold-catalog) or answering a
+//! hidden item as unknown (manifold-server).
+
+use std::sync::Arc;
+
+use manifold_catalog::filter::Glob;
+use manifold_config::{AllowDeny, PolicyRule};
+
+use crate::identity::Identity;
+
+/// What a rule's lists are about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ItemKind {
+    Tool,
+    Prompt,
+    /// A resource URI or a resource template string.
+    Resource,
+}
+
+impl ItemKind {
+    /// The rule's key for this kind, as written in the file.
+    pub fn key(self) -> &'static str {
+        match self {
+            ItemKind::Tool => "tools",
+            ItemKind::Prompt => "prompts",
+            ItemKind::Resource => "resources",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Lists {
+    allow: Vec<(Glob, String)>,
+    deny: Vec<(Glob, String)>,
+}
+
+impl Lists {
+    fn new(l: &AllowDeny) -> Lists {
+        let globs = |v: &[String]| v.iter().map(|g| (Glob::new(g), g.clone())).collect();
+        Lists {
+            allow: globs(&l.allow),
+            deny: globs(&l.deny),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Rule {
+    who: Vec<String>,
+    tools: Option<Lists>,
+    prompts: Option<Lists>,
+    resources: Option<Lists>,
+}
+
+impl Rule {
+    fn lists(&self, kind: ItemKind) -> Option<&Lists> {
+        match kind {
+            ItemKind::Tool => self.tools.as_ref(),
+            ItemKind::Prompt => self.prompts.as_ref(),
+            ItemKind::Resource => self.resources.as_ref(),
+        }
+    }
+}
+
+/// The rules that name a caller (their indices, ascending): callers with equal
+/// keys see exactly the same items.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ViewKey(Arc<[u32]>);
+
+impl ViewKey {
+    /// The indices of the `[[policy]]` rules that apply.
+    pub fn rules(&self) -> &[u32] {
+        &self.0
+    }
+}
+
+/// Why an item is or is not visible to a view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// No `[[policy]]` is configured: everything is visible.
+    Unrestricted,
+    /// Visible: the first rule (index) that allows it, and the pattern.
+    Allowed { rule: usize, pattern: String },
+    /// Hidden: a rule that applies denies it.
+    Denied { rule: usize, pattern: String },
+    /// Hidden: no rule that applies allows it.
+    NotAllowed,
+}
+
+impl Decision {
+    pub fn is_visible(&self) -> bool {
+        matches!(self, Decision::Unrestricted | Decision::Allowed { .. })
+    }
+
+    /// The rule and field behind the decision, for `manifold check --as`.
+    pub fn explain(&self, kind: ItemKind) -> String {
+        let k = kind.key();
+        match self {
+            Decision::Unrestricted => "no [[policy]] is configured".into(),
+            Decision::Allowed { rule, pattern } => {
+                format!("allowed by policy[{rule}].{k}.allow `{pattern}`")
+            }
+            Decision::Denied { rule, pattern } => {
+                format!("denied by policy[{rule}].{k}.deny `{pattern}`")
+            }
+            Decision::NotAllowed => {
+                format!("no rule that applies to this caller allows it in `{k}.allow`")
+            }
+        }
+    }
+}
+
+/// Every `[[policy]]` rule, compiled.
+#[derive(Debug, Default)]
+pub struct Policy {
+    rules: Vec<Rule>,
+}
+
+impl Policy {
+    pub fn new(rules: &[PolicyRule]) -> Policy {
+        Policy {
+            rules: rules
+                .iter()
+                .map(|r| Rule {
+                    who: r.who.clone(),
+                    tools: r.tools.as_ref().map(Lists::new),
+                    prompts: r.prompts.as_ref().map(Lists::new),
+                    resources: r.resources.as_ref().map(Lists::new),
+                })
+                .collect(),
+        }
+    }
+
+    /// No rule: every caller sees everything.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Whether two callers may see different items (some rule names someone in
+    /// particular). When false, lists are the same for everyone and may be
+    /// cached publicly.
+    pub fn varies_by_caller(&self) -> bool {
+        self.rules.iter().any(|r| r.who.iter().any(|w| w != "*"))
+    }
+
+    /// The rules that name `caller`.
+    pub fn view_key(&self, caller: &Identity) -> ViewKey {
+        ViewKey(
+            self.rules
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| crate::who::matches(&r.who, caller))
+                .filter_map(|(i, _)| u32::try_from(i).ok())
+                .collect(),
+        )
+    }
+
+    /// Whether the view `key` may see and use `name`.
+    pub fn allows(&self, key: &ViewKey, kind: ItemKind, name: &str) -> bool {
+        self.decide(key, kind, name).is_visible()
+    }
+
+    /// Whether the view `key` may see `name`, and which rule says so.
+    pub fn decide(&self, key: &ViewKey, kind: ItemKind, name: &str) -> Decision {
+        if self.rules.is_empty() {
+            return Decision::Unrestricted;
+        }
+        let mut allowed = None;
+        for &i in key.rules() {
+            let Some(lists) = self.rules.get(i as usize).and_then(|r| r.lists(kind)) else {
+                continue;
+            };
+            if let Some((_, p)) = lists.deny.iter().find(|(g, _)| g.matches(name)) {
+                return Decision::Denied {
+                    rule: i as usize,
+                    pattern: p.clone(),
+                };
+            }
+            if allowed.is_none() {
+                if let Some((_, p)) = lists.allow.iter().find(|(g, _)| g.matches(name)) {
+                    allowed = Some(Decision::Allowed {
+                        rule: i as usize,
+                        pattern: p.clone(),
+                    });
+                }
+            }
+        }
+        allowed.unwrap_or(Decision::NotAllowed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::identity::AuthMethod;
+
+    fn rule(who: &[&str], allow: &[&str], deny: &[&str]) -> PolicyRule {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        PolicyRule {
+            who: v(who),
+            tools: Some(AllowDeny {
+                allow: v(allow),
+                deny: v(deny),
+            }),
+            prompts: None,
+            resources: None,
+        }
+    }
+
+    fn jwt(subject: &str, groups: &[&str]) -> Identity {
+        Identity {
+            subject: subject.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            scopes: vec![],
+            method: AuthMethod::Jwt,
+        }
+    }
+
+    #[test]
+    fn visibility_table() {
+        let p = Policy::new(&[
+            rule(&["group:ops"], &["github__*"], &["github__delete_*"]),
+            rule(&["subject:alice"], &["github__delete_repo", "db__*"], &[]),
+            rule(&["*"], &["time__*"], &[]),
+        ]);
+        let ops = jwt("bob", &["ops"]);
+        let alice = jwt("alice", &[]);
+        let alice_ops = jwt("alice", &["ops"]);
+        let nobody = Identity::anonymous();
+        use Decision as D;
+        let allowed = |rule: usize, pattern: &str| D::Allowed {
+            rule,
+            pattern: pattern.into(),
+        };
+        for (who, tool, wanted) in [
+            (&ops, "github__create_issue", allowed(0, "github__*")),
+            (
+                &ops,
+                "github__delete_repo",
+                D::Denied {
+                    rule: 0,
+                    pattern: "github__delete_*".into(),
+                },
+            ),
+            (&ops, "db__query", D::NotAllowed),
+            (&ops, "time__now", allowed(2, "time__*")),
+            (
+                &alice,
+                "github__delete_repo",
+                allowed(1, "github__delete_repo"),
+            ),
+            (&alice, "github__create_issue", D::NotAllowed),
+            (&alice, "db__query", allowed(1, "db__*")),
+            // Deny in one rule wins over an allow in another.
+            (
+                &alice_ops,
+                "github__delete_repo",
+                D::Denied {
+                    rule: 0,
+                    pattern: "github__delete_*".into(),
+                },
+            ),
+            (&nobody, "time__now", allowed(2, "time__*")),
+            (&nobody, "github__create_issue", D::NotAllowed),
+        ] {
+            let key = p.view_key(who);
+            assert_eq!(
+                p.decide(&key, ItemKind::Tool, tool),
+                wanted,
+                "{who:?} {tool}"
+            );
+            assert_eq!(p.allows(&key, ItemKind::Tool, tool), wanted.is_visible());
+        }
+        // A kind the rules do not name is hidden once any rule exists.
+        let key = p.view_key(&ops);
+        assert_eq!(p.decide(&key, ItemKind::Prompt, "x"), D::NotAllowed);
+        assert!(p.varies_by_caller());
+    }
+
+    #[test]
+    fn equal_rule_sets_share_a_key_and_no_policy_shows_everything() {
+        let p = Policy::new(&[rule(&["group:ops"], &["*"], &[])]);
+        assert_eq!(
+            p.view_key(&jwt("a", &["ops"])),
+            p.view_key(&jwt("b", &["ops", "x"]))
+        );
+        assert_ne!(p.view_key(&jwt("a", &["ops"])), p.view_key(&jwt("a", &[])));
+        let none = Policy::new(&[]);
+        let key = none.view_key(&Identity::anonymous());
+        assert_eq!(
+            none.decide(&key, ItemKind::Resource, "file:///x"),
+            Decision::Unrestricted
+        );
+        assert!(!none.varies_by_caller());
+        assert!(!Policy::new(&[rule(&["*"], &["a*"], &[])]).varies_by_caller());
+    }
+}

@@ -1,0 +1,240 @@
+//! Per-caller views of the merged catalog under `[[policy]]`.
+//!
+//! A caller's view depends only on which rules name it (its
+//! [`manifold_policy::ViewKey`]), so each distinct key gets one restricted
+//! [`Catalog`] — its own pre-serialized pages, cursors and name table — built the
+//! first time a caller with that key needs it after a catalogue change, then
+//! shared by every caller with that key. Nothing is built per request.
+//!
+//! Invariants: a view only ever holds items of the catalog it was built from
+//! (the [`Views`] value is swapped whole with the catalog); without any rule the
+//! view *is* the catalog (no copy); the local operator sees everything; at most
+//! [`MAX_CACHED_VIEWS`] views are kept per catalogue, and building never holds
+//! the lock across an await (there is none).
+//!
+//! Not here: deciding what a rule allows (`manifold_policy::authz`); what a
+//! handler answers for a hidden item (it answers as for an unknown one).
+
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use manifold_catalog::{Catalog, Item};
+use manifold_policy::{Identity, ItemKind, Policy, ViewKey};
+
+use crate::lock;
+
+/// Distinct views kept per catalogue. Past it the cache starts over (views are
+/// rebuilt as callers come): memory stays bounded whatever the callers' mix of
+/// groups and scopes.
+pub const MAX_CACHED_VIEWS: usize = 1024;
+
+/// The catalog and the views built from it so far.
+pub(crate) struct Views {
+    pub base: Arc<Catalog>,
+    policy: Arc<Policy>,
+    built: Mutex<HashMap<ViewKey, Arc<Catalog>>>,
+}
+
+impl Views {
+    pub(crate) fn new(base: Arc<Catalog>, policy: Arc<Policy>) -> Views {
+        Views {
+            base,
+            policy,
+            built: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The catalog the view `key` sees (`None`: everything).
+    pub(crate) fn get(&self, key: Option<&ViewKey>) -> Arc<Catalog> {
+        let Some(key) = key else {
+            return self.base.clone();
+        };
+        let mut built = lock(&self.built);
+        if let Some(view) = built.get(key) {
+            return view.clone();
+        }
+        if built.len() >= MAX_CACHED_VIEWS {
+            tracing::warn!(
+                views = built.len(),
+                "more distinct policy views than MAX_CACHED_VIEWS; starting the cache over"
+            );
+            built.clear();
+        }
+        let policy = &self.policy;
+        let view = Arc::new(self.base.restricted(&|item| match item {
+            Item::Tool(n) => policy.allows(key, ItemKind::Tool, n),
+            Item::Prompt(n) => policy.allows(key, ItemKind::Prompt, n),
+            Item::Resource(u) | Item::Template(u) => policy.allows(key, ItemKind::Resource, u),
+        }));
+        built.insert(key.clone(), view.clone());
+        view
+    }
+
+    /// How many views are built (for tests and metrics).
+    #[cfg(test)]
+    pub(crate) fn built(&self) -> usize {
+        lock(&self.built).len()
+    }
+}
+
+/// What one request may see and use: its view of the catalog and the policy
+/// key it was built for.
+pub(crate) struct Access {
+    pub catalog: Arc<Catalog>,
+    key: Option<ViewKey>,
+    policy: Arc<Policy>,
+}
+
+impl Access {
+    /// Whether the caller may read, subscribe to or complete `uri` (a
+    /// resource URI or a template string).
+    pub(crate) fn may_use_uri(&self, uri: &str) -> bool {
+        match &self.key {
+            None => true,
+            Some(k) => self.policy.allows(k, ItemKind::Resource, uri),
+        }
+    }
+}
+
+/// Whether the list a `list_changed` method names differs between two catalogs
+/// (item bytes, in order).
+pub(crate) fn lists_differ(a: &Catalog, b: &Catalog, method: &str) -> bool {
+    use manifold_catalog::Kind;
+    use manifold_protocol::methods as m;
+    let named = |kind| {
+        let (x, y) = (a.list(kind), b.list(kind));
+        x.len() != y.len()
+            || x.entries()
+                .iter()
+                .zip(y.entries())
+                .any(|(p, q)| p.json() != q.json())
+    };
+    match method {
+        m::NOTIF_TOOLS_LIST_CHANGED => named(Kind::Tools),
+        m::NOTIF_PROMPTS_LIST_CHANGED => named(Kind::Prompts),
+        m::NOTIF_RESOURCES_LIST_CHANGED => {
+            let (x, y) = (&a.resources, &b.resources);
+            !x.resources.same_as(&y.resources) || !x.templates.same_as(&y.templates)
+        }
+        _ => false,
+    }
+}
+
+/// The policy key of a viewer (an identity; anonymous callers have one too):
+/// `None` when nothing is restricted (no rule, or no viewer: the local
+/// operator).
+pub(crate) fn key_of(policy: &Policy, viewer: Option<&Identity>) -> Option<ViewKey> {
+    if policy.is_empty() {
+        return None;
+    }
+    viewer.map(|id| policy.view_key(id))
+}
+
+impl super::Gateway {
+    /// Sends each changed list's `list_changed` to the sessions and listen
+    /// streams whose own view of it changed (everyone's, without rules). Views
+    /// are compared once per distinct key, not per client.
+    pub(crate) fn announce(&self, rebuilt: &super::Rebuilt) {
+        for &method in &rebuilt.changed {
+            let note = Bytes::from(manifold_protocol::jsonrpc::notification_bytes(method, None));
+            let mut memo: HashMap<Option<ViewKey>, bool> = HashMap::new();
+            let mut sees = |viewer: Option<&Identity>| {
+                let key = key_of(&self.policy, viewer);
+                if key.is_none() {
+                    return true;
+                }
+                *memo.entry(key.clone()).or_insert_with(|| {
+                    let (a, b) = (rebuilt.old.get(key.as_ref()), rebuilt.new.get(key.as_ref()));
+                    lists_differ(&a, &b, method)
+                })
+            };
+            let sent = self
+                .sessions
+                .broadcast(&note, &mut |s| sees(s.viewer().as_deref()))
+                + self.listeners.list_changed(method, &mut sees);
+            self.metrics.list_changed_sent(method, sent);
+            tracing::info!(%method, sessions = sent, "merged list changed");
+        }
+    }
+
+    /// What `viewer` may see and use right now (`None`: the local operator).
+    pub(crate) fn access(&self, viewer: Option<&Identity>) -> Access {
+        let key = key_of(&self.policy, viewer);
+        let views = self.views.load();
+        Access {
+            catalog: views.get(key.as_ref()),
+            key,
+            policy: self.policy.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use manifold_catalog::{ItemFilter, NamingPolicy, PrefixMode, UpstreamInput, UpstreamLists};
+    use manifold_config::{AllowDeny, PolicyRule};
+    use manifold_policy::AuthMethod;
+    use serde_json::json;
+
+    fn catalog(n: usize) -> Arc<Catalog> {
+        let tools = (0..n)
+            .map(|i| json!({"name": format!("t{i}"), "inputSchema": {"type": "object"}}))
+            .map(|v| v.as_object().cloned().unwrap())
+            .collect();
+        let input = UpstreamInput {
+            name: Arc::from("up"),
+            prefix: "up".into(),
+            lists: Arc::new(UpstreamLists {
+                tools,
+                ..Default::default()
+            }),
+            filter: Arc::new(ItemFilter::default()),
+        };
+        let naming = NamingPolicy {
+            separator: "__".into(),
+            prefix_mode: PrefixMode::Always,
+            max_length: 64,
+            configured_upstreams: 1,
+        };
+        Arc::new(Catalog::build(&[input], &naming, 100))
+    }
+
+    fn member(group: &str) -> Option<Identity> {
+        Some(Identity {
+            subject: format!("someone-in-{group}"),
+            groups: vec![group.into()],
+            scopes: vec![],
+            method: AuthMethod::Jwt,
+        })
+    }
+
+    #[test]
+    fn one_view_per_rule_set_shared_by_callers() {
+        let rule = |g: &str, allow: &str| PolicyRule {
+            who: vec![format!("group:{g}")],
+            tools: Some(AllowDeny {
+                allow: vec![allow.into()],
+                deny: vec![],
+            }),
+            prompts: None,
+            resources: None,
+        };
+        let policy = Arc::new(Policy::new(&[rule("a", "up__t1*"), rule("b", "up__t2")]));
+        let views = Views::new(catalog(30), policy.clone());
+        let get = |p: &Option<Identity>| views.get(key_of(&policy, p.as_ref()).as_ref());
+        let a1 = get(&member("a"));
+        let a2 = get(&member("a"));
+        assert!(Arc::ptr_eq(&a1, &a2), "same key, same snapshot");
+        assert_eq!(a1.tools.len(), 11); // t1, t10..t19
+        assert_eq!(get(&member("b")).tools.len(), 1);
+        assert_eq!(get(&Some(Identity::anonymous())).tools.len(), 0);
+        assert_eq!(views.built(), 3);
+        // The operator sees the catalog itself.
+        assert!(Arc::ptr_eq(&get(&None), &views.base));
+        // Without rules, everyone does.
+        let open = Policy::new(&[]);
+        assert!(key_of(&open, member("a").as_ref()).is_none());
+    }
+}
