@@ -6,6 +6,9 @@
 //! `name` (or null), `upstream` (or null), `original` (or null), `arguments_sha256`
 //! (hex SHA-256 of the canonical JSON of the unredacted arguments, or null when the
 //! request had none), `arguments` (redacted; absent when arguments are not included),
+//! `injected` (only when an operator's override pinned arguments: those it added,
+//! redacted like `arguments`), `confirmation` (only for a call that needed a
+//! human's confirmation: `accepted`, `declined`, `cancelled` or `unconfirmed`),
 //! `outcome`, `error_code` (only for `protocol_error` and `refused`), `latency_us`,
 //! `request_bytes`, `response_bytes`. The chain adds `prev` and `hash` (see `chain`).
 //!
@@ -85,6 +88,31 @@ pub struct ClientInfo {
     pub version: String,
 }
 
+/// What the human said when a call needed confirmation (`[confirm]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmation {
+    /// Accepted: the call was forwarded.
+    Accepted,
+    /// Declined: the call was not forwarded.
+    Declined,
+    /// Dismissed without a choice: the call was not forwarded.
+    Cancelled,
+    /// The client could not be asked and `without_elicitation = "allow"` let the
+    /// call through.
+    Unconfirmed,
+}
+
+impl Confirmation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confirmation::Accepted => "accepted",
+            Confirmation::Declined => "declined",
+            Confirmation::Cancelled => "cancelled",
+            Confirmation::Unconfirmed => "unconfirmed",
+        }
+    }
+}
+
 /// How an audited request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -154,6 +182,11 @@ pub struct AuditRecord {
     pub original: Option<String>,
     /// The arguments as received, unredacted: the auditor digests them, then redacts.
     pub arguments: Option<Value>,
+    /// Arguments an override pinned (`[upstreams.x.overrides.<tool>] pin`),
+    /// added to what the client sent.
+    pub injected: Option<Value>,
+    /// The human's answer, for a call under `[confirm]`.
+    pub confirmation: Option<Confirmation>,
     pub outcome: Outcome,
     pub latency_us: u64,
     pub request_bytes: u64,
@@ -175,6 +208,8 @@ impl AuditRecord {
             upstream: None,
             original: None,
             arguments: None,
+            injected: None,
+            confirmation: None,
             outcome: Outcome::Ok,
             latency_us: 0,
             request_bytes: 0,
@@ -218,6 +253,14 @@ impl AuditRecord {
             redactor.redact(&mut args);
             cap.cap_arguments(&mut args);
             m.insert("arguments".into(), args);
+        }
+        if let Some(mut injected) = self.injected {
+            redactor.redact(&mut injected);
+            cap.cap_arguments(&mut injected);
+            m.insert("injected".into(), injected);
+        }
+        if let Some(c) = self.confirmation {
+            m.insert("confirmation".into(), Value::String(c.as_str().into()));
         }
         m.insert(
             "outcome".into(),
@@ -309,6 +352,8 @@ mod tests {
             upstream: Some("github".into()),
             original: Some("create_issue".into()),
             arguments: Some(json!({"title": "t", "Token": "secret"})),
+            injected: None,
+            confirmation: None,
             outcome: Outcome::ProtocolError { code: -32602 },
             latency_us: 1500,
             request_bytes: 200,
@@ -353,6 +398,25 @@ mod tests {
             r#""error_code":-32602,"latency_us":1500,"request_bytes":200,"response_bytes":90}"#
         );
         assert_eq!(Value::Object(m).to_string(), want);
+    }
+
+    #[test]
+    fn injected_arguments_and_confirmation_come_after_the_arguments() {
+        let mut rec = full_record();
+        rec.injected = Some(json!({"owner": "acme", "token": "t"}));
+        rec.confirmation = Some(Confirmation::Declined);
+        let m = rec.to_entry(&Redactor::new(&["token"]), true, &SizeCap::default());
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        let at = keys.iter().position(|k| *k == "arguments").unwrap();
+        assert_eq!(
+            keys[at + 1..at + 4],
+            ["injected", "confirmation", "outcome"]
+        );
+        assert_eq!(
+            m["injected"],
+            json!({"owner": "acme", "token": "[REDACTED]"})
+        );
+        assert_eq!(m["confirmation"], "declined");
     }
 
     #[test]

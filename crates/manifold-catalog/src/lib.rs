@@ -16,6 +16,7 @@
 
 pub mod filter;
 pub mod naming;
+pub mod overrides;
 mod page;
 mod resources;
 pub mod template;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 
 pub use filter::{Glob, ItemFilter};
 pub use naming::NameChange;
+pub use overrides::{Adjust, Override, Overrides};
 pub use page::CursorError;
 pub use resources::{Resources, UriList};
 
@@ -85,6 +87,8 @@ pub struct UpstreamInput {
     pub lists: Arc<UpstreamLists>,
     /// Which tools and prompts the operator hides (`tools.allow` / `tools.deny`).
     pub filter: Arc<ItemFilter>,
+    /// The operator's per-tool overrides (by the upstream's own tool name).
+    pub overrides: Arc<Overrides>,
 }
 
 /// One exposed item.
@@ -96,6 +100,9 @@ pub struct Entry {
     pub change: Option<NameChange>,
     /// `x-mcp-header` parameters (tools only), for `Mcp-Param-*` mirroring.
     pub header_params: Vec<HeaderParam>,
+    /// What each call must do to its arguments (an override's pins and hidden
+    /// arguments), if anything.
+    pub adjust: Option<Arc<Adjust>>,
     /// The item serialized with its exposed name.
     json: Bytes,
 }
@@ -221,6 +228,7 @@ struct Candidate<'a> {
     original: &'a str,
     header_params: Vec<HeaderParam>,
     item: &'a Map<String, Value>,
+    over: Option<&'a Override>,
 }
 
 impl NamedList {
@@ -275,12 +283,16 @@ impl NamedList {
                 } else {
                     Vec::new()
                 };
+                let over = match kind {
+                    Kind::Tools => input.overrides.get(original),
+                    Kind::Prompts => None,
+                };
                 let prefix = use_prefix.then_some(input.prefix.as_str());
                 let (exposed, change) = naming::expose(
                     &input.name,
                     prefix,
                     &policy.separator,
-                    original,
+                    over.and_then(|o| o.name.as_deref()).unwrap_or(original),
                     policy.max_length,
                 );
                 candidates.push(Candidate {
@@ -290,6 +302,7 @@ impl NamedList {
                     original,
                     header_params,
                     item,
+                    over,
                 });
             }
         }
@@ -353,6 +366,14 @@ impl NamedList {
                 if let Some(v) = item.get_mut("name") {
                     *v = Value::String(c.exposed.clone());
                 }
+                let adjust = c.over.and_then(|o| {
+                    let (adjust, problems) = overrides::apply(&mut item, o);
+                    for problem in problems {
+                        tracing::warn!(upstream = %c.upstream, tool = c.original, %problem,
+                            "override not applied in full");
+                    }
+                    adjust.map(Arc::new)
+                });
                 let json =
                     Bytes::from(serde_json::to_vec(&Value::Object(item)).unwrap_or_default());
                 Entry {
@@ -361,6 +382,7 @@ impl NamedList {
                     original: c.original.to_string(),
                     change: c.change,
                     header_params: c.header_params,
+                    adjust,
                     json,
                 }
             })

@@ -23,6 +23,7 @@ fn input(name: &str, tools: &[String]) -> UpstreamInput {
             ..Default::default()
         }),
         filter: Arc::new(ItemFilter::default()),
+        overrides: Default::default(),
     }
 }
 

@@ -92,6 +92,7 @@ impl UriList {
                 original: uri,
                 change: None,
                 header_params: Vec::new(),
+                adjust: None,
                 json,
             });
         }

@@ -17,6 +17,7 @@ fn input(name: &str, tools: Vec<Map<String, Value>>) -> UpstreamInput {
             ..Default::default()
         }),
         filter: Arc::new(ItemFilter::default()),
+        overrides: Default::default(),
     }
 }
 
@@ -241,6 +242,7 @@ fn with_resources(
             ..Default::default()
         }),
         filter: Arc::new(ItemFilter::default()),
+        overrides: Default::default(),
     }
 }
 

@@ -14,6 +14,7 @@ pub mod auth;
 mod expand;
 pub mod limits;
 mod model;
+pub mod overrides;
 pub mod policy;
 mod snapshot;
 mod validate;
@@ -23,6 +24,7 @@ pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
 pub use expand::expand;
 pub use limits::{BucketKey, RateLimitRule};
 pub use model::*;
+pub use overrides::ToolOverride;
 pub use policy::{AllowDeny, ConfirmSection, PolicyRule, WithoutElicitation};
 pub use snapshot::{
     Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, TlsConfig,

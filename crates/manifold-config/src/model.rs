@@ -467,6 +467,10 @@ pub struct UpstreamSection {
     /// `server/discover`, fall back to `initialize`), `legacy` (`initialize` only,
     /// 2025-11-25 and older) or `2026-07-28` (stateless only; no fallback).
     pub protocol: Option<String>,
+    /// Per-tool fixes by the upstream's own tool name: exposed name,
+    /// description, pinned and hidden arguments.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, crate::overrides::ToolOverride>,
 }
 
 /// `allow` / `deny` glob lists (`*` any run, `?` one character). An item is exposed

@@ -123,6 +123,8 @@ pub struct UpstreamConfig {
     pub prompts: Filter,
     /// The protocol era spoken to this upstream.
     pub protocol: UpstreamProtocol,
+    /// `overrides.<tool>`, by the upstream's own tool name.
+    pub overrides: std::collections::BTreeMap<String, crate::overrides::ToolOverride>,
 }
 
 /// `upstreams.<name>.protocol`: which era Manifold speaks to an upstream.

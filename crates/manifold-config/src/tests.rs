@@ -287,3 +287,45 @@ fn a_non_loopback_listener_needs_the_opt_in_and_its_hosts() {
         }
     }
 }
+
+#[test]
+fn policy_confirm_and_overrides_load() {
+    let text = r#"
+[upstreams.github]
+url = "https://example.com/mcp"
+
+[upstreams.github.overrides.create_issue]
+name = "open_issue"
+description = "Open an issue in the acme org only."
+pin = { owner = "acme", labels = ["triage"], limits = { max = 3 } }
+hide = ["debug"]
+
+[[policy]]
+who = ["group:ops", "key:ci-bot"]
+tools = { allow = ["github__*"], deny = ["github__delete_*"] }
+prompts = { allow = ["*"] }
+resources = { allow = ["file:///srv/docs/*"] }
+
+[confirm]
+tools = ["github__delete_*", "*__drop_*"]
+destructive = true
+without_elicitation = "allow"
+"#;
+    let cfg = load_with(text, &[]).unwrap();
+    let o = &cfg.upstreams[0].overrides["create_issue"];
+    assert_eq!(o.name.as_deref(), Some("open_issue"));
+    assert_eq!(
+        serde_json::Value::Object(o.pin.clone()),
+        serde_json::json!({"owner": "acme", "labels": ["triage"], "limits": {"max": 3}})
+    );
+    assert_eq!(o.hide, ["debug"]);
+    assert_eq!(cfg.policy.len(), 1);
+    assert_eq!(
+        cfg.policy[0].tools.as_ref().unwrap().deny,
+        ["github__delete_*"]
+    );
+    assert!(cfg.confirm.destructive);
+    assert_eq!(cfg.confirm.without_elicitation, WithoutElicitation::Allow);
+    let err = load_with("[confirm]\nwithout_elicitation = \"maybe\"\n", &[]).unwrap_err();
+    assert!(err.message.contains("without_elicitation"), "{err}");
+}

@@ -334,6 +334,7 @@ pub(crate) fn validate(
             ping_interval,
             required: u.required,
             prefix,
+            overrides: crate::overrides::validate(&key, &u.overrides)?,
         });
     }
     // BTreeMap iteration already sorted them; make the invariant explicit.

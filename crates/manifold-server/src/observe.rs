@@ -49,6 +49,10 @@ pub(crate) struct Observed {
     pub upstream: Option<Arc<str>>,
     /// The upstream's own name for the tool or prompt.
     pub original: Option<String>,
+    /// Arguments an override pinned into the call.
+    pub injected: Option<Value>,
+    /// The human's answer, for a call under `[confirm]`.
+    pub confirmation: Option<manifold_audit::Confirmation>,
     pub arguments: Option<Value>,
     in_flight: Option<Gauge>,
     finished: bool,
@@ -77,6 +81,8 @@ impl Observed {
             name: None,
             upstream: None,
             original: None,
+            injected: None,
+            confirmation: None,
             arguments: None,
             in_flight: None,
             finished: false,
@@ -175,6 +181,8 @@ impl Observed {
         rec.name = self.name.take();
         rec.upstream = self.upstream.as_ref().map(|u| u.to_string());
         rec.original = self.original.take();
+        rec.injected = self.injected.take();
+        rec.confirmation = self.confirmation.take();
         rec.arguments = self.arguments.take();
         rec.outcome = outcome;
         rec.latency_us = elapsed.as_micros() as u64;

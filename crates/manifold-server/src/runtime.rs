@@ -127,6 +127,10 @@ impl Gateway {
             .iter()
             .map(|u| (u.name().clone(), Arc::new(item_filter(u.config()))))
             .collect();
+        let overrides = upstreams
+            .iter()
+            .map(|u| (u.name().clone(), Arc::new(tool_overrides(u.config()))))
+            .collect();
         let limits = &config.limits;
         let catalog = Arc::new(Catalog::empty(config.server.page_size));
         let policy = Arc::new(manifold_policy::Policy::new(&config.policy));
@@ -156,6 +160,7 @@ impl Gateway {
             upstreams,
             by_name,
             filters,
+            overrides,
             shutdown,
             stop,
             audit_stop,
@@ -374,6 +379,22 @@ impl Gateway {
             }
         }
     }
+}
+
+/// An upstream's `overrides.<tool>`, as the catalog applies them.
+pub fn tool_overrides(u: &manifold_config::UpstreamConfig) -> manifold_catalog::Overrides {
+    u.overrides
+        .iter()
+        .map(|(tool, o)| {
+            let o = manifold_catalog::Override {
+                name: o.name.clone(),
+                description: o.description.clone(),
+                pin: o.pin.clone(),
+                hide: o.hide.clone(),
+            };
+            (tool.clone(), o)
+        })
+        .collect()
 }
 
 fn item_filter(u: &manifold_config::UpstreamConfig) -> ItemFilter {

@@ -30,6 +30,8 @@ mod modern;
 mod modern_upstream;
 #[path = "gateway/observe.rs"]
 mod observe;
+#[path = "gateway/overrides.rs"]
+mod overrides;
 #[path = "gateway/policy.rs"]
 mod policy;
 #[path = "gateway/rogue.rs"]

@@ -68,6 +68,11 @@ enum Command {
         /// Print the same facts as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Print the catalogue this caller would see under `[[policy]]`, and
+        /// the rule that hides each other item: `group:ops`, `key:ci-bot`,
+        /// `subject:alice,group:ops`, `scope:mcp:tools` or `anonymous`.
+        #[arg(long = "as", value_name = "WHO")]
+        as_who: Option<String>,
     },
     /// Print the exposed tool names, one per line, sorted.
     ///
@@ -201,7 +206,11 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Serve { config } => cli::serve::run(&rt, &config.config),
-        Command::Check { config, json } => cli::check::run(&rt, &config.config, json),
+        Command::Check {
+            config,
+            json,
+            as_who,
+        } => cli::check::run(&rt, &config.config, json, as_who.as_deref()),
         Command::Tools { config } => cli::tools::run(&rt, &config.config),
         Command::Call { config, name, args } => {
             cli::call::run(&rt, &config.config, &name, args.as_deref())

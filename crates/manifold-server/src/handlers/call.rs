@@ -30,11 +30,14 @@ pub(crate) async fn call(
     if let Some(o) = x.observation() {
         o.name = Some(name.clone());
     }
-    let mut target = resolve::named(&x.gw, &x.access(), kind, &x.method, &name, &mut params)?;
-    if kind == Kind::Tools && x.gw.config.validate_output != manifold_config::OutputMode::Off {
-        target.output_check = Some(name.clone());
-    }
-    if kind == Kind::Tools && x.gw.config.validate_arguments {
+    let access = x.access();
+    // What the client sent is checked against the schema it was shown, before
+    // an override's pins are injected; only for a tool in the caller's view
+    // (a hidden one answers as unknown below, never as "invalid").
+    if kind == Kind::Tools
+        && x.gw.config.validate_arguments
+        && access.catalog.tools.get(&name).is_some()
+    {
         let empty = Value::Object(Map::new());
         let arguments = match params.get("arguments") {
             None | Some(Value::Null) => &empty,
@@ -43,6 +46,13 @@ pub(crate) async fn call(
         if let Err(errors) = x.gw.validators.load().check(&name, arguments) {
             return Ok(invalid_arguments(x, &name, &errors).await);
         }
+    }
+    let mut target = resolve::named(&x.gw, &access, kind, &x.method, &name, &mut params)?;
+    if let Some(o) = x.obs.as_mut() {
+        o.injected = target.injected.take();
+    }
+    if kind == Kind::Tools && x.gw.config.validate_output != manifold_config::OutputMode::Off {
+        target.output_check = Some(name.clone());
     }
     if kind == Kind::Tools && !x.gw.rate_limits.is_empty() {
         if let Some(caller) = x.principal.identity() {

@@ -58,6 +58,7 @@ pub(crate) async fn forward(
         original,
         output_check,
         permit,
+        injected: _,
     } = target;
     let cancel = x
         .caller

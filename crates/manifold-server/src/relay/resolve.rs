@@ -47,6 +47,9 @@ pub(crate) struct Target {
     pub output_check: Option<String>,
     /// The rate-limit places the call holds until it ends.
     pub permit: Option<manifold_policy::Permit>,
+    /// The arguments an operator's override pinned into the call (for the audit
+    /// record).
+    pub injected: Option<Value>,
 }
 
 fn kind_name(kind: Kind) -> &'static str {
@@ -93,6 +96,12 @@ pub(crate) fn named(
             name: name.to_string(),
         });
     };
+    // An override's pins and hidden arguments, before the headers are taken
+    // from the arguments: a pinned `x-mcp-header` argument is mirrored too.
+    let injected = entry.adjust.as_ref().and_then(|adjust| {
+        adjust.apply(params);
+        (!adjust.pin.is_empty()).then(|| Value::Object(adjust.pin.clone()))
+    });
     let mut headers = standard_headers(method, Some(&entry.original));
     if !entry.header_params.is_empty() {
         match param_headers(&entry.header_params, params.get("arguments")) {
@@ -120,6 +129,7 @@ pub(crate) fn named(
         original: Some(original),
         output_check: None,
         permit: None,
+        injected,
     })
 }
 
@@ -143,6 +153,7 @@ pub(crate) fn resource(
         original: Some(uri.to_string()),
         output_check: None,
         permit: None,
+        injected: None,
     })
 }
 
@@ -199,6 +210,7 @@ pub(crate) fn completion(
         original: None,
         output_check: None,
         permit: None,
+        injected: None,
     })
 }
 

@@ -41,6 +41,8 @@ pub struct Gateway {
     pub(crate) by_name: HashMap<Arc<str>, Upstream>,
     /// Each upstream's `tools` / `prompts` allow and deny lists.
     pub(crate) filters: HashMap<Arc<str>, Arc<ItemFilter>>,
+    /// Each upstream's tool overrides (`overrides.<tool>`).
+    pub(crate) overrides: HashMap<Arc<str>, Arc<manifold_catalog::Overrides>>,
     pub(crate) catalog: ArcSwap<Catalog>,
     /// `[[policy]]`, compiled.
     pub(crate) policy: Arc<manifold_policy::Policy>,
@@ -111,6 +113,10 @@ impl Gateway {
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.load_full()
     }
+    /// `[[policy]]`, compiled.
+    pub fn policy(&self) -> &manifold_policy::Policy {
+        &self.policy
+    }
     /// Tools whose arguments are not validated (`[validation] arguments`),
     /// sorted by name, and why: their `inputSchema` does not compile.
     pub fn unvalidated_tools(&self) -> Vec<(String, String)> {
@@ -176,6 +182,7 @@ impl Gateway {
                     prefix: u.config().prefix.clone(),
                     lists,
                     filter: self.filters.get(u.name()).cloned().unwrap_or_default(),
+                    overrides: self.overrides.get(u.name()).cloned().unwrap_or_default(),
                 })
             })
             .collect();

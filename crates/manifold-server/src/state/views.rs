@@ -191,6 +191,7 @@ mod tests {
                 ..Default::default()
             }),
             filter: Arc::new(ItemFilter::default()),
+            overrides: Default::default(),
         };
         let naming = NamingPolicy {
             separator: "__".into(),

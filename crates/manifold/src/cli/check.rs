@@ -2,14 +2,20 @@
 //! (no listener), and print what the gateway would expose: the merged catalog with
 //! each name's origin and why it changed, what was left out and why, and each
 //! upstream's status. `--json` prints the same facts as one JSON object.
+//! `--as WHO` narrows the catalogue to what that caller would see under
+//! `[[policy]]` and lists every hidden item with the rule that hides it. Each
+//! `[upstreams.x.overrides.<tool>]` is reported with what it did, or why it
+//! could not.
 //!
-//! Exit codes: 0 every upstream is ready, 1 some are not, 2 configuration error.
+//! Exit codes: 0 every upstream is ready, 1 some are not, 2 configuration error
+//! (or a `--as` that names nobody).
 //!
 //! Invariants: the facts are collected once, from one catalog snapshot and one
 //! status reading per upstream, before the gateway is stopped; the text and JSON
 //! forms are rendered from the same [`Facts`].
 
 use manifold_catalog::{Entry, LeftOut, LeftOutReason, NameChange, NamedList};
+use manifold_policy::{who, Identity, ItemKind, Policy};
 use manifold_upstream::State;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -20,14 +26,30 @@ use super::inproc::InProcess;
 use super::table::Table;
 use super::{load_config, FAILED};
 
-pub fn run(rt: &tokio::runtime::Runtime, config: &Path, as_json: bool) -> ExitCode {
+pub fn run(
+    rt: &tokio::runtime::Runtime,
+    config: &Path,
+    as_json: bool,
+    as_who: Option<&str>,
+) -> ExitCode {
+    let viewer = match as_who.map(|w| who::identity_for(w).map(|id| (w.to_string(), id))) {
+        None => None,
+        Some(Ok(v)) => Some(v),
+        Some(Err(e)) => {
+            eprintln!("manifold check --as: {e}");
+            return ExitCode::from(super::USAGE);
+        }
+    };
     let cfg = match load_config(config) {
         Ok(c) => c,
         Err(code) => return code,
     };
     let facts = rt.block_on(async {
         let core = InProcess::start(cfg).await;
-        let facts = Facts::collect(config, &core);
+        let mut facts = Facts::collect(config, &core);
+        if let Some((spec, id)) = &viewer {
+            facts.narrow_to(spec, core.gw.policy(), id);
+        }
         core.stop().await;
         facts
     });
@@ -58,6 +80,27 @@ pub struct Facts {
     /// Tools listed but not argument-checked, and why.
     unvalidated: Vec<(String, String)>,
     upstreams: Vec<UpstreamFacts>,
+    overrides: Vec<OverrideFacts>,
+    /// `--as WHO`: the caller, and what its view hides.
+    viewer: Option<String>,
+    hidden: Vec<Hidden>,
+}
+
+/// An item `--as WHO` does not see, and the rule behind it.
+struct Hidden {
+    kind: &'static str,
+    name: String,
+    why: String,
+}
+
+/// One `[upstreams.x.overrides.<tool>]` and what came of it.
+struct OverrideFacts {
+    upstream: String,
+    tool: String,
+    /// The name it is exposed under, when it is.
+    exposed: Option<String>,
+    /// What could not be done; empty when it applied in full.
+    problems: Vec<String>,
 }
 
 /// An exposed tool or prompt.
@@ -171,7 +214,38 @@ impl Facts {
             left_out,
             unvalidated: core.gw.unvalidated_tools(),
             upstreams,
+            overrides: override_facts(core, &catalog.tools),
+            viewer: None,
+            hidden: Vec::new(),
         }
+    }
+
+    /// Keeps what `id` may see under `policy`; the rest moves to `hidden` with
+    /// the rule that hides it.
+    fn narrow_to(&mut self, spec: &str, policy: &Policy, id: &Identity) {
+        self.viewer = Some(spec.to_string());
+        let key = policy.view_key(id);
+        let mut hidden = Vec::new();
+        let mut keep = |kind: &'static str, item: ItemKind, name: &str| {
+            let d = policy.decide(&key, item, name);
+            if !d.is_visible() {
+                hidden.push(Hidden {
+                    kind,
+                    name: name.to_string(),
+                    why: d.explain(item),
+                });
+            }
+            d.is_visible()
+        };
+        self.tools
+            .retain(|n| keep("tool", ItemKind::Tool, &n.exposed));
+        self.prompts
+            .retain(|n| keep("prompt", ItemKind::Prompt, &n.exposed));
+        self.resources
+            .retain(|r| keep("resource", ItemKind::Resource, &r.uri));
+        self.templates
+            .retain(|r| keep("resource_template", ItemKind::Resource, &r.uri));
+        self.hidden = hidden;
     }
 
     pub fn all_ready(&self) -> bool {
@@ -233,6 +307,33 @@ impl Facts {
             t.row(vec![tool.clone(), why.clone()]);
         }
         section(&mut out, "NOT VALIDATED", &t, self.unvalidated.len());
+        let mut t = Table::new(&["UPSTREAM", "TOOL", "EXPOSED", "NOTE"]);
+        for o in &self.overrides {
+            let note = if o.problems.is_empty() {
+                "applied".to_string()
+            } else {
+                o.problems.join("; ")
+            };
+            t.row(vec![
+                o.upstream.clone(),
+                o.tool.clone(),
+                o.exposed.clone().unwrap_or_default(),
+                note,
+            ]);
+        }
+        section(&mut out, "OVERRIDES", &t, self.overrides.len());
+        if let Some(who) = &self.viewer {
+            let mut t = Table::new(&["KIND", "NAME", "HIDDEN BECAUSE"]);
+            for h in &self.hidden {
+                t.row(vec![h.kind.to_string(), h.name.clone(), h.why.clone()]);
+            }
+            section(
+                &mut out,
+                &format!("HIDDEN FROM {who}"),
+                &t,
+                self.hidden.len(),
+            );
+        }
         let mut t = Table::new(&[
             "UPSTREAM",
             "TRANSPORT",
@@ -342,8 +443,54 @@ impl Facts {
             "left_out": left_out,
             "unvalidated": self.unvalidated.iter().map(|(t, why)| json!({"tool": t, "reason": why})).collect::<Vec<_>>(),
             "upstreams": upstreams,
+            "overrides": self.overrides.iter().map(|o| json!({
+                "upstream": o.upstream, "tool": o.tool, "exposed": o.exposed, "problems": o.problems,
+            })).collect::<Vec<_>>(),
+            "as": self.viewer,
+            "hidden": self.viewer.as_ref().map(|_| self.hidden.iter().map(|h| json!({
+                "kind": h.kind, "name": h.name, "reason": h.why,
+            })).collect::<Vec<_>>()),
         })
     }
+}
+
+/// Each configured override: where it landed, and what it could not do (a
+/// tool the upstream does not publish, a required argument asked to be hidden).
+fn override_facts(core: &InProcess, tools: &NamedList) -> Vec<OverrideFacts> {
+    let mut out = Vec::new();
+    for u in core.upstreams() {
+        let lists = u.lists();
+        let overrides = manifold_server::tool_overrides(u.config());
+        for (tool, o) in &overrides {
+            let mut problems = Vec::new();
+            let item = lists.as_ref().and_then(|l| {
+                l.tools
+                    .iter()
+                    .find(|t| t.get("name").and_then(Value::as_str) == Some(tool))
+            });
+            match (&lists, item) {
+                (None, _) => problems.push("the upstream is not ready: not checked".into()),
+                (Some(_), None) => {
+                    problems.push(format!("the upstream publishes no tool `{tool}`"))
+                }
+                (Some(_), Some(item)) => {
+                    problems.extend(manifold_catalog::overrides::apply(&mut item.clone(), o).1);
+                }
+            }
+            let exposed = tools
+                .entries()
+                .iter()
+                .find(|e| *e.upstream == **u.name() && e.original == *tool)
+                .map(|e| e.exposed.clone());
+            out.push(OverrideFacts {
+                upstream: u.name().to_string(),
+                tool: tool.clone(),
+                exposed,
+                problems,
+            });
+        }
+    }
+    out
 }
 
 fn plural(n: usize, what: &str) -> String {

@@ -169,6 +169,97 @@ fn check_json_reports_the_same_facts() {
     assert_eq!(up["tools"], 15);
 }
 
+/// `check --as WHO`: the catalogue a caller would see under `[[policy]]`, each
+/// hidden item with the rule that hides it; overrides are reported with what
+/// they did or could not do.
+#[test]
+fn check_as_shows_a_callers_view_and_why_items_are_hidden() {
+    let dir = TempDir::new("check-as");
+    let policy = r#"
+[upstreams.demo.overrides.add]
+name = "plus"
+[upstreams.demo.overrides.echo]
+hide = ["text"]
+[upstreams.demo.overrides.nonesuch]
+description = "x"
+
+[[policy]]
+who = ["group:ops"]
+tools = { allow = ["demo__*"], deny = ["demo__sleep"] }
+
+[[policy]]
+who = ["key:ci-bot"]
+tools = { allow = ["demo__echo"] }
+resources = { allow = ["demo://readme"] }
+"#;
+    let cfg = dir.write("gateway.toml", &format!("{DEMO}{policy}"));
+    let out = run(&cfg, &["check", "--as", "group:ops"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        has_row(&stdout, &["demo__plus", "demo", "add", "-"]),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.lines().any(|l| l.starts_with("demo__sleep ")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\nHIDDEN FROM group:ops ("), "{stdout}");
+    let sleep = stdout
+        .lines()
+        .find(|l| l.starts_with("tool ") && l.contains("demo__sleep"))
+        .unwrap_or_else(|| panic!("sleep's hidden row: {stdout}"));
+    assert!(
+        sleep.contains("denied by policy[0].tools.deny `demo__sleep`"),
+        "{sleep}"
+    );
+    assert!(
+        stdout.contains("no rule that applies to this caller allows it"),
+        "{stdout}"
+    );
+    // Overrides: applied, not applied in full, and one naming no tool.
+    assert!(
+        has_row(&stdout, &["demo", "add", "demo__plus", "applied"]),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("`text` is required by the tool's inputSchema"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the upstream publishes no tool `nonesuch`"),
+        "{stdout}"
+    );
+
+    let out = run(&cfg, &["check", "--json", "--as", "key:ci-bot"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["as"], "key:ci-bot");
+    let exposed: Vec<&str> = v["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["exposed"].as_str())
+        .collect();
+    assert_eq!(exposed, ["demo__echo"]);
+    assert_eq!(v["resources"].as_array().expect("resources").len(), 1);
+    let hidden = v["hidden"].as_array().expect("hidden");
+    assert!(
+        hidden
+            .iter()
+            .any(|h| h["kind"] == "prompt" && h["name"] == "demo__greet"),
+        "{hidden:?}"
+    );
+
+    let out = run(&cfg, &["check", "--as", "team:x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("`team:x` is not a caller"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn check_exits_1_when_an_upstream_is_not_ready() {
     let dir = TempDir::new("check-down");
