@@ -10,6 +10,8 @@
 //!
 //! And per-caller rate limits and concurrency caps (`limits`).
 //!
+//! And which calls a human confirms first (`confirm`, `[confirm]`).
+//!
 //! And who sees and may use which items (`authz`, `[[policy]]`), with the
 //! `who` grammar shared by every rule (`who`).
 //!
@@ -17,12 +19,14 @@
 //! unknown one (manifold-server).
 
 pub mod authz;
+pub mod confirm;
 pub mod identity;
 pub mod limits;
 pub mod validation;
 pub mod who;
 
 pub use authz::{Decision, ItemKind, Policy, ViewKey};
+pub use confirm::ConfirmRules;
 pub use identity::{hash_key, AuthError, AuthMethod, Authenticator, Identity};
 pub use limits::{Limited, Permit, RateLimits};
 pub use validation::ArgumentValidators;

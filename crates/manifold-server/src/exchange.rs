@@ -27,7 +27,7 @@ use crate::state::sessions::ClientSession;
 use crate::state::Gateway;
 
 /// Which front door a request came through.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Front {
     /// The Streamable-HTTP endpoint: the request's headers.
     Http(HeaderMap),
@@ -73,7 +73,7 @@ pub(crate) struct TraceContext {
 }
 
 /// What the front door knows about a request before the pipeline reads it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Arrival {
     /// Manifold's id for the request: in every log line of it and in its audit record.
     pub request_id: String,
@@ -292,6 +292,22 @@ impl Exchange {
     /// What this request's caller may see and use (its `[[policy]]` view).
     pub(crate) fn access(&self) -> crate::state::views::Access {
         self.gw.access(self.principal.identity().as_deref())
+    }
+
+    /// The exchange, owned, for a phase that answers after its handler has
+    /// returned (a call that waits for a human's confirmation on its stream):
+    /// the observation moves with it, so this one no longer records anything.
+    pub(crate) fn detach(&mut self) -> Exchange {
+        Exchange {
+            gw: self.gw.clone(),
+            arrival: self.arrival.clone(),
+            era: self.era,
+            caller: self.caller.clone(),
+            principal: self.principal.clone(),
+            rpc_id: self.rpc_id.clone(),
+            method: self.method.clone(),
+            obs: self.obs.take(),
+        }
     }
 
     /// The observation, for the phase that will answer the request.

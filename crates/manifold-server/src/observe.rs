@@ -114,6 +114,12 @@ impl Observed {
         }
     }
 
+    /// This request is not the call's record after all: a 2026-07-28
+    /// confirmation question, whose retry (carrying the human's answer) is.
+    pub(crate) fn not_audited(&mut self) {
+        self.audited = false;
+    }
+
     /// The request is now waiting on `upstream`.
     pub(crate) fn dispatched(&mut self, upstream: &Arc<str>) {
         let g = self.gw.metrics.in_flight(upstream);

@@ -108,6 +108,10 @@ pub(crate) enum Refusal {
     Cancelled,
     #[error("This request needs the client capabilities {names}; declare them in _meta clientCapabilities", names = .0.join(", "))]
     MissingCapabilities(Vec<String>),
+    /// `[confirm]` needs a human's answer and this client cannot be asked
+    /// (`without_elicitation = "refuse"`).
+    #[error("`{tool}` needs a human's confirmation before it runs ([confirm]), but {why}")]
+    ConfirmationUnavailable { tool: String, why: String },
     #[error("Rate limit reached for `{tool}` ([[rate_limit]] #{rule}: {limit}); retry in {} ms", retry_after.as_millis())]
     RateLimited {
         tool: String,
@@ -154,7 +158,9 @@ impl Refusal {
             HeaderMismatch(_) => ErrorCode::HEADER_MISMATCH,
             UnsupportedVersion { .. } => ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
             ResourceNotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND_LEGACY,
-            MissingCapabilities(_) => ErrorCode::MISSING_CLIENT_CAPABILITY,
+            MissingCapabilities(_) | ConfirmationUnavailable { .. } => {
+                ErrorCode::MISSING_CLIENT_CAPABILITY
+            }
             RateLimited { .. } => ErrorCode::RATE_LIMITED,
             Upstream(e) => e.code(),
             UpstreamRefused { code, .. } => ErrorCode(*code),
@@ -206,6 +212,10 @@ impl Refusal {
                 Era::Session => StatusCode::OK,
                 Era::Stateless => StatusCode::TOO_MANY_REQUESTS,
             },
+            ConfirmationUnavailable { .. } => match era {
+                Era::Session => StatusCode::OK,
+                Era::Stateless => StatusCode::BAD_REQUEST,
+            },
             // The 2026-07-28 transport answers an unknown method with 404; the
             // session era with a JSON-RPC error in a 200.
             MethodNotFound(_) => match era {
@@ -244,6 +254,9 @@ impl Refusal {
                 let caps: Map<String, Value> =
                     names.iter().map(|n| (n.clone(), json!({}))).collect();
                 Some(json!({ "requiredCapabilities": caps }))
+            }
+            Refusal::ConfirmationUnavailable { .. } => {
+                Some(json!({ "requiredCapabilities": {"elicitation": {"form": {}}} }))
             }
             _ => None,
         }
@@ -416,6 +429,15 @@ mod tests {
                 MissingCapabilities(vec!["sampling".into()]),
                 -32021,
                 400,
+                400,
+            ),
+            (
+                ConfirmationUnavailable {
+                    tool: "t".into(),
+                    why: "w".into(),
+                },
+                -32021,
+                200,
                 400,
             ),
             (HeldCallsFull { limit: 1 }, -32603, 503, 503),

@@ -173,6 +173,7 @@ impl Gateway {
             auth_refusals: manifold_upstream::Noise::new(AUTH_REFUSALS_LOGGED_PER_WINDOW),
             validators: arc_swap::ArcSwap::from_pointee(Default::default()),
             rate_limits: manifold_policy::RateLimits::new(&config.rate_limits),
+            confirm: manifold_policy::ConfirmRules::new(&config.confirm),
             output_warnings: manifold_upstream::Noise::new(AUTH_REFUSALS_LOGGED_PER_WINDOW),
             audit_task: Mutex::new(audit_task),
             next_request: AtomicU64::new(1),

@@ -46,7 +46,7 @@ mod wire;
 pub use call::Call;
 pub use error::UpstreamError;
 pub use manifold_config::UpstreamProtocol;
-pub use message::{CallEvent, CallOutcome, Responder};
+pub use message::{Answer, CallEvent, CallOutcome, Responder};
 pub use noise::{Noise, GARBAGE_LINES_PER_WINDOW, NOISE_WINDOW, STDERR_LINES_PER_WINDOW};
 pub use upstream::{State, Upstream, UpstreamStatus};
 

@@ -83,7 +83,12 @@ enum AnswerTo {
         key: String,
         answers: mpsc::Sender<InputAnswer>,
     },
+    /// The gateway asked the question itself (a `[confirm]` prompt).
+    Local(tokio::sync::oneshot::Sender<Answer>),
 }
+
+/// A client's answer to a server→client request: its `result` or its `error`.
+pub type Answer = Result<Box<RawValue>, Box<RawValue>>;
 
 impl Responder {
     /// Answers go to the upstream, under its own request id.
@@ -98,6 +103,18 @@ impl Responder {
         Responder {
             to: AnswerTo::Retry { key, answers },
         }
+    }
+
+    /// Answers come back to whoever asked: the gateway's own question. The
+    /// receiver gets nothing if the responder is dropped unanswered.
+    pub fn local() -> (Responder, tokio::sync::oneshot::Receiver<Answer>) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        (
+            Responder {
+                to: AnswerTo::Local(tx),
+            },
+            rx,
+        )
     }
 
     /// Sends the client's answer (`{"result":…}` or `{"error":…}` member) upstream.
@@ -115,6 +132,9 @@ impl Responder {
             AnswerTo::Retry { key, answers } => {
                 // The channel holds one slot per question of the round.
                 let _ = answers.try_send((key, outcome));
+            }
+            AnswerTo::Local(tx) => {
+                let _ = tx.send(outcome);
             }
         }
     }

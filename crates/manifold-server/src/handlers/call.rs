@@ -68,6 +68,9 @@ pub(crate) async fn call(
             target.permit = Some(permit);
         }
     }
+    if kind == Kind::Tools {
+        return super::confirm::forward(x, &name, params, target).await;
+    }
     relay::forward(x, params, target).await
 }
 

@@ -1,5 +1,6 @@
 //! The method handlers, one file per family: what Manifold answers itself
-//! (`surface`), what it forwards (`call`, `resources`, `completion`), MCP logging
+//! (`surface`), what it forwards (`call`, with `confirm` for `[confirm]`;
+//! `resources`, `completion`), MCP logging
 //! (`mcp_logging`), 2026-07-28 listen streams (`listen`), what clients send that
 //! is not a request (`client`), and session operations (`session`).
 //!
@@ -12,6 +13,7 @@
 pub(crate) mod call;
 pub(crate) mod client;
 pub(crate) mod completion;
+pub(crate) mod confirm;
 pub(crate) mod listen;
 pub(crate) mod mcp_logging;
 pub(crate) mod resources;

@@ -7,8 +7,14 @@
 //! `inputResponses`, `requestState`), so a tampered, expired or
 //! replayed-elsewhere state is refused before anything is looked up.
 //!
-//! Invariants: at most `limits.max_held_calls` calls are held; a state is used
-//! once (taking it removes the call); the mutex is never held across `.await`.
+//! A `[confirm]` question to a 2026-07-28 client holds no call: its state is
+//! `confirm.<id>.<expiry>.<mac>` (the MAC over the same fields, in its own
+//! domain, so neither kind of state passes for the other), and only its id is
+//! kept until it is answered or expires.
+//!
+//! Invariants: at most `limits.max_held_calls` calls, and as many open
+//! confirmations, are kept; a state is used once (taking it removes the call or
+//! the confirmation); the mutex is never held across `.await`.
 //!
 //! Not here: holding and resuming the call itself (`relay/input_required.rs`).
 
@@ -27,6 +33,9 @@ use crate::reply::Reply;
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// How a `[confirm]` question's `requestState` starts.
+pub(crate) const CONFIRM_PREFIX: &str = "confirm.";
+
 /// What a client's retry brings to its held call.
 pub(crate) struct Resume {
     /// `inputResponses`, by the keys the `InputRequiredResult` gave.
@@ -41,6 +50,8 @@ pub(crate) struct Resume {
 pub(crate) struct HeldCalls {
     key: [u8; 32],
     calls: Mutex<HashMap<String, oneshot::Sender<Resume>>>,
+    /// Open confirmation questions: id → expiry (seconds since the epoch).
+    confirmations: Mutex<HashMap<String, u64>>,
     /// How long a call waits for its retry.
     pub ttl: Duration,
     /// Calls held at once.
@@ -84,6 +95,7 @@ impl HeldCalls {
         HeldCalls {
             key,
             calls: Mutex::new(HashMap::new()),
+            confirmations: Mutex::new(HashMap::new()),
             ttl,
             max,
         }
@@ -139,8 +151,50 @@ impl HeldCalls {
             .ok_or("it was already used, or its call ended")
     }
 
+    /// A state for a `[confirm]` question about the request with `digest`;
+    /// `None` when as many confirmations as held calls are open.
+    pub(crate) fn ask_confirmation(&self, digest: &str) -> Option<String> {
+        let now = now_secs();
+        let mut open = lock(&self.confirmations);
+        open.retain(|_, expiry| *expiry >= now);
+        if open.len() >= self.max {
+            return None;
+        }
+        let mut raw = [0u8; 16];
+        let _ = getrandom::fill(&mut raw);
+        let id = hex::encode(raw);
+        let expiry = now + self.ttl.as_secs();
+        let mac = self
+            .mac(&format!("{CONFIRM_PREFIX}{id}.{expiry}.{digest}"))
+            .finalize()
+            .into_bytes();
+        open.insert(id.clone(), expiry);
+        Some(format!(
+            "{CONFIRM_PREFIX}{id}.{expiry}.{}",
+            hex::encode(mac)
+        ))
+    }
+
+    /// Takes the confirmation a state names (single use), when the state is
+    /// authentic, unexpired and for this request.
+    pub(crate) fn take_confirmation(&self, state: &str, digest: &str) -> Result<(), &'static str> {
+        let rest = state
+            .strip_prefix(CONFIRM_PREFIX)
+            .ok_or("it is not a state this gateway issued")?;
+        let id = self.verify_in(CONFIRM_PREFIX, rest, digest)?;
+        lock(&self.confirmations)
+            .remove(&id)
+            .map(|_| ())
+            .ok_or("it was already used")
+    }
+
     /// The state's id when it is authentic, unexpired and for this request.
     fn verify(&self, state: &str, digest: &str) -> Result<String, &'static str> {
+        self.verify_in("", state, digest)
+    }
+
+    /// [`Self::verify`] in a MAC domain (`""` for held calls).
+    fn verify_in(&self, domain: &str, state: &str, digest: &str) -> Result<String, &'static str> {
         if self.key == [0u8; 32] {
             return Err("bridging is disabled on this gateway");
         }
@@ -152,7 +206,7 @@ impl HeldCalls {
         };
         let got = hex::decode(mac).map_err(|_| "it is not a state this gateway issued")?;
         // Constant time: `verify_slice` compares without an early exit.
-        self.mac(&format!("{id}.{expiry}.{digest}"))
+        self.mac(&format!("{domain}{id}.{expiry}.{digest}"))
             .verify_slice(&got)
             .map_err(|_| "it was altered, or belongs to a different request")?;
         let expiry: u64 = expiry.parse().map_err(|_| "it is malformed")?;
@@ -189,6 +243,29 @@ mod tests {
             other.verify(&state, "digest-a").is_err(),
             "another gateway's key"
         );
+    }
+
+    #[test]
+    fn confirmation_states_are_single_use_and_not_held_call_states() {
+        let held = held(None);
+        let state = held.ask_confirmation("d").expect("room");
+        assert!(state.starts_with(CONFIRM_PREFIX));
+        assert!(held.take(&state, "d").is_err(), "not a held call");
+        let bare = state.strip_prefix(CONFIRM_PREFIX).unwrap();
+        assert!(held.verify(bare, "d").is_err(), "another MAC domain");
+        assert!(held.take_confirmation(&state, "other").is_err());
+        assert_eq!(held.take_confirmation(&state, "d"), Ok(()));
+        assert_eq!(
+            held.take_confirmation(&state, "d"),
+            Err("it was already used")
+        );
+        let (_, call_state, _rx) = held.hold("d");
+        assert!(held
+            .take_confirmation(&format!("{CONFIRM_PREFIX}{call_state}"), "d")
+            .is_err());
+        let small = HeldCalls::new(None, TTL, 1);
+        assert!(small.ask_confirmation("a").is_some());
+        assert!(small.ask_confirmation("b").is_none(), "bounded");
     }
 
     #[test]

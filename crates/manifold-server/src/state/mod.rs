@@ -78,6 +78,8 @@ pub struct Gateway {
     /// Log budget for results that break their tool's `outputSchema`.
     pub(crate) output_warnings: manifold_upstream::Noise,
     pub(crate) validators: arc_swap::ArcSwap<manifold_policy::ArgumentValidators>,
+    /// `[confirm]`, compiled.
+    pub(crate) confirm: manifold_policy::ConfirmRules,
     /// `[[rate_limit]]` buckets.
     pub(crate) rate_limits: manifold_policy::RateLimits,
     /// Client authentication, when `[auth]` is configured.

@@ -1,0 +1,353 @@
+//! `[confirm]`: a human confirms a tool call through the calling client before
+//! it is forwarded.
+//!
+//! - A session-era client that declared form elicitation and accepts an SSE
+//!   response is asked with `elicitation/create` on the call's own stream; the
+//!   call is forwarded on the same stream once the answer is "accept".
+//! - A 2026-07-28 client that declared form elicitation gets an
+//!   `InputRequiredResult` whose `confirm` input request is the question; its
+//!   retry carries the answer (`inputResponses.confirm`) and a single-use
+//!   `requestState` bound to the request (`state::held_calls`).
+//! - A client that cannot be asked is refused with -32021 naming the missing
+//!   capability, or, with `without_elicitation = "allow"`, the call proceeds
+//!   unconfirmed. The local operator (`manifold call`) is the human: not asked.
+//!
+//! Invariants: nothing reaches the upstream before an "accept"; "decline",
+//! "cancel", an error answer or no answer within `limits.held_call_ttl` is a
+//! tool execution error saying the call was not made; every decision is on
+//! the call's audit record (`confirmation`); the question shows the client's
+//! own arguments, never an operator's pinned ones.
+//!
+//! Not here: which calls need confirming (manifold-policy `confirm`).
+
+use bytes::Bytes;
+use manifold_audit::{Confirmation, Outcome};
+use manifold_config::WithoutElicitation;
+use manifold_protocol::jsonrpc;
+use manifold_upstream::Responder;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+use crate::era::Era;
+use crate::exchange::{Caller, Exchange};
+use crate::refusal::Refusal;
+use crate::relay::{self, Target};
+use crate::reply::Reply;
+use crate::state::held_calls::CONFIRM_PREFIX;
+use crate::state::sessions::ClientSession;
+
+/// The `inputRequests` key of the question for a 2026-07-28 client.
+pub const CONFIRM_INPUT_KEY: &str = "confirm";
+
+/// Arguments shown in the question, at most this many bytes of JSON.
+const SUMMARY_BYTES: usize = 1000;
+
+/// What the human said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Decision {
+    Accept,
+    Decline,
+    Cancel,
+    /// An error answer, or none in time: the call is not made.
+    NoAnswer(String),
+}
+
+impl Decision {
+    /// From an `ElicitResult` (or the client's error).
+    fn from_answer(answer: Result<&Value, String>) -> Decision {
+        match answer {
+            Err(e) => Decision::NoAnswer(e),
+            Ok(v) => match v.get("action").and_then(Value::as_str) {
+                Some("accept") => Decision::Accept,
+                Some("decline") => Decision::Decline,
+                Some("cancel") => Decision::Cancel,
+                _ => Decision::NoAnswer("the client's answer had no valid `action`".into()),
+            },
+        }
+    }
+
+    fn audited(&self) -> Confirmation {
+        match self {
+            Decision::Accept => Confirmation::Accepted,
+            Decision::Decline => Confirmation::Declined,
+            Decision::Cancel | Decision::NoAnswer(_) => Confirmation::Cancelled,
+        }
+    }
+}
+
+/// Forwards a `tools/call`, asking a human first when `[confirm]` says so.
+pub(crate) async fn forward(
+    x: &mut Exchange,
+    name: &str,
+    mut params: Map<String, Value>,
+    target: Target,
+) -> Result<Reply, Refusal> {
+    let gw = x.gw.clone();
+    // A 2026-07-28 retry that answers our question.
+    if let Some(decision) = retry_answer(x, &mut params)? {
+        return decided(x, name, decision, params, target).await;
+    }
+    let needs = !gw.confirm.is_empty()
+        && gw
+            .catalog
+            .load()
+            .tools
+            .get(name)
+            .is_some_and(|e| gw.confirm.needs(name, e.json()));
+    if !needs || matches!(x.caller, Caller::Operator(_)) {
+        return relay::forward(x, params, target).await;
+    }
+    let question = question(x, name, &target, &params);
+    match x.caller.clone() {
+        Caller::Session(s) if form_elicitation(&s.capabilities) && x.arrival.accepts.stream => {
+            Ok(ask_on_stream(x, s, name, question, params, target))
+        }
+        Caller::Stateless(c) if form_elicitation(&c.capabilities) => {
+            let Some(state) = gw.held.ask_confirmation(&c.digest) else {
+                return Err(Refusal::HeldCallsFull { limit: gw.held.max });
+            };
+            // The retry carrying the answer is the call's record.
+            if let Some(o) = x.observation() {
+                o.not_audited();
+            }
+            let result = json!({
+                "resultType": "input_required",
+                "inputRequests": {CONFIRM_INPUT_KEY: {"method": "elicitation/create", "params": question}},
+                "requestState": state,
+            });
+            Ok(Reply::ok(jsonrpc::response_bytes_from_json(
+                &x.rpc_id,
+                result.to_string().as_bytes(),
+            )))
+        }
+        caller => {
+            let why = match caller {
+                Caller::Session(_) if !x.arrival.accepts.stream => {
+                    "the client did not accept an SSE response, so it cannot be asked".to_string()
+                }
+                _ => "the client did not declare the `elicitation` capability (form mode), so it cannot be asked".to_string(),
+            };
+            match gw.confirm.without_elicitation {
+                WithoutElicitation::Refuse => Err(Refusal::ConfirmationUnavailable {
+                    tool: name.to_string(),
+                    why,
+                }),
+                WithoutElicitation::Allow => {
+                    if let Some(o) = x.observation() {
+                        o.confirmation = Some(Confirmation::Unconfirmed);
+                    }
+                    relay::forward(x, params, target).await
+                }
+            }
+        }
+    }
+}
+
+/// The human's answer a 2026-07-28 retry carries for our question (its state
+/// and answer are removed from `params`); `None` for any other request.
+fn retry_answer(
+    x: &Exchange,
+    params: &mut Map<String, Value>,
+) -> Result<Option<Decision>, Refusal> {
+    let Caller::Stateless(c) = &x.caller else {
+        return Ok(None);
+    };
+    let Some(state) = params
+        .get("requestState")
+        .and_then(Value::as_str)
+        .filter(|s| s.starts_with(CONFIRM_PREFIX))
+    else {
+        return Ok(None);
+    };
+    x.gw.held
+        .take_confirmation(state, &c.digest)
+        .map_err(Refusal::InvalidRequestState)?;
+    let responses = params.remove("inputResponses");
+    params.remove("requestState");
+    let answer = responses
+        .as_ref()
+        .and_then(|r| r.get(CONFIRM_INPUT_KEY))
+        .ok_or_else(|| "the retry carried no inputResponses.confirm".to_string());
+    Ok(Some(Decision::from_answer(answer)))
+}
+
+/// Goes on as the human said: forwards, or answers that the call was not made.
+async fn decided(
+    x: &mut Exchange,
+    name: &str,
+    decision: Decision,
+    params: Map<String, Value>,
+    target: Target,
+) -> Result<Reply, Refusal> {
+    if let Some(o) = x.observation() {
+        o.confirmation = Some(decision.audited());
+    }
+    if decision == Decision::Accept {
+        return relay::forward(x, params, target).await;
+    }
+    let bytes = not_made(x, name, &decision);
+    if let Some(o) = x.obs.take() {
+        o.finish(Outcome::ToolError, bytes.len()).await;
+    }
+    Ok(Reply::ok(bytes))
+}
+
+/// The tool execution error for a call the human did not let through.
+fn not_made(x: &Exchange, name: &str, decision: &Decision) -> Vec<u8> {
+    let text = match decision {
+        Decision::Decline => format!("The user declined to run `{name}`; it was not called."),
+        Decision::Cancel => format!(
+            "The user dismissed the confirmation for `{name}` without choosing; it was not called."
+        ),
+        Decision::NoAnswer(why) => {
+            format!("`{name}` was not called: its confirmation got no answer ({why}).")
+        }
+        Decision::Accept => String::new(),
+    };
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": true});
+    if x.era == Era::Stateless {
+        result["resultType"] = json!("complete");
+    }
+    jsonrpc::response_bytes_from_json(&x.rpc_id, result.to_string().as_bytes())
+}
+
+/// Whether declared client capabilities allow a form elicitation (`{}` is
+/// form-only, as before modes existed).
+fn form_elicitation(capabilities: &Map<String, Value>) -> bool {
+    match capabilities.get("elicitation") {
+        Some(Value::Object(e)) => e.is_empty() || e.contains_key("form"),
+        _ => false,
+    }
+}
+
+/// The `elicitation/create` params: which tool, which upstream, the client's
+/// arguments summarised; accept or decline, nothing to fill in.
+fn question(x: &Exchange, name: &str, target: &Target, params: &Map<String, Value>) -> Value {
+    let pinned: Vec<&str> = x
+        .obs
+        .as_ref()
+        .and_then(|o| o.injected.as_ref())
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let mut args = params
+        .get("arguments")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    args.retain(|k, _| !pinned.contains(&k.as_str()));
+    let mut summary = Value::Object(args).to_string();
+    if summary.len() > SUMMARY_BYTES {
+        let mut end = SUMMARY_BYTES;
+        while !summary.is_char_boundary(end) {
+            end -= 1;
+        }
+        summary.truncate(end);
+        summary.push('…');
+    }
+    let upstream = target.upstream.name();
+    let own = target.original.as_deref().unwrap_or(name);
+    let message = format!(
+        "Confirm this tool call before it runs.\n\nTool: {name} (`{own}` on upstream `{upstream}`)\nArguments: {summary}\n\nAccept to run it; decline to stop it."
+    );
+    let mut q =
+        json!({"message": message, "requestedSchema": {"type": "object", "properties": {}}});
+    // `mode` arrived with 2025-11-25; older clients know only form requests.
+    let modes = match &x.caller {
+        Caller::Session(s) => s.protocol_version.as_str() >= "2025-11-25",
+        _ => true,
+    };
+    if modes {
+        q["mode"] = json!("form");
+    }
+    q
+}
+
+/// Session era: opens the call's stream with the question and answers on it,
+/// from a gateway task that owns the (detached) exchange until the end.
+fn ask_on_stream(
+    x: &mut Exchange,
+    session: Arc<ClientSession>,
+    name: &str,
+    question: Value,
+    params: Map<String, Value>,
+    target: Target,
+) -> Reply {
+    let gw = x.gw.clone();
+    let (tx, rx) = mpsc::channel::<Bytes>(gw.config.limits.stream_queue);
+    let mut detached = x.detach();
+    let name = name.to_string();
+    gw.tasks.clone().spawn(async move {
+        let gw = detached.gw.clone();
+        let (responder, answer) = Responder::local();
+        let Ok(id) = session.add_pending(responder) else {
+            let d = Decision::NoAnswer("too many requests await this client's answers".into());
+            finish_on_stream(&mut detached, &name, d, params, target, &tx).await;
+            return;
+        };
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": question});
+        let bound = gw.config.limits.stream_write_timeout;
+        let sent = tokio::time::timeout(bound, tx.send(Bytes::from(request.to_string()))).await;
+        let decision = if !matches!(sent, Ok(Ok(()))) {
+            None
+        } else {
+            tokio::select! {
+                a = answer => Some(match a {
+                    Ok(Ok(raw)) => Decision::from_answer(serde_json::from_str(raw.get()).as_ref().map_err(|e| e.to_string())),
+                    Ok(Err(e)) => Decision::NoAnswer(format!("the client answered with an error: {}", e.get())),
+                    Err(_) => Decision::NoAnswer("the question was dropped".into()),
+                }),
+                _ = tokio::time::sleep(gw.held.ttl) => Some(Decision::NoAnswer(format!("none within {:?} (limits.held_call_ttl)", gw.held.ttl))),
+                _ = session.ended.cancelled() => None,
+                _ = gw.stop.cancelled() => None,
+                _ = tx.closed() => None,
+            }
+        };
+        session.forget_pending(&id);
+        match decision {
+            Some(d) => finish_on_stream(&mut detached, &name, d, params, target, &tx).await,
+            // The client or the gateway went away: nothing was called.
+            None => {
+                if let Some(o) = detached.obs.take() {
+                    o.finish(Outcome::Cancelled, 0).await;
+                }
+            }
+        }
+    });
+    Reply::Stream(rx)
+}
+
+/// Writes the call's answer (forwarded on "accept") to the stream.
+async fn finish_on_stream(
+    x: &mut Exchange,
+    name: &str,
+    decision: Decision,
+    params: Map<String, Value>,
+    target: Target,
+    tx: &mpsc::Sender<Bytes>,
+) {
+    let reply = match decided(x, name, decision, params, target).await {
+        Ok(reply) => reply,
+        Err(r) => {
+            let reply = r.reply(Some(&x.rpc_id), x.era);
+            if let Some(o) = x.obs.take() {
+                o.finish(r.outcome(), reply.len()).await;
+            }
+            reply
+        }
+    };
+    match reply {
+        Reply::Message { bytes, .. } => {
+            let _ = tx.send(bytes).await;
+        }
+        Reply::Stream(mut more) => {
+            while let Some(m) = more.recv().await {
+                if tx.send(m).await.is_err() {
+                    break;
+                }
+            }
+        }
+        Reply::Accepted | Reply::Ended => {}
+    }
+}
