@@ -13,6 +13,79 @@ use std::time::Duration;
 
 const STARTUP: Duration = Duration::from_secs(60);
 
+/// `manifold serve` in front of its own demo upstream (`demo`), with `extra`
+/// configuration sections: for features the demo upstream is enough to show.
+pub(crate) struct DemoGateway {
+    _proc: Proc,
+    pub url: String,
+    _dir: TempDir,
+}
+
+impl DemoGateway {
+    pub(crate) fn start(tag: &str, extra: &str) -> Result<DemoGateway> {
+        let dir = TempDir::new(tag)?;
+        let config = format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n\
+             [upstreams.demo]\ncommand = \"${{MANIFOLD_SELF}}\"\nargs = [\"demo-upstream\"]\n\n{extra}"
+        );
+        let cfg = dir.0.join("gateway.toml");
+        std::fs::write(&cfg, config)?;
+        let mut cmd = Command::new(manifold_bin()?);
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(&cfg)
+            .env("RUST_LOG", "warn");
+        let proc = Proc::spawn(&format!("manifold-{tag}"), cmd)?;
+        let line = Proc::wait_line(&proc.stdout, "Manifold listening on", STARTUP, "manifold")?;
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .context("no URL")?
+            .to_string();
+        Ok(DemoGateway {
+            _proc: proc,
+            url,
+            _dir: dir,
+        })
+    }
+}
+
+/// Runs driver `client` ("ts" or "py") on `plan` against `url`, with
+/// `MANIFOLD_BEARER` set to `bearer` (or unset): its exit code, its output
+/// object (null if none) and its stderr.
+pub(crate) fn run_plan(
+    peers: &Peers,
+    client: &str,
+    url: &str,
+    plan: &Value,
+    bearer: Option<&str>,
+) -> Result<(Option<i32>, Value, String)> {
+    let mut cmd = match client {
+        "ts" => {
+            let mut c = Command::new(&peers.node);
+            c.arg(repo_root().join("tests/interop/ts/client.mjs"));
+            c
+        }
+        _ => {
+            let mut c = Command::new(&peers.python);
+            c.arg(repo_root().join("tests/interop/py/client.py"));
+            c
+        }
+    };
+    cmd.arg(url).arg(plan.to_string());
+    cmd.env_remove("MANIFOLD_BEARER");
+    if let Some(b) = bearer {
+        cmd.env("MANIFOLD_BEARER", b);
+    }
+    let out = cmd.output()?;
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    Ok((
+        out.status.code(),
+        v,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
 struct Setup {
     _everything_http: Proc,
     gateway: Proc,
@@ -320,5 +393,7 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
 
 #[path = "interop/auth.rs"]
 mod auth;
+#[path = "interop/confirm.rs"]
+mod confirm;
 #[path = "interop/surface.rs"]
 mod surface;

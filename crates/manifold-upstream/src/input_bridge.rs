@@ -127,7 +127,7 @@ impl Bridge {
         );
         match self.state.take() {
             Some(state) => p.insert("requestState".into(), state),
-            None => p.remove("requestState"),
+            None => p.shift_remove("requestState"),
         };
         p
     }

@@ -402,8 +402,8 @@ fn strip_subscription_id(msg: &mut Map<String, Value>) {
         return;
     };
     if let Some(Value::Object(meta)) = params.get_mut("_meta") {
-        if meta.remove(key).is_some() && meta.is_empty() {
-            params.remove("_meta");
+        if meta.shift_remove(key).is_some() && meta.is_empty() {
+            params.shift_remove("_meta");
         }
     }
 }

@@ -318,6 +318,16 @@ async def sampling_callback(_ctx: Any, _params: Any) -> types.CreateMessageResul
     )
 
 
+def elicitation_answering(action: str, elicited: list[Any]) -> Any:
+    """An elicitation callback that records each request's params and answers `action`."""
+
+    async def callback(_ctx: Any, params: Any) -> types.ElicitResult:
+        elicited.append(dump(params))
+        return types.ElicitResult(action=action)
+
+    return callback
+
+
 async def run(url: str, plan: dict[str, Any]) -> int:
     wire = Wire(os.environ.get("MANIFOLD_WIRE_LOG"))
     timeout = float(plan.get("timeoutMs", 60000)) / 1000.0
@@ -330,6 +340,9 @@ async def run(url: str, plan: dict[str, Any]) -> int:
         "results": [],
         "errors": [],
     }
+    elicited: list[Any] = []
+    if plan.get("elicitation"):
+        out["elicited"] = elicited
     # Same timeouts as the SDK's create_mcp_http_client(); trust_env=False so that a proxy set
     # in the environment never sits between the driver and the local server under test.
     # $MANIFOLD_BEARER: sent as `Authorization: Bearer <it>` on every request.
@@ -346,6 +359,7 @@ async def run(url: str, plan: dict[str, Any]) -> int:
         cache=None,
         read_timeout_seconds=timeout,
         sampling_callback=sampling_callback,
+        elicitation_callback=elicitation_answering(plan["elicitation"], elicited) if plan.get("elicitation") else None,
         client_info=types.Implementation(name="manifold-interop-py", version="0.0.0"),
     )
     code = 0

@@ -15,6 +15,8 @@
 //      "argument":{"name":..,"value":..},"context":{"arguments":{..}}?}
 //         -> the raw completion/complete result
 //     {"op":"set_logging_level","level":..}                -> {} (raw)
+//   plan.elicitation: "accept" | "decline" | "cancel" declares form elicitation and answers every
+//     elicitation/create with that action; the output then has "elicited": [params...].
 //     {"op":"wait_notifications","method":..,"since":<step index, default 0>,"count":<default 1>,
 //      "timeoutMs":<default 10000>}
 //         waits until `count` notifications with that method have been received (POST response
@@ -76,7 +78,7 @@ const sdk = (sub) => import(pathToFileURL(sdkFile(sub)).href);
 
 const { Client } = await sdk('client/index.js');
 const { StreamableHTTPClientTransport, StreamableHTTPError } = await sdk('client/streamableHttp.js');
-const { CreateMessageRequestSchema, McpError } = await sdk('types.js');
+const { CreateMessageRequestSchema, ElicitRequestSchema, McpError } = await sdk('types.js');
 
 // ---------------------------------------------------------------- wire recording
 const received = []; // every message received, in order
@@ -185,10 +187,19 @@ function lastRawResult(method, from) {
 }
 
 // ---------------------------------------------------------------- client
+// plan.elicitation ("accept" | "decline" | "cancel"): declare form elicitation and answer
+// every elicitation/create with that action; the request's params are kept in `elicited`.
+const elicited = [];
 const client = new Client(
     { name: 'manifold-interop-ts', version: '0.0.0' },
-    { capabilities: { sampling: {} } },
+    { capabilities: { sampling: {}, ...(plan.elicitation ? { elicitation: { form: {} } } : {}) } },
 );
+if (plan.elicitation) {
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+        elicited.push(req.params);
+        return { action: plan.elicitation };
+    });
+}
 // Declared sampling capability: answer sampling/createMessage with a canned reply.
 client.setRequestHandler(CreateMessageRequestSchema, async () => ({
     role: 'assistant',
@@ -407,4 +418,5 @@ try {
     log('close failed (ignored):', e?.message ?? e);
 }
 if (wireFd !== null) fs.closeSync(wireFd);
+if (plan.elicitation) out.elicited = elicited;
 process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(exitCode));

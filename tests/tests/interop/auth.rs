@@ -3,24 +3,16 @@
 //! here), are refused without one, and the TypeScript SDK's own OAuth discovery
 //! follows the 401 to the protected resource metadata.
 
-use anyhow::{Context, Result};
-use manifold_e2e::{manifold_bin, repo_root, Peers, Proc, TempDir};
+use anyhow::Result;
+use manifold_e2e::{manifold_bin, repo_root, Peers};
 use serde_json::{json, Value};
 use std::process::Command;
-use std::time::Duration;
 
 const KEY: &str = "interop-key-0123456789abcdef";
 
-struct Gateway {
-    _proc: Proc,
-    url: String,
-    _dir: TempDir,
-}
-
 /// `manifold serve` with `[auth]` (one API key, `mcp:tools` advertised) in front
 /// of its own demo upstream.
-fn gateway() -> Result<Gateway> {
-    let dir = TempDir::new("auth")?;
+fn gateway() -> Result<super::DemoGateway> {
     let hash = Command::new(manifold_bin()?)
         .args(["auth", "hash-key"])
         .stdin(std::process::Stdio::piped())
@@ -34,35 +26,13 @@ fn gateway() -> Result<Gateway> {
             c.wait_with_output()
         })?;
     let hash = String::from_utf8(hash.stdout)?.trim().to_string();
-    let config = format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n\n[auth]\nscopes_supported = [\"mcp:tools\"]\n\n\
-         [[auth.api_keys]]\nname = \"interop\"\nhash = \"{hash}\"\n\n\
-         [upstreams.demo]\ncommand = \"${{MANIFOLD_SELF}}\"\nargs = [\"demo-upstream\"]\n"
-    );
-    let cfg = dir.0.join("gateway.toml");
-    std::fs::write(&cfg, config)?;
-    let mut cmd = Command::new(manifold_bin()?);
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(&cfg)
-        .env("RUST_LOG", "warn");
-    let proc = Proc::spawn("manifold-auth", cmd)?;
-    let line = Proc::wait_line(
-        &proc.stdout,
-        "Manifold listening on",
-        Duration::from_secs(60),
-        "manifold",
-    )?;
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .context("no URL")?
-        .to_string();
-    Ok(Gateway {
-        _proc: proc,
-        url,
-        _dir: dir,
-    })
+    super::DemoGateway::start(
+        "auth",
+        &format!(
+            "[auth]\nscopes_supported = [\"mcp:tools\"]\n\n\
+             [[auth.api_keys]]\nname = \"interop\"\nhash = \"{hash}\"\n"
+        ),
+    )
 }
 
 fn run_client(
@@ -71,31 +41,8 @@ fn run_client(
     url: &str,
     bearer: Option<&str>,
 ) -> Result<(Option<i32>, Value, String)> {
-    let mut cmd = match client {
-        "ts" => {
-            let mut c = Command::new(&peers.node);
-            c.arg(repo_root().join("tests/interop/ts/client.mjs"));
-            c
-        }
-        _ => {
-            let mut c = Command::new(&peers.python);
-            c.arg(repo_root().join("tests/interop/py/client.py"));
-            c
-        }
-    };
     let plan = json!({"steps": [{"op": "call_tool", "name": "demo__echo", "arguments": {"text": "authenticated"}}]});
-    cmd.arg(url).arg(plan.to_string());
-    cmd.env_remove("MANIFOLD_BEARER");
-    if let Some(b) = bearer {
-        cmd.env("MANIFOLD_BEARER", b);
-    }
-    let out = cmd.output()?;
-    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    Ok((
-        out.status.code(),
-        v,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
+    super::run_plan(peers, client, url, &plan, bearer)
 }
 
 #[test]

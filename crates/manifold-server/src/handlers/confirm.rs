@@ -163,8 +163,9 @@ fn retry_answer(
     x.gw.held
         .take_confirmation(state, &c.digest)
         .map_err(Refusal::InvalidRequestState)?;
-    let responses = params.remove("inputResponses");
-    params.remove("requestState");
+    // Shifted out, not swapped: the members forwarded keep their order.
+    let responses = params.shift_remove("inputResponses");
+    params.shift_remove("requestState");
     let answer = responses
         .as_ref()
         .and_then(|r| r.get(CONFIRM_INPUT_KEY))

@@ -184,7 +184,7 @@ fn strip_reserved_meta(params: &mut Map<String, Value>) {
     if let Some(Value::Object(meta)) = params.get_mut("_meta") {
         meta.retain(|k, _| !k.starts_with(m::meta::RESERVED_PREFIX));
         if meta.is_empty() {
-            params.remove("_meta");
+            params.shift_remove("_meta");
         }
     }
 }
@@ -192,6 +192,17 @@ fn strip_reserved_meta(params: &mut Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stripping_reserved_meta_keeps_the_other_members_in_order() {
+        let mut params: Map<String, Value> = serde_json::from_str(
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"t","arguments":{},"x-extra":1}"#,
+        )
+        .expect("json");
+        strip_reserved_meta(&mut params);
+        let keys: Vec<&str> = params.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["name", "arguments", "x-extra"]);
+    }
 
     #[test]
     fn the_table_says_where_each_method_exists_and_what_is_audited() {

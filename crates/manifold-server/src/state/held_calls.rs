@@ -58,14 +58,24 @@ pub(crate) struct HeldCalls {
     pub max: usize,
 }
 
-/// A digest of what identifies the request across retries.
+/// A digest of what identifies the request across retries: its members but
+/// `_meta`, `inputResponses` and `requestState`, in name order (a client may
+/// put the retry's members anywhere, e.g. first, as the Python SDK does).
 pub(crate) fn params_digest(method: &str, params: &Map<String, Value>) -> String {
-    let mut p = params.clone();
-    for k in ["_meta", "inputResponses", "requestState"] {
-        p.remove(k);
+    let mut members: Vec<(&String, &Value)> = params
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "_meta" | "inputResponses" | "requestState"))
+        .collect();
+    members.sort_by(|a, b| a.0.cmp(b.0));
+    let mut h = Sha256::new();
+    h.update(method.as_bytes());
+    for (k, v) in members {
+        h.update(b"\n");
+        h.update(Value::String(k.clone()).to_string().as_bytes());
+        h.update(b":");
+        h.update(v.to_string().as_bytes());
     }
-    let text = format!("{method}\n{}", Value::Object(p));
-    hex::encode(&Sha256::digest(text.as_bytes())[..16])
+    hex::encode(&h.finalize()[..16])
 }
 
 fn now_secs() -> u64 {
@@ -322,6 +332,15 @@ mod tests {
         assert_eq!(
             params_digest("tools/call", &a),
             params_digest("tools/call", &b)
+        );
+        // The retry's members first (the Python SDK's order) change nothing.
+        let c: Map<String, Value> = serde_json::from_value(json!({
+            "inputResponses": {}, "requestState": "s", "name": "t", "arguments": {"x": 1}
+        }))
+        .unwrap();
+        assert_eq!(
+            params_digest("tools/call", &a),
+            params_digest("tools/call", &c)
         );
         assert_ne!(
             params_digest("tools/call", &a),
