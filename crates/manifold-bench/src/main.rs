@@ -36,7 +36,9 @@ struct Args {
     concurrency: Vec<usize>,
     /// Which measurements to run: `call` (tools/call echo), `list` (tools/list of
     /// 1,000 tools), `auth` (tools/call through Manifold without `[auth]` vs with a
-    /// bearer API key). Running one alone is handy under a profiler.
+    /// bearer API key), `policy` (tools/list and tools/call through a bare Manifold vs
+    /// one with `[auth]`, 100 `[[policy]]` views and validation). Running one alone is
+    /// handy under a profiler.
     #[arg(long, value_delimiter = ',', default_value = "call,list")]
     scenarios: Vec<String>,
     /// Give the gateway a CPU of its own, as a sidecar with its own CPU budget has:
@@ -127,6 +129,19 @@ impl Session {
         Ok((headers, bytes))
     }
 
+    /// Ends the session (DELETE), so rounds do not pile sessions up against
+    /// `limits.max_sessions_per_peer`. Best effort.
+    async fn close(&self) {
+        let Some(id) = &self.id else { return };
+        let mut b = http::Request::delete(&self.url).header("mcp-session-id", id);
+        if let Some(t) = &self.bearer {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        if let Ok(req) = b.body(Full::new(Bytes::new())) {
+            let _ = self.client.request(req).await;
+        }
+    }
+
     /// Opens a session at `url`; `URL#TOKEN` sends `TOKEN` as a bearer token
     /// (the fragment never goes on the wire).
     async fn open(client: &HttpClient, url: &str) -> Result<Session> {
@@ -202,24 +217,47 @@ async fn measure(
     concurrency: usize,
     secs: u64,
 ) -> Result<Stats> {
-    let deadline = Instant::now() + Duration::from_secs(secs);
+    // `URL#K1,K2,…`: callers with different keys; worker w holds a session for
+    // each key w, w + concurrency, … and takes them in turn, so every key (and,
+    // under `[[policy]]`, every view) is in use.
+    let (base, keys): (&str, Vec<Option<&str>>) = match url.split_once('#') {
+        Some((u, k)) => (u, k.split(',').map(Some).collect()),
+        None => (url, vec![None]),
+    };
     let mut tasks = Vec::new();
-    for _ in 0..concurrency {
-        let session = Session::open(client, url).await?;
+    let mut workers = Vec::new();
+    for w in 0..concurrency {
+        let mut sessions = Vec::new();
+        for key in keys.iter().skip(w % keys.len()).step_by(concurrency.max(1)) {
+            let target = match key {
+                Some(k) => format!("{base}#{k}"),
+                None => base.to_string(),
+            };
+            sessions.push(Session::open(client, &target).await?);
+        }
+        workers.push(sessions);
+    }
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    for sessions in workers {
         let body = body.clone();
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             // Warm-up, not recorded.
-            for _ in 0..20 {
-                session.post(&body).await?;
+            for s in sessions.iter().cycle().take(20) {
+                s.post(&body).await?;
             }
+            let mut turn = sessions.iter().cycle();
             while Instant::now() < deadline {
+                let session = turn.next().context("a session")?;
                 let t = Instant::now();
                 let (_, bytes) = session.post(&body).await?;
                 lat.push(t.elapsed().as_micros());
                 if bytes.windows(8).any(|w| w == b"\"error\":") {
                     bail!("error reply: {}", String::from_utf8_lossy(&bytes));
                 }
+            }
+            for s in &sessions {
+                s.close().await;
             }
             Ok::<_, anyhow::Error>(lat)
         }));
@@ -319,8 +357,8 @@ async fn main() -> Result<()> {
     println!("| measurement | concurrency | direct calls/s | via Manifold calls/s | ratio | direct p50 / p99 (µs) | via Manifold p50 / p99 (µs) | added p50 (µs) |");
     println!("|---|---|---|---|---|---|---|---|");
     for scenario in &args.scenarios {
-        if !["call", "list", "auth"].contains(&scenario.as_str()) {
-            bail!("unknown scenario {scenario:?}: expected call, list or auth");
+        if !["call", "list", "auth", "policy"].contains(&scenario.as_str()) {
+            bail!("unknown scenario {scenario:?}: expected call, list, auth or policy");
         }
     }
     let run = |s: &str| args.scenarios.iter().any(|x| x == s);
@@ -370,9 +408,54 @@ async fn main() -> Result<()> {
             );
         }
     }
+    if run("policy") {
+        // "direct" here is Manifold with nothing on (no [auth], no [[policy]],
+        // no validation); the other column has all of it: 100 API keys in 100
+        // groups, 100 [[policy]] rules giving each group its own 990-tool view,
+        // argument validation, and the workers' requests spread over the keys.
+        let bare_cfg = dir.join("gateway-bare.toml");
+        std::fs::write(
+            &bare_cfg,
+            format!("[server]\nlisten = \"127.0.0.1:0\"\n[validation]\narguments = \"off\"\noutput = \"off\"\n{upstreams}"),
+        )?;
+        let (_bare, bare_url) = spawn_gateway(&exe, &bare_cfg, args.pin)?;
+        let mut full = String::from("[server]\nlisten = \"127.0.0.1:0\"\n");
+        let mut keys = Vec::new();
+        for i in 0..VIEWS {
+            let key = format!("{BENCH_KEY}-{i:02}");
+            let hash = hash_key(&exe, &key)?;
+            full.push_str(&format!(
+                "[[auth.api_keys]]\nname = \"k{i}\"\nhash = \"{hash}\"\ngroups = [\"g{i}\"]\n\
+                 [[policy]]\nwho = [\"group:g{i}\"]\ntools = {{ allow = [\"*\"], deny = [\"big__synthetic_0{i:02}*\"] }}\n"
+            ));
+            keys.push(key);
+        }
+        full.push_str(&upstreams);
+        let full_cfg = dir.join("gateway-full.toml");
+        std::fs::write(&full_cfg, full)?;
+        let (_full, full_url) = spawn_gateway(&exe, &full_cfg, args.pin)?;
+        let with_keys = format!("{full_url}#{}", keys.join(","));
+        for &c in &args.concurrency {
+            for (what, body) in [
+                ("tools/list, 1,000 tools", &list),
+                ("tools/call echo", &call("bench__echo")),
+            ] {
+                let (d, g) =
+                    compare(&client, (&bare_url, body), (&with_keys, body), c, &args).await?;
+                let (dr, gr) = (d.calls as f64 / d.secs, g.calls as f64 / g.secs);
+                println!(
+                    "| {what}: bare → [auth] + 100 views + validation | {c} | {dr:.0} | {gr:.0} | {:.0} % | {} / {} | {} / {} | {} |",
+                    100.0 * gr / dr, d.p50_us, d.p99_us, g.p50_us, g.p99_us, g.p50_us as i128 - d.p50_us as i128
+                );
+            }
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+/// Distinct `[[policy]]` views in the `policy` scenario.
+const VIEWS: usize = 100;
 
 /// The API key of the `auth` scenario.
 const BENCH_KEY: &str = "manifold-load-bench-key-0123456789";
