@@ -374,6 +374,48 @@ fn sdk_clients_list_and_call_tools_through_manifold() -> Result<()> {
     Ok(())
 }
 
+/// `[validation] arguments` (on by default) against real schemas: every tool of
+/// server-everything and mcp-server-time compiles (none is left unchecked), and
+/// arguments that do not fit reach the SDK client as a tool error naming the
+/// pointer, never the upstream.
+#[test]
+fn real_tool_schemas_all_compile_and_bad_arguments_are_tool_errors() -> Result<()> {
+    let setup = start("validation")?;
+    let out = Command::new(manifold_bin()?)
+        .args(["check", "--json", "--config"])
+        .arg(setup.dir.0.join("gateway.toml"))
+        .env("RUST_LOG", "error")
+        .output()?;
+    let facts: Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| String::from_utf8_lossy(&out.stderr).into_owned())?;
+    let tools = facts["tools"].as_array().context("tools")?;
+    anyhow::ensure!(tools.len() > 20, "only {} tools", tools.len());
+    anyhow::ensure!(
+        facts["unvalidated"] == json!([]),
+        "tools left unvalidated: {}",
+        facts["unvalidated"]
+    );
+    let plan = json!({"steps": [
+        {"op": "call_tool", "name": "everything__echo", "arguments": {"message": 5}},
+        {"op": "call_tool", "name": "everything_http__get-sum", "arguments": {"a": "two", "b": 3}},
+        {"op": "call_tool", "name": "everything_http__get-sum", "arguments": {"a": 2, "b": 3}}
+    ]});
+    for client in ["ts", "py"] {
+        let (out, _) = run_driver(&setup, client, &plan)?;
+        for (step, pointer) in [(0, "/message"), (1, "/a")] {
+            let r = &out["results"][step];
+            anyhow::ensure!(r["isError"] == true, "{client} step {step}: {r}");
+            let text = text_of(r);
+            anyhow::ensure!(
+                text.contains("Invalid arguments") && text.contains(pointer),
+                "{client} step {step}: {text}"
+            );
+        }
+        anyhow::ensure!(text_of(&out["results"][2]).contains('5'), "{client}: {out}");
+    }
+    Ok(())
+}
+
 /// The validator itself must be able to fail, or the checks above prove nothing.
 #[test]
 fn schema_validation_rejects_malformed_messages() -> Result<()> {

@@ -226,6 +226,41 @@ mod tests {
         assert!(v.check("unknown", &json!(1)).is_ok());
     }
 
+    /// The official conformance suite's `json-schema-2020-12` fixture (tool
+    /// `json_schema_2020_12_tool`, SEP-1613), verbatim.
+    #[test]
+    fn the_conformance_2020_12_fixture_compiles_and_checks() {
+        let v = validators(&[(
+            "json_schema_2020_12_tool",
+            json!({"name": "json_schema_2020_12_tool",
+                "description": "Tool with JSON Schema 2020-12 features",
+                "inputSchema": {
+                    "$schema": "https://json-schema.org/draft/2020-12/schema",
+                    "type": "object",
+                    "$defs": {"address": {"type": "object", "properties": {
+                        "street": {"type": "string"}, "city": {"type": "string"}}}},
+                    "properties": {"name": {"type": "string"},
+                                   "address": {"$ref": "#/$defs/address"}},
+                    "additionalProperties": false}}),
+        )]);
+        assert_eq!(v.skipped().count(), 0);
+        let tool = "json_schema_2020_12_tool";
+        assert!(v
+            .check(
+                tool,
+                &json!({"name": "Ada", "address": {"street": "1 Main", "city": "X"}})
+            )
+            .is_ok());
+        let e = v
+            .check(tool, &json!({"address": {"city": 7}}))
+            .expect_err("city");
+        assert!(e[0].starts_with("/address/city: "), "{e:?}");
+        let e = v
+            .check(tool, &json!({"name": "Ada", "extra": 1}))
+            .expect_err("additionalProperties");
+        assert!(e[0].contains("extra"), "{e:?}");
+    }
+
     #[test]
     fn many_errors_are_capped() {
         let props: serde_json::Map<String, Value> = (0..30)
