@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::{bounded, names_of, Fixture, Setup};
 use manifold_policy::hash_key;
-use manifold_testkit::harness::{stateless_request, McpClient};
+use manifold_testkit::harness::{stateless_request, McpClient, STATELESS};
 
 const OPS: &str = "ops-key-0123456789";
 const CI: &str = "ci-key-0123456789";
@@ -197,6 +197,31 @@ async fn prompts_resources_completion_and_subscriptions_obey_the_view() -> Resul
         ops.request("resources/subscribe", json!({"uri": "demo://readme"})).await?.result()?;
         let refused = ci.request("resources/subscribe", json!({"uri": "demo://readme"})).await?;
         assert_eq!(refused.error()?["code"], -32002, "{refused}");
+
+        // 2026-07-28 listen streams: a URI outside the view is not honoured.
+        for (key, honoured) in [(OPS, json!(["demo://readme"])), (CI, json!([]))] {
+            let c = f.gw.client();
+            c.set_bearer(Some(key));
+            let listen = stateless_request(
+                9,
+                "subscriptions/listen",
+                json!({"notifications": {"resourceSubscriptions": ["demo://readme"]}}),
+            );
+            let mut stream = c
+                .send_streaming_with(
+                    &listen,
+                    &[
+                        ("mcp-protocol-version", STATELESS),
+                        ("mcp-method", "subscriptions/listen"),
+                    ],
+                )
+                .await?;
+            let ack = stream.expect_next().await?;
+            assert_eq!(
+                ack["params"]["notifications"]["resourceSubscriptions"], honoured,
+                "{ack}"
+            );
+        }
         Ok(())
     })
     .await
