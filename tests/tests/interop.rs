@@ -437,5 +437,7 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
 mod auth;
 #[path = "interop/confirm.rs"]
 mod confirm;
+#[path = "interop/stdio.rs"]
+mod stdio;
 #[path = "interop/surface.rs"]
 mod surface;

@@ -56,6 +56,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "rate_limit",
     "policy",
     "confirm",
+    "stdio",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

@@ -108,6 +108,20 @@ pub struct FileConfig {
     /// Calls a human confirms (through the client) before they are forwarded.
     #[serde(default)]
     pub confirm: crate::policy::ConfirmSection,
+    /// `manifold stdio`, the gateway as a stdio MCP server.
+    #[serde(default)]
+    pub stdio: StdioSection,
+}
+
+/// `[stdio]`: the stdio front door (`manifold stdio`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct StdioSection {
+    /// The principal its requests run as (`local:<principal>` in audit
+    /// records; `subject:<principal>` in `who` rules). Default: the OS user
+    /// (`$USER`, then `$LOGNAME`, then `local`).
+    #[serde(default)]
+    pub principal: Option<String>,
 }
 
 /// `[validation]`: what the gateway checks before forwarding.

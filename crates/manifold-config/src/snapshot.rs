@@ -32,6 +32,8 @@ pub struct GatewayConfig {
     pub policy: Vec<crate::policy::PolicyRule>,
     /// `[confirm]`.
     pub confirm: crate::policy::ConfirmSection,
+    /// `[stdio] principal`, when set.
+    pub stdio_principal: Option<String>,
     /// `[validation] output`.
     pub validate_output: crate::model::OutputMode,
     /// `[metrics] principal_label` and `max_principal_series`.

@@ -400,6 +400,12 @@ pub(crate) fn validate(
         rate_limits: crate::limits::validate(&file.rate_limit)?,
         policy: crate::policy::validate(&file.policy)?,
         confirm: crate::policy::validate_confirm(&file.confirm)?,
+        stdio_principal: match &file.stdio.principal {
+            Some(p) if p.trim().is_empty() => {
+                return Err("key `stdio.principal`: must not be empty".into())
+            }
+            p => p.clone(),
+        },
         principal_label: file.metrics.principal_label,
         max_principal_series: file.metrics.max_principal_series,
     })

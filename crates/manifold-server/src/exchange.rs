@@ -15,6 +15,7 @@
 use http::HeaderMap;
 use manifold_audit::ClientInfo;
 use manifold_policy::{AuthMethod, Identity};
+use manifold_protocol::methods as m;
 use manifold_protocol::RequestId;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -34,6 +35,9 @@ pub(crate) enum Front {
     /// The local operator (`manifold call`): no transport, no headers; the token
     /// cancels its call.
     Operator(CancellationToken),
+    /// `manifold stdio`: no headers; the session its `initialize` opened stands
+    /// in for `Mcp-Session-Id`.
+    Stdio { session: Option<String> },
 }
 
 impl Front {
@@ -42,7 +46,10 @@ impl Front {
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         match self {
             Front::Http(h) => h.get(name).and_then(|v| v.to_str().ok()).map(str::trim),
-            Front::Operator(_) => None,
+            Front::Stdio { session } if name.eq_ignore_ascii_case(m::HEADER_SESSION_ID) => {
+                session.as_deref()
+            }
+            Front::Operator(_) | Front::Stdio { .. } => None,
         }
     }
 
@@ -50,7 +57,7 @@ impl Front {
     pub(crate) fn headers(&self) -> Option<&HeaderMap> {
         match self {
             Front::Http(h) => Some(h),
-            Front::Operator(_) => None,
+            Front::Operator(_) | Front::Stdio { .. } => None,
         }
     }
 }

@@ -239,13 +239,7 @@ impl Gateway {
     /// Serves the endpoint (and the admin listener, if configured) until shutdown,
     /// then waits for tracked tasks and the audit writer's last flush.
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
-        if let Err(e) = self.bind_admin().await {
-            tracing::error!(error = %e, "cannot listen for [admin]; serving without it");
-        }
-        let admin = lock(&self.admin).take();
-        if let Some(l) = admin {
-            self.tasks.spawn(front::admin::serve(self.clone(), l));
-        }
+        self.serve_admin().await;
         let tls = match &self.config.server.tls {
             None => None,
             Some(t) => match front::tls::Tls::new(t) {
@@ -266,6 +260,39 @@ impl Gateway {
         if !self.shutdown.is_cancelled() {
             front::http::serve(self.clone(), listener, tls).await;
         }
+        self.wind_down().await;
+    }
+
+    /// Serves one client on stdin/stdout (`manifold stdio`; and the admin
+    /// listener, if configured) until its input ends or shutdown begins, then
+    /// stops as [`Gateway::serve`] does: calls finish, children are reaped, the
+    /// audit log is flushed.
+    pub async fn serve_stdio_until_done<R, W>(self: Arc<Self>, input: R, output: W)
+    where
+        R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        self.serve_admin().await;
+        self.serve_stdio(input, output).await;
+        self.shutdown.cancel();
+        self.wind_down().await;
+    }
+
+    /// Starts the admin listener's task, if `[admin]` is configured.
+    async fn serve_admin(self: &Arc<Self>) {
+        if let Err(e) = self.bind_admin().await {
+            tracing::error!(error = %e, "cannot listen for [admin]; serving without it");
+        }
+        let admin = lock(&self.admin).take();
+        if let Some(l) = admin {
+            self.tasks.spawn(front::admin::serve(self.clone(), l));
+        }
+    }
+
+    /// After the front door closed: waits for the drain (calls in flight get
+    /// `server.shutdown_grace`), stops every task, then lets the audit writer
+    /// flush and close.
+    async fn wind_down(&self) {
         // The drain fires `stop` within the grace; the bound is a safety net.
         let grace = self.config.server.shutdown_grace;
         let _ = tokio::time::timeout(grace + SHUTDOWN_WAIT, self.stop.cancelled()).await;

@@ -58,6 +58,16 @@ enum Command {
         #[command(flatten)]
         config: ConfigArg,
     },
+    /// Serve one MCP client on stdin/stdout (for desktop clients that launch
+    /// servers as commands), through the same pipeline as `serve`. Logs go to
+    /// stderr; when stdin closes, calls in flight finish, the audit log is
+    /// flushed and every upstream is stopped.
+    ///
+    /// Exit codes: 0 after stdin closed, 1 runtime failure, 2 configuration error.
+    Stdio {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
     /// Validate the configuration, connect every upstream (without listening) and
     /// print the merged catalog, what was left out and why, and each upstream's status.
     ///
@@ -172,7 +182,7 @@ fn main() -> ExitCode {
     // wrong. The catalog's warnings about left-out items are left to `check`, which
     // lists them on stdout; on every `call` they would only be noise.
     let default_level = match cli.command {
-        Command::Serve { .. } => "info",
+        Command::Serve { .. } | Command::Stdio { .. } => "info",
         Command::Check { .. } | Command::Tools { .. } | Command::Call { .. } => {
             "warn,manifold_catalog=error"
         }
@@ -206,6 +216,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Serve { config } => cli::serve::run(&rt, &config.config),
+        Command::Stdio { config } => cli::stdio::run(&rt, &config.config),
         Command::Check {
             config,
             json,

@@ -8,6 +8,8 @@
 mod audit;
 #[path = "cli/commands.rs"]
 mod commands;
+#[path = "cli/stdio.rs"]
+mod stdio;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

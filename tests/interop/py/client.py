@@ -81,6 +81,7 @@ try:
     import httpx2
     import mcp_types as types
     from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
     from mcp.shared.exceptions import MCPError
@@ -353,8 +354,14 @@ async def run(url: str, plan: dict[str, Any]) -> int:
         transport=TapTransport(httpx2.AsyncHTTPTransport(), wire),
         trust_env=False,
     )
+    # `stdio:<JSON array>`: launch [command, ...args] and speak MCP over its stdin/stdout.
+    if url.startswith("stdio:"):
+        argv = json.loads(url[len("stdio:"):])
+        server: Any = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+    else:
+        server = streamable_http_client(url, http_client=http)
     client = Client(
-        streamable_http_client(url, http_client=http),
+        server,
         mode=plan.get("mode", "auto"),
         cache=None,
         read_timeout_seconds=timeout,

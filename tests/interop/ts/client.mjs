@@ -1,7 +1,8 @@
-// Manifold interop driver: the official TypeScript MCP SDK client over Streamable HTTP.
+// Manifold interop driver: the official TypeScript MCP SDK client over Streamable HTTP (or stdio).
 //
 // Usage:
 //   "$MANIFOLD_NODE" tests/interop/ts/client.mjs <url> '<plan json>'
+//   <url> may be `stdio:["command","arg",...]`: the server is launched and spoken to over stdio.
 //   plan: {"steps":[{"op":"list_tools"},{"op":"call_tool","name":"echo","arguments":{...}},
 //                   {"op":"call_tool_with_progress","name":"...","arguments":{...}},{"op":"ping"}],
 //          "timeoutMs": 60000}                     (timeoutMs: optional per-request timeout)
@@ -78,6 +79,7 @@ const sdk = (sub) => import(pathToFileURL(sdkFile(sub)).href);
 
 const { Client } = await sdk('client/index.js');
 const { StreamableHTTPClientTransport, StreamableHTTPError } = await sdk('client/streamableHttp.js');
+const { StdioClientTransport } = await sdk('client/stdio.js');
 const { CreateMessageRequestSchema, ElicitRequestSchema, McpError } = await sdk('types.js');
 
 // ---------------------------------------------------------------- wire recording
@@ -210,11 +212,29 @@ client.setRequestHandler(CreateMessageRequestSchema, async () => ({
 client.onerror = (e) => log('client error:', e?.message ?? e);
 
 // $MANIFOLD_BEARER: sent as `Authorization: Bearer <it>` on every request.
+// `stdio:<JSON array>`: launch [command, ...args] and speak MCP on its stdin/stdout (its stderr
+// is inherited); received messages are recorded from the transport itself.
 const bearer = process.env.MANIFOLD_BEARER;
-const transport = new StreamableHTTPClientTransport(new URL(url), {
-    fetch: recordingFetch,
-    ...(bearer ? { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } } : {}),
-});
+let transport;
+if (url.startsWith('stdio:')) {
+    const [command, ...args] = JSON.parse(url.slice('stdio:'.length));
+    transport = new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' });
+    let inner;
+    Object.defineProperty(transport, 'onmessage', {
+        get: () => inner && ((m) => { recordReceived(m); inner(m); }),
+        set: (f) => { inner = f; },
+    });
+    const send = transport.send.bind(transport);
+    transport.send = (m, o) => {
+        recordSent(JSON.stringify(m));
+        return send(m, o);
+    };
+} else {
+    transport = new StreamableHTTPClientTransport(new URL(url), {
+        fetch: recordingFetch,
+        ...(bearer ? { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } } : {}),
+    });
+}
 const reqOpts = plan.timeoutMs ? { timeout: plan.timeoutMs } : {};
 
 function errorRecord(err, method, from) {
@@ -257,8 +277,8 @@ try {
     process.exit(1);
 }
 out.negotiation = 'initialize';
-out.protocolVersion = transport.protocolVersion ?? null;
 const rawInit = lastRawResult('initialize', 0) ?? {}; // raw wire values, else the SDK's view
+out.protocolVersion = transport.protocolVersion ?? rawInit.protocolVersion ?? null;
 out.serverInfo = rawInit.serverInfo ?? client.getServerVersion() ?? null;
 out.capabilities = rawInit.capabilities ?? client.getServerCapabilities() ?? null;
 out.instructions = rawInit.instructions ?? client.getInstructions() ?? null;
@@ -408,7 +428,7 @@ for (const [i, step] of plan.steps.entries()) {
 }
 
 try {
-    await transport.terminateSession();
+    if (transport.terminateSession) await transport.terminateSession();
 } catch (e) {
     log('terminateSession failed (ignored):', e?.message ?? e);
 }

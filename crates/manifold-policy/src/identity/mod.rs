@@ -37,6 +37,9 @@ pub enum AuthMethod {
     Introspection,
     /// No credentials, and `[auth] allow_anonymous = true` (or no `[auth]`).
     Anonymous,
+    /// The local user of `manifold stdio` (`[stdio] principal`): whoever can
+    /// write to the process's stdin already runs as that user.
+    Local,
 }
 
 impl AuthMethod {
@@ -47,6 +50,7 @@ impl AuthMethod {
             AuthMethod::Mtls => "mtls",
             AuthMethod::Introspection => "introspection",
             AuthMethod::Anonymous => "anonymous",
+            AuthMethod::Local => "local",
         }
     }
 }
@@ -68,6 +72,16 @@ impl Identity {
             groups: Vec::new(),
             scopes: Vec::new(),
             method: AuthMethod::Anonymous,
+        }
+    }
+
+    /// The local user of `manifold stdio`.
+    pub fn local(user: &str) -> Identity {
+        Identity {
+            subject: user.to_string(),
+            groups: Vec::new(),
+            scopes: Vec::new(),
+            method: AuthMethod::Local,
         }
     }
 

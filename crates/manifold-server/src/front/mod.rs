@@ -1,7 +1,8 @@
 //! The front doors: how requests reach the pipeline and replies leave it — the
 //! Streamable-HTTP endpoint (`http`, framing in `sse`, authentication in `auth`),
 //! the admin listener
-//! (`admin`: `/metrics`, `/healthz`, `/readyz`), and the local operator
+//! (`admin`: `/metrics`, `/healthz`, `/readyz`), the stdio front door (`stdio`:
+//! `manifold stdio`, one client per process), and the local operator
 //! (`operator`: `manifold call`).
 //!
 //! Invariants: a front door builds an `Arrival` and frames a `Reply`; it decides
@@ -15,4 +16,5 @@ pub(crate) mod auth;
 pub(crate) mod http;
 pub(crate) mod operator;
 pub(crate) mod sse;
+pub(crate) mod stdio;
 pub(crate) mod tls;

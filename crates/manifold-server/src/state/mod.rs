@@ -103,6 +103,8 @@ pub(crate) enum SessionEnd {
     Deleted,
     /// Idle for longer than `limits.session_idle_timeout`.
     Idle,
+    /// The stdio client closed its input (or initialized again).
+    Closed,
 }
 
 impl Gateway {

@@ -1,4 +1,5 @@
-//! The binary's commands, one module each: `serve` (the gateway), `check` and
+//! The binary's commands, one module each: `serve` (the gateway), `stdio` (the
+//! gateway for one client on stdin/stdout), `check` and
 //! `tools` (what the gateway would expose), `call` (one tool call through the name
 //! table), `audit verify` (the audit log's hash chain), `auth hash-key` (the digest
 //! of an API key for `[[auth.api_keys]]`).
@@ -15,6 +16,7 @@ pub mod call;
 pub mod check;
 mod inproc;
 pub mod serve;
+pub mod stdio;
 mod table;
 pub mod tools;
 

@@ -74,7 +74,7 @@ async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn spawn_signal_handler(shutdown: CancellationToken) {
+pub(crate) fn spawn_signal_handler(shutdown: CancellationToken) {
     tokio::spawn(async move {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {

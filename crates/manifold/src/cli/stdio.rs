@@ -1,0 +1,45 @@
+//! `manifold stdio`: the gateway as a stdio MCP server for one desktop client
+//! (Claude Desktop, Claude Code, Cursor, VS Code launch it as a command). The
+//! same pipeline as `serve` — admission, policy, validation, confirmation,
+//! audit — with the local user as the principal (`[stdio] principal`).
+//!
+//! Invariants: stdout carries only MCP messages (the front door owns it; logs go
+//! to stderr); when stdin closes, calls in flight finish, the audit log is
+//! flushed and every upstream child is stopped before the process exits. No HTTP
+//! listener is opened (`[admin]` is served if configured).
+//!
+//! Exit codes: 0 after stdin closed, 1 runtime failure, 2 configuration error.
+
+use std::path::Path;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+use super::{load_config, FAILED};
+
+pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
+    let cfg = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match rt.block_on(serve(cfg)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("manifold: {e:#}");
+            ExitCode::from(FAILED)
+        }
+    }
+}
+
+async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
+    let connect_timeout = cfg.limits.connect_timeout;
+    let shutdown = CancellationToken::new();
+    let gw = manifold_server::Gateway::launch(cfg, shutdown.clone()).await?;
+    super::serve::spawn_signal_handler(shutdown);
+    gw.wait_ready(connect_timeout).await;
+    let tools = gw.catalog().tools.len();
+    tracing::info!(tools, "Manifold is serving on stdio");
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    gw.serve_stdio_until_done(input, tokio::io::stdout()).await;
+    tracing::info!("stdin closed; stopped");
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! `manifold stdio` as a desktop client launches it: newline-delimited JSON-RPC
+//! on stdin/stdout (nothing else on stdout), the local principal on audit
+//! records, `notifications/cancelled` honoured, and when stdin closes the
+//! calls finish, the audit log is flushed, and the upstreams and their own
+//! children are gone before the process exits 0.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::bin;
+use crate::commands::TempDir;
+
+/// The next message on `lines` with `id`, within a bound.
+fn response(lines: &mpsc::Receiver<String>, id: i64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no response {id} within 20 s"));
+        let msg: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"));
+        if msg["id"] == id {
+            return msg;
+        }
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.split_whitespace().nth(2) != Some("Z"))
+}
+
+#[test]
+fn stdio_serves_one_client_and_cleans_up_when_stdin_closes() {
+    let dir = TempDir::new("stdio");
+    let audit = dir.path().join("audit.jsonl");
+    let cfg = dir.write(
+        "gateway.toml",
+        &format!(
+            "[upstreams.demo]\ncommand = \"${{MANIFOLD_SELF}}\"\nargs = [\"demo-upstream\", \"--faults\", \"--spawn-grandchild\"]\n\n\
+             [stdio]\nprincipal = \"tester\"\n\n[audit]\npath = {:?}\nfsync = \"always\"\n",
+            audit.display().to_string()
+        ),
+    );
+    let mut child = Command::new(bin())
+        .args(["stdio", "--config"])
+        .arg(&cfg)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run manifold stdio");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").expect("write to stdin");
+        stdin.flush().expect("flush");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    let init = response(&lines, 1);
+    assert_eq!(init["result"]["serverInfo"]["name"], "manifold", "{init}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "demo__grandchild", "arguments": {}}}));
+    let grandchild: u32 = response(&lines, 2)["result"]["content"][0]["text"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .expect("the grandchild's pid");
+    assert!(alive(grandchild));
+    let upstreams: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("tasks")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    assert!(!upstreams.is_empty(), "no upstream child found");
+
+    // A slow call, cancelled by the client: no answer, audited as cancelled;
+    // the next call is answered meanwhile.
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "demo__sleep", "arguments": {"ms": 30000}}}));
+    std::thread::sleep(Duration::from_millis(200));
+    send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 3, "reason": "changed my mind"}}),
+    );
+    send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "demo__echo", "arguments": {"text": "over stdio"}}}));
+    let echo = response(&lines, 4);
+    assert_eq!(echo["result"]["content"][0]["text"], "over stdio", "{echo}");
+
+    // Closing stdin is how a desktop client says goodbye.
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "manifold stdio did not exit after stdin closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while upstreams.iter().chain([&grandchild]).any(|p| alive(*p)) {
+        assert!(Instant::now() < deadline, "a child outlived manifold stdio");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .expect("audit log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record"))
+        .collect();
+    let by_name = |n: &str| {
+        records
+            .iter()
+            .find(|r| r["name"] == n)
+            .unwrap_or_else(|| panic!("no record for {n}: {records:?}"))
+    };
+    assert_eq!(by_name("demo__echo")["principal"], "local:tester");
+    assert_eq!(by_name("demo__echo")["outcome"], "ok");
+    assert_eq!(
+        by_name("demo__sleep")["outcome"],
+        "cancelled",
+        "{}",
+        by_name("demo__sleep")
+    );
+}
