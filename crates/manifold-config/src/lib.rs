@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod effective;
 mod expand;
 pub mod limits;
 mod model;
@@ -111,7 +112,10 @@ pub fn load_str(
         .merge(env)
         .extract()
         .map_err(|e| ConfigError::new(path, figment_message(&e)))?;
-    validate::validate(file, &lookup).map_err(|m| ConfigError::new(path, m))
+    let effective = effective::render(&file);
+    let mut cfg = validate::validate(file, &lookup).map_err(|m| ConfigError::new(path, m))?;
+    cfg.effective = effective;
+    Ok(cfg)
 }
 
 fn figment_message(e: &figment::Error) -> String {

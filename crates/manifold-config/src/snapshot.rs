@@ -34,6 +34,9 @@ pub struct GatewayConfig {
     pub confirm: crate::policy::ConfirmSection,
     /// `[stdio] principal`, when set.
     pub stdio_principal: Option<String>,
+    /// The file after defaults and environment overrides, unexpanded, every
+    /// secret redacted (`/config`); `null` when not loaded from a file.
+    pub effective: serde_json::Value,
     /// `[validation] output`.
     pub validate_output: crate::model::OutputMode,
     /// `[metrics] principal_label` and `max_principal_series`.

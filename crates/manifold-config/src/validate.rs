@@ -400,6 +400,7 @@ pub(crate) fn validate(
         rate_limits: crate::limits::validate(&file.rate_limit)?,
         policy: crate::policy::validate(&file.policy)?,
         confirm: crate::policy::validate_confirm(&file.confirm)?,
+        effective: serde_json::Value::Null,
         stdio_principal: match &file.stdio.principal {
             Some(p) if p.trim().is_empty() => {
                 return Err("key `stdio.principal`: must not be empty".into())

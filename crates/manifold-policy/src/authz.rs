@@ -175,6 +175,13 @@ impl Policy {
         self.decide(key, kind, name).is_visible()
     }
 
+    /// `None` when the view `key` sees `name`; else the rule and field that
+    /// hide it (for `manifold check --as` and `/catalog?as=`).
+    pub fn hidden(&self, key: &ViewKey, kind: ItemKind, name: &str) -> Option<String> {
+        let d = self.decide(key, kind, name);
+        (!d.is_visible()).then(|| d.explain(kind))
+    }
+
     /// Whether the view `key` may see `name`, and which rule says so.
     pub fn decide(&self, key: &ViewKey, kind: ItemKind, name: &str) -> Decision {
         if self.rules.is_empty() {

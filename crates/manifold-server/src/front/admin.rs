@@ -7,6 +7,9 @@
 //!   audit log (if any) is not refusing calls and shutdown has not begun, else 503; the JSON body lists every upstream's state, last error and restarts (the
 //!   facts `manifold check` prints). A child that died is `down`, never ready.
 //!
+//! - `/config`, `/upstreams`, `/catalog?as=WHO`: JSON for operators (see
+//!   `inspect`); a bad `as` is a 400 saying why.
+//!
 //! Not here: authentication (bind it to loopback or a private interface).
 
 use bytes::Bytes;
@@ -25,7 +28,7 @@ use crate::state::Gateway;
 /// Serves until the gateway shuts down.
 pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "admin listener (/metrics, /healthz, /readyz)");
+        tracing::info!(%addr, "admin listener (/metrics, /healthz, /readyz, /config, /upstreams, /catalog)");
     }
     let builder = Arc::new(super::http::builder(&gw.config.limits));
     loop {
@@ -63,6 +66,12 @@ fn reply(status: StatusCode, ctype: &str, body: impl Into<Bytes>) -> Response<Fu
     r
 }
 
+fn json_reply(status: StatusCode, v: &serde_json::Value) -> Response<Full<Bytes>> {
+    let mut body = serde_json::to_string_pretty(v).unwrap_or_default();
+    body.push('\n');
+    reply(status, "application/json", body)
+}
+
 fn handle(gw: &Gateway, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     if req.method() != Method::GET {
         return reply(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "GET only\n");
@@ -83,10 +92,16 @@ fn handle(gw: &Gateway, req: &Request<Incoming>) -> Response<Full<Bytes>> {
             };
             reply(status, "application/json", body.to_string())
         }
+        "/config" => json_reply(StatusCode::OK, &super::inspect::config(gw)),
+        "/upstreams" => json_reply(StatusCode::OK, &super::inspect::upstreams(gw)),
+        "/catalog" => match super::inspect::catalog(gw, req.uri().query()) {
+            Ok(v) => json_reply(StatusCode::OK, &v),
+            Err(e) => json_reply(StatusCode::BAD_REQUEST, &json!({ "error": e })),
+        },
         _ => reply(
             StatusCode::NOT_FOUND,
             "text/plain",
-            "not found: try /metrics, /healthz or /readyz\n",
+            "not found: try /metrics, /healthz, /readyz, /config, /upstreams or /catalog?as=WHO\n",
         ),
     }
 }

@@ -1,7 +1,8 @@
 //! The front doors: how requests reach the pipeline and replies leave it — the
 //! Streamable-HTTP endpoint (`http`, framing in `sse`, authentication in `auth`),
 //! the admin listener
-//! (`admin`: `/metrics`, `/healthz`, `/readyz`), the stdio front door (`stdio`:
+//! (`admin`: `/metrics`, `/healthz`, `/readyz`; `inspect`: `/config`,
+//! `/upstreams`, `/catalog`), the stdio front door (`stdio`:
 //! `manifold stdio`, one client per process), and the local operator
 //! (`operator`: `manifold call`).
 //!
@@ -14,6 +15,7 @@
 pub(crate) mod admin;
 pub(crate) mod auth;
 pub(crate) mod http;
+pub(crate) mod inspect;
 pub(crate) mod operator;
 pub(crate) mod sse;
 pub(crate) mod stdio;

@@ -256,3 +256,89 @@ async fn list_changed_reaches_only_the_sessions_whose_view_changed() -> Result<(
     })
     .await
 }
+
+/// The admin listener's operator views: `/catalog?as=WHO` (what `manifold
+/// check --as` prints), `/upstreams`, and `/config` with every secret
+/// redacted.
+#[tokio::test]
+async fn admin_endpoints_show_a_callers_catalog_the_upstreams_and_a_redacted_config() -> Result<()>
+{
+    bounded(async {
+        let f = Setup {
+            remote:
+                "timeout = \"20s\"\nheaders = { Authorization = \"Bearer s3cret-upstream-token\" }"
+                    .into(),
+            extra: format!("[admin]\nlisten = \"127.0.0.1:0\"\n\n{}", config()),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let admin = f.gw.gateway().admin_addr().context("admin address")?;
+        let get = |path: &'static str| crate::observe::admin_get(admin, path);
+
+        let (status, body) = get("/catalog?as=key%3Aci").await?;
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body)?;
+        let exposed: Vec<&str> = v["tools"]
+            .as_array()
+            .context("tools")?
+            .iter()
+            .filter_map(|t| t["exposed"].as_str())
+            .collect();
+        assert_eq!(
+            exposed,
+            [
+                "local__add_tool",
+                "local__echo",
+                "remote__add",
+                "remote__echo"
+            ]
+        );
+        let hidden = v["hidden"].as_array().context("hidden")?;
+        let add = hidden
+            .iter()
+            .find(|h| h["name"] == "local__add")
+            .context("local__add hidden")?;
+        assert!(
+            add["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("no rule"),
+            "{add}"
+        );
+        let (status, body) = get("/catalog?as=team%3Ax").await?;
+        assert_eq!(status, 400, "{body}");
+        let (_, everything) = get("/catalog").await?;
+        let all: Value = serde_json::from_str(&everything)?;
+        assert!(all["tools"].as_array().context("tools")?.len() > exposed.len());
+        assert!(all["hidden"].is_null());
+
+        let (status, body) = get("/upstreams").await?;
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body)?;
+        let local = v["upstreams"]
+            .as_array()
+            .context("upstreams")?
+            .iter()
+            .find(|u| u["name"] == "local")
+            .context("local")?;
+        assert_eq!(local["state"], "ready", "{local}");
+        assert_eq!(local["transport"], "stdio");
+        assert!(local["items"]["tools"].as_u64().unwrap_or(0) > 5, "{local}");
+
+        let (status, body) = get("/config").await?;
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            !body.contains("s3cret-upstream-token"),
+            "a secret in /config: {body}"
+        );
+        let v: Value = serde_json::from_str(&body)?;
+        assert_eq!(
+            v["upstreams"]["remote"]["headers"]["Authorization"],
+            "[REDACTED]"
+        );
+        assert_eq!(v["policy"][0]["who"], json!(["group:ops"]));
+        Ok(())
+    })
+    .await
+}

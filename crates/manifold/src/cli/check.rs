@@ -226,16 +226,18 @@ impl Facts {
         self.viewer = Some(spec.to_string());
         let key = policy.view_key(id);
         let mut hidden = Vec::new();
-        let mut keep = |kind: &'static str, item: ItemKind, name: &str| {
-            let d = policy.decide(&key, item, name);
-            if !d.is_visible() {
+        let mut keep = |kind: &'static str, item: ItemKind, name: &str| match policy
+            .hidden(&key, item, name)
+        {
+            Some(why) => {
                 hidden.push(Hidden {
                     kind,
                     name: name.to_string(),
-                    why: d.explain(item),
+                    why,
                 });
+                false
             }
-            d.is_visible()
+            None => true,
         };
         self.tools
             .retain(|n| keep("tool", ItemKind::Tool, &n.exposed));

@@ -1,0 +1,156 @@
+//! What the admin listener tells an operator about the running gateway, as
+//! JSON: `/config` (the effective configuration, secrets redacted),
+//! `/upstreams` (state, era, restarts, last error, item counts) and
+//! `/catalog?as=WHO` (the catalogue a caller would see under `[[policy]]`, and
+//! the rule hiding each other item — what `manifold check --as` prints).
+//!
+//! Invariants: read-only; one catalogue snapshot and one status reading per
+//! upstream per answer; never a secret (see `manifold_config::effective`).
+//!
+//! Not here: serving HTTP (`admin`).
+
+use manifold_catalog::NamedList;
+use manifold_policy::{who, ItemKind};
+use serde_json::{json, Value};
+
+use crate::state::Gateway;
+
+/// `/config`.
+pub(crate) fn config(gw: &Gateway) -> Value {
+    gw.config.effective.clone()
+}
+
+/// `/upstreams`.
+pub(crate) fn upstreams(gw: &Gateway) -> Value {
+    let list: Vec<Value> = gw
+        .upstreams()
+        .iter()
+        .map(|u| {
+            let st = u.status();
+            let facts = st.facts.as_ref();
+            let lists = u.lists();
+            let count = |n: Option<usize>| n.map_or(Value::Null, Value::from);
+            json!({
+                "name": &**u.name(),
+                "transport": u.config().transport.kind(),
+                "required": u.config().required,
+                "state": st.state.as_str(),
+                "era": facts.map(|f| if f.is_modern() { "2026-07-28" } else { "session" }),
+                "protocol_version": facts.map(|f| f.protocol_version.clone()),
+                "server_info": facts.map(|f| f.server_info.clone()),
+                "restarts": st.restarts,
+                "last_error": st.last_error,
+                "last_exit_code": st.last_exit_code,
+                "in_flight": u.in_flight(),
+                "items": {
+                    "tools": count(lists.as_ref().map(|l| l.tools.len())),
+                    "prompts": count(lists.as_ref().map(|l| l.prompts.len())),
+                    "resources": count(lists.as_ref().map(|l| l.resources.len())),
+                    "resource_templates": count(lists.as_ref().map(|l| l.resource_templates.len())),
+                },
+            })
+        })
+        .collect();
+    json!({ "upstreams": list })
+}
+
+/// `/catalog` (everything) or `/catalog?as=WHO`; `Err` names what is wrong
+/// with `WHO`.
+pub(crate) fn catalog(gw: &Gateway, query: Option<&str>) -> Result<Value, String> {
+    let spec = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|p| p.strip_prefix("as="))
+        .map(percent_decode)
+        .transpose()?;
+    let viewer = spec.as_deref().map(who::identity_for).transpose()?;
+    let catalog = gw.catalog();
+    let policy = gw.policy();
+    let key = viewer.as_ref().map(|id| policy.view_key(id));
+    let mut hidden = Vec::new();
+    let mut shown = |kind: &'static str, item: ItemKind, name: &str| -> bool {
+        let why = key.as_ref().and_then(|k| policy.hidden(k, item, name));
+        match why {
+            Some(reason) => {
+                hidden.push(json!({"kind": kind, "name": name, "reason": reason}));
+                false
+            }
+            None => true,
+        }
+    };
+    let mut named = |list: &NamedList, kind: &'static str, item: ItemKind| -> Vec<Value> {
+        list.entries()
+            .iter()
+            .filter(|e| shown(kind, item, &e.exposed))
+            .map(
+                |e| json!({"exposed": e.exposed, "upstream": &*e.upstream, "original": e.original}),
+            )
+            .collect()
+    };
+    let tools = named(&catalog.tools, "tool", ItemKind::Tool);
+    let prompts = named(&catalog.prompts, "prompt", ItemKind::Prompt);
+    let mut by_uri =
+        |list: &manifold_catalog::UriList, kind: &'static str, key: &str| -> Vec<Value> {
+            list.items()
+                .filter(|(uri, _)| shown(kind, ItemKind::Resource, uri))
+                .map(|(uri, up)| json!({key: uri, "upstream": &**up}))
+                .collect()
+        };
+    let resources = by_uri(&catalog.resources.resources, "resource", "uri");
+    let templates = by_uri(
+        &catalog.resources.templates,
+        "resource_template",
+        "uri_template",
+    );
+    Ok(json!({
+        "as": spec,
+        "tools": tools,
+        "prompts": prompts,
+        "resources": resources,
+        "resource_templates": templates,
+        "hidden": spec.as_ref().map(|_| hidden),
+    }))
+}
+
+/// `%XX` escapes and `+` in a query value.
+fn percent_decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = s
+                    .get(i + 1..i + 3)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| format!("`{s}` has a bad %-escape"))?;
+                out.push(hex);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("`{s}` is not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_values_are_percent_decoded() {
+        assert_eq!(
+            percent_decode("group%3Aops%2Ckey%3Aci").unwrap(),
+            "group:ops,key:ci"
+        );
+        assert_eq!(percent_decode("a+b").unwrap(), "a b");
+        assert!(percent_decode("%zz").is_err());
+    }
+}
