@@ -278,6 +278,10 @@ pub struct ServerSection {
     /// then acts with the upstreams' credentials.
     #[serde(default)]
     pub allow_unauthenticated: bool,
+    /// Reload the configuration when this file changes (checked every 2 s),
+    /// as on SIGHUP (default false).
+    #[serde(default)]
+    pub watch_config: bool,
     /// Secret that keys the HMAC of the `requestState` Manifold mints when it
     /// bridges a legacy upstream's mid-call request for a 2026-07-28 client (at
     /// least `MIN_REQUEST_STATE_KEY_LEN` characters; `${VAR}` expands). Unset: a
@@ -323,6 +327,7 @@ impl Default for ServerSection {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             allow_unauthenticated: false,
+            watch_config: false,
             request_state_key: None,
             shutdown_grace: d_shutdown_grace(),
             tls: None,

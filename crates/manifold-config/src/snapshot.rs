@@ -55,6 +55,8 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// `server.allow_unauthenticated`.
     pub allow_unauthenticated: bool,
+    /// `server.watch_config`: reload when the file changes.
+    pub watch_config: bool,
     /// `server.shutdown_grace`.
     pub shutdown_grace: Duration,
     /// `server.request_state_key`, expanded (`None`: generate one at start).

@@ -348,6 +348,7 @@ pub(crate) fn validate(
             allowed_origins: file.server.allowed_origins,
             allowed_hosts: file.server.allowed_hosts,
             allow_unauthenticated: file.server.allow_unauthenticated,
+            watch_config: file.server.watch_config,
             shutdown_grace: duration("server.shutdown_grace", &file.server.shutdown_grace)?,
             request_state_key,
             tls: match &file.server.tls {

@@ -45,8 +45,10 @@ pub use handlers::listen::MAX_LISTEN_RESOURCES;
 pub use handlers::surface::{LIST_TTL_MS, SERVER_NAME, SERVER_VERSION};
 pub use relay::input_required::GATHER_WINDOW;
 pub use runtime::{
-    tool_overrides, StartError, SESSION_SWEEP_INTERVAL, SHUTDOWN_WAIT, UPSTREAM_EVENT_QUEUE,
+    fixed_at_start, ReloadError, ReloadReport, StartError, SESSION_SWEEP_INTERVAL, SHUTDOWN_WAIT,
+    UPSTREAM_EVENT_QUEUE, WATCH_INTERVAL,
 };
+pub use state::live::tool_overrides;
 pub use state::ownership::LEARNED_URI_CAPACITY;
 pub use state::sessions::{MAX_PENDING_CLIENT_REQUESTS, SESSION_ID_BYTES};
 pub use state::views::MAX_CACHED_VIEWS;

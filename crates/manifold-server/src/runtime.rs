@@ -17,7 +17,10 @@
 //!
 //! Not here: requests (the front doors and the pipeline).
 
-use manifold_catalog::{Catalog, Glob, ItemFilter};
+mod reload;
+pub use reload::{fixed_at_start, ReloadError, ReloadReport, WATCH_INTERVAL};
+
+use manifold_catalog::Catalog;
 use manifold_config::GatewayConfig;
 use manifold_upstream::{Upstream, UpstreamEvent};
 use std::collections::HashSet;
@@ -31,6 +34,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::front;
 use crate::lock;
+use crate::state::Live;
 use crate::state::{held_calls, listeners, log_levels, metrics, ownership, sessions, views};
 use crate::state::{Gateway, SessionEnd};
 
@@ -81,7 +85,7 @@ impl Gateway {
         }
         let gw = Gateway::build(config, shutdown, audit_stop, auditor, task);
         // The issuers' keys are fetched before the first request is served.
-        if let Some(auth) = &gw.auth {
+        if let Some(auth) = gw.live().auth.clone() {
             auth.start(&gw.tasks, &gw.stop).await;
         }
         Ok(gw)
@@ -106,41 +110,24 @@ impl Gateway {
         let tasks = TaskTracker::new();
         let stop = CancellationToken::new();
         let (tx, rx) = mpsc::channel(UPSTREAM_EVENT_QUEUE);
-        let upstreams: Vec<Upstream> = config
+        let upstreams = config
             .upstreams
             .iter()
-            .map(|u| {
-                Upstream::spawn(
-                    u.clone(),
-                    config.limits.clone(),
-                    tx.clone(),
-                    stop.clone(),
-                    &tasks,
-                )
-            })
+            .map(|u| spawn_upstream(u, &config, &tx, &stop, &tasks))
             .collect();
-        let by_name = upstreams
-            .iter()
-            .map(|u| (u.name().clone(), u.clone()))
-            .collect();
-        let filters = upstreams
-            .iter()
-            .map(|u| (u.name().clone(), Arc::new(item_filter(u.config()))))
-            .collect();
-        let overrides = upstreams
-            .iter()
-            .map(|u| (u.name().clone(), Arc::new(tool_overrides(u.config()))))
-            .collect();
+        let live = Live::new(config.clone(), upstreams, None);
         let limits = &config.limits;
         let catalog = Arc::new(Catalog::empty(config.server.page_size));
-        let policy = Arc::new(manifold_policy::Policy::new(&config.policy));
         let gw = Arc::new(Gateway {
             views: arc_swap::ArcSwap::from_pointee(views::Views::new(
                 catalog.clone(),
-                policy.clone(),
+                live.policy.clone(),
             )),
             catalog: arc_swap::ArcSwap::new(catalog),
-            policy,
+            live: arc_swap::ArcSwap::from_pointee(live),
+            events: tx,
+            config_path: OnceLock::new(),
+            reloading: tokio::sync::Mutex::new(()),
             sessions: sessions::Sessions::new(sessions::SessionLimits {
                 max: limits.max_sessions,
                 per_peer: limits.max_sessions_per_peer,
@@ -156,24 +143,13 @@ impl Gateway {
                 limits.max_held_calls,
             ),
             metrics: metrics::Metrics::new(&config),
-            config: config.clone(),
-            upstreams,
-            by_name,
-            filters,
-            overrides,
             shutdown,
             stop,
             audit_stop,
             tasks,
             auditor,
-            auth: config
-                .auth
-                .clone()
-                .map(|a| Arc::new(manifold_policy::Authenticator::new(a))),
             auth_refusals: manifold_upstream::Noise::new(AUTH_REFUSALS_LOGGED_PER_WINDOW),
             validators: arc_swap::ArcSwap::from_pointee(Default::default()),
-            rate_limits: manifold_policy::RateLimits::new(&config.rate_limits),
-            confirm: manifold_policy::ConfirmRules::new(&config.confirm),
             output_warnings: manifold_upstream::Noise::new(AUTH_REFUSALS_LOGGED_PER_WINDOW),
             audit_task: Mutex::new(audit_task),
             next_request: AtomicU64::new(1),
@@ -200,14 +176,14 @@ impl Gateway {
             _ = self.shutdown.cancelled() => {}
             _ = self.stop.cancelled() => return,
         }
-        let deadline = tokio::time::Instant::now() + self.config.server.shutdown_grace;
+        let deadline = tokio::time::Instant::now() + self.cfg().server.shutdown_grace;
         loop {
-            let in_flight: usize = self.upstreams.iter().map(Upstream::in_flight).sum();
+            let in_flight: usize = self.upstreams().iter().map(Upstream::in_flight).sum();
             if in_flight == 0 {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
-                tracing::warn!(in_flight, grace = ?self.config.server.shutdown_grace,
+                tracing::warn!(in_flight, grace = ?self.cfg().server.shutdown_grace,
                     "shutdown grace over; cancelling the calls still in flight");
                 break;
             }
@@ -225,7 +201,7 @@ impl Gateway {
     /// `limit` passed: the endpoint then serves what is ready.
     pub async fn wait_ready(&self, limit: Duration) {
         let wait_all = async {
-            for u in &self.upstreams {
+            for u in &self.upstreams() {
                 let mut rx = u.watch_status();
                 let _ = rx
                     .wait_for(|s| s.state != manifold_upstream::State::Starting || s.restarts > 0)
@@ -240,7 +216,8 @@ impl Gateway {
     /// then waits for tracked tasks and the audit writer's last flush.
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
         self.serve_admin().await;
-        let tls = match &self.config.server.tls {
+        self.watch_config_if_asked();
+        let tls = match &self.cfg().server.tls {
             None => None,
             Some(t) => match front::tls::Tls::new(t) {
                 Ok(t) => {
@@ -273,9 +250,17 @@ impl Gateway {
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         self.serve_admin().await;
+        self.watch_config_if_asked();
         self.serve_stdio(input, output).await;
         self.shutdown.cancel();
         self.wind_down().await;
+    }
+
+    /// Starts watching the configuration file, if `[server] watch_config`.
+    fn watch_config_if_asked(self: &Arc<Self>) {
+        if self.cfg().server.watch_config {
+            self.tasks.spawn(self.clone().watch_config());
+        }
     }
 
     /// Starts the admin listener's task, if `[admin]` is configured.
@@ -294,7 +279,7 @@ impl Gateway {
     /// flush and close.
     async fn wind_down(&self) {
         // The drain fires `stop` within the grace; the bound is a safety net.
-        let grace = self.config.server.shutdown_grace;
+        let grace = self.cfg().server.shutdown_grace;
         let _ = tokio::time::timeout(grace + SHUTDOWN_WAIT, self.stop.cancelled()).await;
         self.stop.cancel();
         self.tasks.close();
@@ -309,7 +294,7 @@ impl Gateway {
     /// Binds the `[admin]` listener now (idempotent), so its address can be
     /// printed before serving; `serve` binds it otherwise. `None` when not configured.
     pub async fn bind_admin(&self) -> std::io::Result<Option<std::net::SocketAddr>> {
-        let Some(addr) = self.config.admin else {
+        let Some(addr) = self.cfg().admin else {
             return Ok(None);
         };
         if let Some(a) = self.admin_addr.get() {
@@ -377,7 +362,7 @@ impl Gateway {
     /// An upstream that just became ready gets the state sessions built up on
     /// the old connection: resource subscriptions and the log level.
     fn on_upstreams_changed(self: &Arc<Self>, ready: &mut HashSet<Arc<str>>) {
-        for u in &self.upstreams {
+        for u in &self.upstreams() {
             let is_ready = u.status().state == manifold_upstream::State::Ready;
             if is_ready && ready.insert(u.name().clone()) {
                 self.renew_subscriptions(u);
@@ -391,7 +376,7 @@ impl Gateway {
     }
 
     async fn sweep_sessions(self: Arc<Self>) {
-        let idle = self.config.limits.session_idle_timeout;
+        let idle = self.cfg().limits.session_idle_timeout;
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return,
@@ -409,29 +394,22 @@ impl Gateway {
     }
 }
 
-/// An upstream's `overrides.<tool>`, as the catalog applies them.
-pub fn tool_overrides(u: &manifold_config::UpstreamConfig) -> manifold_catalog::Overrides {
-    u.overrides
-        .iter()
-        .map(|(tool, o)| {
-            let o = manifold_catalog::Override {
-                name: o.name.clone(),
-                description: o.description.clone(),
-                pin: o.pin.clone(),
-                hide: o.hide.clone(),
-            };
-            (tool.clone(), o)
-        })
-        .collect()
-}
-
-fn item_filter(u: &manifold_config::UpstreamConfig) -> ItemFilter {
-    let rules = |f: &manifold_config::Filter| manifold_catalog::filter::Rules {
-        allow: f.allow.iter().map(|g| Glob::new(g)).collect(),
-        deny: f.deny.iter().map(|g| Glob::new(g)).collect(),
-    };
-    ItemFilter {
-        tools: rules(&u.tools),
-        prompts: rules(&u.prompts),
-    }
+/// Starts one upstream under its own stop token (a child of `stop`, so a
+/// reload can stop it alone and shutdown stops them all).
+pub(crate) fn spawn_upstream(
+    u: &manifold_config::UpstreamConfig,
+    config: &GatewayConfig,
+    events: &mpsc::Sender<manifold_upstream::UpstreamEvent>,
+    stop: &CancellationToken,
+    tasks: &TaskTracker,
+) -> (Upstream, CancellationToken) {
+    let token = stop.child_token();
+    let up = Upstream::spawn(
+        u.clone(),
+        config.limits.clone(),
+        events.clone(),
+        token.clone(),
+        tasks,
+    );
+    (up, token)
 }

@@ -9,6 +9,8 @@
 //!
 //! - `/config`, `/upstreams`, `/catalog?as=WHO`: JSON for operators (see
 //!   `inspect`); a bad `as` is a 400 saying why.
+//! - `POST /reload`: reloads the configuration file (see `runtime::reload`):
+//!   200 with what changed, 400 with why nothing did.
 //!
 //! Not here: authentication (bind it to loopback or a private interface).
 
@@ -30,7 +32,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "admin listener (/metrics, /healthz, /readyz, /config, /upstreams, /catalog)");
     }
-    let builder = Arc::new(super::http::builder(&gw.config.limits));
+    let builder = Arc::new(super::http::builder(&gw.cfg().limits));
     loop {
         let accepted = tokio::select! {
             _ = gw.stop.cancelled() => return,
@@ -46,7 +48,12 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
         gw.tasks.spawn(async move {
             let svc = service_fn(move |req| {
                 let gw = gw2.clone();
-                async move { Ok::<_, Infallible>(handle(&gw, &req)) }
+                async move {
+                    if req.uri().path() == "/reload" {
+                        return Ok::<_, Infallible>(reload(&gw, req.method()).await);
+                    }
+                    Ok::<_, Infallible>(handle(&gw, &req))
+                }
             });
             let conn = builder.serve_connection(TokioIo::new(stream), svc);
             tokio::select! {
@@ -64,6 +71,24 @@ fn reply(status: StatusCode, ctype: &str, body: impl Into<Bytes>) -> Response<Fu
         r.headers_mut().insert(http::header::CONTENT_TYPE, v);
     }
     r
+}
+
+/// `POST /reload`: 200 with what changed, or 400 with why nothing did.
+async fn reload(gw: &Arc<Gateway>, method: &Method) -> Response<Full<Bytes>> {
+    if method != Method::POST {
+        return reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            "POST /reload\n",
+        );
+    }
+    match gw.reload_from_file().await {
+        Ok(report) => json_reply(
+            StatusCode::OK,
+            &serde_json::to_value(&report).unwrap_or_default(),
+        ),
+        Err(e) => json_reply(StatusCode::BAD_REQUEST, &json!({ "error": e.to_string() })),
+    }
 }
 
 fn json_reply(status: StatusCode, v: &serde_json::Value) -> Response<Full<Bytes>> {

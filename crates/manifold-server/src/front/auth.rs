@@ -29,7 +29,7 @@ pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// Whether `path` is one of the metadata URIs: the bare one, or the one with
 /// the resource's path appended (what RFC 9728 clients try first).
 pub(crate) fn is_metadata_path(gw: &Gateway, headers: &HeaderMap, path: &str) -> bool {
-    gw.auth.is_some()
+    gw.live().auth.is_some()
         && (path == METADATA_PATH
             || path.strip_prefix(METADATA_PATH) == Some(split(&resource(gw, headers)).1))
 }
@@ -37,14 +37,14 @@ pub(crate) fn is_metadata_path(gw: &Gateway, headers: &HeaderMap, path: &str) ->
 /// The resource URI: `auth.resource` if set, else the URL the client used
 /// (`http://<Host><server.path>`), so discovery names what the client sees.
 fn resource(gw: &Gateway, headers: &HeaderMap) -> String {
-    let Some(auth) = &gw.auth else {
+    let Some(auth) = gw.live().auth.clone() else {
         return String::new();
     };
     let s = auth.settings();
     if s.resource_explicit {
         return s.resource.clone();
     }
-    let scheme = if gw.config.server.tls.is_some() {
+    let scheme = if gw.cfg().server.tls.is_some() {
         "https"
     } else {
         "http"
@@ -53,7 +53,7 @@ fn resource(gw: &Gateway, headers: &HeaderMap) -> String {
         .get(http::header::HOST)
         .and_then(|h| h.to_str().ok())
     {
-        Some(host) => format!("{scheme}://{host}{}", gw.config.server.path),
+        Some(host) => format!("{scheme}://{host}{}", gw.cfg().server.path),
         None => s.resource.clone(),
     }
 }
@@ -77,7 +77,7 @@ fn metadata_url(gw: &Gateway, headers: &HeaderMap) -> String {
 
 /// The protected resource metadata document.
 pub(crate) fn metadata(gw: &Gateway, headers: &HeaderMap) -> Response<Body> {
-    let Some(auth) = &gw.auth else {
+    let Some(auth) = gw.live().auth.clone() else {
         return empty(StatusCode::NOT_FOUND);
     };
     let s = auth.settings();
@@ -110,8 +110,9 @@ pub(crate) async fn authenticate(
 ) -> Result<Option<Arc<Identity>>, Response<Body>> {
     let presented = headers.contains_key(http::header::AUTHORIZATION);
     let Some(auth) = gw
+        .live()
         .auth
-        .as_ref()
+        .clone()
         .filter(|_| presented || certified.is_none())
     else {
         return Ok(certified);
@@ -151,6 +152,7 @@ fn challenge(gw: &Gateway, headers: &HeaderMap, e: &AuthError) -> Response<Body>
     let needed = match e {
         AuthError::InsufficientScope(missing) => missing.clone(),
         _ => gw
+            .live()
             .auth
             .as_ref()
             .map(|a| a.settings().required_scopes.clone())

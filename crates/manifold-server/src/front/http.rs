@@ -56,11 +56,9 @@ pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<Arc<super::tls::Tls>>,
 ) {
-    let builder = Arc::new(builder(&gw.config.limits));
+    let builder = Arc::new(builder(&gw.cfg().limits));
     let conns = tokio_util::task::TaskTracker::new();
-    let slots = Arc::new(tokio::sync::Semaphore::new(
-        gw.config.limits.max_connections,
-    ));
+    let slots = Arc::new(tokio::sync::Semaphore::new(gw.cfg().limits.max_connections));
     loop {
         let slot = tokio::select! {
             _ = gw.shutdown.cancelled() => break,
@@ -86,8 +84,8 @@ pub(crate) async fn serve(
         let gw = gw.clone();
         let builder = builder.clone();
         let shutdown = gw.shutdown.clone();
-        let grace = gw.config.server.shutdown_grace;
-        let first_bytes = gw.config.limits.header_read_timeout;
+        let grace = gw.cfg().server.shutdown_grace;
+        let first_bytes = gw.cfg().limits.header_read_timeout;
         let tls = tls.clone();
         conns.spawn(async move {
             let _slot = slot;
@@ -110,7 +108,7 @@ pub(crate) async fn serve(
     let ended = gw.listeners.end_all();
     tracing::debug!(listens = ended, "ended the subscriptions/listen streams");
     conns.close();
-    let grace = gw.config.server.shutdown_grace;
+    let grace = gw.cfg().server.shutdown_grace;
     let _ = tokio::time::timeout(grace + Duration::from_secs(1), conns.wait()).await;
 }
 
@@ -233,7 +231,7 @@ async fn handle(
     if req.method() == Method::GET && auth::is_metadata_path(&gw, req.headers(), req.uri().path()) {
         return auth::metadata(&gw, req.headers());
     }
-    if req.uri().path() != gw.config.server.path {
+    if req.uri().path() != gw.cfg().server.path {
         // Not the MCP endpoint: nothing here speaks JSON-RPC.
         return plain(StatusCode::NOT_FOUND);
     }
@@ -344,8 +342,8 @@ async fn post(
         return refuse(Refusal::NotAcceptable);
     }
     let (parts, body) = req.into_parts();
-    let limit = gw.config.limits.max_body_bytes;
-    let deadline = gw.config.limits.body_read_timeout;
+    let limit = gw.cfg().limits.max_body_bytes;
+    let deadline = gw.cfg().limits.body_read_timeout;
     let read = tokio::time::timeout(deadline, Limited::new(body, limit).collect()).await;
     let Ok(read) = read else {
         return refuse(Refusal::BodyTimeout(deadline));
@@ -403,7 +401,7 @@ fn check_origin_and_host(
     headers: &HeaderMap,
     authority: Option<&str>,
 ) -> Result<(), Refusal> {
-    let cfg = &gw.config.server;
+    let cfg = &gw.cfg().server;
     let host = headers
         .get(http::header::HOST)
         .and_then(|v| v.to_str().ok())

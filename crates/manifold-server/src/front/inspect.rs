@@ -17,7 +17,7 @@ use crate::state::Gateway;
 
 /// `/config`.
 pub(crate) fn config(gw: &Gateway) -> Value {
-    gw.config.effective.clone()
+    gw.cfg().effective.clone()
 }
 
 /// `/upstreams`.

@@ -58,17 +58,17 @@ impl Gateway {
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let user = local_principal(self.config.stdio_principal.as_deref());
+        let user = local_principal(self.cfg().stdio_principal.as_deref());
         let identity = Arc::new(Identity::local(&user));
         tracing::info!(principal = %identity.display_name(), "serving one client on stdio");
         let (tx, rx) = mpsc::channel::<Bytes>(STDOUT_QUEUE);
         let writer = tokio::spawn(write_lines(output, rx));
         let session: Arc<Mutex<Option<String>>> = Arc::default();
         let slots = Arc::new(Semaphore::new(
-            self.config.limits.max_calls_per_session.max(1),
+            self.cfg().limits.max_calls_per_session.max(1),
         ));
         let mut handlers = tokio::task::JoinSet::new();
-        let mut lines = Lines::new(input, self.config.limits.max_body_bytes);
+        let mut lines = Lines::new(input, self.cfg().limits.max_body_bytes);
         loop {
             let line = tokio::select! {
                 l = lines.next() => l,
@@ -81,7 +81,7 @@ impl Gateway {
                         ErrorCode::INVALID_REQUEST,
                         format!(
                             "message over {} bytes (limits.max_body_bytes); skipped",
-                            self.config.limits.max_body_bytes
+                            self.cfg().limits.max_body_bytes
                         ),
                     );
                     let _ = tx.send(jsonrpc::error_bytes(None, &err).into()).await;

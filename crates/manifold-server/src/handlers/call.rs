@@ -35,7 +35,7 @@ pub(crate) async fn call(
     // an override's pins are injected; only for a tool in the caller's view
     // (a hidden one answers as unknown below, never as "invalid").
     if kind == Kind::Tools
-        && x.gw.config.validate_arguments
+        && x.gw.cfg().validate_arguments
         && access.catalog.tools.get(&name).is_some()
     {
         let empty = Value::Object(Map::new());
@@ -51,20 +51,19 @@ pub(crate) async fn call(
     if let Some(o) = x.obs.as_mut() {
         o.injected = target.injected.take();
     }
-    if kind == Kind::Tools && x.gw.config.validate_output != manifold_config::OutputMode::Off {
+    if kind == Kind::Tools && x.gw.cfg().validate_output != manifold_config::OutputMode::Off {
         target.output_check = Some(name.clone());
     }
-    if kind == Kind::Tools && !x.gw.rate_limits.is_empty() {
+    if kind == Kind::Tools && !x.gw.live().rate_limits.is_empty() {
         if let Some(caller) = x.principal.identity() {
-            let permit =
-                x.gw.rate_limits
-                    .admit(&caller, &name)
-                    .map_err(|l| Refusal::RateLimited {
-                        tool: name.clone(),
-                        rule: l.rule,
-                        limit: l.limit,
-                        retry_after: l.retry_after,
-                    })?;
+            let permit = x.gw.live().rate_limits.admit(&caller, &name).map_err(|l| {
+                Refusal::RateLimited {
+                    tool: name.clone(),
+                    rule: l.rule,
+                    limit: l.limit,
+                    retry_after: l.retry_after,
+                }
+            })?;
             target.permit = Some(permit);
         }
     }

@@ -88,13 +88,13 @@ pub(crate) async fn forward(
     if let Some(decision) = retry_answer(x, &mut params)? {
         return decided(x, name, decision, params, target).await;
     }
-    let needs = !gw.confirm.is_empty()
+    let needs = !gw.live().confirm.is_empty()
         && gw
             .catalog
             .load()
             .tools
             .get(name)
-            .is_some_and(|e| gw.confirm.needs(name, e.json()));
+            .is_some_and(|e| gw.live().confirm.needs(name, e.json()));
     if !needs || matches!(x.caller, Caller::Operator(_)) {
         return relay::forward(x, params, target).await;
     }
@@ -128,7 +128,7 @@ pub(crate) async fn forward(
                 }
                 _ => "the client did not declare the `elicitation` capability (form mode), so it cannot be asked".to_string(),
             };
-            match gw.confirm.without_elicitation {
+            match gw.live().confirm.without_elicitation {
                 WithoutElicitation::Refuse => Err(Refusal::ConfirmationUnavailable {
                     tool: name.to_string(),
                     why,
@@ -276,7 +276,7 @@ fn ask_on_stream(
     target: Target,
 ) -> Reply {
     let gw = x.gw.clone();
-    let (tx, rx) = mpsc::channel::<Bytes>(gw.config.limits.stream_queue);
+    let (tx, rx) = mpsc::channel::<Bytes>(gw.cfg().limits.stream_queue);
     let mut detached = x.detach();
     let name = name.to_string();
     gw.tasks.clone().spawn(async move {
@@ -288,7 +288,7 @@ fn ask_on_stream(
             return;
         };
         let request = json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": question});
-        let bound = gw.config.limits.stream_write_timeout;
+        let bound = gw.cfg().limits.stream_write_timeout;
         let sent = tokio::time::timeout(bound, tx.send(Bytes::from(request.to_string()))).await;
         let decision = if !matches!(sent, Ok(Ok(()))) {
             None

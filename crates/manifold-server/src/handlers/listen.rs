@@ -82,7 +82,7 @@ pub(crate) async fn listen(x: &mut Exchange, params: Map<String, Value>) -> Resu
         .filter(|u| access.may_use_uri(u))
         .cloned()
         .collect();
-    let (tx, rx) = mpsc::channel(gw.config.limits.stream_queue);
+    let (tx, rx) = mpsc::channel(gw.cfg().limits.stream_queue);
     // Registered before the upstream subscriptions, unacknowledged: an update
     // arriving meanwhile finds the key (and is not delivered) rather than ending
     // the subscription as if the stream were gone.
@@ -95,7 +95,7 @@ pub(crate) async fn listen(x: &mut Exchange, params: Map<String, Value>) -> Resu
             x.principal.identity(),
         )
         .ok_or(Refusal::TooManyListens {
-            limit: gw.config.limits.max_listens,
+            limit: gw.cfg().limits.max_listens,
         })?;
     if !uris.is_empty() {
         // The subscriptions last as long as the stream: its receiver is dropped

@@ -44,7 +44,7 @@ pub(crate) async fn subscribe(
         // As for a URI nobody owns: the rule goes by pattern, not existence.
         return Err(Refusal::ResourceNotFound { uri });
     }
-    let limit = x.gw.config.limits.max_subscriptions_per_session;
+    let limit = x.gw.cfg().limits.max_subscriptions_per_session;
     x.gw.subscribe(&who, &uri, Some(limit)).await?;
     Ok(empty(x))
 }

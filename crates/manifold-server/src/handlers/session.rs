@@ -12,7 +12,7 @@ use crate::state::{Gateway, SessionEnd};
 
 /// The session's stream: list changes, resource updates, log messages.
 pub(crate) fn open_stream(gw: &Gateway, session: &ClientSession) -> Reply {
-    Reply::Stream(session.open_stream(gw.config.limits.stream_queue))
+    Reply::Stream(session.open_stream(gw.cfg().limits.stream_queue))
 }
 
 /// Ends the session on the client's request.

@@ -37,7 +37,7 @@ pub const LIST_TTL_MS: u64 = 60_000;
 /// upstream's lists are kept before Manifold refetches them, if shorter. A
 /// client's cached list then lives no longer than Manifold's own copy.
 pub(crate) fn list_ttl_ms(gw: &Gateway) -> u64 {
-    gw.upstreams
+    gw.upstreams()
         .iter()
         .filter_map(Upstream::list_ttl)
         .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
@@ -78,7 +78,7 @@ pub(crate) fn list(x: &Exchange, params: &Map<String, Value>) -> Result<Reply, R
         // Private when `[[policy]]` gives callers different views: a shared
         // cache must not hand one caller's list to another.
         Era::Stateless => {
-            let scope = if x.gw.policy.varies_by_caller() {
+            let scope = if x.gw.policy().varies_by_caller() {
                 "private"
             } else {
                 "public"
@@ -107,7 +107,7 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
         .unwrap_or_default();
     let client_info = params.get("clientInfo").cloned().unwrap_or(Value::Null);
     // Both are kept for the session's life: a client cannot park megabytes here.
-    let limit = gw.config.limits.max_client_info_bytes;
+    let limit = gw.cfg().limits.max_client_info_bytes;
     for (what, v) in [
         ("clientInfo", &client_info),
         ("capabilities", &Value::Object(capabilities.clone())),
@@ -129,10 +129,10 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
     };
     let session = gw.sessions.create(opening).map_err(|full| match full {
         Full::Peer => Refusal::TooManySessionsFromPeer {
-            limit: gw.config.limits.max_sessions_per_peer,
+            limit: gw.cfg().limits.max_sessions_per_peer,
         },
         Full::Total | Full::NoRandomness => Refusal::TooManySessions {
-            limit: gw.config.limits.max_sessions,
+            limit: gw.cfg().limits.max_sessions,
         },
     })?;
     tracing::info!(session = %session.short_id(), client = %client_info, version = negotiated, "session started");
@@ -189,7 +189,7 @@ pub(crate) fn discover(x: &Exchange) -> Result<Reply, Refusal> {
 /// Manifold itself emits every `list_changed`, so `listChanged` is true.
 fn capabilities_for(gw: &Gateway) -> Value {
     let upstream_caps: Vec<Map<String, Value>> = gw
-        .upstreams
+        .upstreams()
         .iter()
         .filter_map(|u| u.status().facts.map(|f| f.capabilities.clone()))
         .collect();
@@ -221,7 +221,7 @@ fn capabilities_for(gw: &Gateway) -> Value {
 /// One heading per upstream that gave instructions, in upstream order.
 fn merged_instructions(gw: &Gateway) -> Option<String> {
     let parts: Vec<String> = gw
-        .upstreams
+        .upstreams()
         .iter()
         .filter_map(|u| {
             let text = u.status().facts?.instructions?;

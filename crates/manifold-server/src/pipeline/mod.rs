@@ -59,7 +59,7 @@ pub(crate) async fn serve(gw: &Arc<Gateway>, arrival: Arrival, body: &[u8]) -> R
                 admitted.caller.session().map(|s| s.id.as_str()),
                 admitted.caller.client_info(),
                 admitted.principal.audit_name(),
-                admitted.principal.metrics_label(gw.config.principal_label),
+                admitted.principal.metrics_label(gw.cfg().principal_label),
             );
             let mut x = Exchange {
                 gw: gw.clone(),

@@ -64,7 +64,7 @@ pub(crate) async fn forward(
         .caller
         .begin_call(&x.rpc_id)
         .ok_or(Refusal::TooManyCalls {
-            limit: gw.config.limits.max_calls_per_session,
+            limit: gw.cfg().limits.max_calls_per_session,
         })?;
     let mut obs = x.obs.take();
     if let Some(o) = obs.as_mut() {
@@ -137,7 +137,7 @@ pub(crate) async fn forward(
             })
         }
         ev if accepts_stream => {
-            let (tx, rx) = mpsc::channel::<Bytes>(gw.config.limits.stream_queue);
+            let (tx, rx) = mpsc::channel::<Bytes>(gw.cfg().limits.stream_queue);
             pending.stream_to(tx, ev);
             Ok(Reply::Stream(rx))
         }
@@ -258,7 +258,7 @@ impl Answering {
             return outcome;
         };
         let upstream = &self.upstream;
-        match self.gw.config.validate_output {
+        match self.gw.cfg().validate_output {
             manifold_config::OutputMode::Enforce => {
                 let text = format!(
                     "The result of `{tool}` from upstream `{upstream}` does not match the tool's outputSchema:\n{}",
@@ -497,7 +497,7 @@ impl Pump {
     /// or has not read for `limits.stream_write_timeout` (a client that stops
     /// reading must not hold the call's relay, and with it an upstream slot).
     async fn write(&self, bytes: Vec<u8>) -> bool {
-        let bound = self.a.gw.config.limits.stream_write_timeout;
+        let bound = self.a.gw.cfg().limits.stream_write_timeout;
         matches!(
             tokio::time::timeout(bound, self.tx.send(Bytes::from(bytes))).await,
             Ok(Ok(()))

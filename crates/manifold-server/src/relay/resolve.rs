@@ -89,7 +89,7 @@ pub(crate) fn named(
         .catalog
         .list(kind)
         .get(name)
-        .and_then(|entry| Some((gw.by_name.get(&entry.upstream)?.clone(), entry)));
+        .and_then(|entry| Some((gw.upstream(&entry.upstream)?, entry)));
     let Some((upstream, entry)) = resolved else {
         return Err(Refusal::UnknownName {
             kind: kind_name(kind),
@@ -179,7 +179,7 @@ pub(crate) fn completion(
                 return Err(Refusal::InvalidParams(format!("Unknown prompt: {name}")));
             };
             reference.insert("name".into(), Value::String(entry.original.clone()));
-            gw.by_name.get(&entry.upstream).cloned()
+            gw.upstream(&entry.upstream)
         }
         "ref/resource" => {
             let Some(uri) = reference.get("uri").and_then(Value::as_str) else {
@@ -190,7 +190,7 @@ pub(crate) fn completion(
             let by_template = gw.catalog.load().resources.template_owner(uri).cloned();
             match by_template {
                 _ if !access.may_use_uri(uri) => None,
-                Some(name) => gw.by_name.get(&name).cloned(),
+                Some(name) => gw.upstream(&name),
                 None => gw.owner_of(uri),
             }
         }
@@ -234,5 +234,5 @@ pub(crate) fn upstream_of(
         _ => return None,
     };
     let entry = access.catalog.list(kind).get(name("name")?)?;
-    gw.by_name.get(&entry.upstream).cloned()
+    gw.upstream(&entry.upstream)
 }

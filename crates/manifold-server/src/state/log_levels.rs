@@ -94,7 +94,7 @@ impl Gateway {
         };
         *lock(&self.upstream_log_level.0) = Some(level);
         let targets: Vec<_> = self
-            .upstreams
+            .upstreams()
             .iter()
             .filter(|u| {
                 u.status()

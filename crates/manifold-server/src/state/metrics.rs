@@ -88,6 +88,10 @@ struct MethodLabel {
     method: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeOnly {
+    outcome: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindReason {
     kind: &'static str,
     reason: &'static str,
@@ -104,6 +108,7 @@ pub(crate) struct Metrics {
     upstream_restarts: Family<UpstreamLabel, Gauge>,
     upstream_exit_code: Family<UpstreamLabel, Gauge>,
     rebuilds: Counter,
+    reloads: Family<OutcomeOnly, Counter>,
     list_changed_received: Family<UpstreamLabel, Counter>,
     list_changed_sent: Family<MethodLabel, Counter>,
     sessions: Gauge,
@@ -181,6 +186,12 @@ impl Metrics {
             "upstream_last_exit_code",
             "Exit code of the stdio upstream's last child process (-1: killed by a signal)",
             upstream_exit_code.clone(),
+        );
+        let reloads = Family::<OutcomeOnly, Counter>::default();
+        r.register(
+            "config_reloads",
+            "Configuration reloads (SIGHUP, POST /reload, a watched file), by outcome: ok or error",
+            reloads.clone(),
         );
         let rebuilds = Counter::default();
         r.register(
@@ -260,6 +271,7 @@ impl Metrics {
             upstream_restarts,
             upstream_exit_code,
             rebuilds,
+            reloads,
             list_changed_received,
             list_changed_sent,
             sessions,
@@ -334,6 +346,13 @@ impl Metrics {
                 tool,
             })
             .observe(seconds);
+    }
+    pub(crate) fn reloaded(&self, ok: bool) {
+        self.reloads
+            .get_or_create(&OutcomeOnly {
+                outcome: if ok { "ok" } else { "error" },
+            })
+            .inc();
     }
     pub(crate) fn rebuilt(&self) {
         self.rebuilds.inc();

@@ -15,6 +15,7 @@
 
 pub(crate) mod held_calls;
 pub(crate) mod listeners;
+pub(crate) mod live;
 pub(crate) mod log_levels;
 pub(crate) mod metrics;
 pub(crate) mod ownership;
@@ -34,18 +35,41 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+/// What a reload swaps, whole: the configuration and everything built from
+/// it. A request reads one `Live` (`Gateway::live`) and keeps it for its
+/// decisions, so it never mixes two configurations.
+pub(crate) struct Live {
+    pub config: Arc<GatewayConfig>,
+    /// In name order.
+    pub upstreams: Vec<Upstream>,
+    pub by_name: HashMap<Arc<str>, Upstream>,
+    /// Each upstream's own stop token (a reload stops one upstream).
+    pub stops: HashMap<Arc<str>, CancellationToken>,
+    /// Each upstream's `tools` / `prompts` allow and deny lists.
+    pub filters: HashMap<Arc<str>, Arc<ItemFilter>>,
+    /// Each upstream's tool overrides (`overrides.<tool>`).
+    pub overrides: HashMap<Arc<str>, Arc<manifold_catalog::Overrides>>,
+    /// Client authentication, when `[auth]` is configured.
+    pub auth: Option<Arc<manifold_policy::Authenticator>>,
+    /// `[[policy]]`, compiled.
+    pub policy: Arc<manifold_policy::Policy>,
+    /// `[[rate_limit]]` buckets.
+    pub rate_limits: Arc<manifold_policy::RateLimits>,
+    /// `[confirm]`, compiled.
+    pub confirm: Arc<manifold_policy::ConfirmRules>,
+}
+
 /// The running gateway.
 pub struct Gateway {
-    pub(crate) config: Arc<GatewayConfig>,
-    pub(crate) upstreams: Vec<Upstream>,
-    pub(crate) by_name: HashMap<Arc<str>, Upstream>,
-    /// Each upstream's `tools` / `prompts` allow and deny lists.
-    pub(crate) filters: HashMap<Arc<str>, Arc<ItemFilter>>,
-    /// Each upstream's tool overrides (`overrides.<tool>`).
-    pub(crate) overrides: HashMap<Arc<str>, Arc<manifold_catalog::Overrides>>,
+    /// The configuration and what is built from it; swapped by a reload.
+    pub(crate) live: ArcSwap<Live>,
+    /// The configuration file, for reloads (`set_config_path`).
+    pub(crate) config_path: OnceLock<std::path::PathBuf>,
+    /// One reload at a time.
+    pub(crate) reloading: tokio::sync::Mutex<()>,
+    /// Where upstreams report (every upstream, including one a reload adds).
+    pub(crate) events: tokio::sync::mpsc::Sender<manifold_upstream::UpstreamEvent>,
     pub(crate) catalog: ArcSwap<Catalog>,
-    /// `[[policy]]`, compiled.
-    pub(crate) policy: Arc<manifold_policy::Policy>,
     /// The catalog's per-caller views (see `views`), swapped with it.
     pub(crate) views: ArcSwap<views::Views>,
     pub(crate) sessions: sessions::Sessions,
@@ -78,12 +102,6 @@ pub struct Gateway {
     /// Log budget for results that break their tool's `outputSchema`.
     pub(crate) output_warnings: manifold_upstream::Noise,
     pub(crate) validators: arc_swap::ArcSwap<manifold_policy::ArgumentValidators>,
-    /// `[confirm]`, compiled.
-    pub(crate) confirm: manifold_policy::ConfirmRules,
-    /// `[[rate_limit]]` buckets.
-    pub(crate) rate_limits: manifold_policy::RateLimits,
-    /// Client authentication, when `[auth]` is configured.
-    pub(crate) auth: Option<Arc<manifold_policy::Authenticator>>,
     /// Log budget for requests refused at authentication: a scan or a
     /// misconfigured client cannot flood the log (and rotate real history away).
     pub(crate) auth_refusals: manifold_upstream::Noise,
@@ -108,18 +126,31 @@ pub(crate) enum SessionEnd {
 }
 
 impl Gateway {
-    pub fn config(&self) -> &GatewayConfig {
-        &self.config
+    /// The configuration in force (a reload replaces it).
+    pub fn config(&self) -> Arc<GatewayConfig> {
+        self.live.load().config.clone()
     }
-    pub fn upstreams(&self) -> &[Upstream] {
-        &self.upstreams
+    pub(crate) fn cfg(&self) -> Arc<GatewayConfig> {
+        self.live.load().config.clone()
+    }
+    /// What a reload swaps, as one consistent snapshot.
+    pub(crate) fn live(&self) -> Arc<Live> {
+        self.live.load_full()
+    }
+    /// The upstreams in force, in name order.
+    pub fn upstreams(&self) -> Vec<Upstream> {
+        self.live.load().upstreams.clone()
+    }
+    /// The upstream named `name`, if it is configured now.
+    pub(crate) fn upstream(&self, name: &str) -> Option<Upstream> {
+        self.live.load().by_name.get(name).cloned()
     }
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.load_full()
     }
     /// `[[policy]]`, compiled.
-    pub fn policy(&self) -> &manifold_policy::Policy {
-        &self.policy
+    pub fn policy(&self) -> Arc<manifold_policy::Policy> {
+        self.live.load().policy.clone()
     }
     /// Tools whose arguments are not validated (`[validation] arguments`),
     /// sorted by name, and why: their `inputSchema` does not compile.
@@ -158,7 +189,7 @@ impl Gateway {
     }
 
     fn naming_policy(&self) -> NamingPolicy {
-        let n = &self.config.naming;
+        let n = &self.cfg().naming;
         NamingPolicy {
             separator: n.separator.clone(),
             prefix_mode: match n.prefix_mode {
@@ -167,7 +198,7 @@ impl Gateway {
                 manifold_config::PrefixMode::Never => manifold_catalog::PrefixMode::Never,
             },
             max_length: n.max_length,
-            configured_upstreams: self.config.upstreams.len(),
+            configured_upstreams: self.cfg().upstreams.len(),
         }
     }
 
@@ -177,7 +208,8 @@ impl Gateway {
     /// its own view).
     pub(crate) fn rebuild_catalog(&self) -> Rebuilt {
         use manifold_protocol::methods as m;
-        let inputs: Vec<UpstreamInput> = self
+        let live = self.live();
+        let inputs: Vec<UpstreamInput> = live
             .upstreams
             .iter()
             .filter_map(|u| {
@@ -185,20 +217,20 @@ impl Gateway {
                     name: u.name().clone(),
                     prefix: u.config().prefix.clone(),
                     lists,
-                    filter: self.filters.get(u.name()).cloned().unwrap_or_default(),
-                    overrides: self.overrides.get(u.name()).cloned().unwrap_or_default(),
+                    filter: live.filters.get(u.name()).cloned().unwrap_or_default(),
+                    overrides: live.overrides.get(u.name()).cloned().unwrap_or_default(),
                 })
             })
             .collect();
-        let new = Catalog::build(&inputs, &self.naming_policy(), self.config.server.page_size);
+        let new = Catalog::build(&inputs, &self.naming_policy(), live.config.server.page_size);
         self.metrics.rebuilt();
         for lo in new.tools.left_out().iter().chain(new.prompts.left_out()) {
             if matches!(lo.reason, manifold_catalog::LeftOutReason::InvalidHeader(_)) {
                 tracing::warn!(upstream = %lo.upstream, name = %lo.original, reason = %lo.reason, "item left out of the merged list");
             }
         }
-        let output = self.config.validate_output != manifold_config::OutputMode::Off;
-        if self.config.validate_arguments || output {
+        let output = live.config.validate_output != manifold_config::OutputMode::Off;
+        if live.config.validate_arguments || output {
             let v = manifold_policy::ArgumentValidators::build(
                 new.tools
                     .entries()
@@ -210,9 +242,11 @@ impl Gateway {
                 tracing::debug!(%tool, %why, "arguments of this tool are not validated");
             }
             self.validators.store(Arc::new(v));
+        } else {
+            self.validators.store(Arc::default());
         }
         let new = Arc::new(new);
-        let views = Arc::new(views::Views::new(new.clone(), self.policy.clone()));
+        let views = Arc::new(views::Views::new(new.clone(), live.policy.clone()));
         let old = self.catalog.swap(new.clone());
         let old_views = self.views.swap(views.clone());
         let changed = [
@@ -221,7 +255,12 @@ impl Gateway {
             m::NOTIF_RESOURCES_LIST_CHANGED,
         ]
         .into_iter()
-        .filter(|method| views::lists_differ(&old, &new, method))
+        // New rules may change a view without changing the catalogue: then
+        // every list is compared view by view (`announce`).
+        .filter(|method| {
+            !Arc::ptr_eq(old_views.policy(), views.policy())
+                || views::lists_differ(&old, &new, method)
+        })
         .collect();
         Rebuilt {
             changed,

@@ -117,9 +117,9 @@ impl Gateway {
         let by_catalog = self.catalog.load().resources.owner(uri).cloned();
         let name = by_catalog.or_else(|| self.learned.owner(uri));
         if let Some(name) = name {
-            return self.by_name.get(&name).cloned();
+            return self.upstream(&name);
         }
-        let mut serving = self.upstreams.iter().filter(|u| {
+        let mut serving = self.upstreams().into_iter().filter(|u| {
             u.status()
                 .facts
                 .is_some_and(|f| f.capabilities.contains_key("resources"))

@@ -166,7 +166,7 @@ impl Gateway {
         let Some(upstream) = self.subscriptions.leave(subscriber, uri) else {
             return;
         };
-        if let Some(up) = self.by_name.get(&upstream).cloned() {
+        if let Some(up) = self.upstream(&upstream) {
             if let Err(e) = own_request(&up, m::RESOURCES_UNSUBSCRIBE, uri).await {
                 tracing::debug!(upstream = %up.name(), %uri, error = %e, "unsubscribe failed");
             }
@@ -194,7 +194,7 @@ impl Gateway {
     /// way and its subscribe can reach the upstream first: then the URI is
     /// subscribed again afterwards, so the upstream ends up as the subscribers say.
     fn unsubscribe_upstream(self: &Arc<Self>, upstream: Arc<str>, uri: String) {
-        let Some(up) = self.by_name.get(&upstream).cloned() else {
+        let Some(up) = self.upstream(&upstream) else {
             return;
         };
         if up.is_modern() {

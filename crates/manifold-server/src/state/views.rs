@@ -71,6 +71,11 @@ impl Views {
         view
     }
 
+    /// The policy its views follow.
+    pub(crate) fn policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
     /// How many views are built (for tests and metrics).
     #[cfg(test)]
     pub(crate) fn built(&self) -> usize {
@@ -138,14 +143,18 @@ impl super::Gateway {
     pub(crate) fn announce(&self, rebuilt: &super::Rebuilt) {
         for &method in &rebuilt.changed {
             let note = Bytes::from(manifold_protocol::jsonrpc::notification_bytes(method, None));
-            let mut memo: HashMap<Option<ViewKey>, bool> = HashMap::new();
+            // Keyed by the viewer's key under the old and the new policy (a
+            // reload may change the rules).
+            type Keys = (Option<ViewKey>, Option<ViewKey>);
+            let mut memo: HashMap<Keys, bool> = HashMap::new();
             let mut sees = |viewer: Option<&Identity>| {
-                let key = key_of(&self.policy, viewer);
-                if key.is_none() {
+                let old = key_of(rebuilt.old.policy(), viewer);
+                let new = key_of(rebuilt.new.policy(), viewer);
+                if old.is_none() && new.is_none() {
                     return true;
                 }
-                *memo.entry(key.clone()).or_insert_with(|| {
-                    let (a, b) = (rebuilt.old.get(key.as_ref()), rebuilt.new.get(key.as_ref()));
+                *memo.entry((old.clone(), new.clone())).or_insert_with(|| {
+                    let (a, b) = (rebuilt.old.get(old.as_ref()), rebuilt.new.get(new.as_ref()));
                     lists_differ(&a, &b, method)
                 })
             };
@@ -160,12 +169,13 @@ impl super::Gateway {
 
     /// What `viewer` may see and use right now (`None`: the local operator).
     pub(crate) fn access(&self, viewer: Option<&Identity>) -> Access {
-        let key = key_of(&self.policy, viewer);
-        let views = self.views.load();
+        let views = self.views.load_full();
+        let policy = views.policy().clone();
+        let key = key_of(&policy, viewer);
         Access {
             catalog: views.get(key.as_ref()),
             key,
-            policy: self.policy.clone(),
+            policy,
         }
     }
 }

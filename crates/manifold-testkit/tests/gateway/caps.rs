@@ -297,7 +297,7 @@ async fn rate_limits_and_concurrency_caps() -> Result<()> {
         let upstream =
             f.gw.gateway()
                 .upstreams()
-                .iter()
+                .into_iter()
                 .find(|u| &**u.name() == "local")
                 .context("local")?
                 .clone();

@@ -204,7 +204,7 @@ async fn a_cancelled_call_returns_promptly() -> Result<()> {
             let up =
                 f.gw.gateway()
                     .upstreams()
-                    .iter()
+                    .into_iter()
                     .find(|u| &**u.name() == upstream)
                     .ok_or_else(|| anyhow!("no upstream {upstream}"))?;
             assert_eq!(up.in_flight(), 0, "{upstream}: the call is still in flight");
@@ -242,7 +242,7 @@ async fn an_upstream_that_cannot_start_does_not_stop_the_others() -> Result<()> 
         let ghost =
             f.gw.gateway()
                 .upstreams()
-                .iter()
+                .into_iter()
                 .find(|u| &**u.name() == "ghost")
                 .ok_or_else(|| anyhow!("no ghost upstream"))?;
         assert_ne!(ghost.status().state.as_str(), "ready");
@@ -331,7 +331,7 @@ async fn an_upstream_answering_401_is_reported_as_needing_authorization() -> Res
         let up =
             f.gw.gateway()
                 .upstreams()
-                .iter()
+                .into_iter()
                 .find(|u| &**u.name() == "locked")
                 .ok_or_else(|| anyhow!("no upstream locked"))?;
         let status = up.status();
@@ -376,9 +376,8 @@ async fn one_request_refused_with_400_does_not_reset_the_shared_http_session() -
         let up = gw
             .gateway()
             .upstreams()
-            .iter()
+            .into_iter()
             .find(|u| &**u.name() == "remote")
-            .cloned()
             .ok_or_else(|| anyhow!("no remote upstream"))?;
         // The session check (a ping) has come back.
         until_in_flight(&gw, "remote", 0, Duration::from_secs(5)).await?;

@@ -47,7 +47,7 @@ fn protocol_of(gw: &TestGateway, name: &str) -> Option<String> {
     let up = gw
         .gateway()
         .upstreams()
-        .iter()
+        .into_iter()
         .find(|u| &**u.name() == name)?;
     up.status().facts.map(|f| f.protocol_version)
 }
@@ -442,7 +442,7 @@ async fn an_upstream_redeployed_in_the_other_era_is_probed_again() -> Result<()>
         let mut status = gw
             .gateway()
             .upstreams()
-            .iter()
+            .into_iter()
             .find(|u| &**u.name() == "swap")
             .map(|u| u.watch_status())
             .ok_or_else(|| anyhow::anyhow!("no swap upstream"))?;

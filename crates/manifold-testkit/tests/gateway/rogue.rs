@@ -217,7 +217,7 @@ async fn a_huge_list_is_refused_with_its_reason() -> Result<()> {
         let big = gw
             .gateway()
             .upstreams()
-            .iter()
+            .into_iter()
             .find(|u| &**u.name() == "big")
             .context("big")?
             .clone();

@@ -350,7 +350,7 @@ async fn an_https_upstream_with_a_private_ca_and_client_certificates() -> Result
         let status = |name: &str| {
             gw.gateway()
                 .upstreams()
-                .iter()
+                .into_iter()
                 .find(|u| &**u.name() == name)
                 .map(|u| u.status())
         };

@@ -48,7 +48,7 @@ pub fn run(
         let core = InProcess::start(cfg).await;
         let mut facts = Facts::collect(config, &core);
         if let Some((spec, id)) = &viewer {
-            facts.narrow_to(spec, core.gw.policy(), id);
+            facts.narrow_to(spec, &core.gw.policy(), id);
         }
         core.stop().await;
         facts

@@ -30,14 +30,14 @@ impl InProcess {
         InProcess { gw, shutdown }
     }
 
-    pub fn upstreams(&self) -> &[Upstream] {
+    pub fn upstreams(&self) -> Vec<Upstream> {
         self.gw.upstreams()
     }
 
     /// The upstreams that are not ready right now.
-    pub fn not_ready(&self) -> Vec<&Upstream> {
+    pub fn not_ready(&self) -> Vec<Upstream> {
         self.upstreams()
-            .iter()
+            .into_iter()
             .filter(|u| u.status().state != State::Ready)
             .collect()
     }

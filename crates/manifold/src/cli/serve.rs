@@ -20,7 +20,7 @@ pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
         );
         return ExitCode::from(USAGE);
     }
-    match rt.block_on(serve(cfg)) {
+    match rt.block_on(serve(cfg, config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("manifold: {e:#}");
@@ -29,7 +29,7 @@ pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
     }
 }
 
-async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
+async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Result<()> {
     let authenticated = cfg.auth.as_ref().is_some_and(|a| !a.allow_anonymous);
     if authenticated {
         tracing::info!(listen = %cfg.server.listen, "clients authenticate ([auth])");
@@ -54,8 +54,10 @@ async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
     let upstreams = cfg.upstreams.len();
     let shutdown = CancellationToken::new();
     let gw = manifold_server::Gateway::launch(cfg, shutdown.clone()).await?;
+    gw.set_config_path(path.to_path_buf());
     let admin = gw.bind_admin().await.context("the [admin] listener")?;
     spawn_signal_handler(shutdown.clone());
+    spawn_reload_on_sighup(gw.clone());
     gw.wait_ready(connect_timeout).await;
     let ready = gw
         .upstreams()
@@ -72,6 +74,24 @@ async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
     Arc::clone(&gw).serve(listener).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// SIGHUP reloads the configuration file (errors are logged; the old
+/// configuration keeps serving).
+pub(crate) fn spawn_reload_on_sighup(gw: Arc<manifold_server::Gateway>) {
+    tokio::spawn(async move {
+        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot install the SIGHUP handler; reload with POST /reload");
+                return;
+            }
+        };
+        while hup.recv().await.is_some() {
+            tracing::info!("SIGHUP received; reloading the configuration");
+            let _ = gw.reload_from_file().await;
+        }
+    });
 }
 
 pub(crate) fn spawn_signal_handler(shutdown: CancellationToken) {

@@ -21,7 +21,7 @@ pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    match rt.block_on(serve(cfg)) {
+    match rt.block_on(serve(cfg, config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("manifold: {e:#}");
@@ -30,11 +30,13 @@ pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
     }
 }
 
-async fn serve(cfg: manifold_config::GatewayConfig) -> anyhow::Result<()> {
+async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Result<()> {
     let connect_timeout = cfg.limits.connect_timeout;
     let shutdown = CancellationToken::new();
     let gw = manifold_server::Gateway::launch(cfg, shutdown.clone()).await?;
+    gw.set_config_path(path.to_path_buf());
     super::serve::spawn_signal_handler(shutdown);
+    super::serve::spawn_reload_on_sighup(gw.clone());
     gw.wait_ready(connect_timeout).await;
     let tools = gw.catalog().tools.len();
     tracing::info!(tools, "Manifold is serving on stdio");

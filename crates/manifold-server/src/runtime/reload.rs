@@ -1,0 +1,292 @@
+//! Hot reload: a new configuration applied to the running gateway, on SIGHUP,
+//! `POST /reload` (admin listener) or a change of the watched file.
+//!
+//! - The file is loaded and validated completely first; an invalid one changes
+//!   nothing (the error is logged, counted and returned).
+//! - Upstreams: a new one starts; an unchanged one keeps running untouched; a
+//!   changed one is started anew beside the old one and swapped in once ready
+//!   (if it does not become ready within `limits.connect_timeout`, the reload
+//!   fails and nothing changes); a removed or replaced one takes no new calls,
+//!   lets its calls in flight finish (up to its `timeout`), then stops.
+//! - Everything else built from the configuration (naming, auth, policy, rate
+//!   limits, validation, confirmation, limits read per request) swaps in one
+//!   atomic store of [`Live`]; clients get `list_changed` only when what they
+//!   see changed.
+//! - Settings fixed at start are reported as needing a restart, and the rest is
+//!   applied: see [`fixed_at_start`].
+//!
+//! Invariants: one reload at a time; a request reads one `Live` and never mixes
+//! two configurations; nothing waits on an upstream without a bound.
+//!
+//! Not here: parsing (manifold-config), the triggers' plumbing (`front::admin`,
+//! the binary's signal handler).
+
+use manifold_config::GatewayConfig;
+use manifold_upstream::{State, Upstream};
+use std::fmt::Debug;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+use crate::state::{Gateway, Live};
+
+/// How often `[server] watch_config` looks at the file.
+pub const WATCH_INTERVAL: Duration = Duration::from_secs(2);
+
+/// What a reload did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReloadReport {
+    /// Upstreams started.
+    pub added: Vec<String>,
+    /// Upstreams stopping (after their calls in flight).
+    pub removed: Vec<String>,
+    /// Upstreams whose settings changed: restarted and swapped in.
+    pub restarted: Vec<String>,
+    /// Changed settings that take effect only after a restart.
+    pub needs_restart: Vec<String>,
+}
+
+/// Why a reload changed nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReloadError {
+    /// The file does not load or validate.
+    #[error("{0}")]
+    Invalid(String),
+    /// The gateway was not started from a file (embedded use).
+    #[error("no configuration file to reload: the gateway was not started from one")]
+    NoFile,
+    /// A changed upstream did not come up with its new settings.
+    #[error("upstream `{upstream}` did not become ready with its new settings within {within:?} ({why}); nothing was changed")]
+    NotReady {
+        upstream: String,
+        within: Duration,
+        why: String,
+    },
+}
+
+fn differs<T: Debug>(a: &T, b: &T) -> bool {
+    format!("{a:?}") != format!("{b:?}")
+}
+
+/// The settings a running gateway cannot change: listeners, TLS, the audit
+/// writer, metrics label bounds, and the limits its tables were sized with.
+pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |key: &str, changed: bool| {
+        if changed {
+            out.push(key.to_string());
+        }
+    };
+    check("server.listen", old.server.listen != new.server.listen);
+    check("server.path", old.server.path != new.server.path);
+    check("server.tls", differs(&old.server.tls, &new.server.tls));
+    check(
+        "server.request_state_key",
+        old.server.request_state_key != new.server.request_state_key,
+    );
+    check(
+        "server.watch_config",
+        old.server.watch_config != new.server.watch_config,
+    );
+    check("admin.listen", old.admin != new.admin);
+    check("audit", differs(&old.audit, &new.audit));
+    check(
+        "metrics.max_tool_series",
+        old.max_tool_series != new.max_tool_series,
+    );
+    check(
+        "metrics.principal_label",
+        old.principal_label != new.principal_label,
+    );
+    check(
+        "metrics.max_principal_series",
+        old.max_principal_series != new.max_principal_series,
+    );
+    let (a, b) = (&old.limits, &new.limits);
+    check("limits.max_sessions", a.max_sessions != b.max_sessions);
+    check(
+        "limits.max_sessions_per_peer",
+        a.max_sessions_per_peer != b.max_sessions_per_peer,
+    );
+    check(
+        "limits.max_calls_per_session",
+        a.max_calls_per_session != b.max_calls_per_session,
+    );
+    check("limits.max_listens", a.max_listens != b.max_listens);
+    check("limits.held_call_ttl", a.held_call_ttl != b.held_call_ttl);
+    check(
+        "limits.max_held_calls",
+        a.max_held_calls != b.max_held_calls,
+    );
+    out
+}
+
+impl Gateway {
+    /// Where the configuration came from, for reloads (set once, by the binary).
+    pub fn set_config_path(&self, path: PathBuf) {
+        let _ = self.config_path.set(path);
+    }
+
+    /// Loads the configuration file again and applies it (see the module doc).
+    pub async fn reload_from_file(self: &Arc<Self>) -> Result<ReloadReport, ReloadError> {
+        let Some(path) = self.config_path.get().cloned() else {
+            return Err(ReloadError::NoFile);
+        };
+        let loaded = manifold_config::load(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|c| match c.exposure_problem() {
+                Some(p) => Err(format!("{}: {p}", path.display())),
+                None => Ok(c),
+            });
+        let result = match loaded {
+            Ok(cfg) => self.reload(cfg).await,
+            Err(e) => Err(ReloadError::Invalid(e)),
+        };
+        match &result {
+            Ok(report) => tracing::info!(
+                added = ?report.added, removed = ?report.removed, restarted = ?report.restarted,
+                needs_restart = ?report.needs_restart, "configuration reloaded"),
+            Err(e) => {
+                tracing::error!(error = %e, "configuration NOT reloaded; the old one keeps serving")
+            }
+        }
+        self.metrics.reloaded(result.is_ok());
+        result
+    }
+
+    /// Applies a validated configuration.
+    pub async fn reload(self: &Arc<Self>, new: GatewayConfig) -> Result<ReloadReport, ReloadError> {
+        let _one_at_a_time = self.reloading.lock().await;
+        let old = self.live();
+        let mut report = ReloadReport {
+            needs_restart: fixed_at_start(&old.config, &new),
+            ..ReloadReport::default()
+        };
+        let new = Arc::new(new);
+        let mut kept = Vec::new();
+        let mut fresh: Vec<(Upstream, CancellationToken)> = Vec::new();
+        let mut restarted = Vec::new();
+        for u in &new.upstreams {
+            match old.by_name.get(u.name.as_str()) {
+                Some(running) if !differs(running.config(), u) => {
+                    let token = old.stops.get(running.name()).cloned().unwrap_or_default();
+                    kept.push((running.clone(), token));
+                }
+                previous => {
+                    let started =
+                        super::spawn_upstream(u, &new, &self.events, &self.stop, &self.tasks);
+                    if previous.is_some() {
+                        restarted.push(started.clone());
+                        report.restarted.push(u.name.clone());
+                    } else {
+                        report.added.push(u.name.clone());
+                    }
+                    fresh.push(started);
+                }
+            }
+        }
+        // A changed upstream must be up before it replaces the one serving.
+        let within = new.limits.connect_timeout;
+        for (u, _) in &restarted {
+            if let Err(why) = ready_within(u, within).await {
+                for (_, t) in &fresh {
+                    t.cancel();
+                }
+                return Err(ReloadError::NotReady {
+                    upstream: u.name().to_string(),
+                    within,
+                    why,
+                });
+            }
+        }
+        let staying: Vec<&str> = new.upstreams.iter().map(|u| u.name.as_str()).collect();
+        let leaving: Vec<(Upstream, CancellationToken)> = old
+            .upstreams
+            .iter()
+            .filter(|u| {
+                let gone = !staying.contains(&&**u.name());
+                let replaced = report.restarted.iter().any(|r| r == &**u.name());
+                gone || replaced
+            })
+            .map(|u| {
+                (
+                    u.clone(),
+                    old.stops.get(u.name()).cloned().unwrap_or_default(),
+                )
+            })
+            .collect();
+        report.removed = leaving
+            .iter()
+            .filter(|(u, _)| !staying.contains(&&**u.name()))
+            .map(|(u, _)| u.name().to_string())
+            .collect();
+        kept.extend(fresh);
+        self.live.store(Arc::new(Live::new(new, kept, Some(&old))));
+        let rebuilt = self.rebuild_catalog();
+        self.announce(&rebuilt);
+        for (u, token) in leaving {
+            self.tasks.spawn(drain_then_stop(u, token));
+        }
+        Ok(report)
+    }
+
+    /// Reloads whenever the configuration file changes (`[server]
+    /// watch_config`), until shutdown.
+    pub(crate) async fn watch_config(self: Arc<Self>) {
+        let Some(path) = self.config_path.get().cloned() else {
+            return;
+        };
+        let stamp = |p: &PathBuf| {
+            std::fs::metadata(p)
+                .ok()
+                .map(|m| (m.modified().ok(), m.len()))
+        };
+        let mut seen = stamp(&path);
+        loop {
+            tokio::select! {
+                _ = self.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(WATCH_INTERVAL) => {}
+            }
+            let now = stamp(&path);
+            if now != seen {
+                seen = now;
+                tracing::info!(path = %path.display(), "configuration file changed; reloading");
+                let _ = self.reload_from_file().await;
+            }
+        }
+    }
+}
+
+/// Waits until `u` is ready; `Err` with its last error once it failed or
+/// `within` passed.
+async fn ready_within(u: &Upstream, within: Duration) -> Result<(), String> {
+    let mut rx = u.watch_status();
+    let _ = tokio::time::timeout(within, async {
+        let _ = rx
+            .wait_for(|s| s.state == State::Ready || s.restarts > 0 || s.state == State::Down)
+            .await;
+    })
+    .await;
+    let st = u.status();
+    match st.state {
+        State::Ready => Ok(()),
+        other => Err(st
+            .last_error
+            .unwrap_or_else(|| format!("still {}", other.as_str()))),
+    }
+}
+
+/// A removed or replaced upstream: no new calls reach it (it is out of the
+/// name table); its calls in flight get up to its `timeout`; then it stops.
+async fn drain_then_stop(u: Upstream, token: CancellationToken) {
+    let deadline = tokio::time::Instant::now() + u.config().timeout;
+    while u.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+    }
+    tracing::info!(upstream = %u.name(), "stopping the upstream a reload removed or replaced");
+    token.cancel();
+}
