@@ -127,6 +127,7 @@ impl Gateway {
             live: arc_swap::ArcSwap::from_pointee(live),
             events: tx,
             config_path: OnceLock::new(),
+            config_stamp: Mutex::new(None),
             reloading: tokio::sync::Mutex::new(()),
             sessions: sessions::Sessions::new(sessions::SessionLimits {
                 max: limits.max_sessions,

@@ -36,6 +36,8 @@ mod observe;
 mod overrides;
 #[path = "gateway/policy.rs"]
 mod policy;
+#[path = "gateway/reload.rs"]
+mod reload;
 #[path = "gateway/rogue.rs"]
 mod rogue;
 #[path = "gateway/sampling.rs"]
@@ -125,7 +127,15 @@ impl Default for Setup {
 impl Setup {
     pub async fn start(self) -> Result<Fixture> {
         let remote = DemoHttp::spawn_bin(bin(), &[]).await?;
-        let toml = format!(
+        let toml = self.render(&remote.url);
+        let gw = TestGateway::start(&toml).await?;
+        Ok(Fixture { gw, remote })
+    }
+
+    /// The configuration text, with the HTTP upstream at `remote_url` (a test
+    /// that reloads renders a changed `Setup` for the same upstream).
+    pub fn render(&self, remote_url: &str) -> String {
+        format!(
             "[server]\n{server}\n\n\
              [upstreams.local]\ncommand = {bin}\nargs = [\"--faults\", \"--instructions\", {instr}]\n{local}\n\n\
              [upstreams.remote]\nurl = {url}\n{remote_extra}\n\n{extra}\n",
@@ -133,12 +143,10 @@ impl Setup {
             bin = toml_string(bin()),
             instr = toml_string(LOCAL_INSTRUCTIONS),
             local = self.local,
-            url = toml_string(&remote.url),
+            url = toml_string(remote_url),
             remote_extra = self.remote,
             extra = self.extra,
-        );
-        let gw = TestGateway::start(&toml).await?;
-        Ok(Fixture { gw, remote })
+        )
     }
 }
 

@@ -125,6 +125,7 @@ pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
 impl Gateway {
     /// Where the configuration came from, for reloads (set once, by the binary).
     pub fn set_config_path(&self, path: PathBuf) {
+        *crate::lock(&self.config_stamp) = stamp(&path);
         let _ = self.config_path.set(path);
     }
 
@@ -133,6 +134,8 @@ impl Gateway {
         let Some(path) = self.config_path.get().cloned() else {
             return Err(ReloadError::NoFile);
         };
+        // What was read, good or bad: the watcher reloads only on a new change.
+        *crate::lock(&self.config_stamp) = stamp(&path);
         let loaded = manifold_config::load(&path)
             .map_err(|e| e.to_string())
             .and_then(|c| match c.exposure_problem() {
@@ -234,28 +237,31 @@ impl Gateway {
     /// Reloads whenever the configuration file changes (`[server]
     /// watch_config`), until shutdown.
     pub(crate) async fn watch_config(self: Arc<Self>) {
-        let Some(path) = self.config_path.get().cloned() else {
-            return;
-        };
-        let stamp = |p: &PathBuf| {
-            std::fs::metadata(p)
-                .ok()
-                .map(|m| (m.modified().ok(), m.len()))
-        };
-        let mut seen = stamp(&path);
         loop {
             tokio::select! {
                 _ = self.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(WATCH_INTERVAL) => {}
             }
-            let now = stamp(&path);
-            if now != seen {
-                seen = now;
+            // The path may be set just after serving starts.
+            let Some(path) = self.config_path.get() else {
+                continue;
+            };
+            let changed = stamp(path) != *crate::lock(&self.config_stamp);
+            if changed {
                 tracing::info!(path = %path.display(), "configuration file changed; reloading");
                 let _ = self.reload_from_file().await;
             }
         }
     }
+}
+
+/// When the file was last modified, and its size: what the watcher compares.
+pub(crate) type Stamp = Option<(Option<std::time::SystemTime>, u64)>;
+
+fn stamp(path: &std::path::Path) -> Stamp {
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| (m.modified().ok(), m.len()))
 }
 
 /// Waits until `u` is ready; `Err` with its last error once it failed or

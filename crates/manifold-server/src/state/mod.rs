@@ -65,6 +65,9 @@ pub struct Gateway {
     pub(crate) live: ArcSwap<Live>,
     /// The configuration file, for reloads (`set_config_path`).
     pub(crate) config_path: OnceLock<std::path::PathBuf>,
+    /// The configuration file as last read (modified time, size), for
+    /// `[server] watch_config`.
+    pub(crate) config_stamp: Mutex<Option<(Option<std::time::SystemTime>, u64)>>,
     /// One reload at a time.
     pub(crate) reloading: tokio::sync::Mutex<()>,
     /// Where upstreams report (every upstream, including one a reload adds).

@@ -31,10 +31,20 @@ impl Drop for Scratch {
 
 /// GET on the admin listener: (status, body).
 pub(crate) async fn admin_get(addr: std::net::SocketAddr, path: &str) -> Result<(u16, String)> {
+    admin_request(addr, "GET", path).await
+}
+
+/// A body-less request on the admin listener: (status, body).
+pub(crate) async fn admin_request(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+) -> Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await?;
     s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
     )
     .await?;
     let mut buf = Vec::new();

@@ -14,10 +14,11 @@ use crate::{bounded, names_of, Fixture, Setup};
 use manifold_policy::hash_key;
 use manifold_testkit::harness::{stateless_request, McpClient, STATELESS};
 
-const OPS: &str = "ops-key-0123456789";
-const CI: &str = "ci-key-0123456789";
+pub(crate) const OPS: &str = "ops-key-0123456789";
+pub(crate) const CI: &str = "ci-key-0123456789";
 
-fn config() -> String {
+/// `[auth]` with two keys (`alice` in group `ops`, `ci`) and three rules.
+pub(crate) fn config() -> String {
     format!(
         "[auth]\nallow_anonymous = true\n\n\
          [[auth.api_keys]]\nname = \"alice\"\nhash = \"{}\"\ngroups = [\"ops\"]\n\n\
@@ -44,7 +45,7 @@ async fn start() -> Result<Fixture> {
 }
 
 /// A session-era client with the key (`None`: anonymous).
-async fn session(f: &Fixture, key: Option<&str>) -> Result<McpClient> {
+pub(crate) async fn session(f: &Fixture, key: Option<&str>) -> Result<McpClient> {
     let c = f.gw.client();
     c.set_bearer(key);
     c.initialize("2025-11-25", json!({})).await?;

@@ -1,0 +1,273 @@
+//! Hot reload through the running gateway: a load loop on an unchanged
+//! upstream sees no failure while upstreams are added, changed and removed and
+//! a policy changes; a call to a removed upstream gets the documented error; an
+//! invalid file changes nothing and `POST /reload` says why; a watched file is
+//! reloaded when it changes; `list_changed` reaches exactly the sessions whose
+//! view changed.
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::observe::{admin_request, sample, Scratch};
+use crate::{bin, bounded, names_of, Setup};
+use manifold_testkit::harness::{toml_string, TestGateway};
+
+/// Polls `check` (bounded) until it holds.
+async fn eventually<F, Fut>(what: &str, mut check: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !check().await {
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+fn extra_upstream() -> String {
+    format!(
+        "[upstreams.extra]\ncommand = {}\nargs = [\"--faults\"]\n",
+        toml_string(bin())
+    )
+}
+
+#[tokio::test]
+async fn reloads_under_load_keep_unchanged_upstreams_serving() -> Result<()> {
+    bounded(async {
+        let base = Setup::default();
+        let f = Setup::default().start().await?;
+        let url = f.remote.url.clone();
+        let gw = f.gw.gateway().clone();
+        // The load: local__echo in a loop on its own session until told to stop.
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ok, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let load = {
+            let c = f.session().await?;
+            let (stop, ok, failed) = (stop.clone(), ok.clone(), failed.clone());
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) && n < 1_000_000 {
+                    n += 1;
+                    let r = c
+                        .call_tool("local__echo", json!({"text": format!("{n}")}))
+                        .await;
+                    match r.as_ref().ok().and_then(|r| r.result().ok()) {
+                        Some(v) if v["content"][0]["text"] == format!("{n}") => {
+                            ok.fetch_add(1, Ordering::Relaxed)
+                        }
+                        _ => failed.fetch_add(1, Ordering::Relaxed),
+                    };
+                }
+            })
+        };
+        let c = f.session().await?;
+        let reload = |s: &Setup| TestGateway::config(&s.render(&url));
+
+        // 1. Add an upstream.
+        let added = Setup {
+            extra: extra_upstream(),
+            ..Setup::default()
+        };
+        let report = gw.reload(reload(&added)?).await?;
+        assert_eq!(report.added, ["extra"]);
+        assert!(
+            report.removed.is_empty() && report.restarted.is_empty(),
+            "{report:?}"
+        );
+        eventually("extra__echo is listed and works", || async {
+            c.call_tool("extra__echo", json!({"text": "x"}))
+                .await
+                .is_ok_and(|r| r.result().is_ok())
+        })
+        .await?;
+
+        // 2. Change one (a new timeout): restarted beside the old, swapped in.
+        let changed = Setup {
+            remote: "timeout = \"21s\"".into(),
+            extra: extra_upstream(),
+            ..Setup::default()
+        };
+        let report = gw.reload(reload(&changed)?).await?;
+        assert_eq!(report.restarted, ["remote"], "{report:?}");
+        let r = c
+            .call_tool("remote__echo", json!({"text": "after"}))
+            .await?;
+        assert_eq!(r.result()?["content"][0]["text"], "after", "{r}");
+
+        // 3. Remove one: its tools answer as unknown, at once.
+        let report = gw
+            .reload(reload(&Setup {
+                remote: "timeout = \"21s\"".into(),
+                ..Setup::default()
+            })?)
+            .await?;
+        assert_eq!(report.removed, ["extra"], "{report:?}");
+        let r = c.call_tool("extra__echo", json!({"text": "x"})).await?;
+        assert_eq!(r.error()?["code"], -32602, "{r}");
+        assert!(!names_of(&c.list_all_tools().await?)
+            .iter()
+            .any(|n| n.starts_with("extra__")));
+
+        // 4. A policy: what is allowed is still served.
+        let policy = Setup {
+            remote: "timeout = \"21s\"".into(),
+            extra: "[[policy]]\nwho = [\"*\"]\ntools = { allow = [\"local__*\"] }\n".into(),
+            ..Setup::default()
+        };
+        gw.reload(reload(&policy)?).await?;
+        let r = c.call_tool("remote__echo", json!({"text": "x"})).await?;
+        assert_eq!(r.error()?["code"], -32602, "hidden by the new policy: {r}");
+
+        // And back to the start.
+        gw.reload(reload(&base)?).await?;
+        stop.store(true, Ordering::Relaxed);
+        load.await?;
+        let (ok, failed) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+        assert_eq!(
+            failed, 0,
+            "{failed} calls to the unchanged upstream failed ({ok} ok)"
+        );
+        assert!(ok > 10, "the load loop made only {ok} calls");
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_invalid_file_changes_nothing_and_a_watched_file_is_reloaded() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("reload")?;
+        let file = dir.0.join("gateway.toml");
+        let base = Setup {
+            server: "watch_config = true".into(),
+            extra: "[admin]\nlisten = \"127.0.0.1:0\"\n".into(),
+            ..Setup::default()
+        };
+        let f = Setup {
+            server: base.server.clone(),
+            extra: base.extra.clone(),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let url = f.remote.url.clone();
+        let gw = f.gw.gateway().clone();
+        gw.set_config_path(file.clone());
+        let admin = gw.admin_addr().context("admin address")?;
+        let c = f.session().await?;
+
+        std::fs::write(
+            &file,
+            format!("{}\n[server]\nlisen = 1\n", base.render(&url)),
+        )?;
+        let (status, body) = admin_request(admin, "POST", "/reload").await?;
+        assert_eq!(status, 400, "{body}");
+        let v: Value = serde_json::from_str(&body)?;
+        assert!(
+            v["error"].as_str().unwrap_or_default().contains("server"),
+            "{body}"
+        );
+        let r = c.call_tool("local__echo", json!({"text": "still"})).await?;
+        assert_eq!(r.result()?["content"][0]["text"], "still");
+        let (_, metrics) = admin_request(admin, "GET", "/metrics").await?;
+        assert_eq!(
+            sample(&metrics, "manifold_config_reloads_total{outcome=\"error\"}"),
+            Some(1.0),
+            "{metrics}"
+        );
+
+        // A valid file with an override: POST /reload applies it; the
+        // listener's address cannot change live and is reported.
+        let renamed = Setup {
+            extra: format!(
+                "{}\n[upstreams.local.overrides.echo]\nname = \"say\"\n",
+                base.extra
+            ),
+            server: base.server.clone(),
+            ..Setup::default()
+        };
+        std::fs::write(&file, renamed.render(&url))?;
+        let (status, body) = admin_request(admin, "POST", "/reload").await?;
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body)?;
+        assert!(
+            v["needs_restart"]
+                .as_array()
+                .context("needs_restart")?
+                .contains(&json!("server.listen")),
+            "{body}"
+        );
+        let r = c
+            .call_tool("local__say", json!({"text": "renamed"}))
+            .await?;
+        assert_eq!(r.result()?["content"][0]["text"], "renamed", "{r}");
+
+        // The watched file: changed on disk, reloaded without being asked.
+        let watched = Setup {
+            extra: format!(
+                "{}\n[upstreams.local.overrides.echo]\nname = \"speak\"\n",
+                base.extra
+            ),
+            server: base.server.clone(),
+            ..Setup::default()
+        };
+        std::fs::write(&file, watched.render(&url))?;
+        eventually("the watched file is reloaded", || async {
+            c.call_tool("local__speak", json!({"text": "w"}))
+                .await
+                .is_ok_and(|r| r.result().is_ok())
+        })
+        .await?;
+        Ok(())
+    })
+    .await
+}
+
+/// A reload that changes the rules: only the sessions whose view changed hear
+/// `list_changed`.
+#[tokio::test]
+async fn a_policy_reload_notifies_exactly_the_sessions_whose_view_changed() -> Result<()> {
+    bounded(async {
+        let setup = Setup {
+            extra: crate::policy::config(),
+            ..Setup::default()
+        };
+        let f = Setup {
+            extra: setup.extra.clone(),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let url = f.remote.url.clone();
+        let ops = crate::policy::session(&f, Some(crate::policy::OPS)).await?;
+        let ci = crate::policy::session(&f, Some(crate::policy::CI)).await?;
+        let mut ops_stream = ops.open_get_stream().await?;
+        let mut ci_stream = ci.open_get_stream().await?;
+        // The ops rule now also denies local__sleep; ci's rules are untouched.
+        let stricter = Setup {
+            extra: setup.extra.replace(
+                "deny = [\"local__crash\"]",
+                "deny = [\"local__crash\", \"local__sleep\"]",
+            ),
+            ..Setup::default()
+        };
+        assert_ne!(stricter.extra, setup.extra);
+        f.gw.gateway()
+            .reload(TestGateway::config(&stricter.render(&url))?)
+            .await?;
+        let changed = |m: &Value| m["method"] == "notifications/tools/list_changed";
+        ops_stream.wait_for(changed).await?;
+        ci_stream.set_timeout(Duration::from_millis(300));
+        while let Ok(Some(m)) = ci_stream.next().await {
+            assert!(!changed(&m), "ci's view did not change: {m}");
+        }
+        assert!(!names_of(&ops.list_all_tools().await?).contains(&"local__sleep".to_string()));
+        Ok(())
+    })
+    .await
+}
