@@ -50,7 +50,7 @@ pub use record::{AuditRecord, ClientInfo, Confirmation, Outcome, SizeCap, ANONYM
 pub use redact::{Redactor, REDACTED};
 pub use sink::rotated_path;
 pub use verify::{log_files, verify, EventNote, Location, Problem, ProblemKind, VerifyReport};
-pub use writer::{AuditStats, Auditor, MAX_BATCH};
+pub use writer::{AuditStats, Auditor, Export, MAX_BATCH};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

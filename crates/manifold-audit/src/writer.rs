@@ -83,6 +83,15 @@ struct Job {
     ack: oneshot::Sender<Result<(), AuditError>>,
 }
 
+/// Where a copy of every written line goes besides the sinks (an OTLP log
+/// exporter). Called on the writer's thread after the line is in the first
+/// sink, so it must not block: queue and return. The file stays the record of
+/// truth; an export that fails loses nothing there.
+pub trait Export: Send + Sync + 'static {
+    /// One line as written (JSON, with `prev` and `hash`) and its hash.
+    fn export(&self, line: &[u8], hash: &str);
+}
+
 /// The handle the gateway audits through. Cheap to clone.
 #[derive(Clone)]
 pub struct Auditor {
@@ -113,6 +122,16 @@ impl Auditor {
         settings: AuditSettings,
         shutdown: CancellationToken,
     ) -> Result<(Auditor, JoinHandle<()>), AuditError> {
+        Self::start_exporting(settings, None, shutdown).await
+    }
+
+    /// [`Auditor::start`], also handing each line of the first sink's chain
+    /// (with its hash) to `export` once it is written (`[audit] otlp`).
+    pub async fn start_exporting(
+        settings: AuditSettings,
+        export: Option<Arc<dyn Export>>,
+        shutdown: CancellationToken,
+    ) -> Result<(Auditor, JoinHandle<()>), AuditError> {
         settings.validate()?;
         let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
         if let Some(path) = &settings.path {
@@ -126,12 +145,13 @@ impl Auditor {
         if settings.stdout {
             sinks.push(Box::new(StreamSink::stdout()));
         }
-        Self::start_with_sinks(&settings, sinks, shutdown).await
+        Self::start_with_sinks(&settings, sinks, export, shutdown).await
     }
 
     pub(crate) async fn start_with_sinks(
         settings: &AuditSettings,
         sinks: Vec<Box<dyn Sink>>,
+        export: Option<Arc<dyn Export>>,
         shutdown: CancellationToken,
     ) -> Result<(Auditor, JoinHandle<()>), AuditError> {
         settings.validate()?;
@@ -143,6 +163,7 @@ impl Auditor {
             lost: AtomicU64::new(0),
         });
         let state = Arc::new(Mutex::new(WriterState {
+            export,
             slots: sinks.into_iter().map(Slot::new).collect(),
             fsync: settings.fsync,
             shared: shared.clone(),
@@ -297,7 +318,11 @@ impl Slot {
     }
 
     /// Writes pending events, then `entries`; syncs with `fsync = "always"`.
-    fn write(&mut self, entries: &[&Map<String, Value>], fsync: Fsync) -> Result<(), String> {
+    fn write(
+        &mut self,
+        entries: &[&Map<String, Value>],
+        fsync: Fsync,
+    ) -> Result<Vec<crate::chain::Sealed>, String> {
         if !self.sink.is_open() {
             if let Err(e) = self.open() {
                 self.missed += entries.len() as u64;
@@ -335,7 +360,7 @@ impl Slot {
         if fsync == Fsync::Always {
             self.sync()?;
         }
-        Ok(())
+        Ok(sealed)
     }
 
     fn sync(&mut self) -> Result<(), String> {
@@ -374,6 +399,8 @@ impl Slot {
 }
 
 struct WriterState {
+    /// `[audit] otlp`: where the first sink's lines are copied.
+    export: Option<Arc<dyn Export>>,
     slots: Vec<Slot>,
     fsync: Fsync,
     shared: Arc<Shared>,
@@ -399,7 +426,7 @@ impl WriterState {
         for slot in &mut self.slots {
             if slot.failure.is_none() && !slot.pending.is_empty() {
                 let r = slot.write(&[], self.fsync);
-                slot.set_result(r);
+                slot.set_result(r.map(|_| ()));
             }
         }
         self.publish();
@@ -408,12 +435,23 @@ impl WriterState {
     fn write_batch(&mut self, jobs: Vec<Job>) {
         let entries: Vec<&Map<String, Value>> = jobs.iter().map(|j| &j.entry).collect();
         let mut failure = None;
-        for slot in &mut self.slots {
+        for (i, slot) in self.slots.iter_mut().enumerate() {
             let r = slot.write(&entries, self.fsync);
-            if let Err(e) = &r {
-                failure.get_or_insert_with(|| e.clone());
+            match &r {
+                Err(e) => {
+                    failure.get_or_insert_with(|| e.clone());
+                }
+                // The first sink's chain is the one exported.
+                Ok(sealed) if i == 0 => {
+                    if let Some(export) = &self.export {
+                        for s in sealed {
+                            export.export(&s.line, &s.hash);
+                        }
+                    }
+                }
+                Ok(_) => {}
             }
-            slot.set_result(r);
+            slot.set_result(r.map(|_| ()));
         }
         self.publish();
         let n = jobs.len() as u64;
@@ -457,7 +495,7 @@ impl WriterState {
         for slot in &mut self.slots {
             if slot.failure.is_some() || !slot.sink.is_open() {
                 let r = slot.write(&[], self.fsync);
-                slot.set_result(r);
+                slot.set_result(r.map(|_| ()));
             }
             if self.fsync == Fsync::Interval && slot.failure.is_none() {
                 let r = slot.sync();

@@ -131,6 +131,8 @@ pub struct AuditSettings {
     /// written as is; a larger one is replaced by its size and SHA-256 and marked
     /// truncated, so no request can flush history away with one huge record.
     pub max_value_bytes: usize,
+    /// Also export each record as an OTLP log record (`[audit] otlp`).
+    pub otlp: bool,
 }
 
 impl Default for AuditSettings {
@@ -146,6 +148,7 @@ impl Default for AuditSettings {
             on_failure: DEFAULT_ON_FAILURE,
             queue: DEFAULT_QUEUE,
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
+            otlp: false,
         }
     }
 }

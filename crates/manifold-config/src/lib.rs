@@ -18,6 +18,7 @@ mod model;
 pub mod overrides;
 pub mod policy;
 mod snapshot;
+pub mod telemetry;
 mod validate;
 
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
@@ -58,6 +59,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "policy",
     "confirm",
     "stdio",
+    "tracing",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

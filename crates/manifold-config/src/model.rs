@@ -111,6 +111,9 @@ pub struct FileConfig {
     /// `manifold stdio`, the gateway as a stdio MCP server.
     #[serde(default)]
     pub stdio: StdioSection,
+    /// OpenTelemetry traces over OTLP; off unless the section is present.
+    #[serde(default)]
+    pub tracing: Option<crate::telemetry::TracingSection>,
 }
 
 /// `[stdio]`: the stdio front door (`manifold stdio`).
@@ -193,6 +196,10 @@ pub struct AuditSection {
     /// The largest argument value or text member written as is
     /// (`DEFAULT_MAX_VALUE_BYTES`); larger ones become their size and digest.
     pub max_value_bytes: Option<usize>,
+    /// Also export every record as an OTLP log record to `[tracing] endpoint`
+    /// (default false); the file stays the record of truth.
+    #[serde(default)]
+    pub otlp: bool,
 }
 
 /// `[admin]`: a separate listener for operators, never the MCP endpoint.

@@ -32,6 +32,9 @@ pub struct GatewayConfig {
     pub policy: Vec<crate::policy::PolicyRule>,
     /// `[confirm]`.
     pub confirm: crate::policy::ConfirmSection,
+    /// `[tracing]`: OTLP export of traces (and, with `[audit] otlp`, audit
+    /// records); `None`: off.
+    pub tracing: Option<crate::telemetry::TracingSettings>,
     /// `[stdio] principal`, when set.
     pub stdio_principal: Option<String>,
     /// The file after defaults and environment overrides, unexpanded, every

@@ -92,6 +92,12 @@ pub(crate) fn validate(
     file: FileConfig,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<GatewayConfig, String> {
+    if file.audit.as_ref().is_some_and(|a| a.otlp) && file.tracing.is_none() {
+        return Err(
+            "key `audit.otlp`: needs a [tracing] section (its endpoint is where the records go)"
+                .into(),
+        );
+    }
     let (file_audit, file_auth, file_admin, max_tool_series) = (
         file.audit.clone(),
         file.auth.clone(),
@@ -402,6 +408,10 @@ pub(crate) fn validate(
         policy: crate::policy::validate(&file.policy)?,
         confirm: crate::policy::validate_confirm(&file.confirm)?,
         effective: serde_json::Value::Null,
+        tracing: match &file.tracing {
+            Some(t) => Some(crate::telemetry::validate(t)?),
+            None => None,
+        },
         stdio_principal: match &file.stdio.principal {
             Some(p) if p.trim().is_empty() => {
                 return Err("key `stdio.principal`: must not be empty".into())
@@ -475,6 +485,7 @@ fn audit(
         },
         queue: a.queue.unwrap_or(d.queue),
         max_value_bytes: a.max_value_bytes.unwrap_or(d.max_value_bytes),
+        otlp: a.otlp,
     };
     settings
         .validate()

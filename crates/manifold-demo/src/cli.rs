@@ -83,6 +83,11 @@ pub struct Args {
     #[arg(long)]
     pub spawn_grandchild: bool,
 
+    /// Diagnostics, for tests: a tool `trace` that reports the W3C trace context
+    /// it received (`_meta.traceparent`, and over HTTP the `traceparent` header).
+    #[arg(long)]
+    pub trace_tool: bool,
+
     /// Fault mode, for tests: break the protocol in this way (repeatable). See
     /// the `rogue` module for what each mode does.
     #[arg(long, value_enum, value_name = "MODE")]
@@ -104,6 +109,7 @@ impl Args {
             hang_calls: self.hang_calls,
             env_tool: self.env_tool,
             spawn_grandchild: self.spawn_grandchild,
+            trace_tool: self.trace_tool,
             misbehave: super::rogue::Rogue(self.misbehave.clone()),
         }
     }

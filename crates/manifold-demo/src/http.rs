@@ -209,9 +209,24 @@ async fn post(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body> {
                     "error": {"code": -32700, "message": "Parse error: message too large"}}),
         );
     }
-    let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
+    let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else {
         return json(StatusCode::BAD_REQUEST, &parse_error());
     };
+    // For the `trace` diagnostic tool: the header, where a tool can see it.
+    if let Some(tp) = parts
+        .headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+    {
+        if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+            let meta = params
+                .entry("_meta")
+                .or_insert_with(|| serde_json::json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert(super::tools::HTTP_TRACEPARENT.into(), Value::from(tp));
+            }
+        }
+    }
     let incoming = classify(message);
     if state.server.config().hangs_on(&incoming) {
         eprintln!("{SERVER_NAME}: --hang-calls: this request is never answered");

@@ -96,6 +96,8 @@ pub struct DemoConfig {
     /// Diagnostics: start a `sleep` process at launch (a grandchild of whoever
     /// started this server) and report its pid with the tool `grandchild`.
     pub spawn_grandchild: bool,
+    /// The diagnostic tool `trace` (`--trace-tool`).
+    pub trace_tool: bool,
     /// Fault modes (`--misbehave`), see [`rogue`].
     pub misbehave: rogue::Rogue,
 }
@@ -130,6 +132,7 @@ impl Default for DemoConfig {
             hang_calls: false,
             env_tool: false,
             spawn_grandchild: false,
+            trace_tool: false,
             misbehave: rogue::Rogue::default(),
         }
     }
@@ -303,6 +306,9 @@ impl DemoServer {
         let mut diagnostics = Vec::new();
         if config.env_tool {
             diagnostics.push("env");
+        }
+        if config.trace_tool {
+            diagnostics.push("trace");
         }
         // Not waited for: it is meant to outlive this process unless its process
         // group is stopped with it.

@@ -34,6 +34,10 @@ const MAX_SLEEP_MS: u64 = 24 * 60 * 60 * 1000;
 const MAX_STEPS: u64 = 10_000;
 /// Tools that misbehave on purpose (a tool error, a long wait, a process exit):
 /// only with `--faults`, never in the shipped catalogue.
+/// Where the HTTP transport puts a request's `traceparent` header, in
+/// `params._meta`, for the `trace` tool to report.
+pub const HTTP_TRACEPARENT: &str = "io.manifold.demo/http-traceparent";
+
 pub const FAULT_TOOLS: &[&str] = &["fail", "sleep", "crash"];
 
 /// All tools this server lists.
@@ -153,6 +157,11 @@ fn synthetic_name(i: usize) -> String {
 /// compiles; the tool echoes its arguments).
 fn diagnostic_tools() -> Vec<Value> {
     vec![
+        json!({
+            "name": "trace",
+            "description": "Reports the W3C trace context this call arrived with.",
+            "inputSchema": {"type": "object"}
+        }),
         json!({
             "name": "broken_schema",
             "description": "Echoes its arguments; its inputSchema does not compile.",
@@ -383,6 +392,17 @@ pub(super) async fn call(
         "log_level" => Ok(text_result(
             lock(&server.log_level).as_deref().unwrap_or("unset"),
         )),
+        "trace" if server.config().trace_tool => {
+            let meta = params.get("_meta");
+            let field = |k: &str| meta.and_then(|m| m.get(k)).cloned().unwrap_or(Value::Null);
+            Ok(text_result(
+                &json!({
+                    "traceparent": field("traceparent"),
+                    "http_traceparent": field(HTTP_TRACEPARENT),
+                })
+                .to_string(),
+            ))
+        }
         "env" if server.config().env_tool => str_arg(args, "name")
             .map(|n| text_result(&std::env::var(n).unwrap_or_else(|_| "unset".into()))),
         "broken_schema"

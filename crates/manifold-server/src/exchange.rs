@@ -53,6 +53,15 @@ impl Front {
         }
     }
 
+    /// `network.transport` for traces: `tcp` (HTTP), `pipe` (stdio), `inproc`.
+    pub(crate) fn transport(&self) -> &'static str {
+        match self {
+            Front::Http(_) => "tcp",
+            Front::Stdio { .. } => "pipe",
+            Front::Operator(_) => "inproc",
+        }
+    }
+
     /// The request's HTTP headers, if it came over HTTP.
     pub(crate) fn headers(&self) -> Option<&HeaderMap> {
         match self {
@@ -71,14 +80,6 @@ pub(crate) struct Accepts {
     pub stream: bool,
 }
 
-/// Trace context carried with the request: the client's W3C `traceparent`, if it
-/// sent one. It is in the request's log span today; spans exported to a tracing
-/// system will continue it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct TraceContext {
-    pub traceparent: Option<String>,
-}
-
 /// What the front door knows about a request before the pipeline reads it.
 #[derive(Debug, Clone)]
 pub(crate) struct Arrival {
@@ -92,7 +93,6 @@ pub(crate) struct Arrival {
     /// The client's address (`None` for the operator).
     pub peer: Option<std::net::IpAddr>,
     pub accepts: Accepts,
-    pub trace: TraceContext,
 }
 
 /// Who is calling.

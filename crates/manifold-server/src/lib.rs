@@ -38,6 +38,7 @@ mod relay;
 mod reply;
 mod runtime;
 mod state;
+mod tracectx;
 
 pub use front::operator::ToolReply;
 pub use front::sse::SSE_KEEPALIVE;

@@ -159,11 +159,15 @@ impl Observed {
                 // The write runs on a task of the gateway: if this future is
                 // dropped while the queue is full (the client left), the record
                 // is still written, with the call's real outcome.
-                let write = self.gw.tasks.spawn(async move {
-                    if let Err(e) = auditor.record(rec).await {
-                        tracing::error!(error = %e, "audit record not written");
-                    }
-                });
+                let span = tracing::info_span!("audit.write");
+                let write = self.gw.tasks.spawn(tracing::Instrument::instrument(
+                    async move {
+                        if let Err(e) = auditor.record(rec).await {
+                            tracing::error!(error = %e, "audit record not written");
+                        }
+                    },
+                    span,
+                ));
                 let _ = write.await;
             }
         }

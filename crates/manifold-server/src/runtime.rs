@@ -69,10 +69,26 @@ impl Gateway {
         config: GatewayConfig,
         shutdown: CancellationToken,
     ) -> Result<Arc<Gateway>, StartError> {
+        Gateway::launch_exporting(config, None, shutdown).await
+    }
+
+    /// [`Gateway::launch`], with a copy of every audit line going to `export`
+    /// (`[audit] otlp`: the binary's OTLP log exporter).
+    pub async fn launch_exporting(
+        config: GatewayConfig,
+        export: Option<Arc<dyn manifold_audit::Export>>,
+        shutdown: CancellationToken,
+    ) -> Result<Arc<Gateway>, StartError> {
         // The audit writer outlives everything that can write a record.
         let audit_stop = CancellationToken::new();
         let audit = match config.audit.as_ref() {
-            Some(s) => Some(manifold_audit::Auditor::start(s.clone(), audit_stop.clone()).await?),
+            Some(s) => {
+                let export = export.filter(|_| s.otlp);
+                Some(
+                    manifold_audit::Auditor::start_exporting(s.clone(), export, audit_stop.clone())
+                        .await?,
+                )
+            }
             None => None,
         };
         let (auditor, task) = match audit {

@@ -12,7 +12,7 @@ const LAYERS: manifold_testkit::architecture::Layers = &[
     &["handlers"],
     &["relay"],
     &["exchange"],
-    &["observe"],
+    &["observe", "tracectx"],
     &["state"],
     &["reply", "refusal", "era"],
 ];

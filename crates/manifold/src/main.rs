@@ -6,6 +6,7 @@
 //! chain is broken); 2 bad configuration, command line or input.
 
 mod cli;
+mod telemetry;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
@@ -142,25 +143,20 @@ enum AuditCommand {
     },
 }
 
-fn init_logging(format: Option<LogFormat>, default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+fn init_logging(format: Option<LogFormat>, default_level: &'static str, now: bool) {
     let json = match format {
         Some(LogFormat::Json) => true,
         Some(LogFormat::Text) => false,
         None => !std::io::stderr().is_terminal(),
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if json {
-        builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .init();
+    let setup = telemetry::LogSetup {
+        json,
+        default_level,
+    };
+    if now {
+        telemetry::init_logging(setup, None);
     } else {
-        builder.init();
+        telemetry::defer_logging(setup);
     }
 }
 
@@ -188,7 +184,10 @@ fn main() -> ExitCode {
         }
         _ => "warn",
     };
-    init_logging(cli.log_format, default_level);
+    // `serve` and `stdio` set logging up once `[tracing]` is read, with its
+    // OpenTelemetry layer (see `telemetry`).
+    let deferred = matches!(cli.command, Command::Serve { .. } | Command::Stdio { .. });
+    init_logging(cli.log_format, default_level, !deferred);
     if let Command::Audit {
         command: AuditCommand::Verify { paths },
     } = &cli.command

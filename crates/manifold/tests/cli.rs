@@ -10,6 +10,8 @@ mod audit;
 mod commands;
 #[path = "cli/stdio.rs"]
 mod stdio;
+#[path = "cli/tracing.rs"]
+mod tracing;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

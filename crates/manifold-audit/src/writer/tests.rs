@@ -108,7 +108,7 @@ impl Running {
     }
     async fn with_sinks(s: &AuditSettings, sinks: Vec<Box<dyn Sink>>) -> Self {
         let token = CancellationToken::new();
-        let (auditor, handle) = Auditor::start_with_sinks(s, sinks, token.clone())
+        let (auditor, handle) = Auditor::start_with_sinks(s, sinks, None, token.clone())
             .await
             .expect("start");
         Running {

@@ -24,7 +24,7 @@ use tokio::net::TcpListener;
 use super::auth;
 use super::sse::{self, Body, SseBody};
 use crate::era::Era;
-use crate::exchange::{Accepts, Arrival, Front, TraceContext};
+use crate::exchange::{Accepts, Arrival, Front};
 use crate::pipeline;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
@@ -305,11 +305,6 @@ fn arrival(
     accepts: Accepts,
     from: Peer,
 ) -> Arrival {
-    let traceparent = headers
-        .get("traceparent")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| v.len() <= MAX_TRACEPARENT)
-        .map(str::to_string);
     Arrival {
         request_id: gw.request_id(),
         bytes,
@@ -317,12 +312,8 @@ fn arrival(
         identity: from.identity,
         peer: Some(from.peer),
         accepts,
-        trace: TraceContext { traceparent },
     }
 }
-
-/// The longest `traceparent` kept (a valid one is 55 characters).
-const MAX_TRACEPARENT: usize = 128;
 
 async fn post(
     gw: Arc<Gateway>,
@@ -360,16 +351,7 @@ async fn post(
         }
     };
     let arrival = arrival(&gw, parts.headers, bytes.len(), accepts, from);
-    let span = tracing::info_span!("request", request_id = %arrival.request_id,
-        principal = tracing::field::Empty, traceparent = tracing::field::Empty);
-    if let Some(id) = &arrival.identity {
-        span.record("principal", id.display_name().as_str());
-    }
-    if let Some(t) = &arrival.trace.traceparent {
-        span.record("traceparent", t.as_str());
-    }
-    use tracing::Instrument;
-    respond(pipeline::serve(&gw, arrival, &bytes).instrument(span).await)
+    respond(pipeline::serve(&gw, arrival, &bytes).await)
 }
 
 fn is_loopback_host(host: &str) -> bool {

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-use crate::exchange::{Accepts, Arrival, Front, TraceContext};
+use crate::exchange::{Accepts, Arrival, Front};
 use crate::pipeline;
 use crate::reply::Reply;
 use crate::state::Gateway;
@@ -66,7 +66,6 @@ impl Gateway {
                 json: true,
                 stream: false,
             },
-            trace: TraceContext::default(),
         };
         match pipeline::serve(self, arrival, body.as_bytes()).await {
             Reply::Message { bytes, refused, .. } => tool_reply(&bytes, refused),

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::exchange::{Accepts, Arrival, Front, TraceContext};
+use crate::exchange::{Accepts, Arrival, Front};
 use crate::lock;
 use crate::pipeline;
 use crate::reply::Reply;
@@ -133,7 +133,6 @@ impl Gateway {
                 json: true,
                 stream: true,
             },
-            trace: TraceContext::default(),
         };
         let reply = pipeline::serve(self, arrival.clone(), line).await;
         match reply {

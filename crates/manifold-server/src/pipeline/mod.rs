@@ -26,7 +26,8 @@ mod admit;
 mod decode;
 mod route;
 
-use manifold_protocol::Incoming;
+use manifold_protocol::{jsonrpc, Incoming};
+use serde_json::Value;
 use std::sync::Arc;
 
 use crate::era::Era;
@@ -44,10 +45,43 @@ pub(crate) async fn serve(gw: &Arc<Gateway>, arrival: Arrival, body: &[u8]) -> R
         Ok(m) => m,
         Err(r) => return r.reply(None, Era::Session),
     };
+    // The request's span: its parent (the client's trace) is set before it
+    // is entered, so everything below continues the client's trace.
+    let span = crate::tracectx::request_span(&arrival.request_id, arrival.front.transport());
+    if let Some(id) = &arrival.identity {
+        span.record("principal", id.display_name().as_str());
+    }
+    if let Incoming::Request { id, method, msg } = &msg {
+        let params = jsonrpc::params(msg);
+        let meta_version = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(manifold_protocol::methods::meta::PROTOCOL_VERSION))
+            .and_then(Value::as_str);
+        let header = |h: &str| arrival.front.header(h);
+        crate::tracectx::describe(
+            &span,
+            crate::tracectx::Described {
+                method,
+                id: id.as_value(),
+                params,
+                headers: arrival.front.headers(),
+                session: header(manifold_protocol::methods::HEADER_SESSION_ID),
+                protocol_version: meta_version
+                    .or(header(manifold_protocol::methods::HEADER_PROTOCOL_VERSION)),
+            },
+        );
+    }
+    use tracing::Instrument;
+    serve_message(gw, arrival, msg, era).instrument(span).await
+}
+
+async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: Era) -> Reply {
     match msg {
         Incoming::Request { id, method, msg } => {
             let mut obs = Observed::start(gw, &arrival.request_id, arrival.bytes, &method);
-            let admitted = match admit::request(gw, &arrival, era, &method, &msg) {
+            let admission = tracing::info_span!("admission");
+            let admitted = admission.in_scope(|| admit::request(gw, &arrival, era, &method, &msg));
+            let admitted = match admitted {
                 Ok(a) => a,
                 Err(r) => {
                     let reply = r.reply(Some(&id), era);

@@ -29,6 +29,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::era::Era;
 use crate::exchange::{Caller, Exchange};
@@ -43,7 +44,7 @@ pub(crate) use resolve::{ResultShape, Target};
 /// client with one message, or with a stream once the upstream streams.
 pub(crate) async fn forward(
     x: &mut Exchange,
-    params: Map<String, Value>,
+    mut params: Map<String, Value>,
     target: Target,
 ) -> Result<Reply, Refusal> {
     let gw = x.gw.clone();
@@ -53,7 +54,7 @@ pub(crate) async fn forward(
     }
     let Target {
         upstream,
-        headers,
+        mut headers,
         shape,
         original,
         output_check,
@@ -71,7 +72,16 @@ pub(crate) async fn forward(
         o.original = original;
         o.dispatched(upstream.name());
     }
+    // The upstream's part of the trace: open until the answer (it rides in
+    // `Answering`, into the stream's pump if there is one).
+    let span = tracing::info_span!("upstream.call",
+        otel.name = format!("{} {}", x.method, upstream.name()),
+        otel.kind = "client",
+        "mcp.method.name" = %x.method,
+        upstream = %upstream.name());
+    span.in_scope(|| crate::tracectx::propagate(&mut params, &mut headers));
     let mut a = Answering {
+        span: span.clone(),
         gw: gw.clone(),
         caller: x.caller.clone(),
         upstream: upstream.name().clone(),
@@ -89,6 +99,7 @@ pub(crate) async fn forward(
     let for_upstream = upstream.is_modern().then(|| x.caller.for_upstream());
     let call = match upstream
         .call_as(&x.method, Some(params), headers, for_upstream.as_ref())
+        .instrument(span)
         .await
     {
         Ok(c) => c,
@@ -202,6 +213,8 @@ fn status_of(era: Era, outcome: &CallOutcome) -> StatusCode {
 /// Who gets a call's answer and how it is recorded: what the handler, a pump and
 /// the input bridge share. Holds the request's observation until it is finished.
 pub(crate) struct Answering {
+    /// `upstream.call`: closes when the answer is recorded (this drops).
+    span: tracing::Span,
     gw: Arc<Gateway>,
     caller: Caller,
     upstream: Arc<str>,
@@ -318,6 +331,7 @@ impl Answering {
     /// A copy that takes over the observation (which is finished once).
     fn hand_over(&mut self) -> Answering {
         Answering {
+            span: self.span.clone(),
             gw: self.gw.clone(),
             caller: self.caller.clone(),
             upstream: self.upstream.clone(),
@@ -406,7 +420,6 @@ impl Pending {
             gone,
         };
         let (cancel, shutdown) = (self.cancel.clone(), self.a.gw.stop.clone());
-        use tracing::Instrument;
         self.a
             .gw
             .tasks

@@ -56,3 +56,31 @@ pub fn one_line(s: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
 }
+
+/// Starts the OTLP exporters when `[tracing]` is configured.
+pub(crate) fn start_telemetry(
+    cfg: &manifold_config::GatewayConfig,
+) -> anyhow::Result<Option<crate::telemetry::Telemetry>> {
+    let Some(t) = &cfg.tracing else {
+        crate::telemetry::init_deferred(None);
+        return Ok(None);
+    };
+    let audit = cfg.audit.as_ref().is_some_and(|a| a.otlp);
+    let (telemetry, layer) = match crate::telemetry::start(t, audit) {
+        Ok(started) => started,
+        Err(e) => {
+            crate::telemetry::init_deferred(None);
+            return Err(e);
+        }
+    };
+    crate::telemetry::init_deferred(Some(layer));
+    tracing::info!(endpoint = %t.endpoint, sample_ratio = t.sample_ratio, audit, "exporting traces over OTLP");
+    Ok(Some(telemetry))
+}
+
+/// Flushes the OTLP exporters (off the async threads: the SDK blocks).
+pub(crate) async fn stop_telemetry(telemetry: Option<crate::telemetry::Telemetry>) {
+    if let Some(t) = telemetry {
+        let _ = tokio::task::spawn_blocking(move || t.shutdown()).await;
+    }
+}

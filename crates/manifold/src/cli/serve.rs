@@ -30,6 +30,8 @@ pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
 }
 
 async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Result<()> {
+    // First: logging is set up here, with `[tracing]`'s layer.
+    let telemetry = crate::cli::start_telemetry(&cfg)?;
     let authenticated = cfg.auth.as_ref().is_some_and(|a| !a.allow_anonymous);
     if authenticated {
         tracing::info!(listen = %cfg.server.listen, "clients authenticate ([auth])");
@@ -53,7 +55,8 @@ async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Resu
     let connect_timeout = cfg.limits.connect_timeout;
     let upstreams = cfg.upstreams.len();
     let shutdown = CancellationToken::new();
-    let gw = manifold_server::Gateway::launch(cfg, shutdown.clone()).await?;
+    let export = telemetry.as_ref().and_then(|t| t.audit_export());
+    let gw = manifold_server::Gateway::launch_exporting(cfg, export, shutdown.clone()).await?;
     gw.set_config_path(path.to_path_buf());
     let admin = gw.bind_admin().await.context("the [admin] listener")?;
     spawn_signal_handler(shutdown.clone());
@@ -72,6 +75,7 @@ async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Resu
         println!("Manifold admin on http://{a} (/metrics, /healthz, /readyz)");
     }
     Arc::clone(&gw).serve(listener).await;
+    crate::cli::stop_telemetry(telemetry).await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -31,9 +31,12 @@ pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
 }
 
 async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Result<()> {
+    // First: logging is set up here, with `[tracing]`'s layer.
+    let telemetry = crate::cli::start_telemetry(&cfg)?;
     let connect_timeout = cfg.limits.connect_timeout;
     let shutdown = CancellationToken::new();
-    let gw = manifold_server::Gateway::launch(cfg, shutdown.clone()).await?;
+    let export = telemetry.as_ref().and_then(|t| t.audit_export());
+    let gw = manifold_server::Gateway::launch_exporting(cfg, export, shutdown.clone()).await?;
     gw.set_config_path(path.to_path_buf());
     super::serve::spawn_signal_handler(shutdown);
     super::serve::spawn_reload_on_sighup(gw.clone());
@@ -42,6 +45,7 @@ async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Resu
     tracing::info!(tools, "Manifold is serving on stdio");
     let input = tokio::io::BufReader::new(tokio::io::stdin());
     gw.serve_stdio_until_done(input, tokio::io::stdout()).await;
+    crate::cli::stop_telemetry(telemetry).await;
     tracing::info!("stdin closed; stopped");
     Ok(())
 }

@@ -1,0 +1,172 @@
+//! Traces: the `request` span of each message, named and attributed after the
+//! OpenTelemetry semantic conventions for MCP (`{mcp.method.name} {target}`,
+//! `mcp.method.name`, `mcp.session.id`, `mcp.protocol.version`,
+//! `jsonrpc.request.id`, `gen_ai.tool.name`, `gen_ai.prompt.name`,
+//! `gen_ai.operation.name`, `mcp.resource.uri`, `network.transport`), W3C trace
+//! context taken from the client (the `traceparent`/`tracestate` headers, else
+//! `params._meta`), and the current context given to upstreams (headers for HTTP
+//! upstreams, `params._meta` for both transports).
+//!
+//! Spans are `tracing` spans; the binary exports them over OTLP when
+//! `[tracing]` is configured (its `tracing-opentelemetry` layer and the W3C
+//! propagator). Without it every function here is a cheap no-op: no context is
+//! extracted, none is injected, no trace id is recorded.
+//!
+//! Invariants: the session id appears only as its digest; a client's
+//! `traceparent` is at most `MAX_TRACEPARENT` bytes or ignored.
+//!
+//! Not here: the exporter and sampling (the binary).
+
+use http::HeaderMap;
+use opentelemetry::propagation::Extractor;
+use opentelemetry::trace::TraceContextExt;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The longest `traceparent`/`tracestate` taken from a client.
+pub const MAX_TRACEPARENT: usize = 512;
+
+/// A new `request` span for one message arriving over `transport` (`tcp`,
+/// `pipe`); the pipeline fills it in once the message is read.
+pub(crate) fn request_span(request_id: &str, transport: &'static str) -> tracing::Span {
+    tracing::info_span!("request",
+        otel.name = Empty,
+        otel.kind = "server",
+        request_id = %request_id,
+        principal = Empty,
+        trace_id = Empty,
+        "mcp.method.name" = Empty,
+        "mcp.session.id" = Empty,
+        "mcp.protocol.version" = Empty,
+        "jsonrpc.request.id" = Empty,
+        "gen_ai.operation.name" = Empty,
+        "gen_ai.tool.name" = Empty,
+        "gen_ai.prompt.name" = Empty,
+        "mcp.resource.uri" = Empty,
+        "network.transport" = transport,
+    )
+}
+
+/// What the pipeline knows once a request is decoded.
+pub(crate) struct Described<'a> {
+    pub method: &'a str,
+    pub id: &'a Value,
+    pub params: Option<&'a Map<String, Value>>,
+    pub headers: Option<&'a HeaderMap>,
+    pub session: Option<&'a str>,
+    pub protocol_version: Option<&'a str>,
+}
+
+struct Headers<'a>(&'a HeaderMap);
+impl Extractor for Headers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .get(key)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| v.len() <= MAX_TRACEPARENT)
+    }
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|k| k.as_str()).collect()
+    }
+}
+
+struct Meta<'a>(&'a Map<String, Value>);
+impl Extractor for Meta<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|v| v.len() <= MAX_TRACEPARENT)
+    }
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+}
+
+/// Names and attributes the current `request` span, continues the client's
+/// trace, and records the trace id (so log lines carry it).
+pub(crate) fn describe(span: &tracing::Span, d: Described<'_>) {
+    if span.is_disabled() {
+        return;
+    }
+    let meta = d
+        .params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object);
+    let from_headers = d.headers.filter(|h| h.contains_key("traceparent"));
+    let parent = opentelemetry::global::get_text_map_propagator(|p| match (from_headers, meta) {
+        (Some(h), _) => Some(p.extract(&Headers(h))),
+        (None, Some(m)) if m.contains_key("traceparent") => Some(p.extract(&Meta(m))),
+        _ => None,
+    });
+    if let Some(cx) = parent {
+        let _ = span.set_parent(cx);
+    }
+    let name = |k: &str| d.params.and_then(|p| p.get(k)).and_then(Value::as_str);
+    let target = match d.method {
+        "tools/call" => {
+            span.record("gen_ai.operation.name", "execute_tool");
+            name("name").inspect(|n| {
+                span.record("gen_ai.tool.name", *n);
+            })
+        }
+        "prompts/get" => name("name").inspect(|n| {
+            span.record("gen_ai.prompt.name", *n);
+        }),
+        _ => None,
+    };
+    if let Some(uri) = name("uri") {
+        span.record("mcp.resource.uri", uri);
+    }
+    span.record(
+        "otel.name",
+        match target {
+            Some(t) => format!("{} {t}", d.method),
+            None => d.method.to_string(),
+        },
+    );
+    span.record("mcp.method.name", d.method);
+    span.record("jsonrpc.request.id", d.id.to_string());
+    if let Some(s) = d.session.and_then(crate::observe::session_ref) {
+        span.record("mcp.session.id", s);
+    }
+    if let Some(v) = d.protocol_version {
+        span.record("mcp.protocol.version", v);
+    }
+    let trace = span.context().span().span_context().clone();
+    if trace.is_valid() {
+        span.record("trace_id", trace.trace_id().to_string());
+    }
+}
+
+/// The current trace context, as `traceparent`/`tracestate` pairs (empty
+/// when nothing is traced).
+fn current() -> HashMap<String, String> {
+    let cx = tracing::Span::current().context();
+    let mut carrier = HashMap::new();
+    if cx.span().span_context().is_valid() {
+        opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut carrier));
+    }
+    carrier
+}
+
+/// Gives the current context to the upstream: in `params._meta` (both
+/// transports) and as headers (HTTP upstreams).
+pub(crate) fn propagate(params: &mut Map<String, Value>, headers: &mut Vec<(String, String)>) {
+    let pairs = current();
+    if pairs.is_empty() {
+        return;
+    }
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        for (k, v) in &pairs {
+            meta.insert(k.clone(), Value::String(v.clone()));
+        }
+    }
+    headers.retain(|(k, _)| !pairs.contains_key(&k.to_ascii_lowercase()));
+    headers.extend(pairs);
+}
