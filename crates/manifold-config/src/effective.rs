@@ -21,6 +21,7 @@ const SECRET_KEYS: &[&str] = &[
     "request_state_key",
     "session_key",
     "previous_session_keys",
+    "redis",
     "token",
     "password",
     "secret",

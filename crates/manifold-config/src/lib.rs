@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod cluster;
 pub mod effective;
 mod expand;
 pub mod limits;
@@ -60,6 +61,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "confirm",
     "stdio",
     "tracing",
+    "cluster",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

@@ -114,6 +114,9 @@ pub struct FileConfig {
     /// OpenTelemetry traces over OTLP; off unless the section is present.
     #[serde(default)]
     pub tracing: Option<crate::telemetry::TracingSection>,
+    /// What replicas share (sealed session ids); off unless present.
+    #[serde(default)]
+    pub cluster: Option<crate::cluster::ClusterSection>,
 }
 
 /// `[stdio]`: the stdio front door (`manifold stdio`).

@@ -35,6 +35,9 @@ pub struct GatewayConfig {
     /// `[tracing]`: OTLP export of traces (and, with `[audit] otlp`, audit
     /// records); `None`: off.
     pub tracing: Option<crate::telemetry::TracingSettings>,
+    /// `[cluster]`: session ids sealed with a shared key; `None`: random ids,
+    /// valid on this process only.
+    pub cluster: Option<crate::cluster::ClusterSettings>,
     /// `[stdio] principal`, when set.
     pub stdio_principal: Option<String>,
     /// The file after defaults and environment overrides, unexpanded, every

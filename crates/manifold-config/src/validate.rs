@@ -408,6 +408,12 @@ pub(crate) fn validate(
         policy: crate::policy::validate(&file.policy)?,
         confirm: crate::policy::validate_confirm(&file.confirm)?,
         effective: serde_json::Value::Null,
+        cluster: match &file.cluster {
+            Some(c) => Some(crate::cluster::validate(c, &|field: &str, v: &str| {
+                expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))
+            })?),
+            None => None,
+        },
         tracing: match &file.tracing {
             Some(t) => Some(crate::telemetry::validate(t)?),
             None => None,

@@ -35,7 +35,9 @@ use tokio_util::task::TaskTracker;
 use crate::front;
 use crate::lock;
 use crate::state::Live;
-use crate::state::{held_calls, listeners, log_levels, metrics, ownership, sessions, views};
+use crate::state::{
+    held_calls, listeners, log_levels, metrics, ownership, sealed, sessions, views,
+};
 use crate::state::{Gateway, SessionEnd};
 
 /// Capacity of the channel upstreams report changes on.
@@ -144,6 +146,7 @@ impl Gateway {
             events: tx,
             config_path: OnceLock::new(),
             config_stamp: Mutex::new(None),
+            sealer: config.cluster.as_ref().and_then(sealed::Sealer::new),
             reloading: tokio::sync::Mutex::new(()),
             sessions: sessions::Sessions::new(sessions::SessionLimits {
                 max: limits.max_sessions,

@@ -12,6 +12,8 @@ mod auth;
 mod calls;
 #[path = "gateway/caps.rs"]
 mod caps;
+#[path = "gateway/cluster.rs"]
+mod cluster;
 #[path = "gateway/confirm.rs"]
 mod confirm;
 #[path = "gateway/disconnect.rs"]

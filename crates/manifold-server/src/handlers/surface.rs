@@ -127,14 +127,36 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
         owner: x.principal.session_owner(),
         viewer: x.principal.identity(),
     };
-    let session = gw.sessions.create(opening).map_err(|full| match full {
-        Full::Peer => Refusal::TooManySessionsFromPeer {
-            limit: gw.cfg().limits.max_sessions_per_peer,
-        },
-        Full::Total | Full::NoRandomness => Refusal::TooManySessions {
-            limit: gw.cfg().limits.max_sessions,
-        },
-    })?;
+    // With `[cluster]`, the id carries the session's state to every replica.
+    let sealed = gw.sealer.as_ref().and_then(|s| {
+        let facts = crate::state::sealed::SessionFacts {
+            protocol_version: opening.protocol_version.clone(),
+            client_info: opening.client_info.clone(),
+            capabilities: opening.capabilities.clone(),
+            owner: opening.owner.clone(),
+            expires: crate::state::sealed::now_secs()
+                + crate::state::sealed::SEALED_SESSION_MAX_AGE.as_secs(),
+        };
+        let id = s.seal(&facts);
+        if id.is_none() {
+            tracing::warn!(
+                "session state over {} bytes: its id is not sealed, so it is valid on this replica only",
+                crate::state::sealed::MAX_SEALED_BYTES
+            );
+        }
+        id
+    });
+    let session = gw
+        .sessions
+        .create_with_id(opening, sealed)
+        .map_err(|full| match full {
+            Full::Peer => Refusal::TooManySessionsFromPeer {
+                limit: gw.cfg().limits.max_sessions_per_peer,
+            },
+            Full::Total | Full::NoRandomness => Refusal::TooManySessions {
+                limit: gw.cfg().limits.max_sessions,
+            },
+        })?;
     tracing::info!(session = %session.short_id(), client = %client_info, version = negotiated, "session started");
     let mut out = Map::new();
     out.insert("protocolVersion".into(), Value::from(negotiated));

@@ -108,7 +108,10 @@ pub(crate) fn session_of(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSe
     let Some(id) = arrival.front.header(m::HEADER_SESSION_ID) else {
         return Err(Refusal::SessionRequired);
     };
-    let session = gw.sessions.get(id).ok_or(Refusal::UnknownSession)?;
+    let session = match gw.sessions.get(id) {
+        Some(s) => s,
+        None => adopt(gw, arrival, id)?,
+    };
     let principal = Principal::from_identity(arrival.identity.as_ref());
     if session.owner != principal.session_owner() {
         return Err(Refusal::UnknownSession);
@@ -116,6 +119,36 @@ pub(crate) fn session_of(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSe
     session.seen_as(principal.identity());
     session.touch();
     Ok(session)
+}
+
+/// A sealed id this replica has not seen (`[cluster]`): the session another
+/// replica opened, taken up here. Anything that does not open is unknown.
+fn adopt(gw: &Gateway, arrival: &Arrival, id: &str) -> Result<Arc<ClientSession>, Refusal> {
+    let sealer = gw.sealer.as_ref().ok_or(Refusal::UnknownSession)?;
+    let facts = sealer.open(id).map_err(|why| {
+        tracing::debug!(%why, "a session id that does not open");
+        Refusal::UnknownSession
+    })?;
+    let opening = crate::state::sessions::Opening {
+        protocol_version: facts.protocol_version,
+        client_info: facts.client_info,
+        capabilities: facts.capabilities,
+        peer: arrival.peer,
+        owner: facts.owner,
+        viewer: None,
+    };
+    match gw.sessions.create_with_id(opening, Some(id.to_string())) {
+        Ok(s) => {
+            tracing::info!(session = %s.short_id(), "session opened on another replica taken up");
+            Ok(s)
+        }
+        Err(crate::state::sessions::Full::Peer) => Err(Refusal::TooManySessionsFromPeer {
+            limit: gw.cfg().limits.max_sessions_per_peer,
+        }),
+        Err(_) => Err(Refusal::TooManySessions {
+            limit: gw.cfg().limits.max_sessions,
+        }),
+    }
 }
 
 fn stateless(

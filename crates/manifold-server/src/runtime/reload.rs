@@ -90,6 +90,7 @@ pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
         old.server.watch_config != new.server.watch_config,
     );
     check("admin.listen", old.admin != new.admin);
+    check("cluster", old.cluster != new.cluster);
     check("audit", differs(&old.audit, &new.audit));
     check(
         "metrics.max_tool_series",

@@ -19,6 +19,7 @@ pub(crate) mod live;
 pub(crate) mod log_levels;
 pub(crate) mod metrics;
 pub(crate) mod ownership;
+pub(crate) mod sealed;
 pub(crate) mod sessions;
 pub(crate) mod subscriptions;
 pub(crate) mod views;
@@ -68,6 +69,8 @@ pub struct Gateway {
     /// The configuration file as last read (modified time, size), for
     /// `[server] watch_config`.
     pub(crate) config_stamp: Mutex<Option<(Option<std::time::SystemTime>, u64)>>,
+    /// Seals session ids when `[cluster]` is configured.
+    pub(crate) sealer: Option<sealed::Sealer>,
     /// One reload at a time.
     pub(crate) reloading: tokio::sync::Mutex<()>,
     /// Where upstreams report (every upstream, including one a reload adds).

@@ -2,8 +2,9 @@
 //! `initialize` negotiated, the GET stream, the server→client requests awaiting
 //! the client's answer, and the calls in flight (for `notifications/cancelled`).
 //!
-//! Session ids are 32 bytes from the OS CSPRNG, hex-encoded: unguessable, and
-//! visible ASCII as the spec requires.
+//! Session ids are 32 bytes from the OS CSPRNG, hex-encoded, or, with
+//! `[cluster]`, sealed (`sealed`): unguessable either way, and visible ASCII as
+//! the spec requires.
 //!
 //! Invariants: a session's GET stream carries whole JSON-RPC messages (framing is
 //! the front door's); no lock or DashMap guard is held across `.await`; a session
@@ -234,13 +235,30 @@ impl Sessions {
     }
 
     /// Mints a session, within `limits.max_sessions` in all and
-    /// `limits.max_sessions_per_peer` from one address.
-    pub fn create(&self, opening: Opening) -> Result<Arc<ClientSession>, Full> {
+    /// `limits.max_sessions_per_peer` from one address, under `id` (a sealed
+    /// one: minted here, or opened from another replica's) or a random one.
+    /// A session already under `id` (two first requests of a session taken up
+    /// from another replica, racing) is returned as it is.
+    pub fn create_with_id(
+        &self,
+        opening: Opening,
+        id: Option<String>,
+    ) -> Result<Arc<ClientSession>, Full> {
         if self.map.len() >= self.limits.max {
             return Err(Full::Total);
         }
-        let mut raw = [0u8; SESSION_ID_BYTES];
-        getrandom::fill(&mut raw).map_err(|_| Full::NoRandomness)?;
+        let id = match id {
+            Some(id) => id,
+            None => {
+                let mut raw = [0u8; SESSION_ID_BYTES];
+                getrandom::fill(&mut raw).map_err(|_| Full::NoRandomness)?;
+                hex::encode(raw)
+            }
+        };
+        let slot = match self.map.entry(id) {
+            dashmap::Entry::Occupied(e) => return Ok(e.get().clone()),
+            dashmap::Entry::Vacant(v) => v,
+        };
         if let Some(ip) = opening.peer {
             let mut peers = lock(&self.per_peer);
             let n = peers.entry(ip).or_insert(0);
@@ -250,11 +268,11 @@ impl Sessions {
             *n += 1;
         }
         let s = Arc::new(ClientSession::new(
-            hex::encode(raw),
+            slot.key().clone(),
             opening,
             self.limits.calls,
         ));
-        self.map.insert(s.id.clone(), s.clone());
+        slot.insert(s.clone());
         Ok(s)
     }
 
