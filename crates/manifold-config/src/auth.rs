@@ -114,7 +114,8 @@ pub struct JwtSection {
 pub struct ApiKeySection {
     /// The principal the key authenticates.
     pub name: String,
-    /// `sha256:<64 hex digits>`, as `manifold auth hash-key` prints it.
+    /// `sha256:<64 hex digits>`, as `manifold auth hash-key` prints it
+    /// (`${VAR}` expands).
     pub hash: String,
     #[serde(default)]
     pub groups: Vec<String>,
@@ -212,7 +213,9 @@ pub fn validate_expanding(
         if api_keys.iter().any(|o| o.name == k.name) {
             return Err(format!("key `{key}.name`: `{}` is named twice", k.name));
         }
-        let sha256 = parse_hash(&k.hash).ok_or_else(|| {
+        // `${VAR}` expands: a Kubernetes Secret can hold the hash.
+        let hash = expand(&format!("{key}.hash"), &k.hash)?;
+        let sha256 = parse_hash(&hash).ok_or_else(|| {
             format!(
                 "key `{key}.hash`: expected `{API_KEY_HASH_PREFIX}` and 64 hex digits, as \
                  `manifold auth hash-key` prints (the key itself never goes in the file)"

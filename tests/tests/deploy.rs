@@ -1,0 +1,148 @@
+//! The deployment material under `deploy/`: every kustomize shape renders with the
+//! real `kubectl kustomize` and validates strictly against the Kubernetes schemas
+//! (kubernetes-validate, pinned and installed by `scripts/peers`); the
+//! configurations they and the image ship load and serve; the pods run as non-root
+//! with a read-only root filesystem and no capabilities; and the image's runtime
+//! stage provides every shared library the binary needs.
+
+use anyhow::{bail, Context, Result};
+use manifold_e2e::{manifold_bin, repo_root, TempDir};
+use std::process::Command;
+
+const SHAPES: [&str; 3] = ["standalone", "sidecar", "replicas"];
+/// The oldest Kubernetes the manifests target (native sidecars, `preStop.sleep`).
+const KUBERNETES: &str = "1.31";
+
+fn validator() -> Result<String> {
+    std::env::var("MANIFOLD_K8S_VALIDATE").context(
+        "MANIFOLD_K8S_VALIDATE is not set: run `scripts/test` (scripts/peers installs kubernetes-validate)",
+    )
+}
+
+fn render(shape: &str) -> Result<String> {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(repo_root().join("deploy/k8s").join(shape))
+        .output()
+        .context("kubectl (its kustomize renders deploy/k8s)")?;
+    if !out.status.success() {
+        bail!(
+            "kubectl kustomize {shape}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+fn validate(file: &std::path::Path) -> Result<std::process::Output> {
+    Ok(Command::new(validator()?)
+        .args(["--strict", "--quiet", "-k", KUBERNETES])
+        .arg(file)
+        .output()?)
+}
+
+#[test]
+fn every_shape_renders_and_validates_against_the_kubernetes_schemas() -> Result<()> {
+    let dir = TempDir::new("deploy")?;
+    for shape in SHAPES {
+        let yaml = render(shape)?;
+        let file = dir.0.join(format!("{shape}.yaml"));
+        std::fs::write(&file, &yaml)?;
+        let out = validate(&file)?;
+        anyhow::ensure!(
+            out.status.success(),
+            "{shape}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Hardening every pod relies on.
+        for needle in [
+            "runAsNonRoot: true",
+            "readOnlyRootFilesystem: true",
+            "- ALL",
+            "allowPrivilegeEscalation: false",
+            "path: /readyz",
+            "path: /healthz",
+        ] {
+            anyhow::ensure!(yaml.contains(needle), "{shape}: no `{needle}`");
+        }
+    }
+    // The validator must be able to fail, or the loop above proves nothing.
+    let bad = dir.0.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  portz: []\n",
+    )?;
+    anyhow::ensure!(
+        !validate(&bad)?.status.success(),
+        "a misspelled field passed"
+    );
+    Ok(())
+}
+
+#[test]
+fn the_shipped_configurations_load_and_serve() -> Result<()> {
+    let hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    for cfg in [
+        "deploy/container-gateway.toml",
+        "deploy/k8s/base/gateway.toml",
+        "deploy/k8s/sidecar/gateway.toml",
+        "deploy/k8s/replicas/gateway.toml",
+    ] {
+        let out = Command::new(manifold_bin()?)
+            .args(["check", "--config"])
+            .arg(repo_root().join(cfg))
+            .env("MANIFOLD_API_KEY_HASH", hash)
+            .env("MANIFOLD_SESSION_KEY", "0123456789abcdef0123456789abcdef")
+            .env("RUST_LOG", "error")
+            .output()?;
+        anyhow::ensure!(
+            out.status.code() == Some(0),
+            "{cfg}: exit {:?}\n{}{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// What the runtime stage (distroless/cc, non-root) must provide: every shared
+/// library the binary links, from the C runtime and libgcc only.
+#[test]
+fn the_image_runs_the_binary_as_non_root_with_only_the_c_runtime() -> Result<()> {
+    let dockerfile = std::fs::read_to_string(repo_root().join("deploy/Dockerfile"))?;
+    let runtime = dockerfile
+        .rsplit("\nFROM ")
+        .next()
+        .context("no runtime stage")?;
+    anyhow::ensure!(
+        runtime.starts_with("gcr.io/distroless/cc-debian12:nonroot"),
+        "{runtime}"
+    );
+    anyhow::ensure!(
+        runtime.contains("\nUSER 65532:65532"),
+        "not the non-root user"
+    );
+    anyhow::ensure!(runtime.contains(r#"CMD ["serve", "--config", "/etc/manifold/gateway.toml"]"#));
+    let out = Command::new("ldd").arg(manifold_bin()?).output()?;
+    let libs = String::from_utf8(out.stdout)?;
+    // What distroless/cc-debian12 ships: glibc and libgcc_s.
+    let provided = [
+        "linux-vdso",
+        "libc.so",
+        "libm.so",
+        "libgcc_s.so",
+        "libdl.so",
+        "libpthread.so",
+        "librt.so",
+        "ld-linux",
+    ];
+    for line in libs.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        anyhow::ensure!(
+            provided.iter().any(|p| line.contains(p)),
+            "the binary needs a library distroless/cc lacks: {line}"
+        );
+    }
+    Ok(())
+}
