@@ -473,10 +473,13 @@ fn spawn_gateway(
     } else {
         Command::new(exe)
     };
+    // `MANIFOLD_LOAD_GATEWAY_LOG` (default `warn`) sets the gateway's RUST_LOG:
+    // `info` measures it with its request spans enabled, as `serve` runs by default.
+    let log = std::env::var("MANIFOLD_LOAD_GATEWAY_LOG").unwrap_or_else(|_| "warn".into());
     gw.arg("serve")
         .arg("--config")
         .arg(cfg)
-        .env("RUST_LOG", "warn");
+        .env("RUST_LOG", log);
     spawn_and_read_url(gw, "Manifold listening on")
 }
 

@@ -54,6 +54,7 @@ pub use state::ownership::LEARNED_URI_CAPACITY;
 pub use state::sessions::{MAX_PENDING_CLIENT_REQUESTS, SESSION_ID_BYTES};
 pub use state::views::MAX_CACHED_VIEWS;
 pub use state::Gateway;
+pub use tracectx::enable_span_export;
 
 /// Locks a mutex, tolerating poison: a panic elsewhere leaves the tables
 /// consistent enough to go on, which beats propagating the panic.

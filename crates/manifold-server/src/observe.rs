@@ -159,7 +159,7 @@ impl Observed {
                 // The write runs on a task of the gateway: if this future is
                 // dropped while the queue is full (the client left), the record
                 // is still written, with the call's real outcome.
-                let span = tracing::info_span!("audit.write");
+                let span = crate::tracectx::phase("audit.write");
                 let write = self.gw.tasks.spawn(tracing::Instrument::instrument(
                     async move {
                         if let Err(e) = auditor.record(rec).await {
@@ -265,13 +265,4 @@ pub(crate) fn outcome_of(o: &CallOutcome) -> Outcome {
     }
 }
 
-/// How a session appears in audit records: the first 16 hex digits of the SHA-256
-/// of its id. Records of one session correlate, but a reader of the log cannot
-/// use the value to join the live session (the id is a bearer credential).
-pub(crate) fn session_ref(id: &str) -> Option<String> {
-    if id.is_empty() {
-        return None;
-    }
-    use sha2::{Digest, Sha256};
-    Some(hex::encode(&Sha256::digest(id.as_bytes())[..8]))
-}
+pub(crate) use crate::tracectx::session_ref;

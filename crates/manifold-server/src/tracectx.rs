@@ -22,15 +22,59 @@ use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::TraceContextExt;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// The longest `traceparent`/`tracestate` taken from a client.
 pub const MAX_TRACEPARENT: usize = 512;
 
+/// Whether spans are exported (the binary's `[tracing]`): only then are the
+/// detailed request span, the phase spans and the context work worth their
+/// cost. Without it a request gets the lean span its log lines need.
+static EXPORTING: AtomicBool = AtomicBool::new(false);
+
+/// Turns the detailed spans on (the binary calls this when it exports them).
+pub fn enable_span_export() {
+    EXPORTING.store(true, Ordering::Relaxed);
+}
+
+fn exporting() -> bool {
+    EXPORTING.load(Ordering::Relaxed)
+}
+
+/// The span of a call to an upstream (kind client), or none when spans are
+/// not exported.
+pub(crate) fn upstream_call(method: &str, upstream: &str) -> tracing::Span {
+    if !exporting() {
+        return tracing::Span::none();
+    }
+    tracing::info_span!("upstream.call",
+        otel.name = format!("{method} {upstream}"),
+        otel.kind = "client",
+        "mcp.method.name" = %method,
+        upstream = %upstream)
+}
+
+/// A span for one phase of a request (`admission`, `audit.write`), or none
+/// when spans are not exported.
+pub(crate) fn phase(name: &'static str) -> tracing::Span {
+    if !exporting() {
+        return tracing::Span::none();
+    }
+    match name {
+        "admission" => tracing::info_span!("admission"),
+        "audit.write" => tracing::info_span!("audit.write"),
+        _ => tracing::Span::none(),
+    }
+}
+
 /// A new `request` span for one message arriving over `transport` (`tcp`,
 /// `pipe`); the pipeline fills it in once the message is read.
 pub(crate) fn request_span(request_id: &str, transport: &'static str) -> tracing::Span {
+    if !exporting() {
+        return tracing::info_span!("request", request_id = %request_id, principal = Empty);
+    }
     tracing::info_span!("request",
         otel.name = Empty,
         otel.kind = "server",
@@ -88,7 +132,7 @@ impl Extractor for Meta<'_> {
 /// Names and attributes the current `request` span, continues the client's
 /// trace, and records the trace id (so log lines carry it).
 pub(crate) fn describe(span: &tracing::Span, d: Described<'_>) {
-    if span.is_disabled() {
+    if span.is_disabled() || !exporting() {
         return;
     }
     let meta = d
@@ -129,7 +173,7 @@ pub(crate) fn describe(span: &tracing::Span, d: Described<'_>) {
     );
     span.record("mcp.method.name", d.method);
     span.record("jsonrpc.request.id", d.id.to_string());
-    if let Some(s) = d.session.and_then(crate::observe::session_ref) {
+    if let Some(s) = d.session.and_then(session_ref) {
         span.record("mcp.session.id", s);
     }
     if let Some(v) = d.protocol_version {
@@ -144,6 +188,9 @@ pub(crate) fn describe(span: &tracing::Span, d: Described<'_>) {
 /// The current trace context, as `traceparent`/`tracestate` pairs (empty
 /// when nothing is traced).
 fn current() -> HashMap<String, String> {
+    if !exporting() {
+        return HashMap::new();
+    }
     let cx = tracing::Span::current().context();
     let mut carrier = HashMap::new();
     if cx.span().span_context().is_valid() {
@@ -169,4 +216,16 @@ pub(crate) fn propagate(params: &mut Map<String, Value>, headers: &mut Vec<(Stri
     }
     headers.retain(|(k, _)| !pairs.contains_key(&k.to_ascii_lowercase()));
     headers.extend(pairs);
+}
+
+/// How a session appears in audit records and spans: the first 16 hex digits
+/// of the SHA-256 of its id. Records of one session correlate, but a reader
+/// cannot use the value to join the live session (the id is a bearer
+/// credential).
+pub(crate) fn session_ref(id: &str) -> Option<String> {
+    if id.is_empty() {
+        return None;
+    }
+    use sha2::{Digest, Sha256};
+    Some(hex::encode(&Sha256::digest(id.as_bytes())[..8]))
 }

@@ -12,7 +12,8 @@ const LAYERS: manifold_testkit::architecture::Layers = &[
     &["handlers"],
     &["relay"],
     &["exchange"],
-    &["observe", "tracectx"],
+    &["observe"],
+    &["tracectx"],
     &["state"],
     &["reply", "refusal", "era"],
 ];

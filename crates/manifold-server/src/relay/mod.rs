@@ -74,11 +74,7 @@ pub(crate) async fn forward(
     }
     // The upstream's part of the trace: open until the answer (it rides in
     // `Answering`, into the stream's pump if there is one).
-    let span = tracing::info_span!("upstream.call",
-        otel.name = format!("{} {}", x.method, upstream.name()),
-        otel.kind = "client",
-        "mcp.method.name" = %x.method,
-        upstream = %upstream.name());
+    let span = crate::tracectx::upstream_call(&x.method, upstream.name());
     span.in_scope(|| crate::tracectx::propagate(&mut params, &mut headers));
     let mut a = Answering {
         span: span.clone(),

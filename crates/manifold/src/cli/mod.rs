@@ -74,6 +74,7 @@ pub(crate) fn start_telemetry(
         }
     };
     crate::telemetry::init_deferred(Some(layer));
+    manifold_server::enable_span_export();
     tracing::info!(endpoint = %t.endpoint, sample_ratio = t.sample_ratio, audit, "exporting traces over OTLP");
     Ok(Some(telemetry))
 }
