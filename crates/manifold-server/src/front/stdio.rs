@@ -26,9 +26,11 @@
 use bytes::Bytes;
 use manifold_policy::Identity;
 use manifold_protocol::{jsonrpc, ErrorCode, RpcError};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
+use tokio::task::AbortHandle;
 
 use crate::exchange::{Accepts, Arrival, Front};
 use crate::lock;
@@ -68,6 +70,8 @@ impl Gateway {
             self.cfg().limits.max_calls_per_session.max(1),
         ));
         let mut handlers = tokio::task::JoinSet::new();
+        // Requests being served, by their JSON-RPC id (its JSON text).
+        let running: Arc<Mutex<HashMap<String, AbortHandle>>> = Arc::default();
         let mut lines = Lines::new(input, self.cfg().limits.max_body_bytes);
         loop {
             let line = tokio::select! {
@@ -92,20 +96,68 @@ impl Gateway {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let Ok(permit) = slots.clone().acquire_owned().await else {
-                break;
-            };
+            let kind = classify(&line);
+            if let Kind::Cancel(id) = &kind {
+                // A 2026-07-28 client cancels a request over stdio by naming it
+                // (there is no stream to close): its handler is dropped, which
+                // cancels the call upstream. A session-era cancellation is also
+                // handled by the pipeline below.
+                if let Some(abort) = lock(&running).remove(id) {
+                    abort.abort();
+                }
+            }
             let (gw, tx, session, identity) =
                 (self.clone(), tx.clone(), session.clone(), identity.clone());
-            handlers.spawn(async move {
-                let _permit = permit;
-                gw.serve_line(&line, identity, &session, &tx).await;
-            });
+            match kind {
+                Kind::Request(id) => {
+                    // Only requests take a place: a response or a cancellation
+                    // must always get through, or a call waiting for one would
+                    // hold its place forever.
+                    let Ok(permit) = slots.clone().acquire_owned().await else {
+                        break;
+                    };
+                    let (running2, key) = (running.clone(), id.clone());
+                    // Held while spawning: the task's own removal waits for the
+                    // insertion, so a quick one leaves no stale entry.
+                    let mut table = lock(&running);
+                    let handle = handlers.spawn(async move {
+                        let _permit = permit;
+                        gw.serve_line(&line, identity, &session, &tx, true).await;
+                        lock(&running2).remove(&id);
+                    });
+                    table.insert(key, handle);
+                }
+                Kind::Cancel(_) | Kind::Other(false) => {
+                    // A notification or a response: nothing is ever written
+                    // back for it (a refusal included).
+                    handlers.spawn(async move {
+                        gw.serve_line(&line, identity, &session, &tx, false).await;
+                    });
+                }
+                Kind::Other(true) => {
+                    // Not a message at all: the pipeline's error (id null) is
+                    // the answer.
+                    handlers.spawn(async move {
+                        gw.serve_line(&line, identity, &session, &tx, true).await;
+                    });
+                }
+            }
             // Reap finished handlers as we go, so the set stays small.
             while handlers.try_join_next().is_some() {}
         }
+        // Input closed (or shutdown): listen streams get their final result;
+        // questions to the client fail now (it can no longer answer) instead
+        // of waiting out their time; the calls in flight finish and are
+        // answered; then the session ends.
+        self.listeners.end_all();
+        let id = lock(&session).clone();
+        if let Some(s) = id.as_deref().and_then(|id| self.sessions.get(id)) {
+            for r in s.take_all_pending() {
+                r.refuse(ErrorCode::INTERNAL_ERROR, "the client closed its input")
+                    .await;
+            }
+        }
         while handlers.join_next().await.is_some() {}
-        let id = lock(&session).take();
         if let Some(id) = id {
             self.end_session(&id, SessionEnd::Closed);
         }
@@ -120,6 +172,7 @@ impl Gateway {
         identity: Arc<Identity>,
         session: &Mutex<Option<String>>,
         tx: &mpsc::Sender<Bytes>,
+        answers: bool,
     ) {
         let arrival = Arrival {
             request_id: self.request_id(),
@@ -135,17 +188,24 @@ impl Gateway {
             },
         };
         let reply = pipeline::serve(self, arrival.clone(), line).await;
+        if !answers {
+            return;
+        }
         match reply {
             Reply::Message {
                 bytes,
                 session: opened,
                 ..
             } => {
+                // The session is known before its `initialize` answer goes
+                // out, so the client's next message finds it.
+                let previous = opened
+                    .as_ref()
+                    .and_then(|id| lock(session).replace(id.clone()));
                 let _ = tx.send(bytes).await;
                 if let Some(id) = opened {
                     // The session's own stream (what HTTP clients GET) goes to
                     // stdout too, after the `initialize` answer.
-                    let previous = lock(session).replace(id.clone());
                     if let Some(old) = previous {
                         self.end_session(&old, SessionEnd::Closed);
                     }
@@ -161,6 +221,35 @@ impl Gateway {
             Reply::Stream(rx) => forward(rx, tx.clone()).await,
             Reply::Accepted | Reply::Ended => {}
         }
+    }
+}
+
+/// What a line is, as far as the front door cares.
+enum Kind {
+    /// A request, with its id (JSON text).
+    Request(String),
+    /// `notifications/cancelled` naming this request id (JSON text).
+    Cancel(String),
+    /// A response or another notification (`false`), or something that is
+    /// not a message (`true`: the pipeline's refusal answers it).
+    Other(bool),
+}
+
+fn classify(line: &[u8]) -> Kind {
+    let Ok(serde_json::Value::Object(m)) = serde_json::from_slice::<serde_json::Value>(line) else {
+        return Kind::Other(true);
+    };
+    match (m.get("method").and_then(|v| v.as_str()), m.get("id")) {
+        (Some(_), Some(id)) => Kind::Request(id.to_string()),
+        (Some("notifications/cancelled"), None) => m
+            .get("params")
+            .and_then(|p| p.get("requestId"))
+            .map_or(Kind::Other(false), |id| Kind::Cancel(id.to_string())),
+        (Some(_), None) => Kind::Other(false),
+        (None, Some(_)) if m.contains_key("result") || m.contains_key("error") => {
+            Kind::Other(false)
+        }
+        _ => Kind::Other(true),
     }
 }
 

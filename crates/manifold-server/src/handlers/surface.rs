@@ -126,6 +126,7 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
         peer: x.arrival.peer,
         owner: x.principal.session_owner(),
         viewer: x.principal.identity(),
+        keep_alive: matches!(x.arrival.front, crate::exchange::Front::Stdio { .. }),
     };
     // With `[cluster]`, the id carries the session's state to every replica.
     let sealed = gw.sealer.as_ref().and_then(|s| {

@@ -136,6 +136,7 @@ fn adopt(gw: &Gateway, arrival: &Arrival, id: &str) -> Result<Arc<ClientSession>
         peer: arrival.peer,
         owner: facts.owner,
         viewer: None,
+        keep_alive: false,
     };
     match gw.sessions.create_with_id(opening, Some(id.to_string())) {
         Ok(s) => {

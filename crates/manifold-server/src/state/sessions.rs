@@ -51,6 +51,8 @@ pub(crate) struct ClientSession {
     /// identity of its latest request (groups and scopes may change with a new
     /// token; the owner may not).
     viewer: Mutex<Option<Arc<manifold_policy::Identity>>>,
+    /// Exempt from the idle sweep (`Opening::keep_alive`).
+    keep_alive: bool,
     /// `limits.max_calls_per_session`.
     max_calls: usize,
     created: Instant,
@@ -75,6 +77,7 @@ impl ClientSession {
             peer: opening.peer,
             owner: opening.owner,
             viewer: Mutex::new(opening.viewer),
+            keep_alive: opening.keep_alive,
             max_calls,
             created: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
@@ -161,6 +164,12 @@ impl ClientSession {
         lock(&self.pending).remove(id)
     }
 
+    /// Every server→client request still waiting for this client, taken (the
+    /// client can no longer answer: its input closed).
+    pub fn take_all_pending(&self) -> Vec<Responder> {
+        lock(&self.pending).drain().map(|(_, r)| r).collect()
+    }
+
     /// Registers a call in flight; its token fires on `notifications/cancelled`
     /// or when the session ends. `None` at the `max_calls` bound: one session
     /// cannot take every upstream slot.
@@ -197,6 +206,9 @@ pub(crate) struct Opening {
     pub owner: Option<String>,
     /// Its identity, for its `[[policy]]` view.
     pub viewer: Option<Arc<manifold_policy::Identity>>,
+    /// Never ended for idleness: the stdio client's one session lives as long
+    /// as its process.
+    pub keep_alive: bool,
 }
 
 /// Why no session was minted.
@@ -311,7 +323,7 @@ impl Sessions {
     pub fn idle(&self, idle: Duration) -> Vec<String> {
         self.map
             .iter()
-            .filter(|e| e.value().idle_for() > idle)
+            .filter(|e| !e.value().keep_alive && e.value().idle_for() > idle)
             .map(|e| e.key().clone())
             .collect()
     }

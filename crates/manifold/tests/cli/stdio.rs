@@ -107,6 +107,44 @@ fn stdio_serves_one_client_and_cleans_up_when_stdin_closes() {
     let echo = response(&lines, 4);
     assert_eq!(echo["result"]["content"][0]["text"], "over stdio", "{echo}");
 
+    // A 2026-07-28 client on the same stdio: it cancels by naming the request
+    // (no session), and nothing is written back for the notification.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {},
+                      "io.modelcontextprotocol/clientInfo": {"name": "modern", "version": "1"}});
+    send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "demo__sleep", "arguments": {"ms": 30001}, "_meta": meta}}));
+    std::thread::sleep(Duration::from_millis(200));
+    send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}),
+    );
+    send(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+        "params": {"name": "demo__echo", "arguments": {"text": "modern"}, "_meta": meta}}));
+    let modern = response(&lines, 6);
+    assert_eq!(modern["result"]["content"][0]["text"], "modern", "{modern}");
+    // A listen stream left open: closing stdin must still end the process.
+    send(
+        json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}}),
+    );
+    let ack = {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let line = lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("the listen acknowledgment");
+            let m: Value = serde_json::from_str(&line).expect("JSON");
+            assert_ne!(m["id"], 5, "the cancelled request was answered: {m}");
+            if m["method"] == "notifications/subscriptions/acknowledged" {
+                break m;
+            }
+        }
+    };
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
+        "{ack}"
+    );
+
     // Closing stdin is how a desktop client says goodbye.
     drop(stdin);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -145,4 +183,9 @@ fn stdio_serves_one_client_and_cleans_up_when_stdin_closes() {
         "{}",
         by_name("demo__sleep")
     );
+    let modern_sleep = records
+        .iter()
+        .find(|r| r["arguments"]["ms"] == 30001)
+        .expect("the 2026-07-28 sleep's record");
+    assert_eq!(modern_sleep["outcome"], "cancelled", "{modern_sleep}");
 }
