@@ -127,8 +127,10 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
         owner: x.principal.session_owner(),
         viewer: x.principal.identity(),
         keep_alive: matches!(x.arrival.front, crate::exchange::Front::Stdio { .. }),
+        expires: None,
     };
     // With `[cluster]`, the id carries the session's state to every replica.
+    let mut opening = opening;
     let sealed = gw.sealer.as_ref().and_then(|s| {
         let facts = crate::state::sealed::SessionFacts {
             protocol_version: opening.protocol_version.clone(),
@@ -139,6 +141,9 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
                 + crate::state::sealed::SEALED_SESSION_MAX_AGE.as_secs(),
         };
         let id = s.seal(&facts);
+        if id.is_some() {
+            opening.expires = Some(facts.expires);
+        }
         if id.is_none() {
             tracing::warn!(
                 "session state over {} bytes: its id is not sealed, so it is valid on this replica only",

@@ -108,11 +108,19 @@ pub(crate) fn session_of(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSe
     let Some(id) = arrival.front.header(m::HEADER_SESSION_ID) else {
         return Err(Refusal::SessionRequired);
     };
+    let principal = Principal::from_identity(arrival.identity.as_ref());
     let session = match gw.sessions.get(id) {
         Some(s) => s,
-        None => adopt(gw, arrival, id)?,
+        None => adopt(gw, arrival, &principal, id)?,
     };
-    let principal = Principal::from_identity(arrival.identity.as_ref());
+    // An expired sealed session is unknown here too (the idle sweep removes
+    // it, and remembers it ended).
+    if session
+        .expires
+        .is_some_and(|e| crate::state::sealed::now_secs() > e)
+    {
+        return Err(Refusal::UnknownSession);
+    }
     if session.owner != principal.session_owner() {
         return Err(Refusal::UnknownSession);
     }
@@ -123,20 +131,33 @@ pub(crate) fn session_of(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSe
 
 /// A sealed id this replica has not seen (`[cluster]`): the session another
 /// replica opened, taken up here. Anything that does not open is unknown.
-fn adopt(gw: &Gateway, arrival: &Arrival, id: &str) -> Result<Arc<ClientSession>, Refusal> {
+fn adopt(
+    gw: &Gateway,
+    arrival: &Arrival,
+    principal: &Principal,
+    id: &str,
+) -> Result<Arc<ClientSession>, Refusal> {
     let sealer = gw.sealer.as_ref().ok_or(Refusal::UnknownSession)?;
+    if gw.sessions.has_ended(id) {
+        return Err(Refusal::UnknownSession);
+    }
     let facts = sealer.open(id).map_err(|why| {
         tracing::debug!(%why, "a session id that does not open");
         Refusal::UnknownSession
     })?;
+    // Another principal's id is unknown before anything is created for it.
+    if facts.owner != principal.session_owner() {
+        return Err(Refusal::UnknownSession);
+    }
     let opening = crate::state::sessions::Opening {
         protocol_version: facts.protocol_version,
         client_info: facts.client_info,
         capabilities: facts.capabilities,
         peer: arrival.peer,
         owner: facts.owner,
-        viewer: None,
+        viewer: principal.identity(),
         keep_alive: false,
+        expires: Some(facts.expires),
     };
     match gw.sessions.create_with_id(opening, Some(id.to_string())) {
         Ok(s) => {

@@ -187,6 +187,10 @@ impl Gateway {
         let Some(session) = self.sessions.remove(id) else {
             return false;
         };
+        if let Some(expires) = session.expires {
+            self.sessions
+                .remember_ended(id, expires, sealed::now_secs());
+        }
         self.unsubscribe_all(&session.id);
         self.log_levels_after_sessions_ended();
         tracing::info!(session = %session.short_id(), client = %session.client_info,

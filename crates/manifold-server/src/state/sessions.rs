@@ -53,6 +53,8 @@ pub(crate) struct ClientSession {
     viewer: Mutex<Option<Arc<manifold_policy::Identity>>>,
     /// Exempt from the idle sweep (`Opening::keep_alive`).
     keep_alive: bool,
+    /// When a sealed id stops being accepted (`Opening::expires`).
+    pub expires: Option<u64>,
     /// `limits.max_calls_per_session`.
     max_calls: usize,
     created: Instant,
@@ -78,6 +80,7 @@ impl ClientSession {
             owner: opening.owner,
             viewer: Mutex::new(opening.viewer),
             keep_alive: opening.keep_alive,
+            expires: opening.expires,
             max_calls,
             created: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
@@ -209,6 +212,9 @@ pub(crate) struct Opening {
     /// Never ended for idleness: the stdio client's one session lives as long
     /// as its process.
     pub keep_alive: bool,
+    /// A sealed id's expiry (seconds since the epoch): past it the session is
+    /// unknown here too.
+    pub expires: Option<u64>,
 }
 
 /// Why no session was minted.
@@ -230,8 +236,14 @@ pub(crate) struct SessionLimits {
 }
 
 /// Every live session.
+/// Ended sealed ids remembered (until they expire) so that they stay ended;
+/// past this many, the oldest-expiring are forgotten first.
+pub const MAX_ENDED_SEALED_IDS: usize = 65_536;
+
 pub(crate) struct Sessions {
     map: DashMap<String, Arc<ClientSession>>,
+    /// Sealed ids that ended here, with their expiry: never taken up again.
+    ended: Mutex<HashMap<String, u64>>,
     /// Open sessions by the address they were created from.
     per_peer: Mutex<HashMap<IpAddr, usize>>,
     limits: SessionLimits,
@@ -241,9 +253,35 @@ impl Sessions {
     pub fn new(limits: SessionLimits) -> Sessions {
         Sessions {
             map: DashMap::new(),
+            ended: Mutex::new(HashMap::new()),
             per_peer: Mutex::new(HashMap::new()),
             limits,
         }
+    }
+
+    /// Remembers that a sealed session ended (DELETE, idleness, expiry), so the
+    /// same id is not taken up again on this replica before it expires.
+    pub fn remember_ended(&self, id: &str, expires: u64, now: u64) {
+        let mut ended = lock(&self.ended);
+        if ended.len() >= MAX_ENDED_SEALED_IDS {
+            ended.retain(|_, e| *e > now);
+        }
+        if ended.len() >= MAX_ENDED_SEALED_IDS {
+            // Still full: forget the one that expires first.
+            if let Some(k) = ended
+                .iter()
+                .min_by_key(|(_, e)| **e)
+                .map(|(k, _)| k.clone())
+            {
+                ended.remove(&k);
+            }
+        }
+        ended.insert(id.to_string(), expires);
+    }
+
+    /// Whether a sealed id ended on this replica.
+    pub fn has_ended(&self, id: &str) -> bool {
+        lock(&self.ended).contains_key(id)
     }
 
     /// Mints a session, within `limits.max_sessions` in all and

@@ -77,6 +77,17 @@ async fn a_session_opened_on_one_replica_is_served_by_the_others() -> Result<()>
             .call_tool("local__echo", json!({"text": "rotated"}))
             .await?;
         assert_eq!(r.result()?["content"][0]["text"], "rotated", "{r}");
+
+        // DELETE on B ends it there for good: B does not take the id up again.
+        assert_eq!(on_b.delete().await?.status, StatusCode::OK);
+        let r = joining(&b, &id)
+            .call_tool("local__echo", json!({"text": "x"}))
+            .await?;
+        assert_eq!(
+            r.status,
+            StatusCode::NOT_FOUND,
+            "an ended session came back: {r}"
+        );
         Ok(())
     })
     .await
