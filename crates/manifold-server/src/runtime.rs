@@ -103,8 +103,9 @@ impl Gateway {
         }
         let gw = Gateway::build(config, shutdown, audit_stop, auditor, task);
         // The issuers' keys are fetched before the first request is served.
-        if let Some(auth) = gw.live().auth.clone() {
-            auth.start(&gw.tasks, &gw.stop).await;
+        let live = gw.live();
+        if let Some(auth) = live.auth.clone() {
+            auth.start(&gw.tasks, &live.auth_stop).await;
         }
         Ok(gw)
     }
@@ -133,7 +134,7 @@ impl Gateway {
             .iter()
             .map(|u| spawn_upstream(u, &config, &tx, &stop, &tasks))
             .collect();
-        let live = Live::new(config.clone(), upstreams, None);
+        let live = Live::new(config.clone(), upstreams, None, &stop);
         let limits = &config.limits;
         let catalog = Arc::new(Catalog::empty(config.server.page_size));
         let gw = Arc::new(Gateway {
@@ -146,6 +147,7 @@ impl Gateway {
             events: tx,
             config_path: OnceLock::new(),
             config_stamp: Mutex::new(None),
+            rebuilding: Mutex::new(()),
             sealer: config.cluster.as_ref().and_then(sealed::Sealer::new),
             reloading: tokio::sync::Mutex::new(()),
             sessions: sessions::Sessions::new(sessions::SessionLimits {
@@ -396,12 +398,13 @@ impl Gateway {
     }
 
     async fn sweep_sessions(self: Arc<Self>) {
-        let idle = self.cfg().limits.session_idle_timeout;
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return,
                 _ = tokio::time::sleep(SESSION_SWEEP_INTERVAL) => {}
             }
+            // Read each time: a reload may change it.
+            let idle = self.cfg().limits.session_idle_timeout;
             let expired = self.sessions.idle(idle);
             let ended = expired
                 .iter()

@@ -79,7 +79,6 @@ pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
         }
     };
     check("server.listen", old.server.listen != new.server.listen);
-    check("server.path", old.server.path != new.server.path);
     check("server.tls", differs(&old.server.tls, &new.server.tls));
     check(
         "server.request_state_key",
@@ -91,6 +90,11 @@ pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
     );
     check("admin.listen", old.admin != new.admin);
     check("cluster", old.cluster != new.cluster);
+    check("tracing", old.tracing != new.tracing);
+    check(
+        "stdio.principal",
+        old.stdio_principal != new.stdio_principal,
+    );
     check("audit", differs(&old.audit, &new.audit));
     check(
         "metrics.max_tool_series",
@@ -226,9 +230,29 @@ impl Gateway {
             .map(|(u, _)| u.name().to_string())
             .collect();
         kept.extend(fresh);
-        self.live.store(Arc::new(Live::new(new, kept, Some(&old))));
+        let live = Arc::new(Live::new(new, kept, Some(&old), &self.stop));
+        // A new `[auth]`: its keys are fetched (and kept fresh) before it
+        // serves; the old one's refreshers stop.
+        let auth_changed = live.config.auth != old.config.auth;
+        if auth_changed {
+            if let Some(auth) = live.auth.clone() {
+                auth.start(&self.tasks, &live.auth_stop).await;
+            }
+        }
+        self.live.store(live.clone());
+        if auth_changed {
+            old.auth_stop.cancel();
+        }
         let rebuilt = self.rebuild_catalog();
         self.announce(&rebuilt);
+        // A restarted upstream is a new connection with the same name: the
+        // subscriptions and log level sessions built up are taken to it.
+        for (u, _) in &restarted {
+            self.renew_subscriptions(u);
+        }
+        if !restarted.is_empty() && self.sessions.most_verbose_log_level().is_some() {
+            self.apply_log_level_later();
+        }
         for (u, token) in leaving {
             self.tasks.spawn(drain_then_stop(u, token));
         }

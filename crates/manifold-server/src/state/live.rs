@@ -25,15 +25,19 @@ impl Live {
         config: Arc<GatewayConfig>,
         mut upstreams: Vec<(Upstream, CancellationToken)>,
         previous: Option<&Live>,
+        stop: &CancellationToken,
     ) -> Live {
         upstreams.sort_by(|a, b| a.0.name().cmp(b.0.name()));
         let same = |f: &dyn Fn(&GatewayConfig) -> bool| previous.filter(|p| f(&p.config));
-        let auth = match same(&|p| p.auth == config.auth) {
-            Some(p) => p.auth.clone(),
-            None => config
-                .auth
-                .clone()
-                .map(|a| Arc::new(manifold_policy::Authenticator::new(a))),
+        let (auth, auth_stop) = match same(&|p| p.auth == config.auth) {
+            Some(p) => (p.auth.clone(), p.auth_stop.clone()),
+            None => (
+                config
+                    .auth
+                    .clone()
+                    .map(|a| Arc::new(manifold_policy::Authenticator::new(a))),
+                stop.child_token(),
+            ),
         };
         let policy = match same(&|p| p.policy == config.policy) {
             Some(p) => p.policy.clone(),
@@ -74,6 +78,7 @@ impl Live {
             policy,
             rate_limits,
             confirm,
+            auth_stop,
         }
     }
 }

@@ -58,6 +58,8 @@ pub(crate) struct Live {
     pub rate_limits: Arc<manifold_policy::RateLimits>,
     /// `[confirm]`, compiled.
     pub confirm: Arc<manifold_policy::ConfirmRules>,
+    /// Stops the authenticator's key refreshers when a reload replaces it.
+    pub auth_stop: CancellationToken,
 }
 
 /// The running gateway.
@@ -71,6 +73,8 @@ pub struct Gateway {
     pub(crate) config_stamp: Mutex<Option<(Option<std::time::SystemTime>, u64)>>,
     /// Seals session ids when `[cluster]` is configured.
     pub(crate) sealer: Option<sealed::Sealer>,
+    /// One catalogue build at a time (`rebuild_catalog`).
+    pub(crate) rebuilding: Mutex<()>,
     /// One reload at a time.
     pub(crate) reloading: tokio::sync::Mutex<()>,
     /// Where upstreams report (every upstream, including one a reload adds).
@@ -218,6 +222,9 @@ impl Gateway {
     /// its own view).
     pub(crate) fn rebuild_catalog(&self) -> Rebuilt {
         use manifold_protocol::methods as m;
+        // One build at a time, each from the `Live` in force when it starts: a
+        // build from an older configuration cannot land after a newer one.
+        let _one_at_a_time = crate::lock(&self.rebuilding);
         let live = self.live();
         let inputs: Vec<UpstreamInput> = live
             .upstreams

@@ -271,3 +271,41 @@ async fn a_policy_reload_notifies_exactly_the_sessions_whose_view_changed() -> R
     })
     .await
 }
+
+/// A reload that restarts an upstream takes the resource subscriptions made
+/// on the old connection to the new one.
+#[tokio::test]
+async fn a_restarted_upstream_keeps_its_resource_subscriptions() -> Result<()> {
+    bounded(async {
+        let f = Setup::default().start().await?;
+        let url = f.remote.url.clone();
+        let c = f.session().await?;
+        let mut stream = c.open_get_stream().await?;
+        c.request("resources/subscribe", json!({"uri": "demo://readme"}))
+            .await?
+            .result()?;
+        let changed = Setup {
+            local: "timeout = \"21s\"".into(),
+            ..Setup::default()
+        };
+        let report =
+            f.gw.gateway()
+                .reload(TestGateway::config(&changed.render(&url))?)
+                .await?;
+        assert_eq!(report.restarted, ["local"], "{report:?}");
+        let r = c
+            .call_tool("local__touch", json!({"uri": "demo://readme"}))
+            .await?;
+        assert_ne!(
+            r.result()?["isError"],
+            true,
+            "the new local has no subscription: {r}"
+        );
+        let update = stream
+            .wait_for(|m| m["method"] == "notifications/resources/updated")
+            .await?;
+        assert_eq!(update["params"]["uri"], "demo://readme", "{update}");
+        Ok(())
+    })
+    .await
+}
