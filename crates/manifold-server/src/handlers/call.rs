@@ -15,7 +15,7 @@ use crate::era::Era;
 
 use crate::exchange::Exchange;
 use crate::refusal::Refusal;
-use crate::relay::{self, resolve};
+use crate::relay::{self, resolve, Target};
 use crate::reply::Reply;
 
 pub(crate) async fn call(
@@ -54,23 +54,33 @@ pub(crate) async fn call(
     if kind == Kind::Tools && x.gw.cfg().validate_output != manifold_config::OutputMode::Off {
         target.output_check = Some(name.clone());
     }
-    if kind == Kind::Tools && !x.gw.live().rate_limits.is_empty() {
-        if let Some(caller) = x.principal.identity() {
-            let permit = x.gw.live().rate_limits.admit(&caller, &name).map_err(|l| {
-                Refusal::RateLimited {
-                    tool: name.clone(),
-                    rule: l.rule,
-                    limit: l.limit,
-                    retry_after: l.retry_after,
-                }
-            })?;
-            target.permit = Some(permit);
-        }
-    }
     if kind == Kind::Tools {
+        // Rate limits are taken when the call is really about to go (after a
+        // human's "accept", for a confirmed one): see `confirm`.
         return super::confirm::forward(x, &name, params, target).await;
     }
     relay::forward(x, params, target).await
+}
+
+/// `[[rate_limit]]`: the places a tool call holds until it ends, or the
+/// refusal saying when to retry.
+pub(crate) fn rate_limit(x: &Exchange, name: &str, target: &mut Target) -> Result<(), Refusal> {
+    let limits = x.gw.live().rate_limits.clone();
+    if limits.is_empty() {
+        return Ok(());
+    }
+    if let Some(caller) = x.principal.identity() {
+        let permit = limits
+            .admit(&caller, name)
+            .map_err(|l| Refusal::RateLimited {
+                tool: name.to_string(),
+                rule: l.rule,
+                limit: l.limit,
+                retry_after: l.retry_after,
+            })?;
+        target.permit = Some(permit);
+    }
+    Ok(())
 }
 
 /// Arguments that do not fit the tool's `inputSchema`: a tool execution error

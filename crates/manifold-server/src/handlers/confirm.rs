@@ -28,6 +28,7 @@ use manifold_upstream::Responder;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::era::Era;
 use crate::exchange::{Caller, Exchange};
@@ -40,8 +41,11 @@ use crate::state::sessions::ClientSession;
 /// The `inputRequests` key of the question for a 2026-07-28 client.
 pub const CONFIRM_INPUT_KEY: &str = "confirm";
 
-/// Arguments shown in the question, at most this many bytes of JSON.
+/// Arguments shown in the question: about this many bytes of values in all,
+/// shared between the arguments (every argument's name is always shown).
 const SUMMARY_BYTES: usize = 1000;
+/// The least shown of any one argument's value.
+const MIN_VALUE_BYTES: usize = 24;
 
 /// What the human said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,15 +92,17 @@ pub(crate) async fn forward(
     if let Some(decision) = retry_answer(x, &mut params)? {
         return decided(x, name, decision, params, target).await;
     }
-    let needs = !gw.live().confirm.is_empty()
-        && gw
+    // From the caller's own view (the snapshot that resolved the tool); a tool
+    // not found there is asked about, never waved through.
+    let rules = gw.live().confirm.clone();
+    let needs = !rules.is_empty()
+        && x.access()
             .catalog
-            .load()
             .tools
             .get(name)
-            .is_some_and(|e| gw.live().confirm.needs(name, e.json()));
+            .is_none_or(|e| rules.needs(name, e.json()));
     if !needs || matches!(x.caller, Caller::Operator(_)) {
-        return relay::forward(x, params, target).await;
+        return go(x, name, params, target).await;
     }
     let question = question(x, name, &target, &params);
     match x.caller.clone() {
@@ -137,11 +143,24 @@ pub(crate) async fn forward(
                     if let Some(o) = x.observation() {
                         o.confirmation = Some(Confirmation::Unconfirmed);
                     }
-                    relay::forward(x, params, target).await
+                    go(x, name, params, target).await
                 }
             }
         }
     }
+}
+
+/// Forwards the call now: its rate-limit places are taken here, after any
+/// confirmation, so a call waiting for a human holds none and a declined one
+/// costs none.
+async fn go(
+    x: &mut Exchange,
+    name: &str,
+    params: Map<String, Value>,
+    mut target: Target,
+) -> Result<Reply, Refusal> {
+    super::call::rate_limit(x, name, &mut target)?;
+    relay::forward(x, params, target).await
 }
 
 /// The human's answer a 2026-07-28 retry carries for our question (its state
@@ -185,7 +204,7 @@ async fn decided(
         o.confirmation = Some(decision.audited());
     }
     if decision == Decision::Accept {
-        return relay::forward(x, params, target).await;
+        return go(x, name, params, target).await;
     }
     let bytes = not_made(x, name, &decision);
     if let Some(o) = x.obs.take() {
@@ -232,25 +251,16 @@ fn question(x: &Exchange, name: &str, target: &Target, params: &Map<String, Valu
         .and_then(Value::as_object)
         .map(|p| p.keys().map(String::as_str).collect())
         .unwrap_or_default();
-    let mut args = params
+    let args = params
         .get("arguments")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    args.retain(|k, _| !pinned.contains(&k.as_str()));
-    let mut summary = Value::Object(args).to_string();
-    if summary.len() > SUMMARY_BYTES {
-        let mut end = SUMMARY_BYTES;
-        while !summary.is_char_boundary(end) {
-            end -= 1;
-        }
-        summary.truncate(end);
-        summary.push('…');
-    }
+    let summary = summarise(&args, &pinned);
     let upstream = target.upstream.name();
     let own = target.original.as_deref().unwrap_or(name);
     let message = format!(
-        "Confirm this tool call before it runs.\n\nTool: {name} (`{own}` on upstream `{upstream}`)\nArguments: {summary}\n\nAccept to run it; decline to stop it."
+        "Confirm this tool call before it runs.\n\nTool: {name} (`{own}` on upstream `{upstream}`)\nArguments:{summary}\n\nAccept to run it; decline to stop it."
     );
     let mut q =
         json!({"message": message, "requestedSchema": {"type": "object", "properties": {}}});
@@ -263,6 +273,34 @@ fn question(x: &Exchange, name: &str, target: &Target, params: &Map<String, Valu
         q["mode"] = json!("form");
     }
     q
+}
+
+/// Every argument the client sent, one per line in name order (so none can
+/// hide behind another), each value cut to its share of [`SUMMARY_BYTES`].
+fn summarise(args: &Map<String, Value>, pinned: &[&str]) -> String {
+    let mut keys: Vec<&String> = args
+        .keys()
+        .filter(|k| !pinned.contains(&k.as_str()))
+        .collect();
+    keys.sort();
+    if keys.is_empty() {
+        return " (none)".into();
+    }
+    let share = (SUMMARY_BYTES / keys.len()).max(MIN_VALUE_BYTES);
+    keys.iter()
+        .map(|k| {
+            let mut v = args[k.as_str()].to_string();
+            if v.len() > share {
+                let mut end = share;
+                while !v.is_char_boundary(end) {
+                    end -= 1;
+                }
+                v.truncate(end);
+                v.push_str("… (cut)");
+            }
+            format!("\n  {k}: {v}")
+        })
+        .collect()
 }
 
 /// Session era: opens the call's stream with the question and answers on it,
@@ -287,6 +325,15 @@ fn ask_on_stream(
             finish_on_stream(&mut detached, &name, d, params, target, &tx).await;
             return;
         };
+        // `notifications/cancelled` for the call reaches it while the human
+        // decides, like any call in flight.
+        let cancel = session
+            .begin_call(detached.rpc_id.clone())
+            .unwrap_or_else(|| {
+                let t = CancellationToken::new();
+                t.cancel();
+                t
+            });
         let request = json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": question});
         let bound = gw.cfg().limits.stream_write_timeout;
         let sent = tokio::time::timeout(bound, tx.send(Bytes::from(request.to_string()))).await;
@@ -300,12 +347,15 @@ fn ask_on_stream(
                     Err(_) => Decision::NoAnswer("the question was dropped".into()),
                 }),
                 _ = tokio::time::sleep(gw.held.ttl) => Some(Decision::NoAnswer(format!("none within {:?} (limits.held_call_ttl)", gw.held.ttl))),
+                _ = cancel.cancelled() => None,
                 _ = session.ended.cancelled() => None,
                 _ = gw.stop.cancelled() => None,
                 _ = tx.closed() => None,
             }
         };
         session.forget_pending(&id);
+        // The forward registers the call again, with its own token.
+        session.end_call(&detached.rpc_id);
         match decision {
             Some(d) => finish_on_stream(&mut detached, &name, d, params, target, &tx).await,
             // The client or the gateway went away: nothing was called.

@@ -73,7 +73,7 @@ async fn a_session_client_confirms_declines_or_dismisses_on_the_calls_stream() -
         let p = &question["params"];
         assert_eq!(p["mode"], "form", "{question}");
         let message = p["message"].as_str().unwrap_or_default();
-        for part in ["local__add", "upstream `local`", r#""a":2"#] {
+        for part in ["local__add", "upstream `local`", "\n  a: 2", "\n  b: 1"] {
             assert!(message.contains(part), "{part} not in {message}");
         }
         assert_eq!(p["requestedSchema"]["type"], "object");
@@ -221,6 +221,38 @@ async fn a_2026_client_confirms_through_an_input_required_round() -> Result<()> 
         let (status, refused) = s.send_stateless(&bare, &[]).await?;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
         assert_eq!(refused["error"]["code"], -32021, "{refused}");
+        Ok(())
+    })
+    .await
+}
+
+/// A call cancelled while its question is open is never made: the stream ends
+/// without a response, and the record says cancelled.
+#[tokio::test]
+async fn cancelling_while_the_human_decides_ends_the_call_unmade() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("confirm-cancel")?;
+        let (f, audit) = start(&dir, "refuse").await?;
+        let c =
+            f.gw.session("2025-11-25", json!({"elicitation": {}}))
+                .await?;
+        let mut stream = c
+            .send_streaming(&json!({
+                "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "local__add", "arguments": {"a": 9, "b": 1}}
+            }))
+            .await?;
+        let question = stream.expect_next().await?;
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        c.notify("notifications/cancelled", json!({"requestId": 9}))
+            .await?;
+        assert!(
+            stream.next().await?.is_none(),
+            "a cancelled call was answered"
+        );
+        let rec = record(&audit, &json!({"a": 9, "b": 1}))?;
+        assert_eq!(rec["outcome"], "cancelled", "{rec}");
+        assert!(rec["upstream"].is_null(), "the upstream was reached: {rec}");
         Ok(())
     })
     .await
