@@ -28,6 +28,20 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// The longest `traceparent`/`tracestate` taken from a client.
 pub const MAX_TRACEPARENT: usize = 512;
+/// The longest span attribute taken from client input (a name, a URI, an id);
+/// longer ones are cut and marked.
+pub const MAX_ATTRIBUTE_BYTES: usize = 256;
+
+fn clip(s: &str) -> String {
+    if s.len() <= MAX_ATTRIBUTE_BYTES {
+        return s.to_string();
+    }
+    let mut end = MAX_ATTRIBUTE_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
 
 /// Whether spans are exported (the binary's `[tracing]`): only then are the
 /// detailed request span, the phase spans and the context work worth their
@@ -148,36 +162,44 @@ pub(crate) fn describe(span: &tracing::Span, d: Described<'_>) {
     if let Some(cx) = parent {
         let _ = span.set_parent(cx);
     }
-    let name = |k: &str| d.params.and_then(|p| p.get(k)).and_then(Value::as_str);
+    // Client input, bounded: one oversized attribute must not bloat the
+    // export queue or fail a whole batch.
+    let name = |k: &str| {
+        d.params
+            .and_then(|p| p.get(k))
+            .and_then(Value::as_str)
+            .map(clip)
+    };
+    let method = clip(d.method);
     let target = match d.method {
         "tools/call" => {
             span.record("gen_ai.operation.name", "execute_tool");
             name("name").inspect(|n| {
-                span.record("gen_ai.tool.name", *n);
+                span.record("gen_ai.tool.name", n.as_str());
             })
         }
         "prompts/get" => name("name").inspect(|n| {
-            span.record("gen_ai.prompt.name", *n);
+            span.record("gen_ai.prompt.name", n.as_str());
         }),
         _ => None,
     };
     if let Some(uri) = name("uri") {
-        span.record("mcp.resource.uri", uri);
+        span.record("mcp.resource.uri", uri.as_str());
     }
     span.record(
         "otel.name",
         match target {
-            Some(t) => format!("{} {t}", d.method),
-            None => d.method.to_string(),
+            Some(t) => format!("{method} {t}"),
+            None => method.clone(),
         },
     );
-    span.record("mcp.method.name", d.method);
-    span.record("jsonrpc.request.id", d.id.to_string());
+    span.record("mcp.method.name", method.as_str());
+    span.record("jsonrpc.request.id", clip(&d.id.to_string()));
     if let Some(s) = d.session.and_then(session_ref) {
         span.record("mcp.session.id", s);
     }
     if let Some(v) = d.protocol_version {
-        span.record("mcp.protocol.version", v);
+        span.record("mcp.protocol.version", clip(v));
     }
     let trace = span.context().span().span_context().clone();
     if trace.is_valid() {

@@ -171,7 +171,7 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
         "serverInfo".into(),
         json!({"name": SERVER_NAME, "version": SERVER_VERSION}),
     );
-    if let Some(text) = merged_instructions(gw) {
+    if let Some(text) = merged_instructions(gw, &x.access()) {
         out.insert("instructions".into(), Value::from(text));
     }
     let bytes =
@@ -200,7 +200,7 @@ pub(crate) fn discover(x: &Exchange) -> Result<Reply, Refusal> {
     // In this era `resources.subscribe` promises `resourceSubscriptions` on a
     // listen, which Manifold honours for every URI an upstream can subscribe to.
     out.insert("capabilities".into(), capabilities_for(gw));
-    if let Some(text) = merged_instructions(gw) {
+    if let Some(text) = merged_instructions(gw, &x.access()) {
         out.insert("instructions".into(), Value::from(text));
     }
     out.insert(
@@ -247,10 +247,12 @@ fn capabilities_for(gw: &Gateway) -> Value {
 }
 
 /// One heading per upstream that gave instructions, in upstream order.
-fn merged_instructions(gw: &Gateway) -> Option<String> {
+fn merged_instructions(gw: &Gateway, access: &crate::state::views::Access) -> Option<String> {
     let parts: Vec<String> = gw
         .upstreams()
         .iter()
+        // An upstream the caller's view holds nothing of is not named to it.
+        .filter(|u| access.shows_upstream(u.name()))
         .filter_map(|u| {
             let text = u.status().facts?.instructions?;
             let text = text.trim().to_string();

@@ -156,7 +156,21 @@ impl Gateway {
     /// A message no call claimed: to every session with a GET stream that wants it.
     pub(crate) fn broadcast_log(&self, upstream: &str, msg: &Map<String, Value>) -> usize {
         let mut sent = 0;
+        // Under `[[policy]]`, only sessions whose view holds something of the
+        // upstream hear it (decided once per view).
+        let views = self.views.load_full();
+        let mut memo: std::collections::HashMap<Option<manifold_policy::ViewKey>, bool> =
+            std::collections::HashMap::new();
         for session in self.sessions.all() {
+            let key = super::views::key_of(views.policy(), session.viewer().as_deref());
+            if key.is_some() {
+                let hears = *memo.entry(key.clone()).or_insert_with(|| {
+                    super::views::holds_upstream(&views.get(key.as_ref()), upstream)
+                });
+                if !hears {
+                    continue;
+                }
+            }
             let filter = session
                 .log_level()
                 .map_or(LogFilter::All, LogFilter::AtLeast);

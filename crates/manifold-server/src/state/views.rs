@@ -91,7 +91,25 @@ pub(crate) struct Access {
     policy: Arc<Policy>,
 }
 
+/// Whether a catalog holds anything of `upstream` (a tool, prompt, resource
+/// or template).
+pub(crate) fn holds_upstream(catalog: &Catalog, upstream: &str) -> bool {
+    let named =
+        |l: &manifold_catalog::NamedList| l.entries().iter().any(|e| &*e.upstream == upstream);
+    let by_uri = |l: &manifold_catalog::UriList| l.items().any(|(_, up)| &**up == upstream);
+    named(&catalog.tools)
+        || named(&catalog.prompts)
+        || by_uri(&catalog.resources.resources)
+        || by_uri(&catalog.resources.templates)
+}
+
 impl Access {
+    /// Whether the caller's view holds anything of `upstream`: what it is told
+    /// about an upstream (its instructions, its log messages) follows.
+    pub(crate) fn shows_upstream(&self, upstream: &str) -> bool {
+        self.key.is_none() || holds_upstream(&self.catalog, upstream)
+    }
+
     /// Whether the caller may read, subscribe to or complete `uri` (a
     /// resource URI or a template string).
     pub(crate) fn may_use_uri(&self, uri: &str) -> bool {

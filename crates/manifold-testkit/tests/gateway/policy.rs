@@ -343,3 +343,37 @@ async fn admin_endpoints_show_a_callers_catalog_the_upstreams_and_a_redacted_con
     })
     .await
 }
+
+/// An upstream a caller's view holds nothing of is not named to it: its
+/// instructions are left out of `initialize`.
+#[tokio::test]
+async fn an_upstream_outside_the_view_is_not_named_in_the_instructions() -> Result<()> {
+    bounded(async {
+        let f = start().await?;
+        let instructions = |key: Option<&'static str>| {
+            let c = f.gw.client();
+            c.set_bearer(key);
+            async move {
+                let r = c
+                    .request(
+                        "initialize",
+                        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                               "clientInfo": {"name": "t", "version": "0"}}),
+                    )
+                    .await?;
+                Ok::<_, anyhow::Error>(
+                    r.result()?["instructions"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            }
+        };
+        // ops sees local__* tools; the anonymous view holds only remote__add.
+        assert!(instructions(Some(OPS)).await?.contains("## local"));
+        let anon = instructions(None).await?;
+        assert!(!anon.contains("## local"), "{anon}");
+        Ok(())
+    })
+    .await
+}
