@@ -31,7 +31,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::state::{Gateway, Live};
 
-/// How often `[server] watch_config` looks at the file.
+/// How often `[server] watch_config` looks at the file (a change is applied
+/// after two looks agree, so within about twice this).
 pub const WATCH_INTERVAL: Duration = Duration::from_secs(2);
 
 /// What a reload did.
@@ -262,6 +263,9 @@ impl Gateway {
     /// Reloads whenever the configuration file changes (`[server]
     /// watch_config`), until shutdown.
     pub(crate) async fn watch_config(self: Arc<Self>) {
+        // A change is applied once the file has stayed the same for one more
+        // look: an editor writing in place is not read half-way.
+        let mut pending: Option<Stamp> = None;
         loop {
             tokio::select! {
                 _ = self.shutdown.cancelled() => return,
@@ -271,11 +275,18 @@ impl Gateway {
             let Some(path) = self.config_path.get() else {
                 continue;
             };
-            let changed = stamp(path) != *crate::lock(&self.config_stamp);
-            if changed {
-                tracing::info!(path = %path.display(), "configuration file changed; reloading");
-                let _ = self.reload_from_file().await;
+            let now = stamp(path);
+            if now == *crate::lock(&self.config_stamp) {
+                pending = None;
+                continue;
             }
+            if pending.as_ref() != Some(&now) {
+                pending = Some(now);
+                continue;
+            }
+            pending = None;
+            tracing::info!(path = %path.display(), "configuration file changed; reloading");
+            let _ = self.reload_from_file().await;
         }
     }
 }

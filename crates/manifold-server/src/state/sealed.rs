@@ -5,7 +5,7 @@
 //! shared storage.
 //!
 //! Id: `s1.` + base64url(nonce ‖ ciphertext ‖ tag); the key is the SHA-256 of
-//! the configured secret; `previous_session_keys` still open ids (rotation).
+//! a domain label and the configured secret; `previous_session_keys` still open ids (rotation).
 //!
 //! Invariants: an id opens only if it is authentic under one of the keys and
 //! unexpired (a tampered, foreign-key or expired id is simply unknown); the
@@ -54,7 +54,13 @@ pub(crate) struct Sealer {
 }
 
 fn key(secret: &str) -> Option<LessSafeKey> {
-    let k: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+    // Its own domain: the same secret reused elsewhere (as a
+    // `request_state_key`, whose HMAC key is its plain SHA-256) gives a
+    // different key here.
+    let mut h = Sha256::new();
+    h.update(b"manifold sealed session id v1\0");
+    h.update(secret.as_bytes());
+    let k: [u8; 32] = h.finalize().into();
     UnboundKey::new(&AES_256_GCM, &k).ok().map(LessSafeKey::new)
 }
 
