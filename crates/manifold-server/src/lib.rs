@@ -52,7 +52,7 @@ pub use runtime::{
 pub use state::live::tool_overrides;
 pub use state::ownership::LEARNED_URI_CAPACITY;
 pub use state::sessions::{MAX_PENDING_CLIENT_REQUESTS, SESSION_ID_BYTES};
-pub use state::views::MAX_CACHED_VIEWS;
+pub use state::views::{MAX_CACHED_VIEWS, MAX_CACHED_VIEW_BYTES};
 pub use state::Gateway;
 pub use tracectx::enable_span_export;
 

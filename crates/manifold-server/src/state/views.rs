@@ -9,15 +9,17 @@
 //! Invariants: a view only ever holds items of the catalog it was built from
 //! (the [`Views`] value is swapped whole with the catalog); without any rule the
 //! view *is* the catalog (no copy); the local operator sees everything; at most
-//! [`MAX_CACHED_VIEWS`] views are kept per catalogue, and building never holds
-//! the lock across an await (there is none).
+//! [`MAX_CACHED_VIEWS`] views and about [`MAX_CACHED_VIEW_BYTES`] of items are
+//! kept per catalogue; a view is built outside the map's lock (once, by the
+//! first caller that needs it).
 //!
 //! Not here: deciding what a rule allows (`manifold_policy::authz`); what a
 //! handler answers for a hidden item (it answers as for an unknown one).
 
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use manifold_catalog::{Catalog, Item};
 use manifold_policy::{Identity, ItemKind, Policy, ViewKey};
@@ -25,15 +27,23 @@ use manifold_policy::{Identity, ItemKind, Policy, ViewKey};
 use crate::lock;
 
 /// Distinct views kept per catalogue. Past it the cache starts over (views are
-/// rebuilt as callers come): memory stays bounded whatever the callers' mix of
-/// groups and scopes.
+/// rebuilt as callers come).
 pub const MAX_CACHED_VIEWS: usize = 1024;
+/// Bytes of pre-serialized items the cached views may hold together (about
+/// what their pages take). Past it the cache starts over, so memory stays
+/// bounded by size too, whatever the catalogue's size and the callers' mix.
+pub const MAX_CACHED_VIEW_BYTES: usize = 256 * 1024 * 1024;
+
+/// One view, built once by whichever caller needs it first.
+type Slot = Arc<OnceLock<Arc<Catalog>>>;
 
 /// The catalog and the views built from it so far.
 pub(crate) struct Views {
     pub base: Arc<Catalog>,
     policy: Arc<Policy>,
-    built: Mutex<HashMap<ViewKey, Arc<Catalog>>>,
+    built: Mutex<HashMap<ViewKey, Slot>>,
+    /// Item bytes of the views in `built`.
+    bytes: AtomicUsize,
 }
 
 impl Views {
@@ -42,6 +52,7 @@ impl Views {
             base,
             policy,
             built: Mutex::new(HashMap::new()),
+            bytes: AtomicUsize::new(0),
         }
     }
 
@@ -50,25 +61,38 @@ impl Views {
         let Some(key) = key else {
             return self.base.clone();
         };
-        let mut built = lock(&self.built);
-        if let Some(view) = built.get(key) {
-            return view.clone();
-        }
-        if built.len() >= MAX_CACHED_VIEWS {
-            tracing::warn!(
-                views = built.len(),
-                "more distinct policy views than MAX_CACHED_VIEWS; starting the cache over"
-            );
-            built.clear();
-        }
-        let policy = &self.policy;
-        let view = Arc::new(self.base.restricted(&|item| match item {
-            Item::Tool(n) => policy.allows(key, ItemKind::Tool, n),
-            Item::Prompt(n) => policy.allows(key, ItemKind::Prompt, n),
-            Item::Resource(u) | Item::Template(u) => policy.allows(key, ItemKind::Resource, u),
-        }));
-        built.insert(key.clone(), view.clone());
-        view
+        // The map's lock is held only to find the slot: a view is built
+        // outside it, and callers of other views never wait for the build.
+        let slot = {
+            let mut built = lock(&self.built);
+            if let Some(slot) = built.get(key) {
+                slot.clone()
+            } else {
+                let full = built.len() >= MAX_CACHED_VIEWS
+                    || self.bytes.load(Ordering::Relaxed) >= MAX_CACHED_VIEW_BYTES;
+                if full {
+                    tracing::warn!(
+                        views = built.len(),
+                        bytes = self.bytes.load(Ordering::Relaxed),
+                        "policy views over MAX_CACHED_VIEWS or MAX_CACHED_VIEW_BYTES; starting the cache over"
+                    );
+                    built.clear();
+                    self.bytes.store(0, Ordering::Relaxed);
+                }
+                built.entry(key.clone()).or_default().clone()
+            }
+        };
+        slot.get_or_init(|| {
+            let policy = &self.policy;
+            let view = Arc::new(self.base.restricted(&|item| match item {
+                Item::Tool(n) => policy.allows(key, ItemKind::Tool, n),
+                Item::Prompt(n) => policy.allows(key, ItemKind::Prompt, n),
+                Item::Resource(u) | Item::Template(u) => policy.allows(key, ItemKind::Resource, u),
+            }));
+            self.bytes.fetch_add(item_bytes(&view), Ordering::Relaxed);
+            view
+        })
+        .clone()
     }
 
     /// The policy its views follow.
@@ -89,6 +113,13 @@ pub(crate) struct Access {
     pub catalog: Arc<Catalog>,
     key: Option<ViewKey>,
     policy: Arc<Policy>,
+}
+
+/// About what a view's pre-serialized pages take: its items' bytes.
+fn item_bytes(c: &Catalog) -> usize {
+    let named =
+        |l: &manifold_catalog::NamedList| l.entries().iter().map(|e| e.json().len()).sum::<usize>();
+    named(&c.tools) + named(&c.prompts)
 }
 
 /// Whether a catalog holds anything of `upstream` (a tool, prompt, resource
