@@ -35,7 +35,7 @@ use crate::exchange::{Caller, Exchange};
 use crate::refusal::Refusal;
 use crate::relay::{self, Target};
 use crate::reply::Reply;
-use crate::state::held_calls::CONFIRM_PREFIX;
+use crate::state::held_calls::{CONFIRMED_PREFIX, CONFIRM_PREFIX};
 use crate::state::sessions::ClientSession;
 
 /// The `inputRequests` key of the question for a 2026-07-28 client.
@@ -94,13 +94,7 @@ pub(crate) async fn forward(
     }
     // From the caller's own view (the snapshot that resolved the tool); a tool
     // not found there is asked about, never waved through.
-    let rules = gw.live().confirm.clone();
-    let needs = !rules.is_empty()
-        && x.access()
-            .catalog
-            .tools
-            .get(name)
-            .is_none_or(|e| rules.needs(name, e.json()));
+    let needs = needs_confirming(x, name);
     if !needs || matches!(x.caller, Caller::Operator(_)) {
         return go(x, name, params, target).await;
     }
@@ -160,7 +154,61 @@ async fn go(
     mut target: Target,
 ) -> Result<Reply, Refusal> {
     super::call::rate_limit(x, name, &mut target)?;
-    relay::forward(x, params, target).await
+    let modern = target.upstream.is_modern();
+    let reply = relay::forward(x, params, target).await?;
+    // A confirmed call whose 2026-07-28 upstream asks for input: its state is
+    // wrapped, so the retry goes on without a new question (and cannot be
+    // used to skip one: the wrapper is bound to this request).
+    let digest = match &x.caller {
+        Caller::Stateless(c) if modern && needs_confirming(x, name) => c.digest.clone(),
+        _ => return Ok(reply),
+    };
+    Ok(wrap_input_round(x, &digest, reply))
+}
+
+fn needs_confirming(x: &Exchange, name: &str) -> bool {
+    let rules = x.gw.live().confirm.clone();
+    !rules.is_empty()
+        && x.access()
+            .catalog
+            .tools
+            .get(name)
+            .is_none_or(|e| rules.needs(name, e.json()))
+}
+
+/// Rewrites the `requestState` of an `InputRequiredResult` in `reply`.
+fn wrap_input_round(x: &Exchange, digest: &str, reply: Reply) -> Reply {
+    let Reply::Message {
+        status,
+        bytes,
+        session,
+        refused,
+        retry_after,
+    } = reply
+    else {
+        return reply;
+    };
+    let rewritten = serde_json::from_slice::<Map<String, Value>>(&bytes)
+        .ok()
+        .and_then(|mut msg| {
+            let result = msg.get_mut("result")?.as_object_mut()?;
+            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                return None;
+            }
+            let inner = result.get("requestState")?.as_str()?.to_string();
+            result.insert(
+                "requestState".into(),
+                Value::String(x.gw.held.wrap_confirmed(digest, &inner)),
+            );
+            serde_json::to_vec(&Value::Object(msg)).ok()
+        });
+    Reply::Message {
+        status,
+        bytes: rewritten.map_or(bytes, Bytes::from),
+        session,
+        refused,
+        retry_after,
+    }
 }
 
 /// The human's answer a 2026-07-28 retry carries for our question (its state
@@ -172,6 +220,25 @@ fn retry_answer(
     let Caller::Stateless(c) = &x.caller else {
         return Ok(None);
     };
+    // The retry of a confirmed call's own input round (a 2026-07-28 upstream
+    // asked something): the upstream's state goes back to it, no new question.
+    let wrapped = params
+        .get("requestState")
+        .and_then(Value::as_str)
+        .filter(|s| s.starts_with(CONFIRMED_PREFIX))
+        .map(|s| x.gw.held.unwrap_confirmed(s, &c.digest).map(str::to_string));
+    match wrapped {
+        Some(Some(inner)) => {
+            params.insert("requestState".into(), Value::String(inner));
+            return Ok(Some(Decision::Accept));
+        }
+        Some(None) => {
+            return Err(Refusal::InvalidRequestState(
+                "it was altered, or belongs to a different request",
+            ))
+        }
+        None => {}
+    }
     let Some(state) = params
         .get("requestState")
         .and_then(Value::as_str)

@@ -24,7 +24,7 @@
 //!
 //! Not here: admission (`admit`), the handlers themselves (`handlers`).
 
-use crate::state::held_calls::CONFIRM_PREFIX;
+use crate::state::held_calls::{CONFIRMED_PREFIX, CONFIRM_PREFIX};
 use manifold_protocol::methods as m;
 use serde_json::{Map, Value};
 
@@ -134,9 +134,10 @@ pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Resu
         // then the state is its own and goes to it byte-exact. The held call's
         // record is the call's; the retry is counted, not audited again.
         // A `[confirm]` answer is not a held call's: the call handler takes it.
-        let retry = params
-            .get("requestState")
-            .is_some_and(|s| !s.as_str().is_some_and(|s| s.starts_with(CONFIRM_PREFIX)));
+        let retry = params.get("requestState").is_some_and(|s| {
+            !s.as_str()
+                .is_some_and(|s| s.starts_with(CONFIRM_PREFIX) || s.starts_with(CONFIRMED_PREFIX))
+        });
         if retry
             && !resolve::upstream_of(&x.gw, &x.access(), &x.method, &params)
                 .is_some_and(|u| u.is_modern())

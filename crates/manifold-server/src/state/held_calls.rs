@@ -35,6 +35,9 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// How a `[confirm]` question's `requestState` starts.
 pub(crate) const CONFIRM_PREFIX: &str = "confirm.";
+/// How the `requestState` of a confirmed call's own input round starts (a
+/// 2026-07-28 upstream's state, wrapped: its retry needs no new question).
+pub(crate) const CONFIRMED_PREFIX: &str = "confirmed.";
 
 /// What a client's retry brings to its held call.
 pub(crate) struct Resume {
@@ -185,6 +188,30 @@ impl HeldCalls {
         ))
     }
 
+    /// Wraps the state a 2026-07-28 upstream gave a call a human confirmed,
+    /// bound to the request: its retry goes on without asking again.
+    pub(crate) fn wrap_confirmed(&self, digest: &str, upstream_state: &str) -> String {
+        let mac = self
+            .mac(&format!("{CONFIRMED_PREFIX}{digest}.{upstream_state}"))
+            .finalize()
+            .into_bytes();
+        format!("{CONFIRMED_PREFIX}{}.{upstream_state}", hex::encode(mac))
+    }
+
+    /// The upstream's state inside a [`Self::wrap_confirmed`] state, when it is
+    /// authentic and for this request.
+    pub(crate) fn unwrap_confirmed<'a>(&self, state: &'a str, digest: &str) -> Option<&'a str> {
+        if self.key == [0u8; 32] {
+            return None;
+        }
+        let (mac, inner) = state.strip_prefix(CONFIRMED_PREFIX)?.split_once('.')?;
+        let got = hex::decode(mac).ok()?;
+        self.mac(&format!("{CONFIRMED_PREFIX}{digest}.{inner}"))
+            .verify_slice(&got)
+            .ok()?;
+        Some(inner)
+    }
+
     /// Takes the confirmation a state names (single use), when the state is
     /// authentic, unexpired and for this request.
     pub(crate) fn take_confirmation(&self, state: &str, digest: &str) -> Result<(), &'static str> {
@@ -276,6 +303,19 @@ mod tests {
         let small = HeldCalls::new(None, TTL, 1);
         assert!(small.ask_confirmation("a").is_some());
         assert!(small.ask_confirmation("b").is_none(), "bounded");
+    }
+
+    #[test]
+    fn confirmed_wrappers_carry_the_upstream_state_for_their_request_only() {
+        let held = held(None);
+        let w = held.wrap_confirmed("d", "upstream.state.with.dots");
+        assert_eq!(
+            held.unwrap_confirmed(&w, "d"),
+            Some("upstream.state.with.dots")
+        );
+        assert_eq!(held.unwrap_confirmed(&w, "other"), None);
+        assert_eq!(held.unwrap_confirmed("confirmed.00.forged", "d"), None);
+        assert_eq!(HeldCalls::new(None, TTL, 8).unwrap_confirmed(&w, "d"), None);
     }
 
     #[test]

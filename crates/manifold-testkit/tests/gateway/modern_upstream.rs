@@ -21,6 +21,11 @@ struct Modern {
 }
 
 async fn start(modern_args: &[&str]) -> Result<Modern> {
+    start_with(modern_args, "").await
+}
+
+/// [`start`] with more configuration appended.
+async fn start_with(modern_args: &[&str], extra: &str) -> Result<Modern> {
     let mut args = vec!["--modern"];
     args.extend_from_slice(modern_args);
     let remote = DemoHttp::spawn_bin(bin(), &args).await?;
@@ -31,7 +36,7 @@ async fn start(modern_args: &[&str]) -> Result<Modern> {
     let toml = format!(
         "[upstreams.local]\ncommand = {bin}\nargs = [\"--faults\"]\n\n\
          [upstreams.mlocal]\ncommand = {bin}\nargs = [{args}]\ntimeout = \"20s\"\n\n\
-         [upstreams.mremote]\nurl = {url}\ntimeout = \"20s\"\n",
+         [upstreams.mremote]\nurl = {url}\ntimeout = \"20s\"\n\n{extra}",
         bin = toml_string(bin()),
         args = stdio_args.join(", "),
         url = toml_string(&remote.url),
@@ -480,6 +485,77 @@ async fn an_upstream_redeployed_in_the_other_era_is_probed_again() -> Result<()>
                 "{era}: {names:?}"
             );
         }
+        Ok(())
+    })
+    .await
+}
+
+/// A confirmed call whose 2026-07-28 upstream then asks for input: the
+/// upstream's state comes back wrapped, and the retry carrying it reaches the
+/// upstream without a new question; a forged wrapper is refused.
+#[tokio::test]
+async fn a_confirmed_call_to_a_modern_upstream_can_ask_for_input_too() -> Result<()> {
+    bounded(async {
+        let m = start_with(&[], "[confirm]\ntools = [\"mlocal__ask\"]\n").await?;
+        let client = m.gw.client();
+        let name = "mlocal__ask";
+        let headers = [
+            ("mcp-protocol-version", V),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", name),
+        ];
+        let post = |body: Value| {
+            let client = client.clone();
+            async move {
+                let r = client.post_raw(body.to_string(), &headers).await?;
+                Ok::<_, anyhow::Error>((r.status, serde_json::from_slice::<Value>(&r.body)?))
+            }
+        };
+        let (_, first) = post(modern_call(1, name, json!({}))).await?;
+        let state = first["result"]["requestState"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(state.starts_with("confirm."), "{first}");
+        let (_, second) = post(modern_call(
+            2,
+            name,
+            json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept"}}}),
+        ))
+        .await?;
+        assert_eq!(second["result"]["resultType"], "input_required", "{second}");
+        assert_eq!(
+            second["result"]["inputRequests"]["answer"]["method"],
+            "elicitation/create"
+        );
+        let wrapped = second["result"]["requestState"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            wrapped.starts_with("confirmed.") && wrapped.ends_with("demo-ask-state-1"),
+            "{second}"
+        );
+        let (_, done) = post(modern_call(
+            3,
+            name,
+            json!({"requestState": wrapped,
+                   "inputResponses": {"answer": {"action": "accept", "content": {"name": "Lin"}}}}),
+        ))
+        .await?;
+        assert_eq!(
+            text_of(&done["result"])?,
+            r#"you answered {"name":"Lin"}"#,
+            "{done}"
+        );
+        let (status, forged) = post(modern_call(
+            4,
+            name,
+            json!({"requestState": "confirmed.00.demo-ask-state-1",
+                   "inputResponses": {"answer": {"action": "accept", "content": {"name": "X"}}}}),
+        ))
+        .await?;
+        assert_eq!(status, http::StatusCode::BAD_REQUEST, "{forged}");
         Ok(())
     })
     .await
