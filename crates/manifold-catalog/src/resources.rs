@@ -157,8 +157,8 @@ pub struct Resources {
     pub resources: UriList,
     pub templates: UriList,
     exact: HashMap<String, Arc<str>>,
-    /// Parsed templates, most specific first.
-    matchers: Vec<(UriTemplate, Arc<str>)>,
+    /// Parsed templates (with their text), most specific first.
+    matchers: Vec<(UriTemplate, Arc<str>, String)>,
 }
 
 impl Resources {
@@ -192,12 +192,12 @@ impl Resources {
             .map(|(uri, up)| (uri.to_string(), up.clone()))
             .collect();
         // Every listed template parsed when the list was built.
-        let mut matchers: Vec<(UriTemplate, Arc<str>)> = templates
+        let mut matchers: Vec<(UriTemplate, Arc<str>, String)> = templates
             .items()
-            .filter_map(|(t, up)| Some((UriTemplate::parse(t).ok()?, up.clone())))
+            .filter_map(|(t, up)| Some((UriTemplate::parse(t).ok()?, up.clone(), t.to_string())))
             .collect();
         // Stable: ties keep (template, upstream) order.
-        matchers.sort_by_key(|(t, _)| std::cmp::Reverse(t.literal_len()));
+        matchers.sort_by_key(|(t, _, _)| std::cmp::Reverse(t.literal_len()));
         Resources {
             resources,
             templates,
@@ -221,9 +221,21 @@ impl Resources {
         self.exact.get(uri).or_else(|| {
             self.matchers
                 .iter()
-                .find(|(t, _)| t.matches(uri))
-                .map(|(_, up)| up)
+                .find(|(t, _, _)| t.matches(uri))
+                .map(|(_, up, _)| up)
         })
+    }
+
+    /// The template that routes `uri`, when no listed resource does (the
+    /// most specific one, as [`Resources::owner`] chooses).
+    pub fn routing_template(&self, uri: &str) -> Option<&str> {
+        if self.exact.contains_key(uri) {
+            return None;
+        }
+        self.matchers
+            .iter()
+            .find(|(t, _, _)| t.matches(uri))
+            .map(|(_, _, text)| text.as_str())
     }
 
     /// The upstream that lists `template` itself (for `completion/complete` with a

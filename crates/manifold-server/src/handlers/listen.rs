@@ -79,7 +79,7 @@ pub(crate) async fn listen(x: &mut Exchange, params: Map<String, Value>) -> Resu
     // nobody owns.
     let access = x.access();
     let uris: Vec<String> = (wanted.uris.iter())
-        .filter(|u| access.may_use_uri(u))
+        .filter(|u| access.may_read(&gw.catalog(), u))
         .cloned()
         .collect();
     let (tx, rx) = mpsc::channel(gw.cfg().limits.stream_queue);

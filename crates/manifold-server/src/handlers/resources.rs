@@ -40,7 +40,7 @@ pub(crate) async fn subscribe(
 ) -> Result<Reply, Refusal> {
     let uri = resolve::required_str(&params, "uri", &x.method)?;
     let who = subscriber(x)?;
-    if !x.access().may_use_uri(&uri) {
+    if !x.access().may_read(&x.gw.catalog(), &uri) {
         // As for a URI nobody owns: the rule goes by pattern, not existence.
         return Err(Refusal::ResourceNotFound { uri });
     }

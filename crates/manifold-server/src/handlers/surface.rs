@@ -166,7 +166,7 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
     tracing::info!(session = %session.short_id(), client = %client_info, version = negotiated, "session started");
     let mut out = Map::new();
     out.insert("protocolVersion".into(), Value::from(negotiated));
-    out.insert("capabilities".into(), capabilities_for(gw));
+    out.insert("capabilities".into(), capabilities_for(gw, &x.access()));
     out.insert(
         "serverInfo".into(),
         json!({"name": SERVER_NAME, "version": SERVER_VERSION}),
@@ -199,7 +199,7 @@ pub(crate) fn discover(x: &Exchange) -> Result<Reply, Refusal> {
     out.insert("supportedVersions".into(), json!(supported));
     // In this era `resources.subscribe` promises `resourceSubscriptions` on a
     // listen, which Manifold honours for every URI an upstream can subscribe to.
-    out.insert("capabilities".into(), capabilities_for(gw));
+    out.insert("capabilities".into(), capabilities_for(gw, &x.access()));
     if let Some(text) = merged_instructions(gw, &x.access()) {
         out.insert("instructions".into(), Value::from(text));
     }
@@ -215,10 +215,13 @@ pub(crate) fn discover(x: &Exchange) -> Result<Reply, Refusal> {
 /// The union of what the ready upstreams offer. Tools and prompts are always
 /// offered (an empty list is a valid answer, and an upstream may join later);
 /// Manifold itself emits every `list_changed`, so `listChanged` is true.
-fn capabilities_for(gw: &Gateway) -> Value {
+fn capabilities_for(gw: &Gateway, access: &crate::state::views::Access) -> Value {
+    // Only upstreams the caller's view holds something of shape what it is
+    // told the gateway can do.
     let upstream_caps: Vec<Map<String, Value>> = gw
         .upstreams()
         .iter()
+        .filter(|u| access.shows_upstream(u.name()))
         .filter_map(|u| u.status().facts.map(|f| f.capabilities.clone()))
         .collect();
     let any = |name: &str| upstream_caps.iter().any(|c| c.contains_key(name));

@@ -140,7 +140,10 @@ pub(crate) fn resource(
     method: &str,
     uri: &str,
 ) -> Result<Target, Refusal> {
-    let owner = access.may_use_uri(uri).then(|| gw.owner_of(uri)).flatten();
+    let owner = access
+        .may_read(&gw.catalog(), uri)
+        .then(|| gw.owner_of(uri))
+        .flatten();
     let Some(upstream) = owner else {
         return Err(Refusal::ResourceNotFound {
             uri: uri.to_string(),
@@ -229,7 +232,10 @@ pub(crate) fn upstream_of(
         m::PROMPTS_GET => Kind::Prompts,
         m::RESOURCES_READ => {
             let uri = name("uri")?;
-            return access.may_use_uri(uri).then(|| gw.owner_of(uri)).flatten();
+            return access
+                .may_read(&gw.catalog(), uri)
+                .then(|| gw.owner_of(uri))
+                .flatten();
         }
         _ => return None,
     };

@@ -149,6 +149,20 @@ impl Access {
             Some(k) => self.policy.allows(k, ItemKind::Resource, uri),
         }
     }
+
+    /// [`Access::may_use_uri`] for a read or a subscription: the URI, and the
+    /// template that would route it (a hidden template does not route reads
+    /// for this caller either).
+    pub(crate) fn may_read(&self, base: &Catalog, uri: &str) -> bool {
+        let Some(k) = &self.key else {
+            return true;
+        };
+        self.policy.allows(k, ItemKind::Resource, uri)
+            && base
+                .resources
+                .routing_template(uri)
+                .is_none_or(|t| self.policy.allows(k, ItemKind::Resource, t))
+    }
 }
 
 /// Whether the list a `list_changed` method names differs between two catalogs

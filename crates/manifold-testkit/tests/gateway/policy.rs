@@ -377,3 +377,32 @@ async fn an_upstream_outside_the_view_is_not_named_in_the_instructions() -> Resu
     })
     .await
 }
+
+/// A hidden template does not route reads for the caller: a URI it would
+/// route is refused like an unknown one, while a listed URI the rules allow is
+/// read.
+#[tokio::test]
+async fn a_hidden_template_routes_no_reads() -> Result<()> {
+    bounded(async {
+        let f = Setup {
+            extra: "[[policy]]\nwho = [\"*\"]\ntools = { allow = [\"*\"] }\n\
+                    resources = { allow = [\"demo://*\"], deny = [\"demo://item/{id}\"] }\n"
+                .into(),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let c = f.session().await?;
+        c.request("resources/read", json!({"uri": "demo://readme"}))
+            .await?
+            .result()?;
+        let r = c
+            .request("resources/read", json!({"uri": "demo://item/7"}))
+            .await?;
+        assert_eq!(r.error()?["code"], -32002, "{r}");
+        let t = c.request("resources/templates/list", json!({})).await?;
+        assert_eq!(t.result()?["resourceTemplates"], json!([]), "{t}");
+        Ok(())
+    })
+    .await
+}
