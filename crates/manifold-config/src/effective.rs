@@ -2,11 +2,12 @@
 //! admin listener): the file after defaults and environment overrides, before
 //! `${VAR}` expansion, with every secret-bearing value replaced.
 //!
-//! Invariants: a value under `headers` or `env`, and any value of a key whose
-//! name says it holds a secret (`client_secret`, `request_state_key`,
-//! `session_key`, `token`, `password`, `secret`, `hash`, …), is `[REDACTED]`
-//! unless it is only a `${VAR}` reference, which names where the secret comes
-//! from and is kept; nothing is ever expanded here.
+//! Invariants: a value under `headers` or `env`, any value of a key whose name
+//! says it holds a secret (`client_secret`, `request_state_key`, `session_key`,
+//! `token`, `password`, `secret`, `hash`, …), a command-line value after a
+//! secret flag (`--token X`, `--api-key=X`) and a URL's password are
+//! `[REDACTED]`, unless the value is only a `${VAR}` reference, which names
+//! where the secret comes from and is kept; nothing is ever expanded here.
 //!
 //! Not here: validation (`validate`).
 
@@ -49,10 +50,59 @@ fn is_reference(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Whether a command-line flag names a secret (`--token`, `--api-key`…).
+fn is_secret_flag(s: &str) -> bool {
+    let flag = s.trim_start_matches('-').to_ascii_lowercase();
+    s.starts_with('-')
+        && SECRET_KEYS
+            .iter()
+            .any(|k| flag == *k || flag.replace('-', "_") == *k || flag.ends_with(&format!("-{k}")))
+}
+
+/// A URL's password (`scheme://user:password@host`), hidden.
+fn without_password(s: &str) -> Option<String> {
+    let (scheme, rest) = s.split_once("://")?;
+    let (userinfo, host) = rest.split_once('@')?;
+    if userinfo.contains('/') {
+        return None;
+    }
+    let (user, _) = userinfo.split_once(':')?;
+    Some(format!("{scheme}://{user}:{REDACTED}@{host}"))
+}
+
 /// Redacts in place; `all` redacts every string below.
 fn redact(v: &mut Value, all: bool) {
     match v {
         Value::String(s) if all && !is_reference(s) => *s = REDACTED.to_string(),
+        Value::String(s) => {
+            if let Some(clean) = without_password(s) {
+                *s = clean;
+            }
+        }
+        // A command line: the value after a secret flag, or in `--flag=value`.
+        Value::Array(items) if !all => {
+            let mut after_flag = false;
+            for item in items.iter_mut() {
+                if let Value::String(s) = item {
+                    if after_flag && !is_reference(s) {
+                        *s = REDACTED.to_string();
+                        after_flag = false;
+                        continue;
+                    }
+                    after_flag = false;
+                    if let Some((flag, value)) = s.split_once('=') {
+                        if is_secret_flag(flag) && !is_reference(value) {
+                            *s = format!("{flag}={REDACTED}");
+                            continue;
+                        }
+                    } else if is_secret_flag(s) {
+                        after_flag = true;
+                        continue;
+                    }
+                }
+                redact(item, false);
+            }
+        }
         Value::Array(items) => items.iter_mut().for_each(|i| redact(i, all)),
         Value::Object(map) => {
             for (k, child) in map.iter_mut() {
@@ -92,5 +142,30 @@ mod tests {
         assert_eq!(v["auth"]["api_keys"][0]["name"], "ci");
         assert_eq!(v["auth"]["api_keys"][0]["hash"], REDACTED);
         assert!(!v.to_string().contains("Bearer abc"));
+    }
+
+    #[test]
+    fn secrets_on_command_lines_and_in_urls_are_redacted() {
+        let mut v = json!({"upstreams": {"x": {
+            "args": ["serve", "--token", "t0p", "--api-key=k3y", "--verbose", "--password", "${PW}"],
+            "url": "https://user:s3cret@example.com/mcp",
+            "plain": "https://example.com/a@b"
+        }}});
+        redact(&mut v, false);
+        let x = &v["upstreams"]["x"];
+        assert_eq!(
+            x["args"],
+            json!([
+                "serve",
+                "--token",
+                REDACTED,
+                format!("--api-key={REDACTED}"),
+                "--verbose",
+                "--password",
+                "${PW}"
+            ])
+        );
+        assert_eq!(x["url"], format!("https://user:{REDACTED}@example.com/mcp"));
+        assert_eq!(x["plain"], "https://example.com/a@b");
     }
 }
