@@ -246,6 +246,9 @@ impl Gateway {
         }
         let rebuilt = self.rebuild_catalog();
         self.announce(&rebuilt);
+        if !Arc::ptr_eq(&live.policy, &old.policy) {
+            self.revoke_hidden_subscriptions().await;
+        }
         // A restarted upstream is a new connection with the same name: the
         // subscriptions and log level sessions built up are taken to it.
         for (u, _) in &restarted {
@@ -258,6 +261,23 @@ impl Gateway {
             self.tasks.spawn(drain_then_stop(u, token));
         }
         Ok(report)
+    }
+
+    /// New rules: resource subscriptions whose URI a subscriber may no longer
+    /// read are ended (upstream too, where it was the last).
+    async fn revoke_hidden_subscriptions(self: &Arc<Self>) {
+        let base = self.catalog();
+        for (uri, who) in self.subscriptions.pairs() {
+            let viewer = if crate::state::listeners::is_listen_key(&who) {
+                self.listeners.viewer(&who)
+            } else {
+                self.sessions.get(&who).and_then(|s| s.viewer())
+            };
+            if !self.access(viewer.as_deref()).may_read(&base, &uri) {
+                tracing::info!(%uri, "a reload's rules hide this URI; its subscription ends");
+                self.unsubscribe(&who, &uri).await;
+            }
+        }
     }
 
     /// Reloads whenever the configuration file changes (`[server]

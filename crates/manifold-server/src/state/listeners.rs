@@ -114,6 +114,12 @@ impl Listeners {
         Some(key)
     }
 
+    /// Whose view the listen stream `key` follows (`None` when it is gone or
+    /// unrestricted).
+    pub(crate) fn viewer(&self, key: &str) -> Option<Arc<manifold_policy::Identity>> {
+        self.lock().get(key).and_then(|l| l.viewer.clone())
+    }
+
     /// Sends the acknowledgment of what is honoured (the list kinds asked for,
     /// and `honoured` of the URIs), then any list change that came meanwhile.
     pub(crate) fn acknowledge(&self, key: &str, honoured: Vec<String>) {

@@ -107,6 +107,21 @@ async fn own_request(upstream: &Upstream, method: &str, uri: &str) -> Result<(),
     }
 }
 
+impl Subscriptions {
+    /// Every (URI, subscriber) pair (a snapshot; no lock is kept).
+    pub(crate) fn pairs(&self) -> Vec<(String, String)> {
+        lock(&self.0)
+            .by_uri
+            .iter()
+            .flat_map(|(uri, s)| {
+                s.subscribers
+                    .iter()
+                    .map(move |who| (uri.clone(), who.clone()))
+            })
+            .collect()
+    }
+}
+
 impl Gateway {
     /// Adds `subscriber` (a session id, or a listen stream's key) to the URI's
     /// subscribers; the first one subscribes upstream. On an upstream refusal the

@@ -309,3 +309,39 @@ async fn a_restarted_upstream_keeps_its_resource_subscriptions() -> Result<()> {
     })
     .await
 }
+
+/// New rules that hide a URI end the subscriptions to it (upstream too).
+#[tokio::test]
+async fn a_reload_that_hides_a_uri_ends_its_subscriptions() -> Result<()> {
+    bounded(async {
+        let f = Setup::default().start().await?;
+        let url = f.remote.url.clone();
+        let c = f.session().await?;
+        c.request("resources/subscribe", json!({"uri": "demo://readme"}))
+            .await?
+            .result()?;
+        let r = c
+            .call_tool("local__touch", json!({"uri": "demo://readme"}))
+            .await?;
+        assert_ne!(r.result()?["isError"], true, "{r}");
+        let hiding = Setup {
+            extra: "[[policy]]\nwho = [\"*\"]\ntools = { allow = [\"*\"] }\n\
+                    resources = { allow = [\"demo://item/*\"] }\n"
+                .into(),
+            ..Setup::default()
+        };
+        f.gw.gateway()
+            .reload(TestGateway::config(&hiding.render(&url))?)
+            .await?;
+        let r = c
+            .call_tool("local__touch", json!({"uri": "demo://readme"}))
+            .await?;
+        assert_eq!(
+            r.result()?["isError"],
+            true,
+            "still subscribed upstream: {r}"
+        );
+        Ok(())
+    })
+    .await
+}
