@@ -85,6 +85,18 @@ pub fn apply(item: &mut Map<String, Value>, o: &Override) -> (Option<Adjust>, Ve
         }
     }
     if let Some(Value::Object(schema)) = item.get_mut("inputSchema") {
+        // Only the top level is edited: say so where the schema says more
+        // elsewhere (a pinned argument may still be required there).
+        let touches = !o.pin.is_empty() || !hide.is_empty();
+        if let Some(k) = ["$ref", "allOf", "anyOf", "oneOf", "if", "dependentRequired"]
+            .iter()
+            .find(|k| schema.contains_key(**k))
+            .filter(|_| touches)
+        {
+            problems.push(format!(
+                "the inputSchema uses `{k}`: only its top-level `properties` and `required` were edited"
+            ));
+        }
         let gone = |k: &str| o.pin.contains_key(k) || hide.iter().any(|h| h == k);
         if let Some(Value::Object(props)) = schema.get_mut("properties") {
             props.retain(|k, _| !gone(k));
@@ -134,6 +146,16 @@ mod tests {
             })
         );
         assert_eq!(problems.len(), 1, "repo is required: {problems:?}");
+        let mut combined = json!({"name": "t", "inputSchema": {"type": "object",
+            "properties": {"owner": {}}, "allOf": [{"required": ["owner"]}]}})
+        .as_object()
+        .cloned()
+        .unwrap();
+        let (_, problems) = apply(&mut combined, &o);
+        assert!(
+            problems.iter().any(|p| p.contains("`allOf`")),
+            "{problems:?}"
+        );
         let adjust = adjust.unwrap();
         assert_eq!(adjust.hide, ["debug"]);
         let mut params =
