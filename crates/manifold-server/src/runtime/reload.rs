@@ -125,6 +125,28 @@ pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
         "limits.max_held_calls",
         a.max_held_calls != b.max_held_calls,
     );
+    // Taken by an upstream connection when it starts: kept upstreams keep theirs
+    // (those the reload starts or restarts take the new values).
+    for (key, changed) in [
+        (
+            "limits.connect_timeout",
+            a.connect_timeout != b.connect_timeout,
+        ),
+        (
+            "limits.max_message_bytes",
+            a.max_message_bytes != b.max_message_bytes,
+        ),
+        (
+            "limits.max_pending_per_upstream",
+            a.max_pending_per_upstream != b.max_pending_per_upstream,
+        ),
+        (
+            "limits.max_list_items",
+            a.max_list_items != b.max_list_items,
+        ),
+    ] {
+        check(key, changed);
+    }
     out
 }
 
