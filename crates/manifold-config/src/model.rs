@@ -39,6 +39,9 @@ pub const DEFAULT_STREAM_QUEUE: usize = 256;
 /// Default `[limits] held_call_ttl`: how long a call that asked a 2026-07-28 client
 /// for input (an `InputRequiredResult`) waits for the client's retry.
 pub const DEFAULT_HELD_CALL_TTL: &str = "120s";
+/// Default `[limits] max_held_calls_per_principal`: of those, how many one
+/// principal may have at once (held calls and open `[confirm]` questions).
+pub const DEFAULT_MAX_HELD_CALLS_PER_PRINCIPAL: usize = 64;
 /// Default `[limits] max_held_calls`: calls waiting for a 2026-07-28 client's input
 /// at once; beyond, such calls are refused (503) rather than held without bound.
 pub const DEFAULT_MAX_HELD_CALLS: usize = 1024;
@@ -392,6 +395,10 @@ pub struct LimitsSection {
     pub held_call_ttl: String,
     #[serde(default = "d_max_held_calls")]
     pub max_held_calls: usize,
+    /// Of those (and of open `[confirm]` questions), how many one principal
+    /// may have at once (`DEFAULT_MAX_HELD_CALLS_PER_PRINCIPAL`).
+    #[serde(default = "d_max_held_calls_per_principal")]
+    pub max_held_calls_per_principal: usize,
     #[serde(default = "d_max_connections")]
     pub max_connections: usize,
     #[serde(default = "d_header_read_timeout")]
@@ -426,6 +433,7 @@ impl Default for LimitsSection {
             stream_queue: DEFAULT_STREAM_QUEUE,
             held_call_ttl: d_held_call_ttl(),
             max_held_calls: DEFAULT_MAX_HELD_CALLS,
+            max_held_calls_per_principal: DEFAULT_MAX_HELD_CALLS_PER_PRINCIPAL,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: d_header_read_timeout(),
             body_read_timeout: d_body_read_timeout(),
@@ -558,6 +566,10 @@ fn d_stream_queue() -> usize {
 fn d_held_call_ttl() -> String {
     DEFAULT_HELD_CALL_TTL.into()
 }
+fn d_max_held_calls_per_principal() -> usize {
+    DEFAULT_MAX_HELD_CALLS_PER_PRINCIPAL
+}
+
 fn d_max_held_calls() -> usize {
     DEFAULT_MAX_HELD_CALLS
 }

@@ -108,6 +108,8 @@ pub struct LimitsConfig {
     pub stream_queue: usize,
     pub held_call_ttl: Duration,
     pub max_held_calls: usize,
+    /// Held calls and open `[confirm]` questions one principal may have.
+    pub max_held_calls_per_principal: usize,
     pub max_connections: usize,
     pub header_read_timeout: Duration,
     pub body_read_timeout: Duration,

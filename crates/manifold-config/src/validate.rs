@@ -24,6 +24,7 @@ impl Default for LimitsConfig {
             stream_queue: DEFAULT_STREAM_QUEUE,
             held_call_ttl: Duration::from_secs(120),
             max_held_calls: DEFAULT_MAX_HELD_CALLS,
+            max_held_calls_per_principal: DEFAULT_MAX_HELD_CALLS_PER_PRINCIPAL,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
@@ -72,6 +73,10 @@ fn limits(l: LimitsSection) -> Result<LimitsConfig, String> {
         stream_queue: positive("stream_queue", l.stream_queue)?,
         held_call_ttl: duration("limits.held_call_ttl", &l.held_call_ttl)?,
         max_held_calls: positive("max_held_calls", l.max_held_calls)?,
+        max_held_calls_per_principal: positive(
+            "max_held_calls_per_principal",
+            l.max_held_calls_per_principal,
+        )?,
         max_connections: positive("max_connections", l.max_connections)?,
         header_read_timeout: duration("limits.header_read_timeout", &l.header_read_timeout)?,
         body_read_timeout: duration("limits.body_read_timeout", &l.body_read_timeout)?,

@@ -121,6 +121,8 @@ pub(crate) enum Refusal {
     },
     #[error("too many calls are waiting for client input ({limit}); retry later")]
     HeldCallsFull { limit: usize },
+    #[error("this principal already has {limit} calls waiting for client input (limits.max_held_calls_per_principal); answer or drop some, then retry")]
+    HeldCallsFullForPrincipal { limit: usize },
     #[error("Invalid requestState: {0}; send the request again without it")]
     InvalidRequestState(&'static str),
     #[error("the held call ended without an answer")]
@@ -172,6 +174,7 @@ impl Refusal {
             | AuditUnavailable(_)
             | Cancelled
             | HeldCallsFull { .. }
+            | HeldCallsFullForPrincipal { .. }
             | HeldCallLost => ErrorCode::INTERNAL_ERROR,
         }
     }
@@ -205,7 +208,8 @@ impl Refusal {
             TooManySessions { .. }
             | TooManySessionsFromPeer { .. }
             | TooManyListens { .. }
-            | HeldCallsFull { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            | HeldCallsFull { .. }
+            | HeldCallsFullForPrincipal { .. } => StatusCode::SERVICE_UNAVAILABLE,
             // A 2026-07-28 request is answered with an HTTP status; a session's
             // call with a JSON-RPC error in a 200 (its stream may be open).
             RateLimited { .. } => match era {
@@ -441,6 +445,7 @@ mod tests {
                 400,
             ),
             (HeldCallsFull { limit: 1 }, -32603, 503, 503),
+            (HeldCallsFullForPrincipal { limit: 1 }, -32603, 503, 503),
             (InvalidRequestState("it expired"), -32602, 400, 400),
             (HeldCallLost, -32603, 200, 200),
         ];

@@ -163,7 +163,8 @@ impl Gateway {
                 config.server.request_state_key.as_deref(),
                 limits.held_call_ttl,
                 limits.max_held_calls,
-            ),
+            )
+            .with_per_principal(limits.max_held_calls_per_principal),
             metrics: metrics::Metrics::new(&config),
             shutdown,
             stop,

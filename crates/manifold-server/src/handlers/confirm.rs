@@ -104,7 +104,13 @@ pub(crate) async fn forward(
             Ok(ask_on_stream(x, s, name, question, params, target))
         }
         Caller::Stateless(c) if form_elicitation(&c.capabilities) => {
-            let Some(state) = gw.held.ask_confirmation(&c.digest) else {
+            let principal = x.principal.audit_name();
+            if gw.held.full_for(&principal) {
+                return Err(Refusal::HeldCallsFullForPrincipal {
+                    limit: gw.held.per_principal,
+                });
+            }
+            let Some(state) = gw.held.ask_confirmation(&c.digest, &principal) else {
                 return Err(Refusal::HeldCallsFull { limit: gw.held.max });
             };
             // The retry carrying the answer is the call's record.

@@ -169,8 +169,23 @@ pub(crate) async fn bridge(
             .refuse(Refusal::HeldCallsFull { limit: gw.held.max })
             .await;
     }
+    let principal = x.principal.audit_name();
+    if gw.held.full_for(&principal) {
+        refuse_all(
+            questions,
+            ErrorCode::INTERNAL_ERROR,
+            "too many calls of this principal are waiting for client input",
+        )
+        .await;
+        call.cancel("too many held calls for this principal").await;
+        return a
+            .refuse(Refusal::HeldCallsFullForPrincipal {
+                limit: gw.held.per_principal,
+            })
+            .await;
+    }
     let digest = digest_of(x);
-    let (state_id, state, rx) = gw.held.hold(&digest);
+    let (state_id, state, rx) = gw.held.hold(&digest, &principal);
     let reply = input_required(&x.rpc_id, &questions, &state);
     let responders = questions.into_iter().map(|q| q.responder).collect();
     let holder = Holder {
@@ -178,6 +193,7 @@ pub(crate) async fn bridge(
         call,
         a,
         digest,
+        principal,
     };
     gw.tasks.spawn(holder.hold(responders, rx, state_id));
     reply
@@ -189,6 +205,8 @@ struct Holder {
     call: Call,
     a: Answering,
     digest: String,
+    /// Whom it is held for (`limits.max_held_calls_per_principal`).
+    principal: String,
 }
 
 impl Holder {
@@ -256,7 +274,8 @@ impl Holder {
                 let _ = resume.reply.send(Reply::ok(retag(&bytes, &resume.id)));
                 return;
             }
-            let (id, state, new_rx) = self.gw.held.hold(&self.digest);
+            // The same call's next round: it takes back the place it held.
+            let (id, state, new_rx) = self.gw.held.hold(&self.digest, &self.principal);
             let _ = resume
                 .reply
                 .send(input_required(&resume.id, &questions, &state));

@@ -125,6 +125,10 @@ pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
         "limits.max_held_calls",
         a.max_held_calls != b.max_held_calls,
     );
+    check(
+        "limits.max_held_calls_per_principal",
+        a.max_held_calls_per_principal != b.max_held_calls_per_principal,
+    );
     // Taken by an upstream connection when it starts: kept upstreams keep theirs
     // (those the reload starts or restarts take the new values).
     for (key, changed) in [

@@ -52,9 +52,12 @@ pub(crate) struct Resume {
 /// Held calls by state id, and the MAC key.
 pub(crate) struct HeldCalls {
     key: [u8; 32],
-    calls: Mutex<HashMap<String, oneshot::Sender<Resume>>>,
+    /// Held calls by state id, with the principal each is held for.
+    calls: Mutex<HashMap<String, (oneshot::Sender<Resume>, String)>>,
     /// Open confirmation questions: id → expiry (seconds since the epoch).
-    confirmations: Mutex<HashMap<String, u64>>,
+    confirmations: Mutex<HashMap<String, (u64, String)>>,
+    /// Held calls and open confirmations one principal may have.
+    pub per_principal: usize,
     /// How long a call waits for its retry.
     pub ttl: Duration,
     /// Calls held at once.
@@ -109,6 +112,7 @@ impl HeldCalls {
             key,
             calls: Mutex::new(HashMap::new()),
             confirmations: Mutex::new(HashMap::new()),
+            per_principal: usize::MAX,
             ttl,
             max,
         }
@@ -124,14 +128,39 @@ impl HeldCalls {
         mac
     }
 
+    /// With at most `n` held calls and open confirmations per principal.
+    pub(crate) fn with_per_principal(mut self, n: usize) -> HeldCalls {
+        self.per_principal = n;
+        self
+    }
+
     /// Whether no more calls may be held.
     pub(crate) fn full(&self) -> bool {
         lock(&self.calls).len() >= self.max
     }
 
+    /// Whether `principal` holds as many calls and open confirmations as it
+    /// may (`limits.max_held_calls_per_principal`).
+    pub(crate) fn full_for(&self, principal: &str) -> bool {
+        let now = now_secs();
+        let held = lock(&self.calls)
+            .values()
+            .filter(|(_, p)| p == principal)
+            .count();
+        let asked = lock(&self.confirmations)
+            .values()
+            .filter(|(e, p)| p == principal && *e >= now)
+            .count();
+        held + asked >= self.per_principal
+    }
+
     /// Holds a call under a fresh state for the request with `digest`: the state
     /// to give the client, and where its retry will arrive.
-    pub(crate) fn hold(&self, digest: &str) -> (String, String, oneshot::Receiver<Resume>) {
+    pub(crate) fn hold(
+        &self,
+        digest: &str,
+        principal: &str,
+    ) -> (String, String, oneshot::Receiver<Resume>) {
         let mut raw = [0u8; 16];
         let _ = getrandom::fill(&mut raw);
         let id = hex::encode(raw);
@@ -142,7 +171,7 @@ impl HeldCalls {
             .into_bytes();
         let state = format!("{id}.{expiry}.{}", hex::encode(mac));
         let (tx, rx) = oneshot::channel();
-        lock(&self.calls).insert(id.clone(), tx);
+        lock(&self.calls).insert(id.clone(), (tx, principal.to_string()));
         (id, state, rx)
     }
 
@@ -161,15 +190,17 @@ impl HeldCalls {
         let id = self.verify(state, digest)?;
         lock(&self.calls)
             .remove(&id)
+            .map(|(tx, _)| tx)
             .ok_or("it was already used, or its call ended")
     }
 
-    /// A state for a `[confirm]` question about the request with `digest`;
-    /// `None` when as many confirmations as held calls are open.
-    pub(crate) fn ask_confirmation(&self, digest: &str) -> Option<String> {
+    /// A state for a `[confirm]` question about the request with `digest`,
+    /// asked for `principal`; `None` when as many confirmations as held calls
+    /// are open (the caller checks [`Self::full_for`] first).
+    pub(crate) fn ask_confirmation(&self, digest: &str, principal: &str) -> Option<String> {
         let now = now_secs();
         let mut open = lock(&self.confirmations);
-        open.retain(|_, expiry| *expiry >= now);
+        open.retain(|_, (expiry, _)| *expiry >= now);
         if open.len() >= self.max {
             return None;
         }
@@ -181,7 +212,7 @@ impl HeldCalls {
             .mac(&format!("{CONFIRM_PREFIX}{id}.{expiry}.{digest}"))
             .finalize()
             .into_bytes();
-        open.insert(id.clone(), expiry);
+        open.insert(id.clone(), (expiry, principal.to_string()));
         Some(format!(
             "{CONFIRM_PREFIX}{id}.{expiry}.{}",
             hex::encode(mac)
@@ -268,7 +299,7 @@ mod tests {
     #[test]
     fn states_verify_only_for_their_request_and_untampered() {
         let held = held(None);
-        let (id, state, _rx) = held.hold("digest-a");
+        let (id, state, _rx) = held.hold("digest-a", "p");
         assert_eq!(held.verify(&state, "digest-a"), Ok(id));
         assert!(held.verify(&state, "digest-b").is_err(), "another request");
         let mut tampered = state.clone();
@@ -285,7 +316,7 @@ mod tests {
     #[test]
     fn confirmation_states_are_single_use_and_not_held_call_states() {
         let held = held(None);
-        let state = held.ask_confirmation("d").expect("room");
+        let state = held.ask_confirmation("d", "p").expect("room");
         assert!(state.starts_with(CONFIRM_PREFIX));
         assert!(held.take(&state, "d").is_err(), "not a held call");
         let bare = state.strip_prefix(CONFIRM_PREFIX).unwrap();
@@ -296,13 +327,13 @@ mod tests {
             held.take_confirmation(&state, "d"),
             Err("it was already used")
         );
-        let (_, call_state, _rx) = held.hold("d");
+        let (_, call_state, _rx) = held.hold("d", "p");
         assert!(held
             .take_confirmation(&format!("{CONFIRM_PREFIX}{call_state}"), "d")
             .is_err());
         let small = HeldCalls::new(None, TTL, 1);
-        assert!(small.ask_confirmation("a").is_some());
-        assert!(small.ask_confirmation("b").is_none(), "bounded");
+        assert!(small.ask_confirmation("a", "p").is_some());
+        assert!(small.ask_confirmation("b", "p").is_none(), "bounded");
     }
 
     #[test]
@@ -319,9 +350,21 @@ mod tests {
     }
 
     #[test]
+    fn one_principal_cannot_take_every_place() {
+        let held = HeldCalls::new(None, TTL, 8).with_per_principal(2);
+        let _one = held.hold("d1", "alice");
+        assert!(held.ask_confirmation("d2", "alice").is_some());
+        assert!(held.full_for("alice"), "a held call and a question: two");
+        assert!(!held.full_for("bob"));
+        let (_, state, _rx) = held.hold("d3", "bob");
+        assert!(held.take(&state, "d3").is_ok());
+        assert!(!held.full_for("bob"), "a taken call gives its place back");
+    }
+
+    #[test]
     fn a_state_is_taken_once() {
         let held = held(None);
-        let (_, state, _rx) = held.hold("d");
+        let (_, state, _rx) = held.hold("d", "p");
         assert!(held.take(&state, "d").is_ok());
         assert_eq!(
             held.take(&state, "d").err(),
@@ -333,7 +376,7 @@ mod tests {
     fn a_configured_key_is_shared_by_every_gateway_configured_with_it() {
         let secret = "0123456789abcdef0123456789abcdef";
         let (a, b) = (held(Some(secret)), held(Some(secret)));
-        let (id, state, _rx) = a.hold("digest-a");
+        let (id, state, _rx) = a.hold("digest-a", "p");
         assert_eq!(
             b.verify(&state, "digest-a"),
             Ok(id),
