@@ -73,65 +73,60 @@ fn differs<T: Debug>(a: &T, b: &T) -> bool {
 /// The settings a running gateway cannot change: listeners, TLS, the audit
 /// writer, metrics label bounds, and the limits its tables were sized with.
 pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut check = |key: &str, changed: bool| {
-        if changed {
-            out.push(key.to_string());
-        }
-    };
-    check("server.listen", old.server.listen != new.server.listen);
-    check("server.tls", differs(&old.server.tls, &new.server.tls));
-    check(
-        "server.request_state_key",
-        old.server.request_state_key != new.server.request_state_key,
-    );
-    check(
-        "server.watch_config",
-        old.server.watch_config != new.server.watch_config,
-    );
-    check("admin.listen", old.admin != new.admin);
-    check("cluster", old.cluster != new.cluster);
-    check("tracing", old.tracing != new.tracing);
-    check(
-        "stdio.principal",
-        old.stdio_principal != new.stdio_principal,
-    );
-    check("audit", differs(&old.audit, &new.audit));
-    check(
-        "metrics.max_tool_series",
-        old.max_tool_series != new.max_tool_series,
-    );
-    check(
-        "metrics.principal_label",
-        old.principal_label != new.principal_label,
-    );
-    check(
-        "metrics.max_principal_series",
-        old.max_principal_series != new.max_principal_series,
-    );
     let (a, b) = (&old.limits, &new.limits);
-    check("limits.max_sessions", a.max_sessions != b.max_sessions);
-    check(
-        "limits.max_sessions_per_peer",
-        a.max_sessions_per_peer != b.max_sessions_per_peer,
-    );
-    check(
-        "limits.max_calls_per_session",
-        a.max_calls_per_session != b.max_calls_per_session,
-    );
-    check("limits.max_listens", a.max_listens != b.max_listens);
-    check("limits.held_call_ttl", a.held_call_ttl != b.held_call_ttl);
-    check(
-        "limits.max_held_calls",
-        a.max_held_calls != b.max_held_calls,
-    );
-    check(
-        "limits.max_held_calls_per_principal",
-        a.max_held_calls_per_principal != b.max_held_calls_per_principal,
-    );
-    // Taken by an upstream connection when it starts: kept upstreams keep theirs
-    // (those the reload starts or restarts take the new values).
-    for (key, changed) in [
+    let changed = [
+        ("server.listen", old.server.listen != new.server.listen),
+        ("server.tls", differs(&old.server.tls, &new.server.tls)),
+        (
+            "server.request_state_key",
+            old.server.request_state_key != new.server.request_state_key,
+        ),
+        (
+            "server.watch_config",
+            old.server.watch_config != new.server.watch_config,
+        ),
+        ("admin.listen", old.admin != new.admin),
+        ("cluster", old.cluster != new.cluster),
+        ("tracing", old.tracing != new.tracing),
+        (
+            "stdio.principal",
+            old.stdio_principal != new.stdio_principal,
+        ),
+        ("audit", differs(&old.audit, &new.audit)),
+        (
+            "metrics.max_tool_series",
+            old.max_tool_series != new.max_tool_series,
+        ),
+        (
+            "metrics.principal_label",
+            old.principal_label != new.principal_label,
+        ),
+        (
+            "metrics.max_principal_series",
+            old.max_principal_series != new.max_principal_series,
+        ),
+        // The tables were sized with these.
+        ("limits.max_sessions", a.max_sessions != b.max_sessions),
+        (
+            "limits.max_sessions_per_peer",
+            a.max_sessions_per_peer != b.max_sessions_per_peer,
+        ),
+        (
+            "limits.max_calls_per_session",
+            a.max_calls_per_session != b.max_calls_per_session,
+        ),
+        ("limits.max_listens", a.max_listens != b.max_listens),
+        ("limits.held_call_ttl", a.held_call_ttl != b.held_call_ttl),
+        (
+            "limits.max_held_calls",
+            a.max_held_calls != b.max_held_calls,
+        ),
+        (
+            "limits.max_held_calls_per_principal",
+            a.max_held_calls_per_principal != b.max_held_calls_per_principal,
+        ),
+        // Taken by an upstream connection when it starts: kept upstreams keep
+        // theirs (those the reload starts or restarts take the new values).
         (
             "limits.connect_timeout",
             a.connect_timeout != b.connect_timeout,
@@ -148,10 +143,12 @@ pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
             "limits.max_list_items",
             a.max_list_items != b.max_list_items,
         ),
-    ] {
-        check(key, changed);
-    }
-    out
+    ];
+    changed
+        .into_iter()
+        .filter(|(_, c)| *c)
+        .map(|(k, _)| k.to_string())
+        .collect()
 }
 
 impl Gateway {

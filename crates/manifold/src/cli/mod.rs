@@ -85,3 +85,35 @@ pub(crate) async fn stop_telemetry(telemetry: Option<crate::telemetry::Telemetry
         let _ = tokio::task::spawn_blocking(move || t.shutdown()).await;
     }
 }
+
+/// The long-running commands' frame (`serve`, `stdio`): load the configuration,
+/// run `serve` on the runtime, and turn its end into an exit code.
+pub(crate) fn run_to_end<F, Fut>(
+    rt: &tokio::runtime::Runtime,
+    config: &Path,
+    check_exposure: bool,
+    serve: F,
+) -> ExitCode
+where
+    F: FnOnce(manifold_config::GatewayConfig) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let cfg = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Some(problem) = cfg.exposure_problem().filter(|_| check_exposure) {
+        eprintln!(
+            "manifold: configuration error: {}: {problem}",
+            config.display()
+        );
+        return ExitCode::from(USAGE);
+    }
+    match rt.block_on(serve(cfg)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("manifold: {e:#}");
+            ExitCode::from(FAILED)
+        }
+    }
+}

@@ -6,27 +6,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-use super::{load_config, FAILED, USAGE};
-
 pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
-    let cfg = match load_config(config) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    if let Some(problem) = cfg.exposure_problem() {
-        eprintln!(
-            "manifold: configuration error: {}: {problem}",
-            config.display()
-        );
-        return ExitCode::from(USAGE);
-    }
-    match rt.block_on(serve(cfg, config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("manifold: {e:#}");
-            ExitCode::from(FAILED)
-        }
-    }
+    super::run_to_end(rt, config, true, |cfg| serve(cfg, config))
 }
 
 async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Result<()> {

@@ -14,20 +14,9 @@ use std::path::Path;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
-use super::{load_config, FAILED};
-
 pub fn run(rt: &tokio::runtime::Runtime, config: &Path) -> ExitCode {
-    let cfg = match load_config(config) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    match rt.block_on(serve(cfg, config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("manifold: {e:#}");
-            ExitCode::from(FAILED)
-        }
-    }
+    // No listener: the exposure rules of `serve` do not apply.
+    super::run_to_end(rt, config, false, |cfg| serve(cfg, config))
 }
 
 async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Result<()> {
