@@ -406,3 +406,36 @@ async fn a_hidden_template_routes_no_reads() -> Result<()> {
     })
     .await
 }
+
+/// An upstream's log messages outside any call reach only the sessions whose
+/// view holds something of that upstream.
+#[tokio::test]
+async fn an_upstreams_broadcast_logs_reach_only_sessions_that_see_it() -> Result<()> {
+    bounded(async {
+        let f = start().await?;
+        let ops = session(&f, Some(OPS)).await?;
+        let anon = session(&f, None).await?;
+        let mut ops_stream = ops.open_get_stream().await?;
+        let mut anon_stream = anon.open_get_stream().await?;
+        ops.call_tool(
+            "local__log",
+            json!({"level": "warning", "text": "server-wide", "broadcast": true}),
+        )
+        .await?
+        .result()?;
+        let is_log = |m: &Value| m["method"] == "notifications/message";
+        let note = ops_stream.wait_for(is_log).await?;
+        assert_eq!(note["params"]["data"], "server-wide", "{note}");
+        // Delivered in the same pass: had the anonymous session been sent it,
+        // it would be here.
+        anon_stream.set_timeout(Duration::from_millis(300));
+        while let Ok(Some(m)) = anon_stream.next().await {
+            assert!(
+                !is_log(&m),
+                "the anonymous view holds nothing of local: {m}"
+            );
+        }
+        Ok(())
+    })
+    .await
+}
