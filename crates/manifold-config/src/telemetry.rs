@@ -37,6 +37,11 @@ pub struct TracingSection {
     /// More resource attributes (`deployment.environment`, `k8s.pod.name`…).
     #[serde(default)]
     pub resource: BTreeMap<String, String>,
+    /// Follow a client's sampling decision (the flag in its `traceparent`);
+    /// `false` applies `sample_ratio` to every trace, so an untrusted client
+    /// cannot make every one of its requests exported (default true).
+    #[serde(default)]
+    pub follow_client_sampling: Option<bool>,
 }
 
 /// How spans travel to the collector.
@@ -54,6 +59,7 @@ pub struct TracingSettings {
     pub sample_ratio: f64,
     pub service_name: String,
     pub resource: Vec<(String, String)>,
+    pub follow_client_sampling: bool,
 }
 
 pub(crate) fn validate(t: &TracingSection) -> Result<TracingSettings, String> {
@@ -93,6 +99,7 @@ pub(crate) fn validate(t: &TracingSection) -> Result<TracingSettings, String> {
             .clone()
             .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_string()),
         resource: t.resource.clone().into_iter().collect(),
+        follow_client_sampling: t.follow_client_sampling.unwrap_or(true),
     })
 }
 
@@ -107,6 +114,7 @@ mod tests {
             sample_ratio: None,
             service_name: None,
             resource: BTreeMap::new(),
+            follow_client_sampling: None,
         }
     }
 

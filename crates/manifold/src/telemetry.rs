@@ -132,9 +132,14 @@ pub fn start(
         .build();
     let traces = SdkTracerProvider::builder()
         .with_span_processor(processor)
-        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
-            settings.sample_ratio,
-        ))))
+        .with_sampler({
+            let ratio = Sampler::TraceIdRatioBased(settings.sample_ratio);
+            if settings.follow_client_sampling {
+                Sampler::ParentBased(Box::new(ratio))
+            } else {
+                ratio
+            }
+        })
         .with_resource(resource.clone())
         .build();
     opentelemetry::global::set_text_map_propagator(
