@@ -269,7 +269,7 @@ fn fixed_tools() -> Vec<Value> {
         }),
         json!({
             "name": "sleep",
-            "description": "Waits for ms milliseconds; honours notifications/cancelled.",
+            "description": "Waits for ms milliseconds (with a progressToken, after one notifications/progress saying it started); honours notifications/cancelled.",
             "inputSchema": {
                 "type": "object",
                 "properties": {"ms": {"type": "integer", "minimum": 0}},
@@ -382,7 +382,7 @@ pub(super) async fn call(
         "regional_lookup" => regional_lookup(args, ctx),
         "add_tool" => add_tool(session, args),
         "fail" => Err("this tool always fails".to_owned()),
-        "sleep" => sleep(args).await,
+        "sleep" => sleep(args, progress_token, ctx).await,
         "crash" => crash(server.transport()),
         "sample" => sample(session, args, ctx).await,
         "elicit" => elicit(session, args, ctx).await,
@@ -550,8 +550,14 @@ fn add_tool(session: &Session, args: &Map<String, Value>) -> ToolOutcome {
     Ok(text_result(&format!("added {name}")))
 }
 
-async fn sleep(args: &Map<String, Value>) -> ToolOutcome {
+async fn sleep(args: &Map<String, Value>, token: Option<&Value>, ctx: &CallContext) -> ToolOutcome {
     let ms = u64_arg(args, "ms", None)?.min(MAX_SLEEP_MS);
+    // Tells a test the call has reached the upstream, so it can cancel it
+    // without guessing how long the way here takes.
+    if let (Some(token), Some(outbound)) = (token, &ctx.outbound) {
+        let params = json!({"progressToken": token, "progress": 0, "message": "sleeping"});
+        let _ = outbound.send(notification("notifications/progress", params));
+    }
     // Cancellation is handled by Session::handle_request dropping this future.
     tokio::time::sleep(Duration::from_millis(ms)).await;
     Ok(text_result("slept"))

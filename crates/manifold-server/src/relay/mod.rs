@@ -465,6 +465,12 @@ impl Pump {
                 Some(ev) => ev,
                 None => tokio::select! {
                     ev = call.next() => ev,
+                    // Noticed while the upstream is quiet too, not only at the
+                    // next write: a 2026-07-28 client cancels by closing.
+                    _ = self.tx.closed(), if !self.gone && self.a.caller.cancels_on_disconnect() => {
+                        self.gone = true;
+                        continue;
+                    }
                     _ = cancel.cancelled() => {
                         // No response for a cancelled request: the stream just ends.
                         call.cancel("cancelled by the client").await;

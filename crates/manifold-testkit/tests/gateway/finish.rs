@@ -205,6 +205,23 @@ async fn every_exit_writes_one_audit_record_and_counts_once() -> Result<()> {
             error_code: None,
         });
 
+        // The same while its answer streams (a progressToken): closing the
+        // stream cancels the call even while the upstream says nothing.
+        let mut streamed = stateless_call(2, "local__sleep", json!({"ms": 5003}), json!({}));
+        streamed["params"]["_meta"]["progressToken"] = json!("gone");
+        let left = gone.send_stateless(&streamed, &[]).await;
+        assert!(
+            left.is_err(),
+            "the client was meant to give up first: {left:?}"
+        );
+        exits.push(Exit {
+            what: "stateless client gone mid-stream",
+            name: "local__sleep",
+            marker: json!(5003),
+            outcome: "cancelled",
+            error_code: None,
+        });
+
         // A stdio upstream's request to its client is placed only while one call is
         // in flight: let the calls above end first.
         crate::until_in_flight(&f.gw, "local", 0, Duration::from_secs(10)).await?;
@@ -372,7 +389,7 @@ async fn every_exit_writes_one_audit_record_and_counts_once() -> Result<()> {
             ("tool_error", 1.0),
             ("refused", 4.0),
             ("timeout", 1.0),
-            ("cancelled", 3.0),
+            ("cancelled", 4.0),
         ];
         for (outcome, n) in want {
             assert_eq!(count(outcome), n, "tools/call {outcome}\n{metrics}");
