@@ -13,20 +13,22 @@ use std::time::Duration;
 
 use crate::observe::{admin_request, sample, Scratch};
 use crate::{bin, bounded, names_of, Setup};
-use manifold_testkit::harness::{toml_string, TestGateway};
+use manifold_testkit::harness::{toml_string, McpClient, MessageStream, TestGateway};
 
-/// Polls `check` (bounded) until it holds.
-async fn eventually<F, Fut>(what: &str, mut check: F) -> Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while !check().await {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+/// Waits until `tool` answers through `c`, checking again on each
+/// `tools/list_changed` its session's `stream` hears (each wait bounded by the
+/// client's timeout); an earlier change's notification only costs a check.
+async fn until_callable(c: &McpClient, stream: &mut MessageStream, tool: &str) -> Result<()> {
+    loop {
+        let r = c.call_tool(tool, json!({"text": "x"})).await;
+        if r.is_ok_and(|r| r.result().is_ok()) {
+            return Ok(());
+        }
+        stream
+            .wait_for(|m| m["method"] == "notifications/tools/list_changed")
+            .await
+            .with_context(|| format!("{tool} never became callable"))?;
     }
-    Ok(())
 }
 
 fn extra_upstream() -> String {
@@ -66,6 +68,7 @@ async fn reloads_under_load_keep_unchanged_upstreams_serving() -> Result<()> {
             })
         };
         let c = f.session().await?;
+        let mut stream = c.open_get_stream().await?;
         let reload = |s: &Setup| TestGateway::config(&s.render(&url));
 
         // 1. Add an upstream.
@@ -79,12 +82,7 @@ async fn reloads_under_load_keep_unchanged_upstreams_serving() -> Result<()> {
             report.removed.is_empty() && report.restarted.is_empty(),
             "{report:?}"
         );
-        eventually("extra__echo is listed and works", || async {
-            c.call_tool("extra__echo", json!({"text": "x"}))
-                .await
-                .is_ok_and(|r| r.result().is_ok())
-        })
-        .await?;
+        until_callable(&c, &mut stream, "extra__echo").await?;
 
         // 2. Change one (a new timeout): restarted beside the old, swapped in.
         let changed = Setup {
@@ -160,6 +158,7 @@ async fn an_invalid_file_changes_nothing_and_a_watched_file_is_reloaded() -> Res
         gw.set_config_path(file.clone());
         let admin = gw.admin_addr().context("admin address")?;
         let c = f.session().await?;
+        let mut stream = c.open_get_stream().await?;
 
         std::fs::write(
             &file,
@@ -217,12 +216,7 @@ async fn an_invalid_file_changes_nothing_and_a_watched_file_is_reloaded() -> Res
             ..Setup::default()
         };
         std::fs::write(&file, watched.render(&url))?;
-        eventually("the watched file is reloaded", || async {
-            c.call_tool("local__speak", json!({"text": "w"}))
-                .await
-                .is_ok_and(|r| r.result().is_ok())
-        })
-        .await?;
+        until_callable(&c, &mut stream, "local__speak").await?;
         Ok(())
     })
     .await

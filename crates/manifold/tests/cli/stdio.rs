@@ -15,15 +15,28 @@ use crate::commands::TempDir;
 
 /// The next message on `lines` with `id`, within a bound.
 fn response(lines: &mpsc::Receiver<String>, id: i64) -> Value {
+    next(lines, &format!("response {id}"), |m| m["id"] == id)
+}
+
+/// The progress notification a demo `sleep` sends once it has started: the
+/// call has reached the upstream.
+fn started(lines: &mpsc::Receiver<String>, token: &str) -> Value {
+    next(lines, &format!("progress {token}"), |m| {
+        m["method"] == "notifications/progress" && m["params"]["progressToken"] == token
+    })
+}
+
+/// The next message on `lines` that `wanted` picks, within a bound.
+fn next(lines: &mpsc::Receiver<String>, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let line = lines
             .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("no response {id} within 20 s"));
+            .unwrap_or_else(|_| panic!("no {what} within 20 s"));
         let msg: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"));
-        if msg["id"] == id {
+        if wanted(&msg) {
             return msg;
         }
     }
@@ -96,8 +109,8 @@ fn stdio_serves_one_client_and_cleans_up_when_stdin_closes() {
     // A slow call, cancelled by the client: no answer, audited as cancelled;
     // the next call is answered meanwhile.
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-        "params": {"name": "demo__sleep", "arguments": {"ms": 30000}}}));
-    std::thread::sleep(Duration::from_millis(200));
+        "params": {"name": "demo__sleep", "arguments": {"ms": 30000}, "_meta": {"progressToken": "s3"}}}));
+    started(&lines, "s3");
     send(
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 3, "reason": "changed my mind"}}),
@@ -112,9 +125,11 @@ fn stdio_serves_one_client_and_cleans_up_when_stdin_closes() {
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                       "io.modelcontextprotocol/clientCapabilities": {},
                       "io.modelcontextprotocol/clientInfo": {"name": "modern", "version": "1"}});
+    let mut with_token = meta.clone();
+    with_token["progressToken"] = json!("s5");
     send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-        "params": {"name": "demo__sleep", "arguments": {"ms": 30001}, "_meta": meta}}));
-    std::thread::sleep(Duration::from_millis(200));
+        "params": {"name": "demo__sleep", "arguments": {"ms": 30001}, "_meta": with_token}}));
+    started(&lines, "s5");
     send(
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}),
     );
