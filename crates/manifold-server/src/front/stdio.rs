@@ -25,7 +25,7 @@
 
 use bytes::Bytes;
 use manifold_policy::Identity;
-use manifold_protocol::{jsonrpc, ErrorCode, RpcError};
+use manifold_protocol::{jsonrpc, ErrorCode, Incoming, MessageError, RpcError};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
@@ -96,7 +96,14 @@ impl Gateway {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let kind = classify(&line);
+            // Parsed once: the shape decides how the line is served, and the
+            // same value is what the pipeline decodes.
+            let bytes = line.len();
+            let parsed = serde_json::from_slice::<serde_json::Value>(&line)
+                .map_err(|e| MessageError::Parse(e.to_string()));
+            drop(line);
+            let kind = classify(parsed.as_ref().ok());
+            let msg = parsed.and_then(Incoming::from_value);
             if let Kind::Cancel(id) = &kind {
                 // A 2026-07-28 client cancels a request over stdio by naming it
                 // (there is no stream to close): its handler is dropped, which
@@ -122,7 +129,8 @@ impl Gateway {
                     let mut table = lock(&running);
                     let handle = handlers.spawn(async move {
                         let _permit = permit;
-                        gw.serve_line(&line, identity, &session, &tx, true).await;
+                        gw.serve_line(msg, bytes, identity, &session, &tx, true)
+                            .await;
                         lock(&running2).remove(&id);
                     });
                     table.insert(key, handle);
@@ -131,14 +139,16 @@ impl Gateway {
                     // A notification or a response: nothing is ever written
                     // back for it (a refusal included).
                     handlers.spawn(async move {
-                        gw.serve_line(&line, identity, &session, &tx, false).await;
+                        gw.serve_line(msg, bytes, identity, &session, &tx, false)
+                            .await;
                     });
                 }
                 Kind::Other(true) => {
                     // Not a message at all: the pipeline's error (id null) is
                     // the answer.
                     handlers.spawn(async move {
-                        gw.serve_line(&line, identity, &session, &tx, true).await;
+                        gw.serve_line(msg, bytes, identity, &session, &tx, true)
+                            .await;
                     });
                 }
             }
@@ -168,7 +178,8 @@ impl Gateway {
     /// One message from the client, answered on `tx`.
     async fn serve_line(
         self: &Arc<Self>,
-        line: &[u8],
+        msg: Result<Incoming, MessageError>,
+        bytes: usize,
         identity: Arc<Identity>,
         session: &Mutex<Option<String>>,
         tx: &mpsc::Sender<Bytes>,
@@ -176,7 +187,7 @@ impl Gateway {
     ) {
         let arrival = Arrival {
             request_id: self.request_id(),
-            bytes: line.len(),
+            bytes,
             front: Front::Stdio {
                 session: lock(session).clone(),
             },
@@ -187,7 +198,7 @@ impl Gateway {
                 stream: true,
             },
         };
-        let reply = pipeline::serve(self, arrival.clone(), line).await;
+        let reply = pipeline::serve_decoded(self, arrival.clone(), msg).await;
         if !answers {
             return;
         }
@@ -235,8 +246,8 @@ enum Kind {
     Other(bool),
 }
 
-fn classify(line: &[u8]) -> Kind {
-    let Ok(serde_json::Value::Object(m)) = serde_json::from_slice::<serde_json::Value>(line) else {
+fn classify(line: Option<&serde_json::Value>) -> Kind {
+    let Some(serde_json::Value::Object(m)) = line else {
         return Kind::Other(true);
     };
     match (m.get("method").and_then(|v| v.as_str()), m.get("id")) {

@@ -12,16 +12,19 @@
 //! Not here: checking what the era requires (`admit`).
 
 use manifold_protocol::methods::{self as m, meta};
-use manifold_protocol::{jsonrpc, version, Incoming};
+use manifold_protocol::{jsonrpc, version, Incoming, MessageError};
 use serde_json::{Map, Value};
 
 use crate::era::Era;
 use crate::exchange::Front;
 use crate::refusal::Refusal;
 
-/// The message and its era.
-pub(crate) fn decode(body: &[u8], front: &Front) -> Result<(Incoming, Era), Refusal> {
-    let msg = Incoming::parse(body).map_err(Refusal::BadMessage)?;
+/// The message (as `Incoming::parse` decoded the body) and its era.
+pub(crate) fn decode(
+    decoded: Result<Incoming, MessageError>,
+    front: &Front,
+) -> Result<(Incoming, Era), Refusal> {
+    let msg = decoded.map_err(Refusal::BadMessage)?;
     let era = match &msg {
         Incoming::Request { msg, .. } if is_stateless(front, msg) => Era::Stateless,
         _ => Era::Session,
@@ -66,11 +69,11 @@ mod tests {
             (note, http(Some("2026-07-28")), Era::Session),
         ];
         for (body, front, era) in rows {
-            let (_, got) = decode(body, &front).unwrap();
+            let (_, got) = decode(Incoming::parse(body), &front).unwrap();
             assert_eq!(got, era, "{}", String::from_utf8_lossy(body));
         }
         assert!(matches!(
-            decode(b"[]", &Front::Operator(Default::default())),
+            decode(Incoming::parse(b"[]"), &Front::Operator(Default::default())),
             Err(Refusal::BadMessage(_))
         ));
     }

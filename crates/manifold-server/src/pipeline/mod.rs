@@ -26,7 +26,7 @@ mod admit;
 mod decode;
 mod route;
 
-use manifold_protocol::{jsonrpc, Incoming};
+use manifold_protocol::{jsonrpc, Incoming, MessageError};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -41,7 +41,17 @@ use crate::state::Gateway;
 /// Serves one message: a request gets its reply; a notification or a client's
 /// response gets [`Reply::Accepted`].
 pub(crate) async fn serve(gw: &Arc<Gateway>, arrival: Arrival, body: &[u8]) -> Reply {
-    let (msg, era) = match decode::decode(body, &arrival.front) {
+    serve_decoded(gw, arrival, Incoming::parse(body)).await
+}
+
+/// [`serve`] for a body its front door has already decoded (stdio reads each
+/// line's shape first), so the message is parsed once.
+pub(crate) async fn serve_decoded(
+    gw: &Arc<Gateway>,
+    arrival: Arrival,
+    decoded: Result<Incoming, MessageError>,
+) -> Reply {
+    let (msg, era) = match decode::decode(decoded, &arrival.front) {
         Ok(m) => m,
         Err(r) => return r.reply(None, Era::Session),
     };
