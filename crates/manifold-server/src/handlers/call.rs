@@ -57,7 +57,7 @@ pub(crate) async fn call(
     if kind == Kind::Tools {
         // Rate limits are taken when the call is really about to go (after a
         // human's "accept", for a confirmed one): see `confirm`.
-        return super::confirm::forward(x, &name, params, target).await;
+        return super::confirm::forward(x, &name, params, target, &access.catalog).await;
     }
     relay::forward(x, params, target).await
 }

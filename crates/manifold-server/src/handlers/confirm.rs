@@ -22,6 +22,7 @@
 
 use bytes::Bytes;
 use manifold_audit::{Confirmation, Outcome};
+use manifold_catalog::Catalog;
 use manifold_config::WithoutElicitation;
 use manifold_protocol::jsonrpc;
 use manifold_upstream::Responder;
@@ -80,12 +81,14 @@ impl Decision {
     }
 }
 
-/// Forwards a `tools/call`, asking a human first when `[confirm]` says so.
+/// Forwards a `tools/call`, asking a human first when `[confirm]` says so;
+/// `view` is the caller's catalogue snapshot that resolved the tool.
 pub(crate) async fn forward(
     x: &mut Exchange,
     name: &str,
     mut params: Map<String, Value>,
     target: Target,
+    view: &Catalog,
 ) -> Result<Reply, Refusal> {
     let gw = x.gw.clone();
     // A 2026-07-28 retry that answers our question.
@@ -94,9 +97,9 @@ pub(crate) async fn forward(
     }
     // From the caller's own view (the snapshot that resolved the tool); a tool
     // not found there is asked about, never waved through.
-    let needs = needs_confirming(x, name);
+    let needs = needs_confirming(x, view, name);
     if !needs || matches!(x.caller, Caller::Operator(_)) {
-        return go(x, name, params, target).await;
+        return go(x, name, params, target, needs).await;
     }
     let question = question(x, name, &target, &params);
     match x.caller.clone() {
@@ -143,7 +146,7 @@ pub(crate) async fn forward(
                     if let Some(o) = x.observation() {
                         o.confirmation = Some(Confirmation::Unconfirmed);
                     }
-                    go(x, name, params, target).await
+                    go(x, name, params, target, true).await
                 }
             }
         }
@@ -152,12 +155,14 @@ pub(crate) async fn forward(
 
 /// Forwards the call now: its rate-limit places are taken here, after any
 /// confirmation, so a call waiting for a human holds none and a declined one
-/// costs none.
+/// costs none. `confirmed`: `[confirm]` covers the call (it was asked about,
+/// or let through unasked).
 async fn go(
     x: &mut Exchange,
     name: &str,
     params: Map<String, Value>,
     mut target: Target,
+    confirmed: bool,
 ) -> Result<Reply, Refusal> {
     super::call::rate_limit(x, name, &mut target)?;
     let modern = target.upstream.is_modern();
@@ -166,17 +171,16 @@ async fn go(
     // wrapped, so the retry goes on without a new question (and cannot be
     // used to skip one: the wrapper is bound to this request).
     let digest = match &x.caller {
-        Caller::Stateless(c) if modern && needs_confirming(x, name) => c.digest.clone(),
+        Caller::Stateless(c) if modern && confirmed => c.digest.clone(),
         _ => return Ok(reply),
     };
     Ok(wrap_input_round(x, &digest, reply))
 }
 
-fn needs_confirming(x: &Exchange, name: &str) -> bool {
+fn needs_confirming(x: &Exchange, view: &Catalog, name: &str) -> bool {
     let rules = x.gw.live().confirm.clone();
     !rules.is_empty()
-        && x.access()
-            .catalog
+        && view
             .tools
             .get(name)
             .is_none_or(|e| rules.needs(name, e.json()))
@@ -277,7 +281,7 @@ async fn decided(
         o.confirmation = Some(decision.audited());
     }
     if decision == Decision::Accept {
-        return go(x, name, params, target).await;
+        return go(x, name, params, target, true).await;
     }
     let bytes = not_made(x, name, &decision);
     if let Some(o) = x.obs.take() {
