@@ -159,7 +159,7 @@ impl Observed {
                 // The write runs on a task of the gateway: if this future is
                 // dropped while the queue is full (the client left), the record
                 // is still written, with the call's real outcome.
-                let span = crate::tracectx::phase("audit.write");
+                let span = crate::tracectx::phase(crate::tracectx::Phase::AuditWrite);
                 let write = self.gw.tasks.spawn(tracing::Instrument::instrument(
                     async move {
                         if let Err(e) = auditor.record(rec).await {

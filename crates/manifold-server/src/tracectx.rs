@@ -70,16 +70,21 @@ pub(crate) fn upstream_call(method: &str, upstream: &str) -> tracing::Span {
         upstream = %upstream)
 }
 
+/// The phases of a request that get a span of their own.
+pub(crate) enum Phase {
+    Admission,
+    AuditWrite,
+}
+
 /// A span for one phase of a request (`admission`, `audit.write`), or none
 /// when spans are not exported.
-pub(crate) fn phase(name: &'static str) -> tracing::Span {
+pub(crate) fn phase(phase: Phase) -> tracing::Span {
     if !exporting() {
         return tracing::Span::none();
     }
-    match name {
-        "admission" => tracing::info_span!("admission"),
-        "audit.write" => tracing::info_span!("audit.write"),
-        _ => tracing::Span::none(),
+    match phase {
+        Phase::Admission => tracing::info_span!("admission"),
+        Phase::AuditWrite => tracing::info_span!("audit.write"),
     }
 }
 

@@ -137,7 +137,7 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
             client_info: opening.client_info.clone(),
             capabilities: opening.capabilities.clone(),
             owner: opening.owner.clone(),
-            expires: crate::state::sealed::now_secs()
+            expires: crate::state::held_calls::now_secs()
                 + crate::state::sealed::SEALED_SESSION_MAX_AGE.as_secs(),
         };
         let id = s.seal(&facts);

@@ -89,7 +89,7 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
     match msg {
         Incoming::Request { id, method, msg } => {
             let mut obs = Observed::start(gw, &arrival.request_id, arrival.bytes, &method);
-            let admission = crate::tracectx::phase("admission");
+            let admission = crate::tracectx::phase(crate::tracectx::Phase::Admission);
             let admitted = admission.in_scope(|| admit::request(gw, &arrival, era, &method, &msg));
             let admitted = match admitted {
                 Ok(a) => a,

@@ -84,7 +84,9 @@ pub(crate) fn params_digest(method: &str, params: &Map<String, Value>) -> String
     hex::encode(&h.finalize()[..16])
 }
 
-fn now_secs() -> u64 {
+/// Seconds since the epoch: what held calls' and sealed session ids'
+/// expiries are written in.
+pub(crate) fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -193,7 +193,7 @@ impl Gateway {
         };
         if let Some(expires) = session.expires {
             self.sessions
-                .remember_ended(id, expires, sealed::now_secs());
+                .remember_ended(id, expires, held_calls::now_secs());
         }
         self.unsubscribe_all(&session.id);
         self.log_levels_after_sessions_ended();

@@ -22,7 +22,9 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use super::held_calls::now_secs;
 
 /// How a sealed id starts (random ids are hex, so never start like this).
 pub const SEALED_PREFIX: &str = "s1.";
@@ -62,13 +64,6 @@ fn key(secret: &str) -> Option<LessSafeKey> {
     h.update(secret.as_bytes());
     let k: [u8; 32] = h.finalize().into();
     UnboundKey::new(&AES_256_GCM, &k).ok().map(LessSafeKey::new)
-}
-
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 impl Sealer {
