@@ -88,6 +88,13 @@ pub struct Args {
     #[arg(long)]
     pub trace_tool: bool,
 
+    /// `add_tool` announces `list_changed` in the calling request's stream
+    /// only (as SDK servers with one server object per session do), not to
+    /// every session: for tests of gateway replicas, where only the replica
+    /// that made the call hears of the change.
+    #[arg(long)]
+    pub notify_caller_only: bool,
+
     /// Fault mode, for tests: break the protocol in this way (repeatable). See
     /// the `rogue` module for what each mode does.
     #[arg(long, value_enum, value_name = "MODE")]
@@ -110,6 +117,7 @@ impl Args {
             env_tool: self.env_tool,
             spawn_grandchild: self.spawn_grandchild,
             trace_tool: self.trace_tool,
+            notify_caller_only: self.notify_caller_only,
             misbehave: super::rogue::Rogue(self.misbehave.clone()),
         }
     }

@@ -98,6 +98,10 @@ pub struct DemoConfig {
     pub spawn_grandchild: bool,
     /// The diagnostic tool `trace` (`--trace-tool`).
     pub trace_tool: bool,
+    /// `add_tool` announces `list_changed` in the calling request's stream
+    /// only, as SDK servers with one server object per session do, instead of
+    /// to every session (`--notify-caller-only`).
+    pub notify_caller_only: bool,
     /// Fault modes (`--misbehave`), see [`rogue`].
     pub misbehave: rogue::Rogue,
 }
@@ -133,6 +137,7 @@ impl Default for DemoConfig {
             env_tool: false,
             spawn_grandchild: false,
             trace_tool: false,
+            notify_caller_only: false,
             misbehave: rogue::Rogue::default(),
         }
     }

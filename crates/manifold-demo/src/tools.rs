@@ -380,7 +380,7 @@ pub(super) async fn call(
         "weather" => weather(args),
         "slow_progress" => slow_progress(args, progress_token, ctx).await,
         "regional_lookup" => regional_lookup(args, ctx),
-        "add_tool" => add_tool(session, args),
+        "add_tool" => add_tool(session, args, ctx),
         "fail" => Err("this tool always fails".to_owned()),
         "sleep" => sleep(args, progress_token, ctx).await,
         "crash" => crash(server.transport()),
@@ -532,7 +532,7 @@ fn regional_lookup(args: &Map<String, Value>, ctx: &CallContext) -> ToolOutcome 
     }))
 }
 
-fn add_tool(session: &Session, args: &Map<String, Value>) -> ToolOutcome {
+fn add_tool(session: &Session, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutcome {
     let name = str_arg(args, "name")?;
     let valid = !name.is_empty()
         && name.len() <= 128
@@ -546,7 +546,13 @@ fn add_tool(session: &Session, args: &Map<String, Value>) -> ToolOutcome {
     if !server.tools.add_dynamic(name) {
         return Err(format!("tool already exists: {name}"));
     }
-    server.broadcast(notification("notifications/tools/list_changed", json!({})));
+    let note = notification("notifications/tools/list_changed", json!({}));
+    match &ctx.outbound {
+        Some(outbound) if server.config().notify_caller_only => {
+            let _ = outbound.send(note);
+        }
+        _ => server.broadcast(note),
+    }
     Ok(text_result(&format!("added {name}")))
 }
 

@@ -28,5 +28,5 @@ pub mod who;
 pub use authz::{Decision, ItemKind, Policy, ViewKey};
 pub use confirm::ConfirmRules;
 pub use identity::{hash_key, AuthError, AuthMethod, Authenticator, Identity};
-pub use limits::{Limited, Permit, RateLimits};
+pub use limits::{Bucket, Limited, Permit, RateLimits};
 pub use validation::ArgumentValidators;

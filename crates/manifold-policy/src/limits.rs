@@ -7,7 +7,9 @@
 //! Invariants: a refusal says when to retry (the rate's next free slot, or
 //! [`CONCURRENCY_RETRY`] for a full concurrency cap); a [`Permit`] gives its
 //! concurrency places back when dropped, whatever the call's end; buckets are
-//! per process (replicas do not share them yet).
+//! per process unless the server decides the rate buckets elsewhere
+//! ([`RateLimits::admit_concurrency`] gives it the [`Bucket`]s; concurrency
+//! caps stay per process).
 //!
 //! Not here: the refusal itself (the server answers 429 / its JSON-RPC code).
 
@@ -40,6 +42,8 @@ struct Rule<C: Clock> {
     tools: Vec<Glob>,
     key: BucketKey,
     limiter: Option<Limiter<C>>,
+    /// (period, burst) of `limiter`, for deciding elsewhere.
+    quota: Option<(Duration, u32)>,
     concurrency: Option<usize>,
     in_flight: InFlight,
     /// For messages: `10/s, burst 20`, `4 at once`.
@@ -111,7 +115,12 @@ impl<C: Clock + Clone> RateLimits<C> {
                 if let Some(c) = r.concurrency {
                     describe.push(format!("{c} at once"));
                 }
+                let quota = limiter
+                    .as_ref()
+                    .and(r.rate)
+                    .map(|(n, per)| (per / n, r.burst));
                 Rule {
+                    quota,
                     who: r.who.clone(),
                     tools: r.tools.iter().map(|g| Glob::new(g)).collect(),
                     key: r.key,
@@ -132,7 +141,22 @@ impl<C: Clock + Clone> RateLimits<C> {
     /// A place for `caller`'s call of `tool` in every rule that applies, or why
     /// not.
     pub fn admit(&self, caller: &Identity, tool: &str) -> Result<Permit, Limited> {
+        let (permit, buckets) = self.admit_concurrency(caller, tool)?;
+        self.check_local(&buckets)?;
+        Ok(permit)
+    }
+
+    /// The concurrency places of every rule that applies, taken, and the rate
+    /// buckets the call still needs a place in: for a caller that decides
+    /// those elsewhere (shared by replicas through Redis), falling back to
+    /// [`RateLimits::check_local`] when it cannot.
+    pub fn admit_concurrency(
+        &self,
+        caller: &Identity,
+        tool: &str,
+    ) -> Result<(Permit, Vec<Bucket>), Limited> {
         let mut permit = Permit::default();
+        let mut buckets = Vec::new();
         for (i, rule) in self.rules.iter().enumerate() {
             if !rule.tools.iter().any(|g| g.matches(tool))
                 || !crate::who::matches(&rule.who, caller)
@@ -144,29 +168,66 @@ impl<C: Clock + Clone> RateLimits<C> {
                 BucketKey::Group => caller.groups.first().cloned().unwrap_or_default(),
                 BucketKey::Global => String::new(),
             };
-            let limited = |retry_after| Limited {
-                rule: i,
-                retry_after,
-                limit: rule.describe.clone(),
-            };
             if let Some(cap) = rule.concurrency {
                 let mut m = rule.in_flight.lock().unwrap_or_else(|p| p.into_inner());
                 let n = m.entry(key.clone()).or_insert(0);
                 if *n >= cap {
-                    return Err(limited(CONCURRENCY_RETRY));
+                    return Err(self.limited(i, CONCURRENCY_RETRY));
                 }
                 *n += 1;
                 drop(m);
                 permit.held.push((rule.in_flight.clone(), key.clone()));
             }
-            if let Some(l) = &rule.limiter {
-                if let Err(not_until) = l.check_key(&key) {
-                    return Err(limited(not_until.wait_time_from(self.clock.now())));
-                }
+            if let Some((period, burst)) = rule.quota {
+                buckets.push(Bucket {
+                    rule: i,
+                    key,
+                    period,
+                    burst,
+                });
             }
         }
-        Ok(permit)
+        Ok((permit, buckets))
     }
+
+    /// Takes a place in each of `buckets` in this process's own limiters.
+    pub fn check_local(&self, buckets: &[Bucket]) -> Result<(), Limited> {
+        for b in buckets {
+            let Some(l) = self.rules.get(b.rule).and_then(|r| r.limiter.as_ref()) else {
+                continue;
+            };
+            if let Err(not_until) = l.check_key(&b.key) {
+                return Err(self.limited(b.rule, not_until.wait_time_from(self.clock.now())));
+            }
+        }
+        Ok(())
+    }
+
+    /// The refusal of rule `rule`, to retry after `retry_after`.
+    pub fn limited(&self, rule: usize, retry_after: Duration) -> Limited {
+        Limited {
+            rule,
+            retry_after,
+            limit: self
+                .rules
+                .get(rule)
+                .map(|r| r.describe.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// A rate bucket a call needs a place in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bucket {
+    /// The rule's index in the file.
+    pub rule: usize,
+    /// The bucket within the rule: a principal, a group, or empty (global).
+    pub key: String,
+    /// One place comes back every `period`.
+    pub period: Duration,
+    /// Places available at once.
+    pub burst: u32,
 }
 
 #[cfg(test)]

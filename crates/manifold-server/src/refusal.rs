@@ -127,6 +127,13 @@ pub(crate) enum Refusal {
     InvalidRequestState(&'static str),
     #[error("the held call ended without an answer")]
     HeldCallLost,
+    /// What the client sent belongs to a call or stream on another replica,
+    /// and the cluster's Redis cannot carry it there.
+    #[error("{what} could not be relayed to the replica holding it: {error}; retry once the cluster's Redis is back (readiness shows its state)")]
+    ClusterUnavailable {
+        what: &'static str,
+        error: manifold_cluster::ClusterError,
+    },
 }
 
 impl Refusal {
@@ -175,6 +182,7 @@ impl Refusal {
             | Cancelled
             | HeldCallsFull { .. }
             | HeldCallsFullForPrincipal { .. }
+            | ClusterUnavailable { .. }
             | HeldCallLost => ErrorCode::INTERNAL_ERROR,
         }
     }
@@ -209,7 +217,8 @@ impl Refusal {
             | TooManySessionsFromPeer { .. }
             | TooManyListens { .. }
             | HeldCallsFull { .. }
-            | HeldCallsFullForPrincipal { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            | HeldCallsFullForPrincipal { .. }
+            | ClusterUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             // A 2026-07-28 request is answered with an HTTP status; a session's
             // call with a JSON-RPC error in a 200 (its stream may be open).
             RateLimited { .. } => match era {
@@ -448,6 +457,15 @@ mod tests {
             (HeldCallsFullForPrincipal { limit: 1 }, -32603, 503, 503),
             (InvalidRequestState("it expired"), -32602, 400, 400),
             (HeldCallLost, -32603, 200, 200),
+            (
+                ClusterUnavailable {
+                    what: "the answer",
+                    error: manifold_cluster::ClusterError::Timeout,
+                },
+                -32603,
+                503,
+                503,
+            ),
         ];
         for (r, code, session, stateless) in rows {
             assert_eq!(r.code(), ErrorCode(code), "{r:?}");

@@ -36,7 +36,7 @@ use crate::front;
 use crate::lock;
 use crate::state::Live;
 use crate::state::{
-    held_calls, listeners, log_levels, metrics, ownership, sealed, sessions, views,
+    cluster, held_calls, listeners, log_levels, metrics, ownership, sealed, sessions, views,
 };
 use crate::state::{Gateway, SessionEnd};
 
@@ -149,6 +149,7 @@ impl Gateway {
             config_stamp: Mutex::new(None),
             rebuilding: Mutex::new(()),
             sealer: config.cluster.as_ref().and_then(sealed::Sealer::new),
+            cluster: config.cluster.as_ref().and_then(cluster::Cluster::new),
             reloading: tokio::sync::Mutex::new(()),
             sessions: sessions::Sessions::new(sessions::SessionLimits {
                 max: limits.max_sessions,
@@ -189,6 +190,7 @@ impl Gateway {
         gw.tasks.spawn(async move { g.sweep_sessions().await });
         let g = gw.clone();
         gw.tasks.spawn(async move { g.drain().await });
+        gw.start_cluster();
         gw
     }
 
@@ -351,6 +353,12 @@ impl Gateway {
                 UpstreamEvent::ListChanged { upstream, method } => {
                     self.metrics.list_changed_received(&upstream);
                     tracing::info!(upstream = %upstream, %method, "upstream list changed; refetching");
+                    // The other replicas' connections may not hear it (an
+                    // upstream that tells only the session that changed it).
+                    self.publish_later(manifold_cluster::Message::ListChanged {
+                        upstream: upstream.to_string(),
+                        method,
+                    });
                 }
                 UpstreamEvent::Notification {
                     upstream,

@@ -245,14 +245,4 @@ pub(crate) fn propagate(params: &mut Map<String, Value>, headers: &mut Vec<(Stri
     headers.extend(pairs);
 }
 
-/// How a session appears in audit records and spans: the first 16 hex digits
-/// of the SHA-256 of its id. Records of one session correlate, but a reader
-/// cannot use the value to join the live session (the id is a bearer
-/// credential).
-pub(crate) fn session_ref(id: &str) -> Option<String> {
-    if id.is_empty() {
-        return None;
-    }
-    use sha2::{Digest, Sha256};
-    Some(hex::encode(&Sha256::digest(id.as_bytes())[..8]))
-}
+pub(crate) use crate::state::sessions::session_ref;

@@ -14,6 +14,8 @@ mod calls;
 mod caps;
 #[path = "gateway/cluster.rs"]
 mod cluster;
+#[path = "gateway/cluster_redis.rs"]
+mod cluster_redis;
 #[path = "gateway/confirm.rs"]
 mod confirm;
 #[path = "gateway/disconnect.rs"]

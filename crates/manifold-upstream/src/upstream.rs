@@ -72,6 +72,9 @@ struct Inner {
     /// Resource URIs whose updates clients want (modern upstreams: the listen's
     /// `resourceSubscriptions`).
     watched: watch::Sender<std::collections::BTreeSet<String>>,
+    /// Asks the live connection to refetch its lists (what the router does on
+    /// `list_changed`); `None` between connections.
+    refresh: std::sync::Mutex<Option<mpsc::Sender<()>>>,
 }
 
 /// A handle to one upstream. Cheap to clone.
@@ -106,6 +109,7 @@ impl Upstream {
             lists: RwLock::new(None),
             status,
             watched: watch::channel(Default::default()).0,
+            refresh: std::sync::Mutex::new(None),
         });
         let up = Upstream { inner };
         let actor = up.clone();
@@ -115,6 +119,20 @@ impl Upstream {
 
     pub fn name(&self) -> &Arc<str> {
         &self.inner.name
+    }
+    /// Refetches the lists as if the upstream had said `list_changed` (another
+    /// replica heard it on its own connection); coalesced with a refetch
+    /// already asked for, a no-op while not connected.
+    pub fn refetch_lists(&self) {
+        let tx = self
+            .inner
+            .refresh
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(tx) = tx {
+            let _ = tx.try_send(());
+        }
     }
     pub fn config(&self) -> &UpstreamConfig {
         &self.inner.config
@@ -249,6 +267,8 @@ impl Upstream {
             }
             self.set_status(|s| s.state = State::Starting);
             let (refresh_tx, refresh_rx) = mpsc::channel::<()>(1);
+            *self.inner.refresh.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(refresh_tx.clone());
             let started = Instant::now();
             match self.connect(&gateway, refresh_tx, &shutdown).await {
                 Ok(connected) => {

@@ -4,8 +4,12 @@
 //!
 //! - `/healthz`: 200 while the process serves (it answers, so it is alive).
 //! - `/readyz`: 200 when every upstream marked `required = true` is ready, the
-//!   audit log (if any) is not refusing calls and shutdown has not begun, else 503; the JSON body lists every upstream's state, last error and restarts (the
-//!   facts `manifold check` prints). A child that died is `down`, never ready.
+//!   audit log (if any) is not refusing calls and shutdown has not begun, else
+//!   503; the JSON body lists every upstream's state, last error and restarts
+//!   (the facts `manifold check` prints), and the cluster's Redis connection
+//!   (reported, never failing readiness: Redis down is down for every replica
+//!   at once, and each still serves what needs no relay). A child that died is
+//!   `down`, never ready.
 //!
 //! - `/config`, `/upstreams`, `/catalog?as=WHO`: JSON for operators (see
 //!   `inspect`); a bad `as` is a 400 saying why.
@@ -165,8 +169,14 @@ pub(crate) fn readiness(gw: &Gateway) -> (bool, serde_json::Value) {
         Some(Ok(())) => json!({"ok": true}),
         None => serde_json::Value::Null,
     };
+    // Reported, not failed: Redis down is down for every replica at once,
+    // and each still serves everything that needs no relay.
+    let cluster = match gw.cluster_health() {
+        Some(h) => json!({"redis": h}),
+        None => serde_json::Value::Null,
+    };
     (
         ready,
-        json!({"ready": ready, "draining": draining, "upstreams": upstreams, "audit": audit}),
+        json!({"ready": ready, "draining": draining, "upstreams": upstreams, "audit": audit, "cluster": cluster}),
     )
 }

@@ -164,7 +164,7 @@ async fn go(
     mut target: Target,
     confirmed: bool,
 ) -> Result<Reply, Refusal> {
-    super::call::rate_limit(x, name, &mut target)?;
+    super::call::rate_limit(x, name, &mut target).await?;
     let modern = target.upstream.is_modern();
     let reply = relay::forward(x, params, target).await?;
     // A confirmed call whose 2026-07-28 upstream asks for input: its state is

@@ -121,16 +121,20 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
         Incoming::Notification { method, msg } => match admit::session(gw, &arrival) {
             Ok(session) => {
                 let caller = crate::exchange::Caller::Session(session);
-                handlers::client::notification(&caller, &method, &msg);
-                Reply::Accepted
+                match handlers::client::notification(gw, &caller, &method, &msg).await {
+                    Ok(()) => Reply::Accepted,
+                    Err(r) => r.reply(None, era),
+                }
             }
             Err(r) => r.reply(None, era),
         },
         Incoming::Response { id, msg } => match admit::session(gw, &arrival) {
             Ok(session) => {
                 let caller = crate::exchange::Caller::Session(session);
-                handlers::client::response(&caller, &id, msg).await;
-                Reply::Accepted
+                match handlers::client::response(gw, &caller, &id, msg).await {
+                    Ok(()) => Reply::Accepted,
+                    Err(r) => r.reply(None, era),
+                }
             }
             Err(r) => r.reply(None, era),
         },

@@ -34,7 +34,7 @@ use super::Answering;
 use crate::exchange::{Caller, Exchange};
 use crate::refusal::Refusal;
 use crate::reply::Reply;
-use crate::state::held_calls::{params_digest, Resume};
+use crate::state::held_calls::{params_digest, Resume, NOT_HELD_HERE};
 use crate::state::Gateway;
 
 /// How long Manifold waits, after an upstream's question, for more questions to
@@ -305,15 +305,23 @@ pub(crate) async fn resume(
     let Some(state) = state.as_str() else {
         return Some(Err(Refusal::InvalidRequestState("it must be a string")));
     };
-    let tx = match x.gw.held.take(state, &params_digest(&x.method, params)) {
-        Ok(tx) => tx,
-        Err(why) => return Some(Err(Refusal::InvalidRequestState(why))),
-    };
+    let digest = params_digest(&x.method, params);
     let responses = params
         .get("inputResponses")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
+    let tx = match x.gw.held.take(state, &digest) {
+        Ok(tx) => tx,
+        // Authentic but not held here: another replica may hold it.
+        Err(NOT_HELD_HERE) if x.gw.cluster.is_some() => {
+            return x
+                .gw
+                .resume_elsewhere(&x.method, state, &digest, &x.rpc_id, responses)
+                .await;
+        }
+        Err(why) => return Some(Err(Refusal::InvalidRequestState(why))),
+    };
     let (reply, wait) = oneshot::channel();
     let resume = Resume {
         responses,

@@ -39,6 +39,10 @@ pub(crate) const CONFIRM_PREFIX: &str = "confirm.";
 /// 2026-07-28 upstream's state, wrapped: its retry needs no new question).
 pub(crate) const CONFIRMED_PREFIX: &str = "confirmed.";
 
+/// Why an authentic state names no call here: it was used, its call ended,
+/// or (with replicas) another replica holds it.
+pub(crate) const NOT_HELD_HERE: &str = "it was already used, or its call ended";
+
 /// What a client's retry brings to its held call.
 pub(crate) struct Resume {
     /// `inputResponses`, by the keys the `InputRequiredResult` gave.
@@ -193,7 +197,7 @@ impl HeldCalls {
         lock(&self.calls)
             .remove(&id)
             .map(|(tx, _)| tx)
-            .ok_or("it was already used, or its call ended")
+            .ok_or(NOT_HELD_HERE)
     }
 
     /// A state for a `[confirm]` question about the request with `digest`,

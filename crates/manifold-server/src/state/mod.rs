@@ -13,6 +13,7 @@
 //! Not here: anything that reads a request (the pipeline and the handlers above),
 //! starting and serving (`runtime`).
 
+pub(crate) mod cluster;
 pub(crate) mod held_calls;
 pub(crate) mod listeners;
 pub(crate) mod live;
@@ -73,6 +74,8 @@ pub struct Gateway {
     pub(crate) config_stamp: Mutex<Option<(Option<std::time::SystemTime>, u64)>>,
     /// Seals session ids when `[cluster]` is configured.
     pub(crate) sealer: Option<sealed::Sealer>,
+    /// The bus between replicas, when `[cluster] redis` is set.
+    pub(crate) cluster: Option<cluster::Cluster>,
     /// One catalogue build at a time (`rebuild_catalog`).
     pub(crate) rebuilding: Mutex<()>,
     /// One reload at a time.

@@ -141,6 +141,8 @@ mod tests {
         Sealer::new(&ClusterSettings {
             session_key: current.into(),
             previous_session_keys: previous.iter().map(|s| s.to_string()).collect(),
+            redis: None,
+            redis_channel: manifold_config::cluster::DEFAULT_REDIS_CHANNEL.into(),
         })
         .unwrap()
     }

@@ -34,12 +34,37 @@ pub const SESSION_ID_BYTES: usize = 32;
 /// Server→client requests awaiting answers per session; more are refused.
 pub const MAX_PENDING_CLIENT_REQUESTS: usize = 64;
 
+/// How a session appears in audit records, spans and on the cluster's bus: the
+/// first 16 hex digits of the SHA-256 of its id. Records of one session
+/// correlate, but a reader cannot use the value to join the live session (the
+/// id is a bearer credential).
+pub(crate) fn session_ref(id: &str) -> Option<String> {
+    if id.is_empty() {
+        return None;
+    }
+    use sha2::{Digest, Sha256};
+    Some(hex::encode(&Sha256::digest(id.as_bytes())[..8]))
+}
+
+/// What every server→client request id a gateway mints starts with: `mf-`
+/// and 8 random hex digits chosen when it starts, so replicas serving one
+/// session never mint the same id, and an answer to an id that is not ours is
+/// known to be another replica's.
+fn pending_prefix() -> Arc<str> {
+    let mut raw = [0u8; 4];
+    let _ = getrandom::fill(&mut raw);
+    Arc::from(format!("mf-{}-", hex::encode(raw)))
+}
+
 /// `log_level`'s value while the client never sent `logging/setLevel`.
 const LEVEL_UNSET: u8 = u8::MAX;
 
 /// One client session.
 pub(crate) struct ClientSession {
     pub id: String,
+    /// [`session_ref`] of the id: how audit records, spans and the cluster's
+    /// bus name the session.
+    pub digest: String,
     pub protocol_version: String,
     pub client_info: Value,
     pub capabilities: Map<String, Value>,
@@ -60,6 +85,8 @@ pub(crate) struct ClientSession {
     created: Instant,
     last_seen_ms: AtomicU64,
     next_request: AtomicU64,
+    /// The gateway's [`pending_prefix`].
+    pending_prefix: Arc<str>,
     get_stream: Mutex<Option<mpsc::Sender<Bytes>>>,
     pending: Mutex<HashMap<String, Responder>>,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
@@ -70,8 +97,14 @@ pub(crate) struct ClientSession {
 }
 
 impl ClientSession {
-    fn new(id: String, opening: Opening, max_calls: usize) -> ClientSession {
+    fn new(
+        id: String,
+        opening: Opening,
+        max_calls: usize,
+        pending_prefix: Arc<str>,
+    ) -> ClientSession {
         ClientSession {
+            digest: session_ref(&id).unwrap_or_default(),
             id,
             protocol_version: opening.protocol_version,
             client_info: opening.client_info,
@@ -85,6 +118,7 @@ impl ClientSession {
             created: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
             next_request: AtomicU64::new(1),
+            pending_prefix,
             get_stream: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
@@ -154,9 +188,18 @@ impl ClientSession {
         if p.len() >= MAX_PENDING_CLIENT_REQUESTS {
             return Err(responder);
         }
-        let id = format!("mf-{}", self.next_request.fetch_add(1, Ordering::Relaxed));
+        let id = format!(
+            "{}{}",
+            self.pending_prefix,
+            self.next_request.fetch_add(1, Ordering::Relaxed)
+        );
         p.insert(id.clone(), responder);
         Ok(id)
+    }
+
+    /// Whether this gateway minted the server→client request id `id`.
+    pub fn minted_here(&self, id: &str) -> bool {
+        id.starts_with(&*self.pending_prefix)
     }
 
     pub fn take_pending(&self, id: &RequestId) -> Option<Responder> {
@@ -247,6 +290,7 @@ pub(crate) struct Sessions {
     /// Open sessions by the address they were created from.
     per_peer: Mutex<HashMap<IpAddr, usize>>,
     limits: SessionLimits,
+    pending_prefix: Arc<str>,
 }
 
 impl Sessions {
@@ -256,6 +300,7 @@ impl Sessions {
             ended: Mutex::new(HashMap::new()),
             per_peer: Mutex::new(HashMap::new()),
             limits,
+            pending_prefix: pending_prefix(),
         }
     }
 
@@ -321,6 +366,7 @@ impl Sessions {
             slot.key().clone(),
             opening,
             self.limits.calls,
+            self.pending_prefix.clone(),
         ));
         slot.insert(s.clone());
         Ok(s)
@@ -332,6 +378,13 @@ impl Sessions {
 
     /// Takes a session out of the table: its calls stop waiting on it and its
     /// stream closes. `None` if it was not there.
+    /// The session whose [`ClientSession::digest`] is `digest` (a scan: only
+    /// the cluster's relays, which are rare next to requests, look sessions
+    /// up this way).
+    pub fn by_digest(&self, digest: &str) -> Option<Arc<ClientSession>> {
+        self.all().into_iter().find(|s| s.digest == digest)
+    }
+
     pub fn remove(&self, id: &str) -> Option<Arc<ClientSession>> {
         let (_, s) = self.map.remove(id)?;
         if let Some(ip) = s.peer {

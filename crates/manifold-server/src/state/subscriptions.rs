@@ -271,7 +271,15 @@ impl Gateway {
         }
         for id in sessions {
             match self.sessions.get(&id) {
-                Some(s) => sent += usize::from(s.push(message.clone())),
+                Some(s) if s.push(message.clone()) => sent += 1,
+                // No GET stream here: with replicas, it may be open on another.
+                Some(s) if self.cluster.is_some() => {
+                    self.publish_later(manifold_cluster::Message::Push {
+                        session: s.digest.clone(),
+                        message: String::from_utf8_lossy(&message).into_owned(),
+                    });
+                }
+                Some(_) => {}
                 None => self.unsubscribe_all(&id),
             }
         }

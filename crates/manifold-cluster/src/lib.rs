@@ -1,0 +1,90 @@
+//! What replicas of one deployment share through Redis (`[cluster] redis`):
+//!
+//! - the **bus** ([`Bus`]): one pub/sub channel carrying what must reach the
+//!   replica holding a call or a stream — a client's answer to a server→client
+//!   request, `notifications/cancelled`, a message for a session's GET stream,
+//!   an upstream's `list_changed`, and a 2026-07-28 retry resuming a held call
+//!   (with the holder's answer coming back);
+//! - **shared rate limits** ([`Bus::rate`]): GCRA buckets kept in Redis, one
+//!   round trip (one script) per decision.
+//!
+//! Invariants: every Redis operation is bounded by [`OP_TIMEOUT`] and fails
+//! with a [`ClusterError`] instead of waiting; nothing blocks while Redis is
+//! down (the bus reconnects in the background, with backoff up to
+//! [`MAX_BACKOFF`]); a message larger than [`MAX_MESSAGE_BYTES`] is neither sent
+//! nor taken; received messages wait in a queue of [`QUEUE`] and are dropped
+//! (counted) when the server does not keep up, never buffered without bound.
+//!
+//! Not here: what a replica does with a message (manifold-server's `cluster`
+//! module), which buckets a call needs (manifold-policy `limits`). Redis is
+//! inside the deployment's trust boundary, like the session key: the bus
+//! carries session digests and held-call states, never a session id or a token.
+
+mod bus;
+mod message;
+mod rate;
+
+pub use bus::{Bus, Health};
+pub use message::{Envelope, Message, ResumeEvent};
+pub use rate::RateCheck;
+
+use std::time::Duration;
+
+/// The bound on one Redis command (publish, rate decision) and on connecting.
+pub const OP_TIMEOUT: Duration = Duration::from_millis(500);
+/// The longest pause between two reconnection attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// The largest message sent or taken from the bus.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+/// Received messages waiting for the server.
+pub const QUEUE: usize = 4096;
+
+/// Why a cluster operation failed. Each knows how the server answers a
+/// request that needed it.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// Not connected to Redis (it is down, unreachable or refusing us).
+    #[error("the cluster's Redis is unavailable: {0}")]
+    Unavailable(String),
+    /// Redis did not answer within [`OP_TIMEOUT`].
+    #[error("the cluster's Redis did not answer within {}ms", OP_TIMEOUT.as_millis())]
+    Timeout,
+    /// The message exceeds [`MAX_MESSAGE_BYTES`].
+    #[error("a cluster message of {0} bytes exceeds the limit of {MAX_MESSAGE_BYTES}")]
+    TooLarge(usize),
+}
+
+impl ClusterError {
+    /// Redis could not be reached or did not answer (the relay may work again
+    /// later; the request itself was fine).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, ClusterError::Unavailable(_) | ClusterError::Timeout)
+    }
+    /// JSON-RPC code of a request refused because of it (internal error).
+    pub fn jsonrpc_code(&self) -> i64 {
+        -32603
+    }
+    /// HTTP status of a request refused because of it.
+    pub fn http_status(&self) -> u16 {
+        if self.is_unavailable() {
+            503
+        } else {
+            413
+        }
+    }
+}
+
+fn unavailable(e: redis::RedisError) -> ClusterError {
+    if e.is_timeout() {
+        ClusterError::Timeout
+    } else {
+        ClusterError::Unavailable(e.to_string())
+    }
+}
+
+/// 8 random bytes as 16 hex digits: a replica's or a request's correlation id.
+pub fn random_id() -> String {
+    let mut raw = [0u8; 8];
+    let _ = getrandom::fill(&mut raw);
+    hex::encode(raw)
+}
