@@ -42,7 +42,9 @@ for i = 1, #KEYS do
   tats[i] = tat + period
 end
 for i = 1, #KEYS do
-  redis.call('SET', KEYS[i], tats[i], 'PX', math.ceil((tats[i] - now) / 1000) + 1)
+  -- %.0f: a plain number converts with 14 significant digits, too few for
+  -- microseconds since the epoch.
+  redis.call('SET', KEYS[i], string.format('%.0f', tats[i]), 'PX', math.ceil((tats[i] - now) / 1000) + 1)
 end
 return {0, 0}
 "#;
