@@ -435,6 +435,8 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
 
 #[path = "interop/auth.rs"]
 mod auth;
+#[path = "interop/cluster.rs"]
+mod cluster;
 #[path = "interop/confirm.rs"]
 mod confirm;
 #[path = "interop/stdio.rs"]
