@@ -54,7 +54,12 @@ const REQUEST_TIMEOUT_MS = 15000;
 
 // The suite's mocks answer on http://localhost:<port>; they are bound to 127.0.0.1 (the run
 // script preloads tests/interop/ts/bind-localhost.mjs), so hand Manifold the IPv4 literal.
-const upstreamUrl = url.replace(/^(https?:\/\/)localhost(?=[:/]|$)/, '$1127.0.0.1');
+// Except for auth/*: the mock's protected resource metadata names its `localhost` URL as the
+// resource, and Manifold refuses to ask for a token for a resource that is not its upstream.
+const AUTH = scenario.startsWith('auth/');
+const upstreamUrl = AUTH ? url : url.replace(/^(https?:\/\/)localhost(?=[:/]|$)/, '$1127.0.0.1');
+// auth/basic-cimd: the Client ID Metadata Document URL the scenario expects as client_id.
+const CIMD_URL = 'https://conformance-test.local/client-metadata.json';
 
 // What each scenario expects the client to do after initialize: call a tool (original name).
 //   callAll     call every tool Manifold lists (with {} or, with fillArgs, the required
@@ -114,8 +119,62 @@ fs.writeFileSync(
         '[upstreams.conformance]',
         `url = ${JSON.stringify(upstreamUrl)}`,
         '',
+        ...(AUTH
+            ? [
+                  // Manifold as the OAuth client: `manifold login` runs the flow (the driver plays
+                  // the browser), `serve` uses, refreshes and reloads the stored tokens.
+                  '[upstreams.conformance.auth]',
+                  'type = "oauth"',
+                  ...(context.client_id
+                      ? [`client_id = ${JSON.stringify(context.client_id)}`]
+                      : scenario === 'auth/basic-cimd'
+                        ? [`client_id = ${JSON.stringify(CIMD_URL)}`]
+                        : []),
+                  ...(context.client_secret ? [`client_secret = ${JSON.stringify(context.client_secret)}`] : []),
+                  '',
+                  '[credentials]',
+                  `store = ${JSON.stringify(path.join(tmp, 'tokens'))}`,
+                  'key = "conformance-driver-token-store-key-0123456789"',
+                  '',
+              ]
+            : []),
     ].join('\n'),
 );
+
+// `manifold login conformance` with this driver as the browser: it reads the authorization URL
+// the command prints, follows it (the suite's authorization server approves at once and
+// redirects to the command's loopback callback) and waits for the command to store the tokens.
+// At most MAX_LOGINS per scenario (a gateway that kept asking would loop).
+const MAX_LOGINS = 3;
+let logins = 0;
+async function login() {
+    logins += 1;
+    log(`manifold login conformance (${logins}/${MAX_LOGINS})`);
+    const child = spawn(BIN, ['login', 'conformance', '--config', configPath, '--no-browser'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info' },
+    });
+    child.stderr.on('data', (d) => process.stderr.write(d));
+    const exited = new Promise((r) => child.once('exit', (code) => r(code)));
+    let out = '';
+    let followed = false;
+    child.stdout.on('data', async (d) => {
+        out += d.toString();
+        const m = /^open: (\S+)$/m.exec(out);
+        if (m && !followed) {
+            followed = true;
+            try {
+                const res = await fetch(m[1], { redirect: 'follow' });
+                log(`authorization URL followed: HTTP ${res.status} at ${res.url.split('?')[0]}`);
+            } catch (e) {
+                log(`following the authorization URL failed: ${e?.message ?? e}`);
+            }
+        }
+    });
+    const code = await exited;
+    log(`manifold login exited ${code}: ${out.trim().split('\n').pop()}`);
+    return code === 0;
+}
 
 let gateway = null;
 let pidFile = null;
@@ -212,9 +271,17 @@ async function runClient(gatewayUrl) {
                 continue;
             }
             try {
-                const res = await client.callTool({ name: tool, arguments: args }, undefined, {
+                let res = await client.callTool({ name: tool, arguments: args }, undefined, {
                     timeout: REQUEST_TIMEOUT_MS,
                 });
+                // A step-up: Manifold says which login grants the missing scope.
+                while (AUTH && res.isError && logins < MAX_LOGINS && /manifold login/.test(JSON.stringify(res))) {
+                    log(`tools/call ${tool} needs a login: ${JSON.stringify(res).slice(0, 300)}`);
+                    if (!(await login())) break;
+                    res = await client.callTool({ name: tool, arguments: args }, undefined, {
+                        timeout: REQUEST_TIMEOUT_MS,
+                    });
+                }
                 log(`tools/call ${tool} -> ${JSON.stringify(res).slice(0, 300)}`);
                 if (res.isError) ok = false;
             } catch (e) {
@@ -275,6 +342,7 @@ for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
     });
 }
 try {
+    if (AUTH && !(await login())) log('the first login failed; starting Manifold anyway');
     const gatewayUrl = await startGateway();
     exitCode = (await runClient(gatewayUrl)) ? 0 : 1;
 } catch (e) {

@@ -12,6 +12,7 @@
 pub mod audit;
 pub mod auth;
 pub mod cluster;
+pub mod credentials;
 pub mod effective;
 mod expand;
 pub mod limits;
@@ -62,6 +63,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "stdio",
     "tracing",
     "cluster",
+    "credentials",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

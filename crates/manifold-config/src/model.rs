@@ -120,6 +120,9 @@ pub struct FileConfig {
     /// What replicas share (sealed session ids); off unless present.
     #[serde(default)]
     pub cluster: Option<crate::cluster::ClusterSection>,
+    /// Where upstream tokens are kept at rest (`oauth` upstreams need it).
+    #[serde(default)]
+    pub credentials: Option<crate::credentials::CredentialsSection>,
 }
 
 /// `[stdio]`: the stdio front door (`manifold stdio`).
@@ -472,6 +475,8 @@ pub struct UpstreamSection {
     /// HTTP: headers sent on every request (credentials go here, never the client's).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// HTTP: how Manifold authenticates (`static` headers by default).
+    pub auth: Option<crate::credentials::UpstreamAuthSection>,
     /// HTTPS: PEM CA certificates trusted for this upstream, besides the
     /// built-in web roots (a private CA).
     pub ca: Option<String>,

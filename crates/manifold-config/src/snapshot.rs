@@ -38,6 +38,8 @@ pub struct GatewayConfig {
     /// `[cluster]`: session ids sealed with a shared key; `None`: random ids,
     /// valid on this process only.
     pub cluster: Option<crate::cluster::ClusterSettings>,
+    /// `[credentials]`: where upstream tokens are kept.
+    pub credentials: Option<crate::credentials::StoreSettings>,
     /// `[stdio] principal`, when set.
     pub stdio_principal: Option<String>,
     /// The file after defaults and environment overrides, unexpanded, every
@@ -175,6 +177,8 @@ pub enum Transport {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
+        /// `auth`: static headers, or an OAuth client.
+        auth: crate::credentials::UpstreamAuth,
         /// `ca`, `client_cert`, `client_key`.
         tls: UpstreamTls,
     },

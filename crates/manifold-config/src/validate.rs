@@ -169,6 +169,13 @@ pub(crate) fn validate(
             Some(k)
         }
     };
+    let store = match &file.credentials {
+        Some(c) => Some(crate::credentials::validate_store(
+            c,
+            &|field: &str, v: &str| expand(v, lookup).map_err(|e| format!("key `{field}`: {e}")),
+        )?),
+        None => None,
+    };
     for (name, u) in file.upstreams {
         let key = format!("upstreams.{name}");
         if !is_valid_upstream_name(&name) {
@@ -194,6 +201,11 @@ pub(crate) fn validate(
                 if !u.headers.is_empty() {
                     return Err(format!(
                         "key `{key}.headers`: only HTTP upstreams (`url`) take headers"
+                    ));
+                }
+                if u.auth.is_some() {
+                    return Err(format!(
+                        "key `{key}.auth`: only HTTP upstreams (`url`) authenticate; a stdio child gets its credentials from `env`"
                     ));
                 }
                 if u.ca.is_some() || u.client_cert.is_some() || u.client_key.is_some() {
@@ -290,7 +302,16 @@ pub(crate) fn validate(
                     }
                     headers.insert(k.clone(), v);
                 }
-                Transport::Http { url, headers, tls }
+                let auth = match &u.auth {
+                    Some(a) => crate::credentials::validate_auth(&key, a, store.as_ref(), &ex)?,
+                    None => Default::default(),
+                };
+                Transport::Http {
+                    url,
+                    headers,
+                    auth,
+                    tls,
+                }
             }
         };
         let ping_interval = duration(
@@ -413,6 +434,7 @@ pub(crate) fn validate(
         policy: crate::policy::validate(&file.policy)?,
         confirm: crate::policy::validate_confirm(&file.confirm)?,
         effective: serde_json::Value::Null,
+        credentials: store.clone(),
         cluster: match &file.cluster {
             Some(c) => Some(crate::cluster::validate(c, &|field: &str, v: &str| {
                 expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))

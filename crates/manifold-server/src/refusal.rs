@@ -323,9 +323,9 @@ pub(crate) fn upstream_outcome(e: &UpstreamError) -> Outcome {
     match e {
         UpstreamError::Timeout { .. } => Outcome::Timeout,
         UpstreamError::Cancelled { .. } => Outcome::Cancelled,
-        UpstreamError::Unavailable { .. } | UpstreamError::Busy { .. } => {
-            Outcome::UpstreamUnavailable
-        }
+        UpstreamError::Unavailable { .. }
+        | UpstreamError::Busy { .. }
+        | UpstreamError::NeedsLogin { .. } => Outcome::UpstreamUnavailable,
         UpstreamError::Protocol { .. } => Outcome::ProtocolError { code: e.code().0 },
     }
 }

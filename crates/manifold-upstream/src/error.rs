@@ -25,6 +25,10 @@ pub enum UpstreamError {
     Protocol { upstream: String, reason: String },
     #[error("the call to upstream `{upstream}` was cancelled")]
     Cancelled { upstream: String },
+    /// Its credentials are missing, expired beyond refresh, revoked or short
+    /// of a scope: a person has to log in (`manifold login`).
+    #[error("upstream `{upstream}` needs login: {reason}")]
+    NeedsLogin { upstream: String, reason: String },
 }
 
 impl UpstreamError {
@@ -42,11 +46,22 @@ impl UpstreamError {
     pub fn is_unavailable(&self) -> bool {
         matches!(
             self,
-            UpstreamError::Unavailable { .. } | UpstreamError::Busy { .. }
+            UpstreamError::Unavailable { .. }
+                | UpstreamError::Busy { .. }
+                | UpstreamError::NeedsLogin { .. }
         )
     }
     pub fn is_cancelled(&self) -> bool {
         matches!(self, UpstreamError::Cancelled { .. })
+    }
+    pub fn is_needs_login(&self) -> bool {
+        matches!(self, UpstreamError::NeedsLogin { .. })
+    }
+    pub(crate) fn needs_login(upstream: &str, reason: impl Into<String>) -> Self {
+        UpstreamError::NeedsLogin {
+            upstream: upstream.to_string(),
+            reason: reason.into(),
+        }
     }
     pub fn is_protocol(&self) -> bool {
         matches!(self, UpstreamError::Protocol { .. })

@@ -32,6 +32,8 @@ pub enum State {
     Starting,
     Ready,
     Down,
+    /// Its credentials need a person: `manifold login <name>`.
+    NeedsLogin,
     Stopped,
 }
 
@@ -41,6 +43,7 @@ impl State {
             State::Starting => "starting",
             State::Ready => "ready",
             State::Down => "down",
+            State::NeedsLogin => "needs_login",
             State::Stopped => "stopped",
         }
     }
@@ -283,7 +286,11 @@ impl Upstream {
                 Err((e, exit)) => {
                     tracing::warn!(upstream = %name, error = %e, retry_in = ?backoff, "upstream failed to start");
                     self.set_status(|s| {
-                        s.state = State::Down;
+                        s.state = if e.is_needs_login() {
+                            State::NeedsLogin
+                        } else {
+                            State::Down
+                        };
                         s.last_error = Some(e.to_string());
                         s.last_exit_code = exit.or(s.last_exit_code);
                     });

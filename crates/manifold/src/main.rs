@@ -106,6 +106,21 @@ enum Command {
         #[arg(value_name = "JSON-ARGS")]
         args: Option<String>,
     },
+    /// Log in to an upstream with `auth.type = "oauth"`: prints (and opens)
+    /// the authorization URL, receives the code on a loopback redirect, and
+    /// keeps the tokens in `[credentials]` for `serve` to use and refresh.
+    ///
+    /// Exit codes: 0 logged in, 1 the flow failed, 2 configuration error or not
+    /// an `oauth` upstream.
+    Login {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The upstream's name in the configuration.
+        upstream: String,
+        /// Only print the authorization URL (for a browser elsewhere).
+        #[arg(long)]
+        no_browser: bool,
+    },
     /// Audit log tools.
     Audit {
         #[command(subcommand)]
@@ -222,6 +237,11 @@ fn main() -> ExitCode {
             as_who,
         } => cli::check::run(&rt, &config.config, json, as_who.as_deref()),
         Command::Tools { config } => cli::tools::run(&rt, &config.config),
+        Command::Login {
+            config,
+            upstream,
+            no_browser,
+        } => cli::login::run(&rt, &config.config, &upstream, !no_browser),
         Command::Call { config, name, args } => {
             cli::call::run(&rt, &config.config, &name, args.as_deref())
         }

@@ -51,6 +51,8 @@ pub(crate) struct HttpLink {
     client: HttpClient,
     url: http::Uri,
     headers: HeaderMap,
+    /// `auth` other than `static`: where the bearer token comes from.
+    tokens: Option<Arc<manifold_credentials::TokenSource>>,
     max_message: usize,
     session_id: Mutex<Option<String>>,
     reinit: tokio::sync::Mutex<()>,
@@ -118,7 +120,13 @@ pub(crate) fn connect(
     limits: &LimitsConfig,
     wire: Arc<Wire>,
 ) -> Result<HttpTransport, UpstreamError> {
-    let Configured::Http { url, headers, tls } = &cfg.transport else {
+    let Configured::Http {
+        url,
+        headers,
+        auth,
+        tls,
+    } = &cfg.transport
+    else {
         return Err(UpstreamError::unavailable(
             &cfg.name,
             "not an HTTP upstream",
@@ -161,6 +169,7 @@ pub(crate) fn connect(
         client,
         url: uri,
         headers: map,
+        tokens: manifold_credentials::TokenSource::new(&cfg.name, url, auth).map(Arc::new),
         max_message: limits.max_message_bytes,
         session_id: Mutex::new(None),
         reinit: tokio::sync::Mutex::new(()),
@@ -236,10 +245,14 @@ impl HttpLink {
         body: Option<Vec<u8>>,
         extra: &[(String, String)],
         last_event_id: Option<&str>,
+        token: Option<&str>,
     ) -> Result<Request<Full<Bytes>>, String> {
         let mut b = Request::builder().method(method).uri(self.url.clone());
         let h = b.headers_mut().ok_or("bad request")?;
         h.extend(self.headers.clone());
+        if let Some(v) = token.and_then(|t| HeaderValue::try_from(format!("Bearer {t}")).ok()) {
+            h.insert(http::header::AUTHORIZATION, v);
+        }
         h.insert(
             http::header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
@@ -283,8 +296,69 @@ impl HttpLink {
         last_event_id: Option<&str>,
     ) -> Result<http::Response<hyper::body::Incoming>, UpstreamError> {
         let name = self.wire.upstream();
+        let Some(tokens) = &self.tokens else {
+            return self
+                .send_once(method, body, extra, last_event_id, None)
+                .await;
+        };
+        // Without a token yet the request goes bare: some servers let
+        // `initialize` through, and a refusal says what to do.
+        let token = tokens.token().await.ok();
+        let resp = self
+            .send_once(
+                method.clone(),
+                body.clone(),
+                extra,
+                last_event_id,
+                token.as_deref(),
+            )
+            .await?;
+        let status = resp.status();
+        if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+            return Ok(resp);
+        }
+        let challenge = resp
+            .headers()
+            .get(http::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        use manifold_credentials::Refusal;
+        match tokens
+            .refused(token.as_deref(), status.as_u16(), challenge.as_deref())
+            .await
+        {
+            Refusal::Retry => {
+                let token = tokens.token().await.ok();
+                let resp = self
+                    .send_once(method, body, extra, last_event_id, token.as_deref())
+                    .await?;
+                let status = resp.status();
+                if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+                    return Err(UpstreamError::needs_login(
+                        name,
+                        format!(
+                            "the upstream refused a fresh token too (HTTP {status}); run `manifold login {name}`"
+                        ),
+                    ));
+                }
+                Ok(resp)
+            }
+            Refusal::NeedsLogin(why) => Err(UpstreamError::needs_login(name, why)),
+            Refusal::Final(why) => Err(UpstreamError::unavailable(name, why)),
+        }
+    }
+
+    async fn send_once(
+        &self,
+        method: Method,
+        body: Option<Vec<u8>>,
+        extra: &[(String, String)],
+        last_event_id: Option<&str>,
+        token: Option<&str>,
+    ) -> Result<http::Response<hyper::body::Incoming>, UpstreamError> {
+        let name = self.wire.upstream();
         let req = self
-            .request(method, body, extra, last_event_id)
+            .request(method, body, extra, last_event_id, token)
             .map_err(|e| UpstreamError::protocol(name, e))?;
         let resp = self.client.request(req).await.map_err(|e| {
             UpstreamError::unavailable(

@@ -15,6 +15,7 @@ pub mod auth;
 pub mod call;
 pub mod check;
 mod inproc;
+pub mod login;
 pub mod serve;
 pub mod stdio;
 mod table;

@@ -1,0 +1,301 @@
+//! From an upstream's URL (and its 401/403 challenge) to its authorization
+//! server: protected resource metadata (RFC 9728), then authorization server
+//! metadata (RFC 8414, then OpenID Connect discovery), with the 2025-03-26
+//! fallbacks when the upstream publishes no resource metadata.
+//!
+//! Invariants: well-known URIs are tried in the order the specification
+//! gives, path-based first, and the root only after a miss; a resource
+//! metadata document naming another resource than the upstream is refused
+//! (a server may not send Manifold's token elsewhere); an issuer is used only
+//! with metadata that names the same issuer.
+//!
+//! Not here: registration and the flows (`login`, `source`).
+
+use serde_json::Value;
+
+use crate::http::{send, Answer};
+use crate::CredentialError;
+use http::Method;
+
+/// The parameters of a `Bearer` challenge (`WWW-Authenticate`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Challenge {
+    pub resource_metadata: Option<String>,
+    pub scope: Option<String>,
+    pub error: Option<String>,
+}
+
+/// The `Bearer` challenge in a `WWW-Authenticate` value, if there is one.
+pub fn parse_challenge(value: &str) -> Option<Challenge> {
+    let rest = value.trim();
+    let (scheme, params) = rest.split_once(' ').unwrap_or((rest, ""));
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let mut c = Challenge::default();
+    let mut s = params;
+    loop {
+        s = s.trim_start_matches([' ', ',']);
+        let Some((k, after)) = s.split_once('=') else {
+            break;
+        };
+        let k = k.trim().to_ascii_lowercase();
+        let after = after.trim_start();
+        let (v, next) = if let Some(q) = after.strip_prefix('"') {
+            let mut out = String::new();
+            let mut chars = q.char_indices();
+            let mut end = q.len();
+            while let Some((i, ch)) = chars.next() {
+                match ch {
+                    '\\' => {
+                        if let Some((_, e)) = chars.next() {
+                            out.push(e);
+                        }
+                    }
+                    '"' => {
+                        end = i + 1;
+                        break;
+                    }
+                    _ => out.push(ch),
+                }
+            }
+            (out, &q[end.min(q.len())..])
+        } else {
+            let end = after.find(',').unwrap_or(after.len());
+            (after[..end].trim().to_string(), &after[end..])
+        };
+        match k.as_str() {
+            "resource_metadata" => c.resource_metadata = Some(v),
+            "scope" => c.scope = Some(v),
+            "error" => c.error = Some(v),
+            _ => {}
+        }
+        s = next;
+    }
+    Some(c)
+}
+
+/// What a client needs of an authorization server.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ServerMetadata {
+    pub issuer: Option<String>,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub registration_endpoint: Option<String>,
+    pub auth_methods: Vec<String>,
+    /// `None`: the server published no metadata (2025-03-26 fallback).
+    pub pkce_methods: Option<Vec<String>>,
+    pub cimd_supported: bool,
+    pub iss_parameter: bool,
+}
+
+/// Where an upstream's tokens come from.
+#[derive(Debug, Clone)]
+pub(crate) struct Discovered {
+    /// The `resource` to ask tokens for.
+    pub resource: String,
+    pub server: ServerMetadata,
+    pub resource_scopes: Option<Vec<String>>,
+}
+
+fn strings(v: &Value) -> Option<Vec<String>> {
+    v.as_array().map(|a| {
+        a.iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    })
+}
+
+/// `scheme://authority` and the path (without a trailing `/`) of `url`.
+fn split(url: &str) -> Result<(String, String), CredentialError> {
+    let u = url::Url::parse(url)
+        .map_err(|e| CredentialError::Server(format!("{url}: not a URL: {e}")))?;
+    let origin = u.origin().ascii_serialization();
+    let path = u.path().trim_end_matches('/').to_string();
+    Ok((origin, path))
+}
+
+async fn get(c: &crate::http::Client, url: &str) -> Result<Option<Value>, CredentialError> {
+    let a: Answer = send(c, Method::GET, url, &[], None).await?;
+    if !a.status.is_success() {
+        return Ok(None);
+    }
+    a.json(url).map(Some)
+}
+
+/// Whether the resource metadata's `resource` is the upstream (or a prefix
+/// of its path on the same origin).
+fn same_resource(resource: &str, upstream: &str) -> bool {
+    let (Ok((ro, rp)), Ok((uo, up))) = (split(resource), split(upstream)) else {
+        return false;
+    };
+    ro == uo && (up == rp || up.starts_with(&format!("{rp}/")) || rp.is_empty())
+}
+
+pub(crate) async fn discover(
+    c: &crate::http::Client,
+    upstream: &str,
+    challenge: Option<&Challenge>,
+) -> Result<Discovered, CredentialError> {
+    let (origin, path) = split(upstream)?;
+    // Protected resource metadata: from the challenge, else path-based, else root.
+    let mut candidates = Vec::new();
+    if let Some(u) = challenge.and_then(|c| c.resource_metadata.clone()) {
+        candidates.push(u);
+    } else {
+        if !path.is_empty() {
+            candidates.push(format!(
+                "{origin}/.well-known/oauth-protected-resource{path}"
+            ));
+        }
+        candidates.push(format!("{origin}/.well-known/oauth-protected-resource"));
+    }
+    let mut prm = None;
+    for u in &candidates {
+        if let Some(v) = get(c, u).await? {
+            prm = Some(v);
+            break;
+        }
+    }
+    let (resource, issuer, resource_scopes) = match &prm {
+        Some(p) => {
+            let resource = p["resource"].as_str().unwrap_or(upstream).to_string();
+            if !same_resource(&resource, upstream) {
+                return Err(CredentialError::Refused(format!(
+                    "the upstream's resource metadata names another resource ({resource}, not {upstream}); refusing to ask for a token for it"
+                )));
+            }
+            let issuer = p["authorization_servers"]
+                .as_array()
+                .and_then(|a| a.first())
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    CredentialError::Server(
+                        "the resource metadata names no authorization server".into(),
+                    )
+                })?
+                .trim_end_matches('/')
+                .to_string();
+            (resource, issuer, strings(&p["scopes_supported"]))
+        }
+        // 2025-03-26: the MCP server's origin is the authorization server.
+        None => (upstream.to_string(), origin.clone(), None),
+    };
+    let (io, ip) = split(&issuer)?;
+    let urls: Vec<String> = if ip.is_empty() {
+        vec![
+            format!("{io}/.well-known/oauth-authorization-server"),
+            format!("{io}/.well-known/openid-configuration"),
+        ]
+    } else {
+        vec![
+            format!("{io}/.well-known/oauth-authorization-server{ip}"),
+            format!("{io}/.well-known/openid-configuration{ip}"),
+            format!("{io}{ip}/.well-known/openid-configuration"),
+        ]
+    };
+    let mut meta = None;
+    for u in &urls {
+        if let Some(v) = get(c, u).await? {
+            meta = Some(v);
+            break;
+        }
+    }
+    let server = match meta {
+        Some(m) => {
+            let named = m["issuer"]
+                .as_str()
+                .map(|s| s.trim_end_matches('/').to_string());
+            if prm.is_some() && named.as_deref().is_some_and(|n| n != issuer) {
+                return Err(CredentialError::Refused(format!(
+                    "the authorization server metadata names issuer {:?}, not {issuer}",
+                    named.unwrap_or_default()
+                )));
+            }
+            let endpoint = |k: &str| {
+                m[k].as_str().map(str::to_string).ok_or_else(|| {
+                    CredentialError::Server(format!(
+                        "the authorization server metadata has no `{k}`"
+                    ))
+                })
+            };
+            ServerMetadata {
+                issuer: named,
+                authorization_endpoint: endpoint("authorization_endpoint")?,
+                token_endpoint: endpoint("token_endpoint")?,
+                registration_endpoint: m["registration_endpoint"].as_str().map(str::to_string),
+                auth_methods: strings(&m["token_endpoint_auth_methods_supported"])
+                    .unwrap_or_else(|| vec!["client_secret_basic".into()]),
+                pkce_methods: Some(
+                    strings(&m["code_challenge_methods_supported"]).unwrap_or_default(),
+                ),
+                cimd_supported: m["client_id_metadata_document_supported"] == true,
+                iss_parameter: m["authorization_response_iss_parameter_supported"] == true,
+            }
+        }
+        None if prm.is_none() => ServerMetadata {
+            issuer: None,
+            authorization_endpoint: format!("{origin}/authorize"),
+            token_endpoint: format!("{origin}/token"),
+            registration_endpoint: Some(format!("{origin}/register")),
+            auth_methods: vec![
+                "client_secret_basic".into(),
+                "client_secret_post".into(),
+                "none".into(),
+            ],
+            ..ServerMetadata::default()
+        },
+        None => {
+            return Err(CredentialError::Server(format!(
+                "no authorization server metadata for {issuer} (tried {})",
+                urls.join(", ")
+            )))
+        }
+    };
+    Ok(Discovered {
+        resource,
+        server,
+        resource_scopes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_are_parsed_with_quotes_and_escapes() {
+        let c = parse_challenge(
+            r#"Bearer error="insufficient_scope", scope="a b", resource_metadata="http://x/.well-known/oauth-protected-resource/mcp", error_description="say \"hi\", twice""#,
+        )
+        .expect("bearer");
+        assert_eq!(c.error.as_deref(), Some("insufficient_scope"));
+        assert_eq!(c.scope.as_deref(), Some("a b"));
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("http://x/.well-known/oauth-protected-resource/mcp")
+        );
+        assert_eq!(
+            parse_challenge("Bearer").expect("bare"),
+            Challenge::default()
+        );
+        assert_eq!(parse_challenge("Basic realm=\"x\""), None);
+        let t = parse_challenge("bearer error=invalid_token,scope=x").expect("tokens");
+        assert_eq!(t.error.as_deref(), Some("invalid_token"));
+        assert_eq!(t.scope.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn a_resource_must_be_the_upstream_or_contain_it() {
+        assert!(same_resource("http://a:1/mcp", "http://a:1/mcp"));
+        assert!(same_resource("http://a:1/mcp/", "http://a:1/mcp"));
+        assert!(same_resource("http://a:1", "http://a:1/mcp"));
+        assert!(!same_resource(
+            "https://evil.example.com/mcp",
+            "http://a:1/mcp"
+        ));
+        assert!(!same_resource("http://a:1/other", "http://a:1/mcp"));
+        assert!(!same_resource("http://a:1/mc", "http://a:1/mcp"));
+    }
+}

@@ -1,0 +1,310 @@
+//! [`TokenSource`]: the token a running gateway sends to one upstream.
+//!
+//! - `oauth`: the record `manifold login` stored; refreshed (and stored again)
+//!   when it expires within [`REFRESH_MARGIN`]; read again from the store when
+//!   the upstream refuses it (a new login may have written a new one).
+//! - `client_credentials`: the gateway's own token, from the token endpoint
+//!   the upstream's metadata names, kept in memory and fetched again before
+//!   it expires.
+//!
+//! Invariants: one refresh at a time per upstream; a refusal is retried at
+//! most once per token (the caller resends only when [`Refusal::Retry`]); a
+//! 403 `insufficient_scope` for scopes the token does not have is recorded as
+//! a step-up for the next login, at most [`MAX_STEP_UPS`] times; one for
+//! scopes it already has is final (the upstream would refuse any login).
+//!
+//! Not here: the flows' HTTP (`login`), the store's format (`store`).
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use manifold_config::credentials::{OAuthClient, UpstreamAuth};
+
+use crate::discovery::discover;
+use crate::http::Client;
+use crate::login::{probe, take_tokens, token_request};
+use crate::store::{Record, Store};
+use crate::{now_secs, parse_challenge, CredentialError, MAX_STEP_UPS, REFRESH_MARGIN};
+
+/// What the caller does after the upstream refused a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A different token is available: send the request again, once.
+    Retry,
+    /// Nothing Manifold can do alone: the message says what fixes it.
+    NeedsLogin(String),
+    /// The upstream refuses even the scopes it asks for: not worth a login.
+    Final(String),
+}
+
+enum Mode {
+    OAuth(Store),
+    ClientCredentials,
+}
+
+/// The token source of one upstream.
+pub struct TokenSource {
+    upstream: String,
+    url: String,
+    client: OAuthClient,
+    mode: Mode,
+    http: Client,
+    current: Mutex<Option<Record>>,
+    refreshing: tokio::sync::Mutex<()>,
+    step_ups: AtomicU32,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl TokenSource {
+    /// The source for `auth`; `None` for `static` (headers only).
+    pub fn new(upstream: &str, url: &str, auth: &UpstreamAuth) -> Option<TokenSource> {
+        let (client, mode) = match auth {
+            UpstreamAuth::Static => return None,
+            UpstreamAuth::OAuth(c) => (c.clone(), Mode::OAuth(Store::new(c.store.as_ref()?))),
+            UpstreamAuth::ClientCredentials(c) => (c.clone(), Mode::ClientCredentials),
+        };
+        Some(TokenSource {
+            upstream: upstream.to_string(),
+            url: url.to_string(),
+            client,
+            mode,
+            http: crate::http::client(),
+            current: Mutex::new(None),
+            refreshing: tokio::sync::Mutex::new(()),
+            step_ups: AtomicU32::new(0),
+        })
+    }
+
+    /// `oauth` or `client_credentials` (for audit records and metrics).
+    pub fn mode(&self) -> &'static str {
+        match self.mode {
+            Mode::OAuth(_) => "oauth",
+            Mode::ClientCredentials => "client_credentials",
+        }
+    }
+
+    fn login_hint(&self) -> String {
+        format!("run `manifold login {}`", self.upstream)
+    }
+
+    /// Reads the store: errors for this upstream only.
+    fn reload(&self) -> Result<Option<Record>, CredentialError> {
+        match &self.mode {
+            Mode::OAuth(store) => {
+                let r = store.load(&self.upstream)?;
+                *lock(&self.current) = r.clone();
+                Ok(r)
+            }
+            Mode::ClientCredentials => Ok(lock(&self.current).clone()),
+        }
+    }
+
+    fn fresh(r: &Record) -> bool {
+        r.expires_at
+            .is_none_or(|e| e > now_secs() + REFRESH_MARGIN.as_secs())
+    }
+
+    /// The token to send now.
+    pub async fn token(&self) -> Result<String, CredentialError> {
+        let cached = lock(&self.current).clone();
+        if let Some(r) = cached.as_ref().filter(|r| Self::fresh(r)) {
+            return Ok(r.access_token.clone());
+        }
+        let _one = self.refreshing.lock().await;
+        let r = match &self.mode {
+            Mode::OAuth(_) => self.reload()?,
+            Mode::ClientCredentials => lock(&self.current).clone(),
+        };
+        match r {
+            Some(r) if Self::fresh(&r) => Ok(r.access_token),
+            Some(r) if r.refresh_token.is_some() => self.refresh(r).await,
+            _ if matches!(self.mode, Mode::ClientCredentials) => self.client_credentials().await,
+            Some(_) => Err(CredentialError::NeedsLogin(format!(
+                "the token for `{}` expired and there is no refresh token; {}",
+                self.upstream,
+                self.login_hint()
+            ))),
+            None => Err(CredentialError::NeedsLogin(format!(
+                "no token for `{}` yet; {}",
+                self.upstream,
+                self.login_hint()
+            ))),
+        }
+    }
+
+    async fn refresh(&self, mut r: Record) -> Result<String, CredentialError> {
+        let Some(rt) = r.refresh_token.clone() else {
+            return Err(CredentialError::NeedsLogin(self.login_hint()));
+        };
+        let v = token_request(
+            &self.http,
+            &r.token_endpoint,
+            &r.client_id,
+            r.client_secret.as_deref(),
+            &r.auth_method,
+            vec![
+                ("grant_type", "refresh_token".into()),
+                ("refresh_token", rt),
+                ("resource", r.resource.clone()),
+            ],
+        )
+        .await
+        .map_err(|e| {
+            CredentialError::NeedsLogin(format!(
+                "refreshing the token for `{}` failed ({e}); {}",
+                self.upstream,
+                self.login_hint()
+            ))
+        })?;
+        let scope = r.scope.clone();
+        take_tokens(&mut r, &v, scope.as_deref());
+        if let Mode::OAuth(store) = &self.mode {
+            store.save(&self.upstream, &r)?;
+        }
+        tracing::info!(upstream = %self.upstream, "refreshed the upstream's access token");
+        let token = r.access_token.clone();
+        *lock(&self.current) = Some(r);
+        Ok(token)
+    }
+
+    async fn client_credentials(&self) -> Result<String, CredentialError> {
+        let challenge = probe(&self.http, &self.url).await?;
+        let d = discover(&self.http, &self.url, challenge.as_ref()).await?;
+        let id = self.client.client_id.clone().unwrap_or_default();
+        let secret = self.client.client_secret.clone();
+        let supports = |m: &str| d.server.auth_methods.iter().any(|a| a == m);
+        let method = if supports("client_secret_basic") || !supports("client_secret_post") {
+            "client_secret_basic"
+        } else {
+            "client_secret_post"
+        };
+        let scope = crate::login::scopes(
+            &self.client.scopes,
+            challenge.as_ref().and_then(|c| c.scope.as_deref()),
+            &d,
+            None,
+        );
+        let mut pairs = vec![
+            ("grant_type", "client_credentials".to_string()),
+            ("resource", d.resource.clone()),
+        ];
+        if let Some(s) = &scope {
+            pairs.push(("scope", s.clone()));
+        }
+        let v = token_request(&self.http, &d.server.token_endpoint, &id, secret.as_deref(), method, pairs)
+            .await
+            .map_err(|e| {
+                CredentialError::NeedsLogin(format!(
+                    "the client-credentials grant for `{}` failed ({e}); check `auth.client_id` and `auth.client_secret`",
+                    self.upstream
+                ))
+            })?;
+        let mut r = Record {
+            client_id: id,
+            client_secret: secret,
+            auth_method: method.into(),
+            token_endpoint: d.server.token_endpoint,
+            resource: d.resource,
+            ..Record::default()
+        };
+        take_tokens(&mut r, &v, scope.as_deref());
+        r.refresh_token = None;
+        let token = r.access_token.clone();
+        *lock(&self.current) = Some(r);
+        Ok(token)
+    }
+
+    /// The upstream answered `status` (401 or 403) with `challenge` to a
+    /// request carrying `sent` (`None`: no token was sent).
+    pub async fn refused(
+        &self,
+        sent: Option<&str>,
+        status: u16,
+        challenge: Option<&str>,
+    ) -> Refusal {
+        let c = challenge.and_then(parse_challenge).unwrap_or_default();
+        let _one = self.refreshing.lock().await;
+        if matches!(self.mode, Mode::ClientCredentials) {
+            let had = lock(&self.current).take();
+            if had.as_ref().map(|r| r.access_token.as_str()) != sent && had.is_some() {
+                *lock(&self.current) = had;
+                return Refusal::Retry;
+            }
+            return match (status, self.client_credentials().await) {
+                (401, Ok(t)) if Some(t.as_str()) != sent => Refusal::Retry,
+                (_, Err(e)) => Refusal::NeedsLogin(e.to_string()),
+                _ => Refusal::Final(format!(
+                    "the upstream refuses the gateway's own token (HTTP {status}{})",
+                    c.scope.map(|s| format!(", scope {s}")).unwrap_or_default()
+                )),
+            };
+        }
+        let stored = match self.reload() {
+            Ok(r) => r,
+            Err(e) => return Refusal::NeedsLogin(e.to_string()),
+        };
+        if let Some(r) = &stored {
+            if Some(r.access_token.as_str()) != sent {
+                return Refusal::Retry;
+            }
+        }
+        let Some(mut r) = stored else {
+            return Refusal::NeedsLogin(format!(
+                "the upstream requires authorization (HTTP {status}); {}",
+                self.login_hint()
+            ));
+        };
+        if status == 403 && c.error.as_deref() == Some("insufficient_scope") {
+            let wanted: BTreeSet<&str> = c
+                .scope
+                .as_deref()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
+            let granted: BTreeSet<&str> = r
+                .scope
+                .as_deref()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
+            if wanted.is_subset(&granted) {
+                return Refusal::Final(format!(
+                    "the upstream refuses the token although it has the scopes it asks for ({}); not asking for another login",
+                    c.scope.unwrap_or_default()
+                ));
+            }
+            if self.step_ups.fetch_add(1, Ordering::Relaxed) >= MAX_STEP_UPS {
+                return Refusal::Final(format!(
+                    "the upstream asked for more scopes {MAX_STEP_UPS} times; not asking again until a restart"
+                ));
+            }
+            r.step_up = c.scope.clone();
+            if let Mode::OAuth(store) = &self.mode {
+                if let Err(e) = store.save(&self.upstream, &r) {
+                    return Refusal::NeedsLogin(e.to_string());
+                }
+            }
+            return Refusal::NeedsLogin(format!(
+                "the upstream needs the scope `{}` (HTTP 403 insufficient_scope); {} to grant it",
+                c.scope.unwrap_or_default(),
+                self.login_hint()
+            ));
+        }
+        if r.refresh_token.is_some() {
+            r.expires_at = Some(0);
+            return match self.refresh(r).await {
+                Ok(t) if Some(t.as_str()) != sent => Refusal::Retry,
+                Ok(_) => Refusal::NeedsLogin(self.login_hint()),
+                Err(e) => Refusal::NeedsLogin(e.to_string()),
+            };
+        }
+        Refusal::NeedsLogin(format!(
+            "the upstream refused the stored token (HTTP {status}); {}",
+            self.login_hint()
+        ))
+    }
+}

@@ -1,0 +1,229 @@
+//! Tokens at rest: one file per upstream under `[credentials] store`, mode
+//! 0600, AES-256-GCM under the SHA-256 of a domain label and the key.
+//!
+//! Invariants: a file is replaced whole (written aside, then renamed), so a
+//! crash leaves the old record or the new one; a file that cannot be opened
+//! with the key is an error for that upstream only, never a silent empty
+//! store; nothing here logs a token.
+//!
+//! Not here: what the tokens are for (`source`, `login`).
+
+use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+use crate::CredentialError;
+
+/// What a store file starts with (the format's version).
+const MAGIC: &str = "manifold-tokens-v1\n";
+
+/// What Manifold keeps for one upstream.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub access_token: String,
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    /// Seconds since the epoch; `None`: the server gave no lifetime.
+    #[serde(default)]
+    pub expires_at: Option<u64>,
+    /// The scopes granted (or asked for, when the server did not say).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// The client it was issued to, and how it authenticates at the token
+    /// endpoint, for refreshing.
+    pub client_id: String,
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    pub auth_method: String,
+    pub token_endpoint: String,
+    /// The `resource` (RFC 8707) it was issued for.
+    pub resource: String,
+    /// Scopes a 403 `insufficient_scope` asked for since: the next `manifold
+    /// login` asks for them too.
+    #[serde(default)]
+    pub step_up: Option<String>,
+}
+
+/// The store of one deployment.
+#[derive(Clone)]
+pub struct Store {
+    dir: PathBuf,
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("dir", &self.dir).finish()
+    }
+}
+
+impl Store {
+    pub fn new(settings: &manifold_config::credentials::StoreSettings) -> Store {
+        let mut h = Sha256::new();
+        h.update(b"manifold token store v1\0");
+        h.update(settings.key.as_bytes());
+        Store {
+            dir: settings.dir.clone(),
+            key: h.finalize().into(),
+        }
+    }
+
+    fn path(&self, upstream: &str) -> PathBuf {
+        self.dir.join(format!("{upstream}.tokens"))
+    }
+
+    fn sealing_key(&self) -> Result<LessSafeKey, CredentialError> {
+        UnboundKey::new(&AES_256_GCM, &self.key)
+            .map(LessSafeKey::new)
+            .map_err(|_| CredentialError::Store("the AES key was refused".into()))
+    }
+
+    /// The record of `upstream`; `None` when there is none yet.
+    pub fn load(&self, upstream: &str) -> Result<Option<Record>, CredentialError> {
+        let path = self.path(upstream);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(CredentialError::Store(format!(
+                    "cannot read {}: {e}",
+                    path.display()
+                )))
+            }
+        };
+        let corrupt = |why: &str| {
+            CredentialError::Store(format!(
+                "{} cannot be opened ({why}): a different [credentials] key, or a damaged file; run `manifold login {upstream}` again",
+                path.display()
+            ))
+        };
+        let body = text
+            .strip_prefix(MAGIC)
+            .ok_or_else(|| corrupt("not a token store file"))?;
+        let raw = STANDARD
+            .decode(body.trim())
+            .map_err(|_| corrupt("not base64"))?;
+        if raw.len() < NONCE_LEN + AES_256_GCM.tag_len() {
+            return Err(corrupt("too short"));
+        }
+        let (nonce, sealed) = raw.split_at(NONCE_LEN);
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| corrupt("too short"))?;
+        let mut buf = sealed.to_vec();
+        let plain = self
+            .sealing_key()?
+            .open_in_place(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(upstream.as_bytes()),
+                &mut buf,
+            )
+            .map_err(|_| corrupt("authentication failed"))?;
+        serde_json::from_slice(plain)
+            .map(Some)
+            .map_err(|_| corrupt("not a record"))
+    }
+
+    /// Replaces the record of `upstream`.
+    pub fn save(&self, upstream: &str, record: &Record) -> Result<(), CredentialError> {
+        let fail = |e: std::io::Error| {
+            CredentialError::Store(format!("cannot write to {}: {e}", self.dir.display()))
+        };
+        std::fs::create_dir_all(&self.dir).map_err(fail)?;
+        let mut data =
+            serde_json::to_vec(record).map_err(|e| CredentialError::Store(e.to_string()))?;
+        let mut nonce = [0u8; NONCE_LEN];
+        getrandom::fill(&mut nonce)
+            .map_err(|_| CredentialError::Store("no OS randomness".into()))?;
+        self.sealing_key()?
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(upstream.as_bytes()),
+                &mut data,
+            )
+            .map_err(|_| CredentialError::Store("sealing failed".into()))?;
+        let mut raw = nonce.to_vec();
+        raw.extend_from_slice(&data);
+        let text = format!("{MAGIC}{}\n", STANDARD.encode(raw));
+        let path = self.path(upstream);
+        let aside = path.with_extension(format!("tokens.{}", std::process::id()));
+        write_private(&aside, text.as_bytes()).map_err(fail)?;
+        std::fs::rename(&aside, &path).map_err(fail)
+    }
+}
+
+#[cfg(unix)]
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::write(path, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use manifold_config::credentials::StoreSettings;
+
+    fn store(dir: &std::path::Path, key: &str) -> Store {
+        Store::new(&StoreSettings {
+            dir: dir.to_path_buf(),
+            key: key.into(),
+        })
+    }
+
+    #[test]
+    fn records_survive_a_reopen_and_refuse_another_key() {
+        let dir = std::env::temp_dir().join(format!("mf-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let a = store(&dir, "k".repeat(32).as_str());
+        assert_eq!(a.load("up").expect("empty"), None);
+        let r = Record {
+            access_token: "at".into(),
+            refresh_token: Some("rt".into()),
+            client_id: "c".into(),
+            auth_method: "none".into(),
+            token_endpoint: "http://127.0.0.1/token".into(),
+            resource: "http://127.0.0.1/mcp".into(),
+            ..Record::default()
+        };
+        a.save("up", &r).expect("saved");
+        assert_eq!(
+            store(&dir, "k".repeat(32).as_str())
+                .load("up")
+                .expect("read"),
+            Some(r)
+        );
+        let text = std::fs::read_to_string(dir.join("up.tokens")).expect("file");
+        assert!(!text.contains("\"at\"") && !text.contains("rt"), "{text}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join("up.tokens"))
+                .expect("meta")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let e = store(&dir, "x".repeat(32).as_str())
+            .load("up")
+            .expect_err("wrong key");
+        assert!(e.to_string().contains("manifold login up"), "{e}");
+        // A record is bound to its upstream's name.
+        std::fs::copy(dir.join("up.tokens"), dir.join("other.tokens")).expect("copy");
+        assert!(a.load("other").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
