@@ -3,7 +3,9 @@
 //!
 //! Members, in this order: `time` (RFC 3339, UTC, microseconds), `request_id`,
 //! `session` (or null), `principal`, `client` (`{name, version}` or null), `method`,
-//! `name` (or null), `upstream` (or null), `original` (or null), `arguments_sha256`
+//! `name` (or null), `upstream` (or null), `original` (or null), `upstream_auth`
+//! (only when Manifold authenticated to the upstream with OAuth: `oauth` or
+//! `client_credentials`), `arguments_sha256`
 //! (hex SHA-256 of the canonical JSON of the unredacted arguments, or null when the
 //! request had none), `arguments` (redacted; absent when arguments are not included),
 //! `injected` (only when an operator's override pinned arguments: those it added,
@@ -180,6 +182,9 @@ pub struct AuditRecord {
     pub upstream: Option<String>,
     /// The upstream's own name for the tool or prompt.
     pub original: Option<String>,
+    /// How Manifold authenticated to the upstream, when not with static
+    /// headers: `oauth` or `client_credentials` (never a token).
+    pub upstream_auth: Option<String>,
     /// The arguments as received, unredacted: the auditor digests them, then redacts.
     pub arguments: Option<Value>,
     /// Arguments an override pinned (`[upstreams.x.overrides.<tool>] pin`),
@@ -207,6 +212,7 @@ impl AuditRecord {
             name: None,
             upstream: None,
             original: None,
+            upstream_auth: None,
             arguments: None,
             injected: None,
             confirmation: None,
@@ -246,6 +252,9 @@ impl AuditRecord {
         m.insert("name".into(), opt(self.name));
         m.insert("upstream".into(), opt(self.upstream));
         m.insert("original".into(), opt(self.original));
+        if let Some(a) = self.upstream_auth {
+            m.insert("upstream_auth".into(), Value::String(a));
+        }
         let digest = self.arguments.as_ref().map(digest_hex);
         m.insert("arguments_sha256".into(), opt(digest));
         if include_arguments {
@@ -351,6 +360,7 @@ mod tests {
             name: Some("github__create_issue".into()),
             upstream: Some("github".into()),
             original: Some("create_issue".into()),
+            upstream_auth: None,
             arguments: Some(json!({"title": "t", "Token": "secret"})),
             injected: None,
             confirmation: None,
@@ -417,6 +427,20 @@ mod tests {
             json!({"owner": "acme", "token": "[REDACTED]"})
         );
         assert_eq!(m["confirmation"], "declined");
+    }
+
+    #[test]
+    fn the_upstream_credential_mode_follows_original_only_when_not_static() {
+        let mut rec = full_record();
+        rec.upstream_auth = Some("oauth".into());
+        let m = rec.to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        let at = keys.iter().position(|k| *k == "original").unwrap();
+        assert_eq!(keys[at + 1..at + 3], ["upstream_auth", "arguments_sha256"]);
+        assert_eq!(m["upstream_auth"], "oauth");
+        let plain =
+            full_record().to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        assert!(!plain.contains_key("upstream_auth"));
     }
 
     #[test]

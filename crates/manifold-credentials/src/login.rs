@@ -220,7 +220,9 @@ pub(crate) fn take_tokens(r: &mut Record, v: &Value, asked_scope: Option<&str>) 
     if let Some(rt) = v["refresh_token"].as_str() {
         r.refresh_token = Some(rt.to_string());
     }
-    r.expires_at = v["expires_in"].as_u64().map(|s| now_secs() + s);
+    let now = now_secs();
+    r.obtained_at = Some(now);
+    r.expires_at = v["expires_in"].as_u64().map(|s| now + s);
     r.scope = v["scope"]
         .as_str()
         .map(str::to_string)

@@ -1,7 +1,8 @@
 //! [`TokenSource`]: the token a running gateway sends to one upstream.
 //!
 //! - `oauth`: the record `manifold login` stored; refreshed (and stored again)
-//!   when it expires within [`REFRESH_MARGIN`]; read again from the store when
+//!   when it expires within [`REFRESH_MARGIN`] (or half the lifetime of a
+//!   short-lived token); read again from the store when
 //!   the upstream refuses it (a new login may have written a new one).
 //! - `client_credentials`: the gateway's own token, from the token endpoint
 //!   the upstream's metadata names, kept in memory and fetched again before
@@ -34,6 +35,9 @@ pub enum Refusal {
     Retry,
     /// Nothing Manifold can do alone: the message says what fixes it.
     NeedsLogin(String),
+    /// This request needs scopes the token lacks (403 `insufficient_scope`);
+    /// the token is still good for others. The message says how to grant them.
+    StepUp(String),
     /// The upstream refuses even the scopes it asks for: not worth a login.
     Final(String),
 }
@@ -103,9 +107,15 @@ impl TokenSource {
         }
     }
 
+    /// Whether `r` is good for a while yet: more than [`REFRESH_MARGIN`]
+    /// (or half its lifetime, for a short-lived one) before it expires.
     fn fresh(r: &Record) -> bool {
-        r.expires_at
-            .is_none_or(|e| e > now_secs() + REFRESH_MARGIN.as_secs())
+        let Some(end) = r.expires_at else {
+            return true;
+        };
+        let life = r.obtained_at.map_or(u64::MAX, |t| end.saturating_sub(t));
+        let margin = REFRESH_MARGIN.as_secs().min(life / 2);
+        end > now_secs() + margin
     }
 
     /// The token to send now.
@@ -288,7 +298,7 @@ impl TokenSource {
                     return Refusal::NeedsLogin(e.to_string());
                 }
             }
-            return Refusal::NeedsLogin(format!(
+            return Refusal::StepUp(format!(
                 "the upstream needs the scope `{}` (HTTP 403 insufficient_scope); {} to grant it",
                 c.scope.unwrap_or_default(),
                 self.login_hint()

@@ -29,6 +29,10 @@ pub struct Record {
     /// Seconds since the epoch; `None`: the server gave no lifetime.
     #[serde(default)]
     pub expires_at: Option<u64>,
+    /// When it was issued (seconds since the epoch), to refresh short-lived
+    /// tokens at half their life rather than a fixed margin before the end.
+    #[serde(default)]
+    pub obtained_at: Option<u64>,
     /// The scopes granted (or asked for, when the server did not say).
     #[serde(default)]
     pub scope: Option<String>,

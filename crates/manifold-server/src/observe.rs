@@ -47,6 +47,9 @@ pub(crate) struct Observed {
     /// The exposed tool or prompt name, or the URI.
     pub name: Option<String>,
     pub upstream: Option<Arc<str>>,
+    /// `oauth` or `client_credentials` for an upstream Manifold authenticates
+    /// to with OAuth.
+    upstream_auth: Option<&'static str>,
     /// The upstream's own name for the tool or prompt.
     pub original: Option<String>,
     /// Arguments an override pinned into the call.
@@ -80,6 +83,7 @@ impl Observed {
             principal_label: None,
             name: None,
             upstream: None,
+            upstream_auth: None,
             original: None,
             injected: None,
             confirmation: None,
@@ -121,11 +125,17 @@ impl Observed {
     }
 
     /// The request is now waiting on `upstream`.
-    pub(crate) fn dispatched(&mut self, upstream: &Arc<str>) {
-        let g = self.gw.metrics.in_flight(upstream);
+    pub(crate) fn dispatched(&mut self, upstream: &manifold_upstream::Upstream) {
+        let g = self.gw.metrics.in_flight(upstream.name());
         g.inc();
         self.in_flight = Some(g);
-        self.upstream = Some(upstream.clone());
+        self.upstream = Some(upstream.name().clone());
+        self.upstream_auth = match &upstream.config().transport {
+            manifold_config::Transport::Http { auth, .. } if auth.kind() != "static" => {
+                Some(auth.kind())
+            }
+            _ => None,
+        };
     }
 
     /// Counts the answer and writes its audit record; returns once the record is
@@ -190,6 +200,7 @@ impl Observed {
         rec.client = self.client.take();
         rec.name = self.name.take();
         rec.upstream = self.upstream.as_ref().map(|u| u.to_string());
+        rec.upstream_auth = self.upstream_auth.map(str::to_string);
         rec.original = self.original.take();
         rec.injected = self.injected.take();
         rec.confirmation = self.confirmation.take();

@@ -52,6 +52,8 @@ mod session;
 mod surface;
 #[path = "gateway/tls.rs"]
 mod tls;
+#[path = "gateway/upstream_auth.rs"]
+mod upstream_auth;
 
 use std::future::Future;
 use std::time::Duration;

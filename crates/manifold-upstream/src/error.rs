@@ -28,7 +28,12 @@ pub enum UpstreamError {
     /// Its credentials are missing, expired beyond refresh, revoked or short
     /// of a scope: a person has to log in (`manifold login`).
     #[error("upstream `{upstream}` needs login: {reason}")]
-    NeedsLogin { upstream: String, reason: String },
+    NeedsLogin {
+        upstream: String,
+        reason: String,
+        /// Only this request needs more scope; the token is good otherwise.
+        step_up: bool,
+    },
 }
 
 impl UpstreamError {
@@ -57,10 +62,11 @@ impl UpstreamError {
     pub fn is_needs_login(&self) -> bool {
         matches!(self, UpstreamError::NeedsLogin { .. })
     }
-    pub(crate) fn needs_login(upstream: &str, reason: impl Into<String>) -> Self {
+    pub(crate) fn needs_login(upstream: &str, reason: impl Into<String>, step_up: bool) -> Self {
         UpstreamError::NeedsLogin {
             upstream: upstream.to_string(),
             reason: reason.into(),
+            step_up,
         }
     }
     pub fn is_protocol(&self) -> bool {

@@ -70,7 +70,7 @@ pub(crate) async fn forward(
     let mut obs = x.obs.take();
     if let Some(o) = obs.as_mut() {
         o.original = original;
-        o.dispatched(upstream.name());
+        o.dispatched(&upstream);
     }
     // The upstream's part of the trace: open until the answer (it rides in
     // `Answering`, into the stream's pump if there is one).

@@ -349,7 +349,12 @@ async fn ready_within(u: &Upstream, within: Duration) -> Result<(), String> {
     let mut rx = u.watch_status();
     let _ = tokio::time::timeout(within, async {
         let _ = rx
-            .wait_for(|s| s.state == State::Ready || s.restarts > 0 || s.state == State::Down)
+            .wait_for(|s| {
+                s.state == State::Ready
+                    || s.restarts > 0
+                    || s.state == State::Down
+                    || s.state == State::NeedsLogin
+            })
             .await;
     })
     .await;

@@ -404,7 +404,13 @@ impl Metrics {
             };
             let ready = st.state == State::Ready;
             self.upstream_up.get_or_create(&label).set(i64::from(ready));
-            for s in [State::Starting, State::Ready, State::Down, State::Stopped] {
+            for s in [
+                State::Starting,
+                State::Ready,
+                State::Down,
+                State::NeedsLogin,
+                State::Stopped,
+            ] {
                 self.upstream_state
                     .get_or_create(&UpstreamState {
                         upstream: u.name().to_string(),

@@ -108,7 +108,7 @@ async fn replica(redis: &str, remote: &str, extra: &str) -> Result<TestGateway> 
 }
 
 /// `/readyz`'s body.
-async fn readyz(gw: &TestGateway) -> Result<(StatusCode, Value)> {
+pub(crate) async fn readyz(gw: &TestGateway) -> Result<(StatusCode, Value)> {
     let addr = gw
         .gateway()
         .bind_admin()

@@ -334,18 +334,24 @@ impl HttpLink {
                     .await?;
                 let status = resp.status();
                 if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-                    return Err(UpstreamError::needs_login(
-                        name,
-                        format!(
-                            "the upstream refused a fresh token too (HTTP {status}); run `manifold login {name}`"
-                        ),
-                    ));
+                    return Err(self.needs_login(format!(
+                        "the upstream refused a fresh token too (HTTP {status}); run `manifold login {name}`"
+                    )));
                 }
                 Ok(resp)
             }
-            Refusal::NeedsLogin(why) => Err(UpstreamError::needs_login(name, why)),
+            Refusal::NeedsLogin(why) => Err(self.needs_login(why)),
+            Refusal::StepUp(why) => Err(UpstreamError::needs_login(name, why, true)),
             Refusal::Final(why) => Err(UpstreamError::unavailable(name, why)),
         }
+    }
+
+    /// The credentials are no good for any request: the connection is
+    /// closed, so the supervisor reconnects and reports `needs_login` until a
+    /// login gives it a token the upstream takes.
+    fn needs_login(&self, why: String) -> UpstreamError {
+        self.wire.closed.cancel();
+        UpstreamError::needs_login(self.wire.upstream(), why, false)
     }
 
     async fn send_once(
