@@ -256,6 +256,17 @@ async function runClient(gatewayUrl) {
             tools.push(...page.tools);
             cursor = page.nextCursor;
         } while (cursor);
+        // auth/*: an upstream Manifold reports as needs_login (e.g. after its authorization
+        // server changed) lists nothing; log in again, as an operator would, and wait for
+        // Manifold to reconnect with the new token.
+        if (AUTH && tools.length === 0 && logins < MAX_LOGINS && (await login())) {
+            const until = Date.now() + 10000;
+            while (tools.length === 0 && Date.now() < until) {
+                await new Promise((r) => setTimeout(r, 250));
+                const page = await client.listTools({}, { timeout: REQUEST_TIMEOUT_MS });
+                tools.push(...page.tools);
+            }
+        }
         log(`tools via Manifold: ${tools.map((t) => t.name).join(', ') || '(none)'}`);
         const calls = plan.listOnly
             ? []

@@ -96,6 +96,9 @@ pub(crate) struct Discovered {
     pub resource: String,
     pub server: ServerMetadata,
     pub resource_scopes: Option<Vec<String>>,
+    /// The authorization server the resource metadata names (the upstream's
+    /// origin without it).
+    pub authorization_server: String,
 }
 
 fn strings(v: &Value) -> Option<Vec<String>> {
@@ -114,6 +117,20 @@ fn split(url: &str) -> Result<(String, String), CredentialError> {
     let origin = u.origin().ascii_serialization();
     let path = u.path().trim_end_matches('/').to_string();
     Ok((origin, path))
+}
+
+/// The first authorization server a resource metadata document names.
+pub(crate) async fn authorization_server(
+    c: &crate::http::Client,
+    metadata_url: &str,
+) -> Result<Option<String>, CredentialError> {
+    Ok(get(c, metadata_url).await?.and_then(|p| {
+        p["authorization_servers"]
+            .as_array()
+            .and_then(|a| a.first())
+            .and_then(Value::as_str)
+            .map(|s| s.trim_end_matches('/').to_string())
+    }))
 }
 
 async fn get(c: &crate::http::Client, url: &str) -> Result<Option<Value>, CredentialError> {
@@ -257,6 +274,7 @@ pub(crate) async fn discover(
         resource,
         server,
         resource_scopes,
+        authorization_server: issuer,
     })
 }
 

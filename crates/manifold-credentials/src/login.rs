@@ -43,23 +43,42 @@ pub struct LoginOptions {
     pub show: Box<dyn Fn(&str) + Send + Sync>,
 }
 
-/// An unauthenticated request to the upstream: its challenge, if it sends one.
+/// Unauthenticated requests to the upstream: its challenge, if it sends one.
+/// `server/discover` first (a 2026-07-28 server challenges it), then
+/// `initialize` (a session-era server may let only that through unasked).
 pub(crate) async fn probe(
     c: &Client,
     url: &str,
 ) -> Result<Option<crate::Challenge>, CredentialError> {
-    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    let discover = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "manifold-login", "version": env!("CARGO_PKG_VERSION")}}});
-    let a = send(
-        c,
-        Method::POST,
-        url,
-        &[],
-        Some(("application/json", body.to_string().into_bytes())),
-    )
-    .await?;
-    Ok(a.challenge.as_deref().and_then(parse_challenge))
+    let probes = [
+        (
+            discover,
+            vec![
+                ("mcp-protocol-version", "2026-07-28".to_string()),
+                ("mcp-method", "server/discover".to_string()),
+            ],
+        ),
+        (initialize, vec![]),
+    ];
+    for (body, headers) in probes {
+        let a = send(
+            c,
+            Method::POST,
+            url,
+            &headers,
+            Some(("application/json", body.to_string().into_bytes())),
+        )
+        .await?;
+        if let Some(ch) = a.challenge.as_deref().and_then(parse_challenge) {
+            return Ok(Some(ch));
+        }
+    }
+    Ok(None)
 }
 
 fn join(scopes: &BTreeSet<String>) -> Option<String> {
@@ -125,8 +144,10 @@ async fn identify(
         .into_iter()
         .find(|m| supports(m))
         .unwrap_or("client_secret_basic");
+    // A loopback redirect makes Manifold a native client (SEP-837).
     let body = json!({
         "client_name": "Manifold",
+        "application_type": "native",
         "redirect_uris": [redirect],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
@@ -334,8 +355,9 @@ pub async fn login(o: LoginOptions) -> Result<Record, CredentialError> {
             "the redirect's state is not the one sent; ignoring it".into(),
         ));
     }
+    // Compared exactly, with no normalization (RFC 9207, SEP-2468).
     match (get("iss"), &d.server.issuer) {
-        (Some(iss), Some(issuer)) if iss.trim_end_matches('/') != issuer => {
+        (Some(iss), Some(issuer)) if &iss != issuer => {
             return Err(CredentialError::Refused(format!(
                 "the redirect's iss ({iss}) is not the authorization server ({issuer}) (RFC 9207)"
             )))
@@ -370,6 +392,7 @@ pub async fn login(o: LoginOptions) -> Result<Record, CredentialError> {
         auth_method: method,
         token_endpoint: d.server.token_endpoint.clone(),
         resource: d.resource.clone(),
+        authorization_server: Some(d.authorization_server.clone()),
         ..Record::default()
     };
     take_tokens(&mut record, &v, scope.as_deref());

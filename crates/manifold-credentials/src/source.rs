@@ -304,6 +304,19 @@ impl TokenSource {
                 self.login_hint()
             ));
         }
+        // The upstream moved to another authorization server (SEP-2352): its
+        // tokens and client registration are not used there; a login
+        // registers anew.
+        if let (Some(url), Some(was)) = (&c.resource_metadata, &r.authorization_server) {
+            if let Ok(Some(now)) = crate::discovery::authorization_server(&self.http, url).await {
+                if &now != was {
+                    return Refusal::NeedsLogin(format!(
+                        "the upstream now names another authorization server ({now}, was {was}); {} to register and authorize there",
+                        self.login_hint()
+                    ));
+                }
+            }
+        }
         if r.refresh_token.is_some() {
             r.expires_at = Some(0);
             return match self.refresh(r).await {

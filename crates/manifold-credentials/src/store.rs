@@ -45,6 +45,10 @@ pub struct Record {
     pub token_endpoint: String,
     /// The `resource` (RFC 8707) it was issued for.
     pub resource: String,
+    /// The authorization server that issued it (as the resource metadata
+    /// named it): a token from another is never refreshed there.
+    #[serde(default)]
+    pub authorization_server: Option<String>,
     /// Scopes a 403 `insufficient_scope` asked for since: the next `manifold
     /// login` asks for them too.
     #[serde(default)]
