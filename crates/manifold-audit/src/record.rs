@@ -4,8 +4,8 @@
 //! Members, in this order: `time` (RFC 3339, UTC, microseconds), `request_id`,
 //! `session` (or null), `principal`, `client` (`{name, version}` or null), `method`,
 //! `name` (or null), `upstream` (or null), `original` (or null), `upstream_auth`
-//! (only when Manifold authenticated to the upstream with OAuth: `oauth` or
-//! `client_credentials`), `arguments_sha256`
+//! (only when Manifold authenticated to the upstream with OAuth: `oauth`,
+//! `client_credentials` or `token_exchange`), `arguments_sha256`
 //! (hex SHA-256 of the canonical JSON of the unredacted arguments, or null when the
 //! request had none), `arguments` (redacted; absent when arguments are not included),
 //! `injected` (only when an operator's override pinned arguments: those it added,
@@ -183,7 +183,8 @@ pub struct AuditRecord {
     /// The upstream's own name for the tool or prompt.
     pub original: Option<String>,
     /// How Manifold authenticated to the upstream, when not with static
-    /// headers: `oauth` or `client_credentials` (never a token).
+    /// headers: `oauth`, `client_credentials` or `token_exchange` (on behalf
+    /// of `principal`); never a token.
     pub upstream_auth: Option<String>,
     /// The arguments as received, unredacted: the auditor digests them, then redacts.
     pub arguments: Option<Value>,

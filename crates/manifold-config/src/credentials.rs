@@ -66,6 +66,10 @@ pub enum UpstreamAuth {
     OAuth(OAuthClient),
     /// The gateway's own token from the client-credentials grant, in memory.
     ClientCredentials(OAuthClient),
+    /// RFC 8693: each caller's validated access token exchanged for one whose
+    /// audience is the upstream, cached per caller; the gateway's own
+    /// requests (lists, pings) use the client-credentials grant.
+    TokenExchange(OAuthClient),
 }
 
 /// The OAuth client Manifold is for one upstream.
@@ -84,6 +88,7 @@ impl UpstreamAuth {
             UpstreamAuth::Static => "static",
             UpstreamAuth::OAuth(_) => "oauth",
             UpstreamAuth::ClientCredentials(_) => "client_credentials",
+            UpstreamAuth::TokenExchange(_) => "token_exchange",
         }
     }
 }
@@ -171,9 +176,15 @@ pub(crate) fn validate_auth(
             }
             Ok(UpstreamAuth::ClientCredentials(c))
         }
-        "token_exchange" => Err(format!(
-            "key `{key}.auth.type`: `token_exchange` is not supported in this version; use `oauth` or `client_credentials`"
-        )),
+        "token_exchange" => {
+            let c = client()?;
+            if c.client_id.is_none() || c.client_secret.is_none() {
+                return Err(format!(
+                    "key `{key}.auth`: `token_exchange` needs `client_id` and `client_secret` (Manifold authenticates its exchanges, and its own requests use the client-credentials grant)"
+                ));
+            }
+            Ok(UpstreamAuth::TokenExchange(c))
+        }
         other => Err(format!(
             "key `{key}.auth.type`: {other:?}; expected `static`, `oauth`, `client_credentials` or `token_exchange`"
         )),

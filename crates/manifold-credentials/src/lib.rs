@@ -12,6 +12,8 @@
 //! - `source`: the token a running gateway sends, refreshed before it
 //!   expires, reloaded when `manifold login` wrote a new one, and the step-up
 //!   a 403 `insufficient_scope` asks for; the client-credentials grant;
+//! - `exchange`: RFC 8693 token exchange, a caller's token for one per caller
+//!   whose audience is the upstream;
 //! - `store`: tokens at rest, encrypted, one file per upstream.
 //!
 //! Invariants: every request to an authorization server is bounded by
@@ -23,12 +25,14 @@
 //! [`TokenSource`] for the token), the command line (the binary).
 
 mod discovery;
+mod exchange;
 mod http;
 mod login;
 mod source;
 mod store;
 
 pub use discovery::{parse_challenge, Challenge};
+pub use exchange::{ACCESS_TOKEN_TYPE, MAX_EXCHANGED, TOKEN_EXCHANGE_GRANT};
 pub use login::{login, LoginOptions};
 pub use source::{Refusal, TokenSource};
 pub use store::{Record, Store};

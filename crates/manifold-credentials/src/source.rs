@@ -45,18 +45,23 @@ pub enum Refusal {
 enum Mode {
     OAuth(Store),
     ClientCredentials,
+    /// Client credentials for the gateway's own requests, exchanges for
+    /// callers' (see `exchange`).
+    TokenExchange,
 }
 
 /// The token source of one upstream.
 pub struct TokenSource {
-    upstream: String,
+    pub(crate) upstream: String,
     url: String,
     client: OAuthClient,
     mode: Mode,
-    http: Client,
+    pub(crate) http: Client,
     current: Mutex<Option<Record>>,
     refreshing: tokio::sync::Mutex<()>,
     step_ups: AtomicU32,
+    /// `token_exchange`: exchanged tokens by the SHA-256 of the caller's.
+    pub(crate) exchanged: Mutex<std::collections::HashMap<String, (String, u64)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -70,6 +75,7 @@ impl TokenSource {
             UpstreamAuth::Static => return None,
             UpstreamAuth::OAuth(c) => (c.clone(), Mode::OAuth(Store::new(c.store.as_ref()?))),
             UpstreamAuth::ClientCredentials(c) => (c.clone(), Mode::ClientCredentials),
+            UpstreamAuth::TokenExchange(c) => (c.clone(), Mode::TokenExchange),
         };
         Some(TokenSource {
             upstream: upstream.to_string(),
@@ -80,6 +86,7 @@ impl TokenSource {
             current: Mutex::new(None),
             refreshing: tokio::sync::Mutex::new(()),
             step_ups: AtomicU32::new(0),
+            exchanged: Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -88,7 +95,18 @@ impl TokenSource {
         match self.mode {
             Mode::OAuth(_) => "oauth",
             Mode::ClientCredentials => "client_credentials",
+            Mode::TokenExchange => "token_exchange",
         }
+    }
+
+    pub(crate) fn lock_exchanged(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, (String, u64)>> {
+        lock(&self.exchanged)
+    }
+
+    pub(crate) fn current_record(&self) -> Option<Record> {
+        lock(&self.current).clone()
     }
 
     fn login_hint(&self) -> String {
@@ -103,7 +121,7 @@ impl TokenSource {
                 *lock(&self.current) = r.clone();
                 Ok(r)
             }
-            Mode::ClientCredentials => Ok(lock(&self.current).clone()),
+            Mode::ClientCredentials | Mode::TokenExchange => Ok(lock(&self.current).clone()),
         }
     }
 
@@ -127,12 +145,12 @@ impl TokenSource {
         let _one = self.refreshing.lock().await;
         let r = match &self.mode {
             Mode::OAuth(_) => self.reload()?,
-            Mode::ClientCredentials => lock(&self.current).clone(),
+            Mode::ClientCredentials | Mode::TokenExchange => lock(&self.current).clone(),
         };
         match r {
             Some(r) if Self::fresh(&r) => Ok(r.access_token),
             Some(r) if r.refresh_token.is_some() => self.refresh(r).await,
-            _ if matches!(self.mode, Mode::ClientCredentials) => self.client_credentials().await,
+            _ if !matches!(self.mode, Mode::OAuth(_)) => self.client_credentials().await,
             Some(_) => Err(CredentialError::NeedsLogin(format!(
                 "the token for `{}` expired and there is no refresh token; {}",
                 self.upstream,
@@ -181,7 +199,7 @@ impl TokenSource {
         Ok(token)
     }
 
-    async fn client_credentials(&self) -> Result<String, CredentialError> {
+    pub(crate) async fn client_credentials(&self) -> Result<String, CredentialError> {
         let challenge = probe(&self.http, &self.url).await?;
         let d = discover(&self.http, &self.url, challenge.as_ref()).await?;
         let id = self.client.client_id.clone().unwrap_or_default();
@@ -238,7 +256,7 @@ impl TokenSource {
     ) -> Refusal {
         let c = challenge.and_then(parse_challenge).unwrap_or_default();
         let _one = self.refreshing.lock().await;
-        if matches!(self.mode, Mode::ClientCredentials) {
+        if !matches!(self.mode, Mode::OAuth(_)) {
             let had = lock(&self.current).take();
             if had.as_ref().map(|r| r.access_token.as_str()) != sent && had.is_some() {
                 *lock(&self.current) = had;

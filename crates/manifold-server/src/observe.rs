@@ -47,8 +47,8 @@ pub(crate) struct Observed {
     /// The exposed tool or prompt name, or the URI.
     pub name: Option<String>,
     pub upstream: Option<Arc<str>>,
-    /// `oauth` or `client_credentials` for an upstream Manifold authenticates
-    /// to with OAuth.
+    /// `oauth`, `client_credentials` or `token_exchange` for an upstream
+    /// Manifold authenticates to with OAuth.
     upstream_auth: Option<&'static str>,
     /// The upstream's own name for the tool or prompt.
     pub original: Option<String>,

@@ -127,6 +127,13 @@ pub(crate) enum Refusal {
     InvalidRequestState(&'static str),
     #[error("the held call ended without an answer")]
     HeldCallLost,
+    /// A `token_exchange` upstream acts for the caller, who presented no
+    /// bearer token Manifold validated.
+    #[error("upstream `{upstream}` is called on behalf of each caller (token_exchange), and this request carries no validated bearer token to exchange; authenticate with an access token (not an API key or a client certificate)")]
+    NoTokenToExchange { upstream: String },
+    /// The authorization server would not exchange the caller's token.
+    #[error("{why}")]
+    ExchangeRefused { upstream: String, why: String },
     /// What the client sent belongs to a call or stream on another replica,
     /// and the cluster's Redis cannot carry it there.
     #[error("{what} could not be relayed to the replica holding it: {error}; retry once the cluster's Redis is back (readiness shows its state)")]
@@ -184,6 +191,7 @@ impl Refusal {
             | HeldCallsFullForPrincipal { .. }
             | ClusterUnavailable { .. }
             | HeldCallLost => ErrorCode::INTERNAL_ERROR,
+            NoTokenToExchange { .. } | ExchangeRefused { .. } => ErrorCode::INVALID_REQUEST,
         }
     }
 
@@ -228,6 +236,10 @@ impl Refusal {
             ConfirmationUnavailable { .. } => match era {
                 Era::Session => StatusCode::OK,
                 Era::Stateless => StatusCode::BAD_REQUEST,
+            },
+            NoTokenToExchange { .. } | ExchangeRefused { .. } => match era {
+                Era::Session => StatusCode::OK,
+                Era::Stateless => StatusCode::FORBIDDEN,
             },
             // The 2026-07-28 transport answers an unknown method with 404; the
             // session era with a JSON-RPC error in a 200.
@@ -457,6 +469,23 @@ mod tests {
             (HeldCallsFullForPrincipal { limit: 1 }, -32603, 503, 503),
             (InvalidRequestState("it expired"), -32602, 400, 400),
             (HeldCallLost, -32603, 200, 200),
+            (
+                NoTokenToExchange {
+                    upstream: "u".into(),
+                },
+                -32600,
+                200,
+                403,
+            ),
+            (
+                ExchangeRefused {
+                    upstream: "u".into(),
+                    why: "w".into(),
+                },
+                -32600,
+                200,
+                403,
+            ),
             (
                 ClusterUnavailable {
                     what: "the answer",

@@ -57,6 +57,7 @@ impl Connection {
         limits: &LimitsConfig,
         router: Router,
         closed: CancellationToken,
+        tokens: Option<Arc<manifold_credentials::TokenSource>>,
     ) -> Result<Arc<Connection>, UpstreamError> {
         let wire = Wire::new(router, closed, cfg.timeout);
         let transport: Box<dyn Transport> = match &cfg.transport {
@@ -64,7 +65,7 @@ impl Connection {
                 Box::new(transport::stdio::connect(cfg, limits, wire.clone()).await?)
             }
             Configured::Http { .. } => {
-                Box::new(transport::http::connect(cfg, limits, wire.clone())?)
+                Box::new(transport::http::connect(cfg, limits, wire.clone(), tokens)?)
             }
         };
         Ok(Arc::new(Connection {

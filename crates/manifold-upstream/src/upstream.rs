@@ -78,6 +78,9 @@ struct Inner {
     /// Asks the live connection to refetch its lists (what the router does on
     /// `list_changed`); `None` between connections.
     refresh: std::sync::Mutex<Option<mpsc::Sender<()>>>,
+    /// `auth` other than `static`: the upstream's tokens, kept across
+    /// reconnections (refreshes, step-ups, exchanged tokens).
+    tokens: Option<Arc<manifold_credentials::TokenSource>>,
 }
 
 /// A handle to one upstream. Cheap to clone.
@@ -104,6 +107,12 @@ impl Upstream {
             facts: None,
             list_ttl: None,
         });
+        let tokens = match &config.transport {
+            manifold_config::Transport::Http { url, auth, .. } => {
+                manifold_credentials::TokenSource::new(&config.name, url, auth).map(Arc::new)
+            }
+            manifold_config::Transport::Stdio { .. } => None,
+        };
         let inner = Arc::new(Inner {
             name: Arc::from(config.name.as_str()),
             config,
@@ -113,6 +122,7 @@ impl Upstream {
             status,
             watched: watch::channel(Default::default()).0,
             refresh: std::sync::Mutex::new(None),
+            tokens,
         });
         let up = Upstream { inner };
         let actor = up.clone();
@@ -122,6 +132,10 @@ impl Upstream {
 
     pub fn name(&self) -> &Arc<str> {
         &self.inner.name
+    }
+    /// Where this upstream's OAuth tokens come from (`None`: static headers).
+    pub fn tokens(&self) -> Option<&Arc<manifold_credentials::TokenSource>> {
+        self.inner.tokens.as_ref()
     }
     /// Refetches the lists as if the upstream had said `list_changed` (another
     /// replica heard it on its own connection); coalesced with a refetch
@@ -436,9 +450,15 @@ impl Upstream {
             gateway.clone(),
             refresh,
         );
-        let conn = Connection::open(cfg, &self.inner.limits, router, CancellationToken::new())
-            .await
-            .map_err(|e| (e, None))?;
+        let conn = Connection::open(
+            cfg,
+            &self.inner.limits,
+            router,
+            CancellationToken::new(),
+            self.inner.tokens.clone(),
+        )
+        .await
+        .map_err(|e| (e, None))?;
         // A 404 for the upstream session (HTTP) starts a new one with `initialize`.
         let (weak, name) = (Arc::downgrade(&conn), self.inner.name.clone());
         conn.wire.set_reinit(Box::new(move || {

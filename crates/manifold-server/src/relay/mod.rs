@@ -17,6 +17,7 @@
 //! handlers), framing the stream (the front door).
 
 pub(crate) mod input_required;
+mod on_behalf;
 pub(crate) mod resolve;
 
 use bytes::Bytes;
@@ -61,6 +62,11 @@ pub(crate) async fn forward(
         permit,
         injected: _,
     } = target;
+    // Before anything is counted as dispatched: a caller who cannot be
+    // represented upstream is refused here.
+    if let Some(h) = on_behalf::authorization(x, &upstream).await? {
+        headers.push(h);
+    }
     let cancel = x
         .caller
         .begin_call(&x.rpc_id)

@@ -180,9 +180,32 @@ async fn handle(
                 .body(Full::new(Bytes::new()))
                 .unwrap_or_default()
         }
+        // RFC 7662 for the gateway's front door: `user-<name>` is active as <name>.
+        "/introspect" => match form.get("token").and_then(|t| t.strip_prefix("user-")) {
+            Some(name) => json_reply(StatusCode::OK, json!({"active": true, "sub": name})),
+            None => json_reply(StatusCode::OK, json!({"active": false})),
+        },
         "/token" => {
             let mut a = lock();
             match form.get("grant_type").map(String::as_str) {
+                // RFC 8693: a caller's token for one addressed to the MCP server.
+                Some("urn:ietf:params:oauth:grant-type:token-exchange")
+                    if auth.as_deref().is_some_and(|h| h.starts_with("Basic "))
+                        && form.get("resource").map(String::as_str)
+                            == Some(&*format!("{base}/mcp"))
+                        && form.get("subject_token_type").map(String::as_str)
+                            == Some("urn:ietf:params:oauth:token-type:access_token") =>
+                {
+                    match form
+                        .get("subject_token")
+                        .and_then(|t| t.strip_prefix("user-"))
+                    {
+                        Some(name) => json_reply(StatusCode::OK, issue(&mut a, name, life, false)),
+                        None => {
+                            json_reply(StatusCode::BAD_REQUEST, json!({"error": "invalid_grant"}))
+                        }
+                    }
+                }
                 Some("authorization_code") if form.contains_key("code_verifier") => {
                     json_reply(StatusCode::OK, issue(&mut a, "alice", life, true))
                 }
@@ -503,6 +526,71 @@ async fn a_store_that_cannot_be_opened_costs_only_its_upstream() -> Result<()> {
         let c = gw.session("2025-11-25", json!({})).await?;
         let r = c.call_tool("local__echo", json!({"text": "fine"})).await?;
         assert_eq!(text_of(r.result()?)?, "fine", "{r}");
+        let _ = std::fs::remove_dir_all(&store);
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn token_exchange_gives_each_caller_their_own_upstream_identity() -> Result<()> {
+    bounded(async {
+        let s = Standin::start(Duration::from_secs(60)).await?;
+        let store = temp_store("exchange");
+        std::fs::create_dir_all(&store)?;
+        let audit = store.join("audit.jsonl");
+        let base = format!("http://{}", s.addr);
+        let cfg = format!(
+            "{}\n[audit]\npath = {}\n\n[auth]\nallow_anonymous = true\n\n\
+             [[auth.introspection]]\nurl = {}\nclient_id = \"manifold\"\nclient_secret = \"s\"\n",
+            config(
+                &s,
+                &store,
+                "type = \"token_exchange\"\nclient_id = \"gateway\"\nclient_secret = \"gateway-secret\"",
+            ),
+            toml_string(&audit.display().to_string()),
+            toml_string(&format!("{base}/introspect")),
+        );
+        let gw = TestGateway::start(&cfg).await?;
+        // The gateway's own requests (the lists) use its client credentials.
+        wait_state(&gw, "ready").await?;
+        for who in ["alice", "bob"] {
+            let c = gw.client();
+            c.set_bearer(Some(&format!("user-{who}")));
+            c.initialize("2025-11-25", json!({})).await?;
+            for _ in 0..3 {
+                let r = c.call_tool("secured__whoami", json!({})).await?;
+                assert_eq!(text_of(r.result()?)?, who, "{r}");
+            }
+        }
+        // Exchanged once per caller, then cached.
+        let exchanged = s
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .access
+            .values()
+            .filter(|(sub, _)| sub == "alice" || sub == "bob")
+            .count();
+        assert_eq!(exchanged, 2, "one exchange per caller");
+        // A caller without a token to exchange is refused, and nothing is sent.
+        let anon = gw.session("2025-11-25", json!({})).await?;
+        let r = anon.call_tool("secured__whoami", json!({})).await?;
+        let e = r.error()?;
+        assert_eq!(e["code"], -32600, "{r}");
+        assert!(e["message"].as_str().unwrap_or_default().contains("token_exchange"), "{r}");
+        gw.shutdown().await?;
+        let log = std::fs::read_to_string(&audit)?;
+        let calls: Vec<Value> = log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["method"] == "tools/call" && r["outcome"] == "ok")
+            .collect();
+        assert_eq!(calls.len(), 6, "{log}");
+        assert!(calls.iter().all(|r| r["upstream_auth"] == "token_exchange"), "{log}");
+        assert!(calls.iter().any(|r| r["principal"] == "introspection:alice"), "{log}");
+        assert!(calls.iter().any(|r| r["principal"] == "introspection:bob"), "{log}");
+        assert!(!log.contains("user-alice") && !log.contains("at-"), "a token reached the audit log");
         let _ = std::fs::remove_dir_all(&store);
         Ok(())
     })

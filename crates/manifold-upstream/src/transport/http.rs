@@ -119,12 +119,10 @@ pub(crate) fn connect(
     cfg: &UpstreamConfig,
     limits: &LimitsConfig,
     wire: Arc<Wire>,
+    tokens: Option<Arc<manifold_credentials::TokenSource>>,
 ) -> Result<HttpTransport, UpstreamError> {
     let Configured::Http {
-        url,
-        headers,
-        auth,
-        tls,
+        url, headers, tls, ..
     } = &cfg.transport
     else {
         return Err(UpstreamError::unavailable(
@@ -169,7 +167,7 @@ pub(crate) fn connect(
         client,
         url: uri,
         headers: map,
-        tokens: manifold_credentials::TokenSource::new(&cfg.name, url, auth).map(Arc::new),
+        tokens,
         max_message: limits.max_message_bytes,
         session_id: Mutex::new(None),
         reinit: tokio::sync::Mutex::new(()),
@@ -489,10 +487,20 @@ async fn run_call(
         ReplyError::Status(code, _)
             if code == StatusCode::UNAUTHORIZED || code == StatusCode::FORBIDDEN =>
         {
-            UpstreamError::unavailable(
-                &name,
-                format!("authorization required (HTTP {code}); check the upstream's `headers` in the configuration"),
-            )
+            if headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(http::header::AUTHORIZATION.as_str()))
+            {
+                UpstreamError::unavailable(
+                    &name,
+                    format!("the upstream refused the token exchanged for this caller (HTTP {code})"),
+                )
+            } else {
+                UpstreamError::unavailable(
+                    &name,
+                    format!("authorization required (HTTP {code}); check the upstream's `headers` (or `auth`) in the configuration"),
+                )
+            }
         }
         ReplyError::Status(code, body)
             if (modern && code.is_client_error()) || (in_session && code == StatusCode::BAD_REQUEST) =>

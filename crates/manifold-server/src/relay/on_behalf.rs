@@ -1,0 +1,53 @@
+//! `token_exchange` upstreams: the caller's own validated access token,
+//! exchanged (RFC 8693) for one whose audience is the upstream, rides on the
+//! call as its `Authorization` — every user reaches the upstream as
+//! themselves, and the caller's token itself is never sent upstream.
+//!
+//! Invariants: only a bearer token the front door validated (`[auth]` JWT or
+//! introspection) is exchanged; a caller without one, or whose exchange the
+//! authorization server refuses, is refused before anything reaches the
+//! upstream, with a message saying why.
+//!
+//! Not here: the exchange and its cache (manifold-credentials).
+
+use manifold_policy::AuthMethod;
+use manifold_upstream::Upstream;
+
+use crate::exchange::{Exchange, Principal};
+use crate::refusal::Refusal;
+
+/// The `Authorization` header to call `upstream` with on behalf of the
+/// caller; `None` when the upstream does not act on behalf of callers.
+pub(crate) async fn authorization(
+    x: &Exchange,
+    upstream: &Upstream,
+) -> Result<Option<(String, String)>, Refusal> {
+    let Some(tokens) = upstream.tokens().filter(|t| t.exchanges()) else {
+        return Ok(None);
+    };
+    let bearer = match &x.principal {
+        Principal::Caller(id)
+            if matches!(id.method, AuthMethod::Jwt | AuthMethod::Introspection) =>
+        {
+            x.arrival
+                .front
+                .header(http::header::AUTHORIZATION.as_str())
+                .and_then(|v| v.split_once(' '))
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map(|(_, t)| t.trim().to_string())
+        }
+        _ => None,
+    };
+    let Some(bearer) = bearer else {
+        return Err(Refusal::NoTokenToExchange {
+            upstream: upstream.name().to_string(),
+        });
+    };
+    match tokens.exchange(&bearer).await {
+        Ok(t) => Ok(Some(("authorization".to_string(), format!("Bearer {t}")))),
+        Err(e) => Err(Refusal::ExchangeRefused {
+            upstream: upstream.name().to_string(),
+            why: e.to_string(),
+        }),
+    }
+}
