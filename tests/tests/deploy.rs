@@ -1,6 +1,7 @@
 //! The deployment material under `deploy/`: every kustomize shape renders with the
-//! real `kubectl kustomize` and validates strictly against the Kubernetes schemas
-//! (kubernetes-validate, pinned and installed by `scripts/peers`); the
+//! real `kubectl kustomize`, and the Helm chart with the real `helm template`, and
+//! each validates strictly against the Kubernetes schemas (kubernetes-validate and
+//! helm, pinned and installed by `scripts/peers`); the
 //! configurations they and the image ship load and serve; the pods run as non-root
 //! with a read-only root filesystem and no capabilities; and the image's runtime
 //! stage provides every shared library the binary needs.
@@ -77,6 +78,119 @@ fn every_shape_renders_and_validates_against_the_kubernetes_schemas() -> Result<
         !validate(&bad)?.status.success(),
         "a misspelled field passed"
     );
+    Ok(())
+}
+
+fn helm(args: &[&str]) -> Result<String> {
+    let helm = std::env::var("MANIFOLD_HELM")
+        .context("MANIFOLD_HELM is not set: run `scripts/test` (scripts/peers installs helm)")?;
+    let out = Command::new(helm)
+        .args(args)
+        .current_dir(repo_root().join("deploy/helm/manifold"))
+        .output()?;
+    if !out.status.success() {
+        bail!("helm {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// The chart (default values, and three replicas with Redis) renders with the real
+/// helm, lints, validates strictly, keeps every pod hardened, matches the grace
+/// period to `shutdown_grace`, and its configurations load.
+#[test]
+fn the_helm_chart_renders_lints_and_validates() -> Result<()> {
+    let dir = TempDir::new("helm")?;
+    helm(&["lint", "--strict", "."])?;
+    for (name, values) in [
+        ("default", None),
+        ("replicas", Some("values-replicas.yaml")),
+    ] {
+        let mut args = vec!["template", "gw", "."];
+        if let Some(v) = values {
+            args.extend(["-f", v]);
+        }
+        let yaml = helm(&args)?;
+        let file = dir.0.join(format!("helm-{name}.yaml"));
+        std::fs::write(&file, &yaml)?;
+        let out = validate(&file)?;
+        anyhow::ensure!(
+            out.status.success(),
+            "helm {name}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for needle in [
+            "runAsNonRoot: true",
+            "readOnlyRootFilesystem: true",
+            "allowPrivilegeEscalation: false",
+            "path: /readyz",
+            "path: /healthz",
+            "terminationGracePeriodSeconds: 20",
+        ] {
+            anyhow::ensure!(yaml.contains(needle), "helm {name}: no `{needle}`");
+        }
+        if name == "replicas" {
+            for kind in [
+                "kind: PodDisruptionBudget",
+                "kind: HorizontalPodAutoscaler",
+                "name: gw-manifold-redis",
+            ] {
+                anyhow::ensure!(yaml.contains(kind), "helm replicas: no `{kind}`");
+            }
+        }
+        // The configuration the chart ships loads.
+        let toml = yaml
+            .split("gateway.toml: |\n")
+            .nth(1)
+            .context("no gateway.toml in the ConfigMap")?
+            .lines()
+            .take_while(|l| l.is_empty() || l.starts_with("    "))
+            .map(|l| l.strip_prefix("    ").unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let cfg = dir.0.join(format!("helm-{name}.toml"));
+        std::fs::write(&cfg, toml)?;
+        let out = Command::new(manifold_bin()?)
+            .args(["check", "--config"])
+            .arg(&cfg)
+            .env(
+                "MANIFOLD_API_KEY_HASH",
+                "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            )
+            .env("MANIFOLD_SESSION_KEY", "0123456789abcdef0123456789abcdef")
+            .env("RUST_LOG", "error")
+            .output()?;
+        anyhow::ensure!(
+            out.status.code() == Some(0),
+            "helm {name} gateway.toml: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The ServiceMonitor (a Prometheus Operator CRD, which the Kubernetes schemas do not
+    // know) scrapes /metrics on the Service's admin port.
+    let yaml = helm(&[
+        "template",
+        "gw",
+        ".",
+        "--set",
+        "serviceMonitor.enabled=true",
+    ])?;
+    let monitor = yaml
+        .split("---")
+        .find(|d| d.contains("kind: ServiceMonitor"))
+        .context("no ServiceMonitor")?;
+    for needle in [
+        "apiVersion: monitoring.coreos.com/v1",
+        "port: admin",
+        "path: /metrics",
+        "app.kubernetes.io/instance: gw",
+    ] {
+        anyhow::ensure!(
+            monitor.contains(needle),
+            "ServiceMonitor: no `{needle}`:\n{monitor}"
+        );
+    }
     Ok(())
 }
 
