@@ -105,6 +105,9 @@ impl Bus {
                 Ok(Ok(pubsub)) => {
                     backoff = FIRST_BACKOFF;
                     tracing::info!(channel = %self.channel, replica = %self.replica, "connected to the cluster's Redis");
+                    // A failure noticed while disconnected left a permit: not
+                    // this connection's.
+                    let _ = tokio::time::timeout(Duration::ZERO, self.broken.notified()).await;
                     let mut messages = pubsub.into_on_message();
                     let why = loop {
                         tokio::select! {
@@ -200,12 +203,17 @@ impl Bus {
                 }
                 Err(unavailable(e))
             }
-            Err(_) => Err(ClusterError::Timeout),
+            // A half-open connection answers nothing: reconnect rather than
+            // pay the timeout on every command.
+            Err(_) => {
+                self.broken.notify_one();
+                Err(ClusterError::Timeout)
+            }
         }
     }
 
-    /// Publishes `message` to every other replica.
-    pub async fn publish(&self, message: Message) -> Result<(), ClusterError> {
+    /// Publishes `message` to every other replica: how many received it.
+    pub async fn publish(&self, message: Message) -> Result<usize, ClusterError> {
         let text = serde_json::to_string(&Envelope {
             from: self.replica.clone(),
             message,
@@ -215,6 +223,7 @@ impl Bus {
             return Err(ClusterError::TooLarge(text.len()));
         }
         let mut conn = self.conn()?;
+        // Redis counts this replica's own subscription too.
         self.bounded(
             redis::cmd("PUBLISH")
                 .arg(&self.channel)
@@ -222,7 +231,7 @@ impl Bus {
                 .query_async::<i64>(&mut conn),
         )
         .await
-        .map(|_| ())
+        .map(|n| usize::try_from(n - 1).unwrap_or(0))
     }
 
     /// Takes a place in every bucket of `checks`, or in none: `None` when all

@@ -30,7 +30,9 @@ pub use rate::RateCheck;
 
 use std::time::Duration;
 
-/// The bound on one Redis command (publish, rate decision) and on connecting.
+/// The bound on one Redis command (publish, rate decision); connecting (both
+/// connections and the subscription) gets four times as long. A command that
+/// times out makes the bus reconnect (a half-open connection answers nothing).
 pub const OP_TIMEOUT: Duration = Duration::from_millis(500);
 /// The longest pause between two reconnection attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(5);

@@ -221,15 +221,20 @@ pub(crate) async fn discover(
     }
     let server = match meta {
         Some(m) => {
-            let named = m["issuer"]
-                .as_str()
-                .map(|s| s.trim_end_matches('/').to_string());
-            if prm.is_some() && named.as_deref().is_some_and(|n| n != issuer) {
+            // RFC 8414: metadata names its issuer, kept as written (the
+            // redirect's `iss` is compared with it byte for byte); without
+            // one, RFC 9207's mix-up check could not be made, so it is refused.
+            let raw = m["issuer"].as_str().map(str::to_string).ok_or_else(|| {
+                CredentialError::Refused(
+                    "the authorization server metadata names no issuer (RFC 8414)".into(),
+                )
+            })?;
+            if prm.is_some() && raw.trim_end_matches('/') != issuer {
                 return Err(CredentialError::Refused(format!(
-                    "the authorization server metadata names issuer {:?}, not {issuer}",
-                    named.unwrap_or_default()
+                    "the authorization server metadata names issuer {raw:?}, not {issuer}"
                 )));
             }
+            let named = Some(raw);
             let endpoint = |k: &str| {
                 m[k].as_str().map(str::to_string).ok_or_else(|| {
                     CredentialError::Server(format!(

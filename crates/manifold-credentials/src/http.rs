@@ -4,7 +4,8 @@
 //!
 //! Invariants: never follows redirects (an authorization server's answers
 //! are read where they were asked); a body that is not JSON is an error that
-//! quotes at most 200 characters of it.
+//! never quotes it (it may hold a token); only `https://` URLs, or `http://`
+//! to a loopback host, are requested ([`allowed`]).
 //!
 //! Not here: what the answers mean.
 
@@ -40,17 +41,34 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
+    /// The body as JSON. A body that is not JSON is never quoted: a token
+    /// endpoint may put a token in any format.
     pub(crate) fn json(&self, what: &str) -> Result<Value, CredentialError> {
         serde_json::from_slice(&self.body).map_err(|_| {
             CredentialError::Server(format!(
-                "{what}: not JSON (HTTP {}): {}",
+                "{what}: the answer is not JSON (HTTP {}, {} bytes)",
                 self.status,
-                String::from_utf8_lossy(&self.body)
-                    .chars()
-                    .take(200)
-                    .collect::<String>()
+                self.body.len()
             ))
         })
+    }
+}
+
+/// Whether `url` may carry client secrets and tokens: `https://`, or
+/// `http://` to a loopback host.
+pub(crate) fn allowed(url: &str) -> bool {
+    let Ok(u) = url::Url::parse(url) else {
+        return false;
+    };
+    match u.scheme() {
+        "https" => true,
+        "http" => matches!(
+            u.host(),
+            Some(url::Host::Domain("localhost"))
+                | Some(url::Host::Ipv4(std::net::Ipv4Addr::LOCALHOST))
+                | Some(url::Host::Ipv6(std::net::Ipv6Addr::LOCALHOST))
+        ),
+        _ => false,
     }
 }
 
@@ -61,6 +79,11 @@ pub(crate) async fn send(
     headers: &[(&str, String)],
     body: Option<(&str, Vec<u8>)>,
 ) -> Result<Answer, CredentialError> {
+    if !allowed(url) {
+        return Err(CredentialError::Refused(format!(
+            "{url}: an authorization server is reached over https (or http to a loopback host) only"
+        )));
+    }
     let mut b = Request::builder().method(method).uri(url);
     b = b.header(http::header::ACCEPT, "application/json, text/event-stream");
     for (k, v) in headers {
@@ -110,4 +133,24 @@ pub(crate) fn form(pairs: &[(&str, &str)]) -> (&'static str, Vec<u8>) {
         s.append_pair(k, v);
     }
     ("application/x-www-form-urlencoded", s.finish().into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn secrets_go_over_https_or_to_a_loopback_host_only() {
+        for (url, ok) in [
+            ("https://as.example.com/token", true),
+            ("http://127.0.0.1:8080/token", true),
+            ("http://localhost/token", true),
+            ("http://[::1]:9/token", true),
+            ("http://as.example.com/token", false),
+            ("http://127.0.0.2/token", false),
+            ("file:///etc/passwd", false),
+            ("javascript:alert(1)", false),
+            ("not a url", false),
+        ] {
+            assert_eq!(super::allowed(url), ok, "{url}");
+        }
+    }
 }

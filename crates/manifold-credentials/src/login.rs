@@ -223,14 +223,20 @@ pub(crate) async fn token_request(
     let a = send(c, Method::POST, endpoint, &headers, Some(form(&borrowed))).await?;
     let v = a.json("the token endpoint")?;
     if !a.status.is_success() || v["access_token"].as_str().is_none() {
-        return Err(CredentialError::NeedsLogin(format!(
+        let why = format!(
             "the token endpoint refused (HTTP {}): {}",
             a.status,
             v["error_description"]
                 .as_str()
                 .or(v["error"].as_str())
                 .unwrap_or("no access_token")
-        )));
+        );
+        // A grant the server refuses needs a person; its outage does not.
+        return Err(if a.status.is_client_error() {
+            CredentialError::NeedsLogin(why)
+        } else {
+            CredentialError::Server(why)
+        });
     }
     Ok(v)
 }
@@ -251,8 +257,17 @@ pub(crate) fn take_tokens(r: &mut Record, v: &Value, asked_scope: Option<&str>) 
         .or(r.scope.take());
 }
 
-/// Waits for the browser's redirect: the callback's query parameters.
-async fn callback(listener: TcpListener) -> Result<Vec<(String, String)>, CredentialError> {
+/// How long one connection to the loopback listener may take to send its
+/// request (a browser's idle preconnect must not hold up the real redirect).
+const CALLBACK_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits for the browser's redirect carrying `state`: its query parameters.
+/// A request for another path, or with another `state` (a forged or stale
+/// redirect), is answered and ignored.
+async fn callback(
+    listener: TcpListener,
+    state: &str,
+) -> Result<Vec<(String, String)>, CredentialError> {
     loop {
         let (mut s, _) = listener
             .accept()
@@ -260,35 +275,54 @@ async fn callback(listener: TcpListener) -> Result<Vec<(String, String)>, Creden
             .map_err(|e| CredentialError::Server(format!("the loopback redirect: {e}")))?;
         let mut buf = Vec::new();
         let mut chunk = [0u8; 2048];
-        while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < MAX_CALLBACK_BYTES {
-            match s.read(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        let read = async {
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < MAX_CALLBACK_BYTES {
+                match s.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
             }
+        };
+        if tokio::time::timeout(CALLBACK_READ_TIMEOUT, read)
+            .await
+            .is_err()
+        {
+            continue;
         }
         let head = String::from_utf8_lossy(&buf);
         let target = head.split_whitespace().nth(1).unwrap_or("").to_string();
-        let Some(query) = target.strip_prefix("/callback?") else {
-            let _ = s
-                .write_all(
-                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                )
-                .await;
-            continue;
+        let params: Option<Vec<(String, String)>> = target.strip_prefix("/callback?").map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect()
+        });
+        let ours = params
+            .as_ref()
+            .is_some_and(|p| p.iter().any(|(k, v)| k == "state" && v == state));
+        let (status, page) = if ours {
+            (
+                "200 OK",
+                "Manifold received the authorization. You can close this window.",
+            )
+        } else {
+            (
+                "404 Not Found",
+                "Not the authorization Manifold is waiting for.",
+            )
         };
-        let page = "<!doctype html><title>Manifold</title><p>Manifold received the authorization. You can close this window.</p>";
+        let page = format!("<!doctype html><title>Manifold</title><p>{page}</p>");
         let _ = s
             .write_all(
                 format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                    "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
                     page.len()
                 )
                 .as_bytes(),
             )
             .await;
-        return Ok(url::form_urlencoded::parse(query.as_bytes())
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect());
+        if let (true, Some(p)) = (ours, params) {
+            return Ok(p);
+        }
     }
 }
 
@@ -338,7 +372,7 @@ pub async fn login(o: LoginOptions) -> Result<Record, CredentialError> {
         }
     }
     (o.show)(auth.as_str());
-    let params = tokio::time::timeout(LOGIN_TIMEOUT, callback(listener))
+    let params = tokio::time::timeout(LOGIN_TIMEOUT, callback(listener, &state))
         .await
         .map_err(|_| {
             CredentialError::NeedsLogin(format!("no authorization within {LOGIN_TIMEOUT:?}"))
@@ -350,11 +384,7 @@ pub async fn login(o: LoginOptions) -> Result<Record, CredentialError> {
             get("error_description").unwrap_or_default()
         )));
     }
-    if get("state").as_deref() != Some(state.as_str()) {
-        return Err(CredentialError::Refused(
-            "the redirect's state is not the one sent; ignoring it".into(),
-        ));
-    }
+
     // Compared exactly, with no normalization (RFC 9207, SEP-2468).
     match (get("iss"), &d.server.issuer) {
         (Some(iss), Some(issuer)) if &iss != issuer => {

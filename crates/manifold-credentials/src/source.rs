@@ -182,20 +182,27 @@ impl TokenSource {
         )
         .await
         .map_err(|e| {
-            CredentialError::NeedsLogin(format!(
-                "refreshing the token for `{}` failed ({e}); {}",
-                self.upstream,
-                self.login_hint()
-            ))
+            let why = format!("refreshing the token for `{}` failed ({e})", self.upstream);
+            if e.needs_login() {
+                CredentialError::NeedsLogin(format!("{why}; {}", self.login_hint()))
+            } else {
+                // The authorization server's outage: tried again on the next call.
+                CredentialError::Server(why)
+            }
         })?;
         let scope = r.scope.clone();
         take_tokens(&mut r, &v, scope.as_deref());
+        let token = r.access_token.clone();
+        // Kept in memory first: a server that rotates refresh tokens has spent
+        // the old one, so the new record must not be lost to a failed write.
+        *lock(&self.current) = Some(r.clone());
         if let Mode::OAuth(store) = &self.mode {
-            store.save(&self.upstream, &r)?;
+            if let Err(e) = store.save(&self.upstream, &r) {
+                tracing::error!(upstream = %self.upstream, error = %e,
+                    "refreshed the access token but could not store it; it is used from memory until a restart");
+            }
         }
         tracing::info!(upstream = %self.upstream, "refreshed the upstream's access token");
-        let token = r.access_token.clone();
-        *lock(&self.current) = Some(r);
         Ok(token)
     }
 
@@ -335,12 +342,20 @@ impl TokenSource {
                 }
             }
         }
+        // A 403 that is not about scope refuses this request, not the token.
+        if status == 403 {
+            return Refusal::Final(format!(
+                "the upstream refused this request (HTTP 403{})",
+                c.error.map(|e| format!(", {e}")).unwrap_or_default()
+            ));
+        }
         if r.refresh_token.is_some() {
             r.expires_at = Some(0);
             return match self.refresh(r).await {
                 Ok(t) if Some(t.as_str()) != sent => Refusal::Retry,
                 Ok(_) => Refusal::NeedsLogin(self.login_hint()),
-                Err(e) => Refusal::NeedsLogin(e.to_string()),
+                Err(e) if e.needs_login() => Refusal::NeedsLogin(e.to_string()),
+                Err(e) => Refusal::Final(e.to_string()),
             };
         }
         Refusal::NeedsLogin(format!(

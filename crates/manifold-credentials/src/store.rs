@@ -155,7 +155,14 @@ impl Store {
         raw.extend_from_slice(&data);
         let text = format!("{MAGIC}{}\n", STANDARD.encode(raw));
         let path = self.path(upstream);
-        let aside = path.with_extension(format!("tokens.{}", std::process::id()));
+        // Unique per write: replicas sharing a store may all be pid 1.
+        let mut tag = [0u8; 6];
+        let _ = getrandom::fill(&mut tag);
+        let aside = path.with_extension(format!(
+            "tokens.{}.{}",
+            std::process::id(),
+            hex::encode(tag)
+        ));
         write_private(&aside, text.as_bytes()).map_err(fail)?;
         std::fs::rename(&aside, &path).map_err(fail)
     }

@@ -117,7 +117,8 @@ enum Command {
         config: ConfigArg,
         /// The upstream's name in the configuration.
         upstream: String,
-        /// Only print the authorization URL (for a browser elsewhere).
+        /// Only print the authorization URL; open it yourself in a browser on this
+        /// host (the redirect comes back to a loopback address here).
         #[arg(long)]
         no_browser: bool,
     },

@@ -163,11 +163,16 @@ impl Gateway {
         let Some(c) = &self.cluster else {
             return Ok(false);
         };
-        c.bus
-            .publish(message)
-            .await
-            .map(|()| true)
-            .map_err(|error| Refusal::ClusterUnavailable { what, error })
+        match c.bus.publish(message).await {
+            Ok(0) => Err(Refusal::ClusterUnavailable {
+                what,
+                error: manifold_cluster::ClusterError::Unavailable(
+                    "no other replica is connected to the bus".into(),
+                ),
+            }),
+            Ok(_) => Ok(true),
+            Err(error) => Err(Refusal::ClusterUnavailable { what, error }),
+        }
     }
 
     /// The longest wait between two parts of a forwarded retry's answer: the
@@ -212,11 +217,16 @@ impl Gateway {
                 responses,
             })
             .await;
-        if let Err(error) = sent {
-            return Some(Err(Refusal::ClusterUnavailable {
-                what: "the retry resuming a held call",
-                error,
-            }));
+        match sent {
+            // Nobody else listens: nobody else holds it.
+            Ok(0) => return Some(Err(Refusal::InvalidRequestState(NOT_HELD_HERE))),
+            Ok(_) => {}
+            Err(error) => {
+                return Some(Err(Refusal::ClusterUnavailable {
+                    what: "the retry resuming a held call",
+                    error,
+                }))
+            }
         }
         match tokio::time::timeout(RESUME_TAKE_TIMEOUT, rx.recv()).await {
             Ok(Some(ResumeEvent::Taken)) => {}
@@ -345,10 +355,11 @@ impl Gateway {
                 }
                 let tx = lock(&c.resumes).get(&corr).cloned();
                 if let Some(tx) = tx {
+                    // A part cannot be dropped from the middle of an answer: a
+                    // reader that fell this far behind loses the whole answer.
                     if tx.try_send(event).is_err() {
-                        tracing::warn!(
-                            "a forwarded retry's answer is not being read; part dropped"
-                        );
+                        lock(&c.resumes).remove(&corr);
+                        tracing::warn!("a forwarded retry's answer is not being read; abandoned");
                     }
                 }
             }

@@ -376,8 +376,6 @@ impl Sessions {
         self.map.get(id).map(|s| s.value().clone())
     }
 
-    /// Takes a session out of the table: its calls stop waiting on it and its
-    /// stream closes. `None` if it was not there.
     /// The session whose [`ClientSession::digest`] is `digest` (a scan: only
     /// the cluster's relays, which are rare next to requests, look sessions
     /// up this way).
@@ -385,6 +383,8 @@ impl Sessions {
         self.all().into_iter().find(|s| s.digest == digest)
     }
 
+    /// Takes a session out of the table: its calls stop waiting on it and its
+    /// stream closes. `None` if it was not there.
     pub fn remove(&self, id: &str) -> Option<Arc<ClientSession>> {
         let (_, s) = self.map.remove(id)?;
         if let Some(ip) = s.peer {

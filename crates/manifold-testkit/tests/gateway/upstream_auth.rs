@@ -200,6 +200,11 @@ async fn handle(
                         .get("subject_token")
                         .and_then(|t| t.strip_prefix("user-"))
                     {
+                        // A token the MCP server will not take (revoked at once).
+                        Some("mallory") => json_reply(
+                            StatusCode::OK,
+                            json!({"access_token": "at-revoked-mallory", "token_type": "Bearer", "expires_in": 60}),
+                        ),
                         Some(name) => json_reply(StatusCode::OK, issue(&mut a, name, life, false)),
                         None => {
                             json_reply(StatusCode::BAD_REQUEST, json!({"error": "invalid_grant"}))
@@ -573,6 +578,22 @@ async fn token_exchange_gives_each_caller_their_own_upstream_identity() -> Resul
             .filter(|(sub, _)| sub == "alice" || sub == "bob")
             .count();
         assert_eq!(exchanged, 2, "one exchange per caller");
+        // The upstream refuses one caller's exchanged token: that call fails, saying
+        // so, and the connection every caller shares stays up.
+        let restarts = wait_state(&gw, "ready").await?["restarts"].clone();
+        let m = gw.client();
+        m.set_bearer(Some("user-mallory"));
+        m.initialize("2025-11-25", json!({})).await?;
+        let r = m.call_tool("secured__whoami", json!({})).await?;
+        let text = format!("{r}");
+        assert!(text.contains("refused the token exchanged for this caller"), "{text}");
+        let up = wait_state(&gw, "ready").await?;
+        assert_eq!(up["restarts"], restarts, "the shared connection was reset: {up}");
+        let a = gw.client();
+        a.set_bearer(Some("user-alice"));
+        a.initialize("2025-11-25", json!({})).await?;
+        let r = a.call_tool("secured__whoami", json!({})).await?;
+        assert_eq!(text_of(r.result()?)?, "alice", "{r}");
         // A caller without a token to exchange is refused, and nothing is sent.
         let anon = gw.session("2025-11-25", json!({})).await?;
         let r = anon.call_tool("secured__whoami", json!({})).await?;
@@ -586,7 +607,7 @@ async fn token_exchange_gives_each_caller_their_own_upstream_identity() -> Resul
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .filter(|r| r["method"] == "tools/call" && r["outcome"] == "ok")
             .collect();
-        assert_eq!(calls.len(), 6, "{log}");
+        assert_eq!(calls.len(), 7, "{log}");
         assert!(calls.iter().all(|r| r["upstream_auth"] == "token_exchange"), "{log}");
         assert!(calls.iter().any(|r| r["principal"] == "introspection:alice"), "{log}");
         assert!(calls.iter().any(|r| r["principal"] == "introspection:bob"), "{log}");

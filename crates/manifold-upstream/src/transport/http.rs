@@ -294,7 +294,12 @@ impl HttpLink {
         last_event_id: Option<&str>,
     ) -> Result<http::Response<hyper::body::Incoming>, UpstreamError> {
         let name = self.wire.upstream();
-        let Some(tokens) = &self.tokens else {
+        // A call on behalf of its caller carries its own (exchanged) token: a
+        // refusal of it is that call's, never the connection's.
+        let on_behalf = extra
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(http::header::AUTHORIZATION.as_str()));
+        let Some(tokens) = self.tokens.as_ref().filter(|_| !on_behalf) else {
             return self
                 .send_once(method, body, extra, last_event_id, None)
                 .await;
