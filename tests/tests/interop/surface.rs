@@ -188,12 +188,15 @@ fn surface_plan() -> Plan {
         "unsubscribe_session",
         json!({"op": "unsubscribe_resource", "uri": SESSION_RES}),
     );
-    // Manifold unsubscribes upstream after answering: let the HTTP upstream's info log of
-    // it arrive before the level changes, so that it cannot land after that step.
-    let since = p.at("unsubscribe_session");
+    // Manifold unsubscribes upstream after answering: let both upstreams' info logs of
+    // it arrive before the level changes, so that neither can land after that step. Both,
+    // counted from the first unsubscribe: the stdio upstream's log of `unsubscribe_doc`
+    // may arrive after `unsubscribe_session` answered, and waiting for one log from there
+    // would then end before the HTTP upstream's.
+    let since = p.at("unsubscribe_doc");
     p.add(
         "unsubscribe_logs",
-        wait("notifications/message", since, 1, 10_000),
+        wait("notifications/message", since, 2, 10_000),
     );
     // At level `error` the info-level subscribe/unsubscribe logs must not arrive.
     p.add(
