@@ -6,7 +6,8 @@
 //! Invariants: only a bearer token the front door validated (`[auth]` JWT or
 //! introspection) is exchanged; a caller without one, or whose exchange the
 //! authorization server refuses, is refused before anything reaches the
-//! upstream, with a message saying why.
+//! upstream, with a message saying why; the exchange is bounded by the
+//! upstream's `timeout`.
 //!
 //! Not here: the exchange and its cache (manifold-credentials).
 
@@ -43,11 +44,20 @@ pub(crate) async fn authorization(
             upstream: upstream.name().to_string(),
         });
     };
-    match tokens.exchange(&bearer).await {
-        Ok(t) => Ok(Some(("authorization".to_string(), format!("Bearer {t}")))),
-        Err(e) => Err(Refusal::ExchangeRefused {
+    // Bounded like the call itself (the client's disconnection drops it).
+    let within = upstream.config().timeout;
+    match tokio::time::timeout(within, tokens.exchange(&bearer)).await {
+        Ok(Ok(t)) => Ok(Some(("authorization".to_string(), format!("Bearer {t}")))),
+        Ok(Err(e)) => Err(Refusal::ExchangeRefused {
             upstream: upstream.name().to_string(),
             why: e.to_string(),
+        }),
+        Err(_) => Err(Refusal::ExchangeRefused {
+            upstream: upstream.name().to_string(),
+            why: format!(
+                "exchanging the caller's token for `{}` took longer than its timeout ({within:?})",
+                upstream.name()
+            ),
         }),
     }
 }

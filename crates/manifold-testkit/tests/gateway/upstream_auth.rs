@@ -186,6 +186,10 @@ async fn handle(
             None => json_reply(StatusCode::OK, json!({"active": false})),
         },
         "/token" => {
+            // An authorization server that takes its time for one caller.
+            if form.get("subject_token").map(String::as_str) == Some("user-slow") {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
             let mut a = lock();
             match form.get("grant_type").map(String::as_str) {
                 // RFC 8693: a caller's token for one addressed to the MCP server.
@@ -552,7 +556,8 @@ async fn token_exchange_gives_each_caller_their_own_upstream_identity() -> Resul
                 &s,
                 &store,
                 "type = \"token_exchange\"\nclient_id = \"gateway\"\nclient_secret = \"gateway-secret\"",
-            ),
+            )
+            .replace("timeout = \"10s\"", "timeout = \"2s\""),
             toml_string(&audit.display().to_string()),
             toml_string(&format!("{base}/introspect")),
         );
@@ -594,6 +599,14 @@ async fn token_exchange_gives_each_caller_their_own_upstream_identity() -> Resul
         a.initialize("2025-11-25", json!({})).await?;
         let r = a.call_tool("secured__whoami", json!({})).await?;
         assert_eq!(text_of(r.result()?)?, "alice", "{r}");
+        // An exchange that takes longer than the upstream's timeout is refused then.
+        let slow = gw.client();
+        slow.set_bearer(Some("user-slow"));
+        slow.initialize("2025-11-25", json!({})).await?;
+        let started = Instant::now();
+        let r = slow.call_tool("secured__whoami", json!({})).await?;
+        assert!(format!("{r}").contains("took longer than its timeout"), "{r}");
+        assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
         // A caller without a token to exchange is refused, and nothing is sent.
         let anon = gw.session("2025-11-25", json!({})).await?;
         let r = anon.call_tool("secured__whoami", json!({})).await?;

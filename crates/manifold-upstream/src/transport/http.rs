@@ -306,7 +306,12 @@ impl HttpLink {
         };
         // Without a token yet the request goes bare: some servers let
         // `initialize` through, and a refusal says what to do.
-        let token = tokens.token().await.ok();
+        // Getting a token (a refresh, a client-credentials grant with its
+        // discovery) is bounded by the upstream's own timeout.
+        let token = tokio::time::timeout(self.wire.timeout, tokens.token())
+            .await
+            .ok()
+            .and_then(Result::ok);
         let resp = self
             .send_once(
                 method.clone(),
