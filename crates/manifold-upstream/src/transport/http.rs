@@ -296,10 +296,7 @@ impl HttpLink {
         let name = self.wire.upstream();
         // A call on behalf of its caller carries its own (exchanged) token: a
         // refusal of it is that call's, never the connection's.
-        let on_behalf = extra
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case(http::header::AUTHORIZATION.as_str()));
-        let Some(tokens) = self.tokens.as_ref().filter(|_| !on_behalf) else {
+        let Some(tokens) = self.tokens.as_ref().filter(|_| !on_behalf(extra)) else {
             return self
                 .send_once(method, body, extra, last_event_id, None)
                 .await;
@@ -497,10 +494,7 @@ async fn run_call(
         ReplyError::Status(code, _)
             if code == StatusCode::UNAUTHORIZED || code == StatusCode::FORBIDDEN =>
         {
-            if headers
-                .iter()
-                .any(|(k, _)| k.eq_ignore_ascii_case(http::header::AUTHORIZATION.as_str()))
-            {
+            if on_behalf(headers) {
                 UpstreamError::unavailable(
                     &name,
                     format!("the upstream refused the token exchanged for this caller (HTTP {code})"),
@@ -784,6 +778,13 @@ async fn read_sse(
 
 /// Keeps the upstream's GET stream open for notifications outside any call
 /// (`list_changed`), reconnecting with backoff while the session lives.
+/// Whether a request carries its caller's own (exchanged) token.
+fn on_behalf(extra: &[(String, String)]) -> bool {
+    extra
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case(http::header::AUTHORIZATION.as_str()))
+}
+
 fn start_get_stream(link: &Arc<HttpLink>) {
     let l = link.clone();
     link.wire.spawn_owned(async move {
