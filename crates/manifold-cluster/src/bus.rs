@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::rate::{self, RateCheck};
 use crate::{
-    random_id, unavailable, ClusterError, Envelope, Message, MAX_BACKOFF, MAX_MESSAGE_BYTES,
-    OP_TIMEOUT, QUEUE,
+    random_id, unavailable, ClusterError, Envelope, Message, LIVENESS_INTERVAL, MAX_BACKOFF,
+    MAX_MESSAGE_BYTES, OP_TIMEOUT, QUEUE,
 };
 
 /// The first pause after a failed connection; it doubles up to [`MAX_BACKOFF`].
@@ -108,7 +108,11 @@ impl Bus {
                     // A failure noticed while disconnected left a permit: not
                     // this connection's.
                     let _ = tokio::time::timeout(Duration::ZERO, self.broken.notified()).await;
-                    let mut messages = pubsub.into_on_message();
+                    let (mut sink, mut messages) = pubsub.split();
+                    // A half-open subscription delivers nothing and says
+                    // nothing: a PING that goes unanswered tells.
+                    let mut liveness = tokio::time::interval(LIVENESS_INTERVAL);
+                    liveness.tick().await;
                     let why = loop {
                         tokio::select! {
                             _ = stop.cancelled() => {
@@ -116,6 +120,12 @@ impl Bus {
                                 return;
                             }
                             _ = self.broken.notified() => break "a command failed on the connection".to_string(),
+                            _ = liveness.tick() => {
+                                let pong = tokio::time::timeout(OP_TIMEOUT, sink.ping::<redis::Value>()).await;
+                                if !matches!(pong, Ok(Ok(_))) {
+                                    break format!("the subscription did not answer a PING within {}ms", OP_TIMEOUT.as_millis());
+                                }
+                            }
                             m = messages.next() => match m {
                                 Some(m) => self.take(m.get_payload_bytes(), &tx),
                                 None => break "the subscription ended (Redis closed the connection)".to_string(),

@@ -9,7 +9,9 @@
 //!   round trip (one script) per decision.
 //!
 //! Invariants: every Redis operation is bounded by [`OP_TIMEOUT`] and fails
-//! with a [`ClusterError`] instead of waiting; nothing blocks while Redis is
+//! with a [`ClusterError`] instead of waiting; the subscription is PINGed
+//! every [`LIVENESS_INTERVAL`], so a Redis that stops answering is noticed
+//! without traffic; nothing blocks while Redis is
 //! down (the bus reconnects in the background, with backoff up to
 //! [`MAX_BACKOFF`]); a message larger than [`MAX_MESSAGE_BYTES`] is neither sent
 //! nor taken; received messages wait in a queue of [`QUEUE`] and are dropped
@@ -34,6 +36,8 @@ use std::time::Duration;
 /// connections and the subscription) gets four times as long. A command that
 /// times out makes the bus reconnect (a half-open connection answers nothing).
 pub const OP_TIMEOUT: Duration = Duration::from_millis(500);
+/// How often the subscription is PINGed to prove it is still there.
+pub const LIVENESS_INTERVAL: Duration = Duration::from_secs(10);
 /// The longest pause between two reconnection attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// The largest message sent or taken from the bus.

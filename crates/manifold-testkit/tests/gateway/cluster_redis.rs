@@ -355,3 +355,47 @@ async fn rate_limits_are_shared_and_fall_back_to_each_replica_without_redis() ->
     })
     .await
 }
+
+/// Waits until `/readyz` says the replica's bus is `connected` (or not).
+async fn until_connected(gw: &TestGateway, want: bool, within: Duration) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + within;
+    while redis_connected(gw).await? != want {
+        if tokio::time::Instant::now() > deadline {
+            bail!("the bus never became connected = {want} within {within:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_redis_that_stops_answering_is_noticed_and_rejoined() -> Result<()> {
+    bounded(async {
+        let redis = Redis::start().await?;
+        let remote = DemoHttp::spawn_bin(bin(), &[]).await?;
+        let gw = replica(&redis.url(), &remote.url, "").await?;
+        let pid = redis.child.id().context("pid")?.to_string();
+        // Frozen, its connections stay open but nothing answers: the next PING
+        // (every 10 s) goes unanswered and the bus reports it.
+        std::process::Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()?;
+        let frozen = until_connected(&gw, false, manifold_cluster::LIVENESS_INTERVAL * 2).await;
+        std::process::Command::new("kill")
+            .args(["-CONT", &pid])
+            .status()?;
+        frozen?;
+        let (_, body) = readyz(&gw).await?;
+        assert!(
+            body["cluster"]["redis"]["last_error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("PING"),
+            "{body}"
+        );
+        // Back: the bus reconnects on its own.
+        until_connected(&gw, true, Duration::from_secs(15)).await?;
+        Ok(())
+    })
+    .await
+}
