@@ -60,6 +60,9 @@ pub struct TokenSource {
     current: Mutex<Option<Record>>,
     refreshing: tokio::sync::Mutex<()>,
     step_ups: AtomicU32,
+    /// `client_credentials`, `token_exchange`: what discovery found (and the
+    /// challenge's scope), kept for renewals.
+    discovered: Mutex<Option<(crate::discovery::Discovered, Option<String>)>>,
     /// `token_exchange`: exchanged tokens by the SHA-256 of the caller's.
     pub(crate) exchanged: Mutex<std::collections::HashMap<String, (String, u64)>>,
 }
@@ -87,6 +90,7 @@ impl TokenSource {
             refreshing: tokio::sync::Mutex::new(()),
             step_ups: AtomicU32::new(0),
             exchanged: Mutex::new(std::collections::HashMap::new()),
+            discovered: Mutex::new(None),
         })
     }
 
@@ -207,8 +211,18 @@ impl TokenSource {
     }
 
     pub(crate) async fn client_credentials(&self) -> Result<String, CredentialError> {
-        let challenge = probe(&self.http, &self.url).await?;
-        let d = discover(&self.http, &self.url, challenge.as_ref()).await?;
+        // Discovered once; found again only after a grant with it failed.
+        let known = lock(&self.discovered).clone();
+        let (d, challenge_scope) = match known {
+            Some(k) => k,
+            None => {
+                let challenge = probe(&self.http, &self.url).await?;
+                let d = discover(&self.http, &self.url, challenge.as_ref()).await?;
+                let k = (d, challenge.and_then(|c| c.scope));
+                *lock(&self.discovered) = Some(k.clone());
+                k
+            }
+        };
         let id = self.client.client_id.clone().unwrap_or_default();
         let secret = self.client.client_secret.clone();
         let supports = |m: &str| d.server.auth_methods.iter().any(|a| a == m);
@@ -217,12 +231,7 @@ impl TokenSource {
         } else {
             "client_secret_post"
         };
-        let scope = crate::login::scopes(
-            &self.client.scopes,
-            challenge.as_ref().and_then(|c| c.scope.as_deref()),
-            &d,
-            None,
-        );
+        let scope = crate::login::scopes(&self.client.scopes, challenge_scope.as_deref(), &d, None);
         let mut pairs = vec![
             ("grant_type", "client_credentials".to_string()),
             ("resource", d.resource.clone()),
@@ -233,6 +242,7 @@ impl TokenSource {
         let v = token_request(&self.http, &d.server.token_endpoint, &id, secret.as_deref(), method, pairs)
             .await
             .map_err(|e| {
+                *lock(&self.discovered) = None;
                 CredentialError::NeedsLogin(format!(
                     "the client-credentials grant for `{}` failed ({e}); check `auth.client_id` and `auth.client_secret`",
                     self.upstream

@@ -45,6 +45,8 @@ struct Standin {
     addr: SocketAddr,
     state: Arc<Mutex<Auth>>,
     refreshes: Arc<AtomicUsize>,
+    /// Protected resource metadata documents served.
+    discoveries: Arc<AtomicUsize>,
     /// Lifetime of the access tokens it issues.
     life: Duration,
     _stop: tokio::sync::oneshot::Sender<()>,
@@ -79,8 +81,9 @@ impl Standin {
         let addr = listener.local_addr()?;
         let state = Arc::new(Mutex::new(Auth::default()));
         let refreshes = Arc::new(AtomicUsize::new(0));
+        let discoveries = Arc::new(AtomicUsize::new(0));
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
-        let (st, rf) = (state.clone(), refreshes.clone());
+        let (st, rf, dc) = (state.clone(), refreshes.clone(), discoveries.clone());
         tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -88,11 +91,20 @@ impl Standin {
                     a = listener.accept() => a,
                 };
                 let Ok((io, _)) = accepted else { continue };
-                let (st, rf) = (st.clone(), rf.clone());
+                let (st, rf, dc) = (st.clone(), rf.clone(), dc.clone());
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(move |req| {
-                        let (st, rf) = (st.clone(), rf.clone());
-                        async move { Ok::<_, Infallible>(handle(req, addr, &st, &rf, life).await) }
+                        let (st, rf, dc) = (st.clone(), rf.clone(), dc.clone());
+                        async move {
+                            if req
+                                .uri()
+                                .path()
+                                .starts_with("/.well-known/oauth-protected-resource")
+                            {
+                                dc.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok::<_, Infallible>(handle(req, addr, &st, &rf, life).await)
+                        }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(hyper_util::rt::TokioIo::new(io), svc)
@@ -104,6 +116,7 @@ impl Standin {
             addr,
             state,
             refreshes,
+            discoveries,
             life,
             _stop: stop,
         })
@@ -486,13 +499,14 @@ async fn client_credentials_give_the_gateway_its_own_identity() -> Result<()> {
         .await?;
         wait_state(&gw, "ready").await?;
         let c = gw.session("2025-11-25", json!({})).await?;
-        // Across two lifetimes: renewed in memory, never failing.
+        // Across two lifetimes: renewed in memory, never failing, discovered once.
         let until = Instant::now() + s.life * 2;
         while Instant::now() < until {
             let r = c.call_tool("secured__whoami", json!({})).await?;
             assert_eq!(text_of(r.result()?)?, "service:manifold", "{r}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        assert_eq!(s.discoveries.load(Ordering::Relaxed), 1, "renewals discovered again");
         gw.shutdown().await?;
         // Each call's record names the credential mode, never a token.
         let log = std::fs::read_to_string(&audit)?;
