@@ -44,7 +44,6 @@ pub enum Message {
     /// holds `state`. Its answer comes back as [`Message::Resumed`] with `corr`.
     Resume {
         corr: String,
-        method: String,
         state: String,
         digest: String,
         /// The retry's JSON-RPC id.
@@ -108,7 +107,6 @@ mod tests {
             },
             Message::Resume {
                 corr: "c".into(),
-                method: "tools/call".into(),
                 state: "s".into(),
                 digest: "d".into(),
                 id: json!("r1"),

@@ -14,7 +14,6 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::login::token_request;
 use crate::source::TokenSource;
 use crate::{now_secs, CredentialError};
 
@@ -56,28 +55,25 @@ impl TokenSource {
                 })?
             }
         };
-        let v = token_request(
-            &self.http,
-            &r.token_endpoint,
-            &r.client_id,
-            r.client_secret.as_deref(),
-            &r.auth_method,
-            vec![
-                ("grant_type", TOKEN_EXCHANGE_GRANT.into()),
-                ("subject_token", subject_token.to_string()),
-                ("subject_token_type", ACCESS_TOKEN_TYPE.into()),
-                ("requested_token_type", ACCESS_TOKEN_TYPE.into()),
-                ("resource", r.resource.clone()),
-                ("audience", r.resource.clone()),
-            ],
-        )
-        .await
-        .map_err(|e| {
-            CredentialError::Refused(format!(
-                "the authorization server would not exchange the caller's token for `{}`: {e}",
-                self.upstream
-            ))
-        })?;
+        let v = self
+            .grant(
+                &r,
+                vec![
+                    ("grant_type", TOKEN_EXCHANGE_GRANT.into()),
+                    ("subject_token", subject_token.to_string()),
+                    ("subject_token_type", ACCESS_TOKEN_TYPE.into()),
+                    ("requested_token_type", ACCESS_TOKEN_TYPE.into()),
+                    ("resource", r.resource.clone()),
+                    ("audience", r.resource.clone()),
+                ],
+            )
+            .await
+            .map_err(|e| {
+                CredentialError::Refused(format!(
+                    "the authorization server would not exchange the caller's token for `{}`: {e}",
+                    self.upstream
+                ))
+            })?;
         let token = v["access_token"].as_str().unwrap_or_default().to_string();
         let exp = now + v["expires_in"].as_u64().unwrap_or(DEFAULT_LIFETIME);
         let mut cache = self.lock_exchanged();

@@ -168,32 +168,47 @@ impl TokenSource {
         }
     }
 
-    async fn refresh(&self, mut r: Record) -> Result<String, CredentialError> {
-        let Some(rt) = r.refresh_token.clone() else {
-            return Err(CredentialError::NeedsLogin(self.login_hint()));
-        };
-        let v = token_request(
+    /// A token request to the endpoint `r` came from, authenticated as the
+    /// client `r` was issued to.
+    pub(crate) async fn grant(
+        &self,
+        r: &Record,
+        pairs: Vec<(&str, String)>,
+    ) -> Result<serde_json::Value, CredentialError> {
+        token_request(
             &self.http,
             &r.token_endpoint,
             &r.client_id,
             r.client_secret.as_deref(),
             &r.auth_method,
-            vec![
-                ("grant_type", "refresh_token".into()),
-                ("refresh_token", rt),
-                ("resource", r.resource.clone()),
-            ],
+            pairs,
         )
         .await
-        .map_err(|e| {
-            let why = format!("refreshing the token for `{}` failed ({e})", self.upstream);
-            if e.needs_login() {
-                CredentialError::NeedsLogin(format!("{why}; {}", self.login_hint()))
-            } else {
-                // The authorization server's outage: tried again on the next call.
-                CredentialError::Server(why)
-            }
-        })?;
+    }
+
+    async fn refresh(&self, mut r: Record) -> Result<String, CredentialError> {
+        let Some(rt) = r.refresh_token.clone() else {
+            return Err(CredentialError::NeedsLogin(self.login_hint()));
+        };
+        let v = self
+            .grant(
+                &r,
+                vec![
+                    ("grant_type", "refresh_token".into()),
+                    ("refresh_token", rt),
+                    ("resource", r.resource.clone()),
+                ],
+            )
+            .await
+            .map_err(|e| {
+                let why = format!("refreshing the token for `{}` failed ({e})", self.upstream);
+                if e.needs_login() {
+                    CredentialError::NeedsLogin(format!("{why}; {}", self.login_hint()))
+                } else {
+                    // The authorization server's outage: tried again on the next call.
+                    CredentialError::Server(why)
+                }
+            })?;
         let scope = r.scope.clone();
         take_tokens(&mut r, &v, scope.as_deref());
         let token = r.access_token.clone();

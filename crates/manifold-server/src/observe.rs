@@ -131,7 +131,9 @@ impl Observed {
         self.in_flight = Some(g);
         self.upstream = Some(upstream.name().clone());
         self.upstream_auth = match &upstream.config().transport {
-            manifold_config::Transport::Http { auth, .. } if auth.kind() != "static" => {
+            manifold_config::Transport::Http { auth, .. }
+                if *auth != manifold_config::credentials::UpstreamAuth::Static =>
+            {
                 Some(auth.kind())
             }
             _ => None,

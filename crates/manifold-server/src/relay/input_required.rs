@@ -317,7 +317,7 @@ pub(crate) async fn resume(
         Err(NOT_HELD_HERE) if x.gw.cluster.is_some() => {
             return x
                 .gw
-                .resume_elsewhere(&x.method, state, &digest, &x.rpc_id, responses)
+                .resume_elsewhere(state, &digest, &x.rpc_id, responses)
                 .await;
         }
         Err(why) => return Some(Err(Refusal::InvalidRequestState(why))),

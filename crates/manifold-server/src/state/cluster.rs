@@ -192,7 +192,6 @@ impl Gateway {
     /// cluster.
     pub(crate) async fn resume_elsewhere(
         self: &Arc<Self>,
-        method: &str,
         state: &str,
         digest: &str,
         id: &RequestId,
@@ -210,7 +209,6 @@ impl Gateway {
             .bus
             .publish(Message::Resume {
                 corr,
-                method: method.to_string(),
                 state: state.to_string(),
                 digest: digest.to_string(),
                 id: id.as_value().clone(),
@@ -330,7 +328,6 @@ impl Gateway {
             }
             Message::Resume {
                 corr,
-                method: _,
                 state,
                 digest,
                 id,

@@ -240,7 +240,7 @@ impl HttpLink {
     fn request(
         &self,
         method: Method,
-        body: Option<Vec<u8>>,
+        body: Option<Bytes>,
         extra: &[(String, String)],
         last_event_id: Option<&str>,
         token: Option<&str>,
@@ -282,7 +282,7 @@ impl HttpLink {
                 h.insert(k, v);
             }
         }
-        b.body(Full::new(Bytes::from(body.unwrap_or_default())))
+        b.body(Full::new(body.unwrap_or_default()))
             .map_err(|e| e.to_string())
     }
 
@@ -294,6 +294,8 @@ impl HttpLink {
         last_event_id: Option<&str>,
     ) -> Result<http::Response<hyper::body::Incoming>, UpstreamError> {
         let name = self.wire.upstream();
+        // Shared, not copied, by a resend after a refused token.
+        let body = body.map(Bytes::from);
         // A call on behalf of its caller carries its own (exchanged) token: a
         // refusal of it is that call's, never the connection's.
         let Some(tokens) = self.tokens.as_ref().filter(|_| !on_behalf(extra)) else {
@@ -362,7 +364,7 @@ impl HttpLink {
     async fn send_once(
         &self,
         method: Method,
-        body: Option<Vec<u8>>,
+        body: Option<Bytes>,
         extra: &[(String, String)],
         last_event_id: Option<&str>,
         token: Option<&str>,
