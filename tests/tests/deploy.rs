@@ -42,6 +42,41 @@ fn validate(file: &std::path::Path) -> Result<std::process::Output> {
         .output()?)
 }
 
+/// `file` validates strictly against the Kubernetes schemas.
+fn validated(file: &std::path::Path, what: &str) -> Result<()> {
+    let out = validate(file)?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// `manifold check` loads the configuration at `cfg` and every upstream comes up,
+/// with the Secrets' values the manifests reference.
+fn loads(cfg: &std::path::Path, what: &str) -> Result<()> {
+    let out = Command::new(manifold_bin()?)
+        .args(["check", "--config"])
+        .arg(cfg)
+        .env(
+            "MANIFOLD_API_KEY_HASH",
+            "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        )
+        .env("MANIFOLD_SESSION_KEY", "0123456789abcdef0123456789abcdef")
+        .env("RUST_LOG", "error")
+        .output()?;
+    anyhow::ensure!(
+        out.status.code() == Some(0),
+        "{what}: exit {:?}\n{}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
 #[test]
 fn every_shape_renders_and_validates_against_the_kubernetes_schemas() -> Result<()> {
     let dir = TempDir::new("deploy")?;
@@ -49,13 +84,7 @@ fn every_shape_renders_and_validates_against_the_kubernetes_schemas() -> Result<
         let yaml = render(shape)?;
         let file = dir.0.join(format!("{shape}.yaml"));
         std::fs::write(&file, &yaml)?;
-        let out = validate(&file)?;
-        anyhow::ensure!(
-            out.status.success(),
-            "{shape}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        validated(&file, shape)?;
         // Hardening every pod relies on.
         for needle in [
             "runAsNonRoot: true",
@@ -112,13 +141,7 @@ fn the_helm_chart_renders_lints_and_validates() -> Result<()> {
         let yaml = helm(&args)?;
         let file = dir.0.join(format!("helm-{name}.yaml"));
         std::fs::write(&file, &yaml)?;
-        let out = validate(&file)?;
-        anyhow::ensure!(
-            out.status.success(),
-            "helm {name}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        validated(&file, &format!("helm {name}"))?;
         for needle in [
             "runAsNonRoot: true",
             "readOnlyRootFilesystem: true",
@@ -150,22 +173,7 @@ fn the_helm_chart_renders_lints_and_validates() -> Result<()> {
             .join("\n");
         let cfg = dir.0.join(format!("helm-{name}.toml"));
         std::fs::write(&cfg, toml)?;
-        let out = Command::new(manifold_bin()?)
-            .args(["check", "--config"])
-            .arg(&cfg)
-            .env(
-                "MANIFOLD_API_KEY_HASH",
-                "sha256:0000000000000000000000000000000000000000000000000000000000000000",
-            )
-            .env("MANIFOLD_SESSION_KEY", "0123456789abcdef0123456789abcdef")
-            .env("RUST_LOG", "error")
-            .output()?;
-        anyhow::ensure!(
-            out.status.code() == Some(0),
-            "helm {name} gateway.toml: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        loads(&cfg, &format!("helm {name} gateway.toml"))?;
     }
     // The ServiceMonitor (a Prometheus Operator CRD, which the Kubernetes schemas do not
     // know) scrapes /metrics on the Service's admin port.
@@ -196,27 +204,13 @@ fn the_helm_chart_renders_lints_and_validates() -> Result<()> {
 
 #[test]
 fn the_shipped_configurations_load_and_serve() -> Result<()> {
-    let hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
     for cfg in [
         "deploy/container-gateway.toml",
         "deploy/k8s/base/gateway.toml",
         "deploy/k8s/sidecar/gateway.toml",
         "deploy/k8s/replicas/gateway.toml",
     ] {
-        let out = Command::new(manifold_bin()?)
-            .args(["check", "--config"])
-            .arg(repo_root().join(cfg))
-            .env("MANIFOLD_API_KEY_HASH", hash)
-            .env("MANIFOLD_SESSION_KEY", "0123456789abcdef0123456789abcdef")
-            .env("RUST_LOG", "error")
-            .output()?;
-        anyhow::ensure!(
-            out.status.code() == Some(0),
-            "{cfg}: exit {:?}\n{}{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        loads(&repo_root().join(cfg), cfg)?;
     }
     Ok(())
 }

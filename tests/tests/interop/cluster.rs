@@ -66,9 +66,11 @@ impl Drop for Redis {
 }
 
 /// Accepts on a loopback port and sends each connection to the next backend;
-/// stops accepting when dropped (the accept loop polls a flag).
+/// stops accepting when dropped (it sets a flag and wakes the accept with a
+/// connection of its own).
 struct RoundRobin {
     url: String,
+    addr: std::net::SocketAddr,
     stop: Arc<AtomicBool>,
     /// Connections per backend.
     counts: Arc<Vec<AtomicUsize>>,
@@ -77,30 +79,34 @@ struct RoundRobin {
 impl RoundRobin {
     fn start(backends: Vec<String>) -> Result<RoundRobin> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
-        listener.set_nonblocking(true)?;
-        let url = format!("http://{}/mcp", listener.local_addr()?);
+        let addr = listener.local_addr()?;
+        let url = format!("http://{addr}/mcp");
         let stop = Arc::new(AtomicBool::new(false));
         let counts: Arc<Vec<AtomicUsize>> =
             Arc::new(backends.iter().map(|_| AtomicUsize::new(0)).collect());
         let (s, c) = (stop.clone(), counts.clone());
         std::thread::spawn(move || {
             let mut next = 0usize;
-            while !s.load(Ordering::Relaxed) {
-                let Ok((client, _)) = listener.accept() else {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                };
+            for client in listener.incoming() {
+                if s.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(client) = client else { continue };
                 let i = next % backends.len();
                 next += 1;
                 c[i].fetch_add(1, Ordering::Relaxed);
                 let Ok(upstream) = TcpStream::connect(&backends[i]) else {
                     continue;
                 };
-                let _ = client.set_nonblocking(false);
                 pipe(client, upstream);
             }
         });
-        Ok(RoundRobin { url, stop, counts })
+        Ok(RoundRobin {
+            url,
+            addr,
+            stop,
+            counts,
+        })
     }
 
     /// Connections so far, per backend.
@@ -115,6 +121,7 @@ impl RoundRobin {
 impl Drop for RoundRobin {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(self.addr);
     }
 }
 

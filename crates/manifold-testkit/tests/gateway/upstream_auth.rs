@@ -384,24 +384,48 @@ async fn login(s: &Standin, store: &std::path::Path) -> Result<manifold_credenti
     )
 }
 
-/// The `secured` upstream's entry in `/readyz`, once it is `state`.
+/// The `secured` upstream's entry in `/readyz`, once it is `state`: woken by
+/// the upstream's status changes, read where an operator reads it.
 async fn wait_state(gw: &TestGateway, state: &str) -> Result<Value> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (_, body) = crate::cluster_redis::readyz(gw).await?;
-        let up = body["upstreams"]
-            .as_array()
-            .and_then(|a| a.iter().find(|u| u["name"] == "secured").cloned())
-            .unwrap_or(Value::Null);
-        if up["state"] == state {
-            return Ok(up);
+    let up = gw
+        .gateway()
+        .upstreams()
+        .into_iter()
+        .find(|u| &**u.name() == "secured")
+        .context("no upstream `secured`")?;
+    let mut status = up.watch_status();
+    let entry = async {
+        loop {
+            status.wait_for(|s| s.state.as_str() == state).await?;
+            let (_, body) = crate::cluster_redis::readyz(gw).await?;
+            let entry = body["upstreams"]
+                .as_array()
+                .and_then(|a| a.iter().find(|u| u["name"] == "secured").cloned())
+                .unwrap_or(Value::Null);
+            if entry["state"] == state {
+                return Ok::<Value, anyhow::Error>(entry);
+            }
+            // It moved on between the change and the read: wait for the next.
+            status.changed().await?;
         }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "secured never became {state}: {up}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    };
+    tokio::time::timeout(Duration::from_secs(20), entry)
+        .await
+        .map_err(|_| anyhow::anyhow!("secured never became {state}: {:?}", up.status()))?
+}
+
+/// The audit log at `path`, and its `tools/call` records that `keep` keeps.
+fn audited_calls(
+    path: &std::path::Path,
+    keep: impl Fn(&Value) -> bool,
+) -> Result<(String, Vec<Value>)> {
+    let log = std::fs::read_to_string(path)?;
+    let calls = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["method"] == "tools/call" && keep(r))
+        .collect();
+    Ok((log, calls))
 }
 
 fn temp_store(tag: &str) -> std::path::PathBuf {
@@ -499,22 +523,25 @@ async fn client_credentials_give_the_gateway_its_own_identity() -> Result<()> {
         .await?;
         wait_state(&gw, "ready").await?;
         let c = gw.session("2025-11-25", json!({})).await?;
-        // Across two lifetimes: renewed in memory, never failing, discovered once.
-        let until = Instant::now() + s.life * 2;
-        while Instant::now() < until {
+        // Across two renewals: in memory, never failing, discovered once.
+        // Calls until the gateway has renewed its token twice (three issued).
+        let issued = || {
+            s.state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .access
+                .values()
+                .filter(|(sub, _)| sub == "service:manifold")
+                .count()
+        };
+        while issued() < 3 {
             let r = c.call_tool("secured__whoami", json!({})).await?;
             assert_eq!(text_of(r.result()?)?, "service:manifold", "{r}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         assert_eq!(s.discoveries.load(Ordering::Relaxed), 1, "renewals discovered again");
         gw.shutdown().await?;
         // Each call's record names the credential mode, never a token.
-        let log = std::fs::read_to_string(&audit)?;
-        let calls: Vec<Value> = log
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|r| r["method"] == "tools/call")
-            .collect();
+        let (log, calls) = audited_calls(&audit, |_| true)?;
         assert!(!calls.is_empty(), "{log}");
         assert!(calls.iter().all(|r| r["upstream_auth"] == "client_credentials"), "{log}");
         assert!(!log.contains("at-"), "a token reached the audit log: {log}");
@@ -628,12 +655,7 @@ async fn token_exchange_gives_each_caller_their_own_upstream_identity() -> Resul
         assert_eq!(e["code"], -32600, "{r}");
         assert!(e["message"].as_str().unwrap_or_default().contains("token_exchange"), "{r}");
         gw.shutdown().await?;
-        let log = std::fs::read_to_string(&audit)?;
-        let calls: Vec<Value> = log
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|r| r["method"] == "tools/call" && r["outcome"] == "ok")
-            .collect();
+        let (log, calls) = audited_calls(&audit, |r| r["outcome"] == "ok")?;
         assert_eq!(calls.len(), 7, "{log}");
         assert!(calls.iter().all(|r| r["upstream_auth"] == "token_exchange"), "{log}");
         assert!(calls.iter().any(|r| r["principal"] == "introspection:alice"), "{log}");
