@@ -97,13 +97,7 @@ async fn replica(redis: &str, remote: &str, extra: &str) -> Result<TestGateway> 
     let gw = TestGateway::start(&setup.render(remote)).await?;
     // The bus connects in the background: wait for it, as a pod waits to be
     // ready before it gets traffic.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !redis_connected(&gw).await? {
-        if tokio::time::Instant::now() > deadline {
-            bail!("the replica never connected to Redis");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_connected(&gw, true, Duration::from_secs(10)).await?;
     Ok(gw)
 }
 
@@ -130,6 +124,18 @@ pub(crate) async fn readyz(gw: &TestGateway) -> Result<(StatusCode, Value)> {
 
 async fn redis_connected(gw: &TestGateway) -> Result<bool> {
     Ok(readyz(gw).await?.1["cluster"]["redis"]["connected"] == true)
+}
+
+/// Waits until `/readyz` says the replica's bus is `connected` (or not).
+async fn until_connected(gw: &TestGateway, want: bool, within: Duration) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + within;
+    while redis_connected(gw).await? != want {
+        if tokio::time::Instant::now() > deadline {
+            bail!("the bus never became connected = {want} within {within:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 /// A client of `gw` presenting the session `id`.
@@ -327,13 +333,7 @@ async fn rate_limits_are_shared_and_fall_back_to_each_replica_without_redis() ->
             redis, replicas, ..
         } = c;
         redis.stop().await?;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while redis_connected(&replicas[1]).await? {
-            if tokio::time::Instant::now() > deadline {
-                bail!("the replica never noticed Redis stopping");
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        until_connected(&replicas[1], false, Duration::from_secs(10)).await?;
         let (status, body) = readyz(&replicas[1]).await?;
         assert_eq!(status, StatusCode::OK, "{body}");
         assert!(body["cluster"]["redis"]["last_error"].is_string(), "{body}");
@@ -354,18 +354,6 @@ async fn rate_limits_are_shared_and_fall_back_to_each_replica_without_redis() ->
         Ok(())
     })
     .await
-}
-
-/// Waits until `/readyz` says the replica's bus is `connected` (or not).
-async fn until_connected(gw: &TestGateway, want: bool, within: Duration) -> Result<()> {
-    let deadline = tokio::time::Instant::now() + within;
-    while redis_connected(gw).await? != want {
-        if tokio::time::Instant::now() > deadline {
-            bail!("the bus never became connected = {want} within {within:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
 }
 
 #[tokio::test]
