@@ -6,7 +6,8 @@
 //!
 //! Invariants: stdout belongs to the protocol (stdio) or to the single
 //! `listening on …` line (HTTP); diagnostics go to stderr. Exit codes: 0 on
-//! stdin EOF, 1 on startup/IO errors, 2 on bad flags (clap), 3 from `crash`.
+//! stdin EOF, 1 on startup/IO errors, 2 on bad flags (clap), `crash`'s `code`
+//! (default 3) from `crash`.
 
 use std::process::ExitCode;
 

@@ -6,8 +6,9 @@
 //! Each mode acts at one point: before a `tools/call` answer (garbage lines,
 //! invalid UTF-8, an oversized line, a progress flood), on the answer itself
 //! (wrong and duplicate ids), on `notifications/cancelled` (ignored), at the
-//! first `tools/call` (stdout closed), at start (a stderr flood), or on an HTTP
-//! SSE body (trickled a byte at a time).
+//! first `tools/call` (stdout closed), at a list refetch or a liveness probe
+//! (the process kills itself), at start (a stderr flood), or on an HTTP SSE
+//! body (trickled a byte at a time).
 //!
 //! What not: the hung server (`--hang-calls`) and the list flapping (`touch`)
 //! live with the features they break.
@@ -62,11 +63,26 @@ pub enum Misbehaviour {
     /// `weather`'s `structuredContent` breaks its `outputSchema`
     /// (`temperatureC` as a string).
     BadOutput,
+    /// stdio: the process kills itself with SIGKILL, unanswered, when a list
+    /// it already served is asked for again (a client's refetch after
+    /// `list_changed` or a `ttlMs`): a child that dies while the gateway
+    /// itself waits on it.
+    DieOnRefetch,
+    /// stdio: the process kills itself with SIGKILL, unanswered, at a liveness
+    /// probe: `ping`, or a `server/discover` after the first.
+    DieOnPing,
 }
 
 /// The modes in force.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rogue(pub Vec<Misbehaviour>);
+
+/// Ends this process as `kill -9` would: no answer, no flush, no exit code.
+pub fn die() -> ! {
+    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    // Unreachable once the signal is delivered; abort is the next best death.
+    std::process::abort()
+}
 
 /// A line for the stdio output: a message, raw bytes, or "close stdout now".
 #[derive(Debug)]
@@ -78,6 +94,17 @@ pub enum Line {
 impl Rogue {
     pub fn has(&self, m: Misbehaviour) -> bool {
         self.0.contains(&m)
+    }
+
+    /// Whether the request `method` ends the process now (`die-on-refetch`,
+    /// `die-on-ping`); `seen` counts the requests so far by method.
+    pub fn dies_on(&self, method: &str, seen: &mut std::collections::HashMap<String, u32>) -> bool {
+        let n = seen.entry(method.to_owned()).or_insert(0);
+        *n += 1;
+        let list = method.ends_with("/list") && method != "roots/list";
+        (self.has(Misbehaviour::DieOnRefetch) && list && *n > 1)
+            || (self.has(Misbehaviour::DieOnPing)
+                && (method == "ping" || (method == "server/discover" && *n > 1)))
     }
 
     /// Whether `notifications/cancelled` is acted on.

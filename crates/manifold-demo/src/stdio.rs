@@ -77,6 +77,7 @@ where
 
     let mut input = BufReader::new(input);
     let mut line = Vec::new();
+    let mut seen = std::collections::HashMap::new();
     loop {
         line.clear();
         if input.read_until(b'\n', &mut line).await? == 0 {
@@ -100,6 +101,10 @@ where
         }
         match incoming {
             Incoming::Request { id, method, params } => {
+                if rogue.dies_on(&method, &mut seen) {
+                    eprintln!("{SERVER_NAME}: --misbehave: killed by itself at {method}");
+                    super::rogue::die();
+                }
                 let session = session.clone();
                 let (tx, raw, rogue) = (tx.clone(), raw_tx.clone(), rogue.clone());
                 let call = method == "tools/call";

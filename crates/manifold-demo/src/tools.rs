@@ -278,8 +278,11 @@ fn fixed_tools() -> Vec<Value> {
         }),
         json!({
             "name": "crash",
-            "description": "Exits the process with code 3 (stdio mode only).",
-            "inputSchema": {"type": "object", "properties": {}},
+            "description": "Exits the process with `code` (default 3; stdio mode only).",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"code": {"type": "integer", "minimum": 0, "maximum": 255}}
+            },
             "annotations": {"destructiveHint": true}
         }),
         json!({
@@ -383,7 +386,7 @@ pub(super) async fn call(
         "add_tool" => add_tool(session, args, ctx),
         "fail" => Err("this tool always fails".to_owned()),
         "sleep" => sleep(args, progress_token, ctx).await,
-        "crash" => crash(server.transport()),
+        "crash" => crash(server.transport(), args),
         "sample" => sample(session, args, ctx).await,
         "elicit" => elicit(session, args, ctx).await,
         "link" => link(args),
@@ -569,14 +572,19 @@ async fn sleep(args: &Map<String, Value>, token: Option<&Value>, ctx: &CallConte
     Ok(text_result("slept"))
 }
 
-fn crash(transport: TransportKind) -> ToolOutcome {
+fn crash(transport: TransportKind, args: &Map<String, Value>) -> ToolOutcome {
     match transport {
         TransportKind::Stdio => {
+            let code = args
+                .get("code")
+                .and_then(Value::as_i64)
+                .and_then(|c| i32::try_from(c).ok())
+                .unwrap_or(3);
             eprintln!(
-                "{}: crash requested, exiting with code 3",
+                "{}: crash requested, exiting with code {code}",
                 super::SERVER_NAME
             );
-            std::process::exit(3)
+            std::process::exit(code)
         }
         // One HTTP process serves many sessions; killing it is not the point.
         TransportKind::Http => Err("crash is only available in stdio mode".to_owned()),

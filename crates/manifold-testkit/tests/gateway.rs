@@ -22,6 +22,8 @@ mod confirm;
 mod disconnect;
 #[path = "gateway/errors.rs"]
 mod errors;
+#[path = "gateway/exits.rs"]
+mod exits;
 #[path = "gateway/failures.rs"]
 mod failures;
 #[path = "gateway/finish.rs"]

@@ -104,8 +104,31 @@ impl Attempt {
                     if self.driver.is_some() => {
                     self.driver = None;
                 }
+                // The connection ended (a child that exited, a transport that
+                // failed): no answer can come any more, so the call fails now,
+                // whoever is waiting on it — the upstream's own actor included —
+                // and whenever its actor gets round to failing the rest.
+                _ = self.conn.wire.closed.cancelled() => return self.connection_ended().await,
             }
         }
+    }
+
+    /// The outcome of a request whose connection ended: what had already
+    /// arrived, else the reason the connection ended.
+    async fn connection_ended(&mut self) -> CallEvent {
+        if let Ok(ev) = self.events.try_recv() {
+            return ev;
+        }
+        if let Ok(outcome) = self.done.try_recv() {
+            self.finished = true;
+            return CallEvent::Done(outcome);
+        }
+        let ended = self.conn.ended(false).await;
+        self.conn.wire.router.forget(self.id);
+        self.end(CallOutcome::Failed(UpstreamError::unavailable(
+            self.conn.wire.upstream(),
+            ended.reason,
+        )))
     }
 
     /// Ends the attempt at its deadline: cancelled upstream (in the background), a

@@ -4,8 +4,9 @@
 //! and lists.
 //!
 //! Invariants: a connection is published (calls may use it) only once its lists
-//! are in; a dead connection fails every call in flight at once; every task of
-//! the actor ends with the gateway's shutdown token.
+//! are in; a dead connection fails every call in flight at once and leaves
+//! `ready` at once, whatever the actor was doing (a ping, a refetch) when it
+//! died; every task of the actor ends with the gateway's shutdown token.
 //!
 //! Not here: the live connection (`connection`), its requests (`call`), the
 //! handshake itself (`handshake`).
@@ -361,7 +362,10 @@ impl Upstream {
                 _ = conn.wire.closed.cancelled() => break false,
                 _ = ping_due => {
                     next_ping = ping_every.map(|d| Instant::now() + d);
-                    if alive(&conn, &facts).await {
+                    let Some(alive) = or_closed(&conn, alive(&conn, &facts)).await else {
+                        break false;
+                    };
+                    if alive {
                         unanswered = 0;
                     } else {
                         unanswered += 1;
@@ -389,7 +393,11 @@ impl Upstream {
                 while refresh.try_recv().is_ok() {}
             }
             last_fetch = Instant::now();
-            match handshake::fetch_lists(&conn, &facts).await {
+            let Some(fetched) = or_closed(&conn, handshake::fetch_lists(&conn, &facts)).await
+            else {
+                break false;
+            };
+            match fetched {
                 Ok((lists, ttl)) => {
                     expiry = ttl.map(|t| Instant::now() + t);
                     self.inner.status.send_if_modified(|s| {
@@ -400,7 +408,9 @@ impl Upstream {
                     let same = self.lists().is_some_and(|cur| *cur == lists);
                     if !same {
                         self.set_lists(Some(lists));
-                        self.changed(gateway).await;
+                        if or_closed(&conn, self.changed(gateway)).await.is_none() {
+                            break false;
+                        }
                     }
                 }
                 Err(e) => {
@@ -421,8 +431,10 @@ impl Upstream {
             ));
             return true;
         }
+        // Said at once — calls fail, the state leaves ready, the restart is
+        // scheduled — and only then is what is left of the connection stopped
+        // (a child that closed its stdout but lives on takes its grace periods).
         let ended = conn.ended(false).await;
-        conn.shutdown().await;
         conn.wire
             .router
             .fail_all(&UpstreamError::unavailable(&name, ended.reason.clone()));
@@ -433,6 +445,7 @@ impl Upstream {
             s.last_exit_code = ended.exit_code.or(s.last_exit_code);
         });
         self.changed(gateway).await;
+        conn.shutdown().await;
         false
     }
 
@@ -504,6 +517,16 @@ impl Upstream {
                 Err((e, ended.exit_code))
             }
         }
+    }
+}
+
+/// `fut`'s output, or `None` once `conn` has ended: the actor never waits on
+/// a connection that is gone.
+async fn or_closed<T>(conn: &Connection, fut: impl std::future::Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        biased;
+        _ = conn.wire.closed.cancelled() => None,
+        out = fut => Some(out),
     }
 }
 

@@ -45,8 +45,8 @@ pub const STDIN_QUEUE: usize = 256;
 pub const MAX_STDERR_LINE: usize = 16 * 1024;
 /// Grace periods when stopping a child: after closing stdin, after SIGTERM.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
-/// How long a failed handshake waits for a dying child to be reaped, so its exit
-/// code and stderr explain the failure.
+/// How long a failed handshake, or a connection whose stdout ended, waits for a
+/// dying child to be reaped, so its exit code and stderr explain the failure.
 const REAP_WAIT: Duration = Duration::from_millis(200);
 
 const NO_EXIT: i64 = i64::MIN;
@@ -147,6 +147,12 @@ impl Transport for StdioTransport {
         Box::pin(async move {
             if after_failure {
                 let _ = tokio::time::timeout(REAP_WAIT, self.wire.closed.cancelled()).await;
+            }
+            // Stdout often reaches its end a moment before the child is reaped:
+            // wait that moment, so the reason is the exit (a signal, a code)
+            // rather than "closed its stdout".
+            if self.exit_code().is_none() && self.wire.closed.is_cancelled() {
+                let _ = tokio::time::timeout(REAP_WAIT, self.stopped.cancelled()).await;
             }
             Ended {
                 reason: self.exit_description(),
