@@ -466,6 +466,17 @@ async fn a_revoked_client_certificate_is_refused_at_the_handshake() -> Result<()
             status, 200,
             "a certificate the list does not name is still served"
         );
+        // A list means nothing without the CA whose certificates it revokes.
+        let e = TestGateway::config(&format!(
+            "[server.tls]\ncert = {}\nkey = {}\nclient_crl = {}\n\n[upstreams.demo]\ncommand = {}\n",
+            write(&dir.0, "cert.pem", &cert)?,
+            write(&dir.0, "key.pem", &key)?,
+            write(&dir.0, "crl-alone.pem", &pki.crl(3, &[])?)?,
+            toml_string(bin()),
+        ))
+        .err()
+        .context("client_crl without client_ca was accepted")?;
+        assert!(e.to_string().contains("client_crl"), "{e}");
         Ok(())
     })
     .await
