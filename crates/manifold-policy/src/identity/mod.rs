@@ -382,6 +382,7 @@ mod tests {
                 403,
                 Some("insufficient_scope"),
             ),
+            (AuthError::Unavailable("x".into()), 503, None),
         ];
         for (e, status, code) in rows {
             assert_eq!(e.http_status().as_u16(), status, "{e}");
