@@ -19,6 +19,7 @@ pub mod limits;
 mod model;
 pub mod overrides;
 pub mod policy;
+pub mod principals;
 mod snapshot;
 pub mod telemetry;
 mod validate;
@@ -30,6 +31,7 @@ pub use limits::{BucketKey, RateLimitRule};
 pub use model::*;
 pub use overrides::ToolOverride;
 pub use policy::{AllowDeny, ConfirmSection, PolicyRule, WithoutElicitation};
+pub use principals::IdentitySources;
 pub use snapshot::{
     Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, TlsConfig,
     Transport, UpstreamConfig, UpstreamProtocol, UpstreamTls,

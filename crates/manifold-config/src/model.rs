@@ -329,6 +329,29 @@ pub struct TlsSection {
     /// (default true). False: such clients authenticate by `[auth]` instead.
     #[serde(default)]
     pub require_client_cert: Option<bool>,
+    /// With `client_ca`: certificate revocation lists (PEM), one file or a
+    /// list; a client certificate they revoke is refused at the handshake.
+    /// Read again, with the certificates, when a file changes.
+    #[serde(default)]
+    pub client_crl: Option<PathList>,
+}
+
+/// One path, or a list of them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum PathList {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl PathList {
+    /// The paths, in order.
+    pub fn paths(&self) -> Vec<&str> {
+        match self {
+            PathList::One(p) => vec![p.as_str()],
+            PathList::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 /// Shortest `server.request_state_key` accepted.

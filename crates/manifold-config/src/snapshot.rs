@@ -83,6 +83,9 @@ pub struct TlsConfig {
     pub client_ca: Option<std::path::PathBuf>,
     /// Whether a client certificate is required (only with `client_ca`).
     pub require_client_cert: bool,
+    /// Certificate revocation lists (PEM) client certificates are checked
+    /// against (only with `client_ca`).
+    pub client_crl: Vec<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

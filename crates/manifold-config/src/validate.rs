@@ -372,7 +372,7 @@ pub(crate) fn validate(
     // BTreeMap iteration already sorted them; make the invariant explicit.
     upstreams.sort_by(|a, b| a.name.cmp(&b.name));
 
-    Ok(GatewayConfig {
+    let mut cfg = GatewayConfig {
         server: ServerConfig {
             listen,
             path,
@@ -453,7 +453,10 @@ pub(crate) fn validate(
         },
         principal_label: file.metrics.principal_label,
         max_principal_series: file.metrics.max_principal_series,
-    })
+    };
+    // Needs `[auth]` and `[server.tls]` validated: which sources exist.
+    crate::principals::qualify_rules(&mut cfg)?;
+    Ok(cfg)
 }
 
 fn tls(
@@ -480,11 +483,28 @@ fn tls(
             "key `server.tls.require_client_cert`: only means something with `client_ca`".into(),
         );
     }
+    let mut client_crl = Vec::new();
+    if let Some(list) = &t.client_crl {
+        if client_ca.is_none() {
+            return Err(
+                "key `server.tls.client_crl`: only means something with `client_ca`".into(),
+            );
+        }
+        if list.paths().is_empty() {
+            return Err(
+                "key `server.tls.client_crl`: name at least one CRL file (or leave it out)".into(),
+            );
+        }
+        for p in list.paths() {
+            client_crl.push(file("client_crl", p)?);
+        }
+    }
     Ok(crate::snapshot::TlsConfig {
         cert: file("cert", &t.cert)?,
         key: file("key", &t.key)?,
         require_client_cert: client_ca.is_some() && t.require_client_cert.unwrap_or(true),
         client_ca,
+        client_crl,
     })
 }
 

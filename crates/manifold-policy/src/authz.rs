@@ -232,6 +232,7 @@ mod tests {
     fn jwt(subject: &str, groups: &[&str]) -> Identity {
         Identity {
             subject: subject.into(),
+            source: "corp".into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
             scopes: vec![],
             method: AuthMethod::Jwt,
@@ -242,12 +243,20 @@ mod tests {
     fn visibility_table() {
         let p = Policy::new(&[
             rule(&["group:ops"], &["github__*"], &["github__delete_*"]),
-            rule(&["subject:alice"], &["github__delete_repo", "db__*"], &[]),
+            rule(
+                &["subject:corp:alice"],
+                &["github__delete_repo", "db__*"],
+                &[],
+            ),
             rule(&["*"], &["time__*"], &[]),
         ]);
         let ops = jwt("bob", &["ops"]);
         let alice = jwt("alice", &[]);
         let alice_ops = jwt("alice", &["ops"]);
+        let partner_alice = Identity {
+            source: "partner".into(),
+            ..jwt("alice", &[])
+        };
         let nobody = Identity::anonymous();
         use Decision as D;
         let allowed = |rule: usize, pattern: &str| D::Allowed {
@@ -273,6 +282,8 @@ mod tests {
             ),
             (&alice, "github__create_issue", D::NotAllowed),
             (&alice, "db__query", allowed(1, "db__*")),
+            // Another issuer's alice is not corp's.
+            (&partner_alice, "db__query", D::NotAllowed),
             // Deny in one rule wins over an allow in another.
             (
                 &alice_ops,

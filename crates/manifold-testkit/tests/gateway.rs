@@ -30,6 +30,8 @@ mod failures;
 mod finish;
 #[path = "gateway/hostile.rs"]
 mod hostile;
+#[path = "gateway/issuers.rs"]
+mod issuers;
 #[path = "gateway/lists.rs"]
 mod lists;
 #[path = "gateway/modern.rs"]

@@ -38,6 +38,7 @@ impl Keys {
         }
         found.map(|k| Identity {
             subject: k.name.clone(),
+            source: String::new(),
             groups: k.groups.clone(),
             scopes: k.scopes.clone(),
             method: AuthMethod::ApiKey,
@@ -65,8 +66,8 @@ mod tests {
         }]);
         let id = keys.check("s3cret").expect("accepted");
         assert_eq!(
-            (id.subject.as_str(), id.method),
-            ("ci-bot", AuthMethod::ApiKey)
+            (id.display_name().as_str(), id.method),
+            ("key:ci-bot", AuthMethod::ApiKey)
         );
         assert_eq!(id.groups, ["ci"]);
         assert!(keys.check("s3cre").is_none());

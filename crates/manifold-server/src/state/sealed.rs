@@ -152,7 +152,7 @@ mod tests {
             protocol_version: "2025-11-25".into(),
             client_info: json!({"name": "c", "version": "1"}),
             capabilities: json!({"sampling": {}}).as_object().cloned().unwrap(),
-            owner: Some("api_key:alice".into()),
+            owner: Some("key:alice".into()),
             expires,
         }
     }

@@ -278,6 +278,7 @@ mod tests {
     fn member(group: &str) -> Option<Identity> {
         Some(Identity {
             subject: format!("someone-in-{group}"),
+            source: "corp".into(),
             groups: vec![group.into()],
             scopes: vec![],
             method: AuthMethod::Jwt,

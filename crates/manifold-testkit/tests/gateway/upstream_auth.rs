@@ -592,7 +592,8 @@ async fn token_exchange_gives_each_caller_their_own_upstream_identity() -> Resul
         let base = format!("http://{}", s.addr);
         let cfg = format!(
             "{}\n[audit]\npath = {}\n\n[auth]\nallow_anonymous = true\n\n\
-             [[auth.introspection]]\nurl = {}\nclient_id = \"manifold\"\nclient_secret = \"s\"\n",
+             [[auth.introspection]]\nurl = {}\nclient_id = \"manifold\"\nclient_secret = \"s\"\n\
+             require_audience = false\n",
             config(
                 &s,
                 &store,
@@ -658,8 +659,8 @@ async fn token_exchange_gives_each_caller_their_own_upstream_identity() -> Resul
         let (log, calls) = audited_calls(&audit, |r| r["outcome"] == "ok")?;
         assert_eq!(calls.len(), 7, "{log}");
         assert!(calls.iter().all(|r| r["upstream_auth"] == "token_exchange"), "{log}");
-        assert!(calls.iter().any(|r| r["principal"] == "introspection:alice"), "{log}");
-        assert!(calls.iter().any(|r| r["principal"] == "introspection:bob"), "{log}");
+        assert!(calls.iter().any(|r| r["principal"] == "introspection:127.0.0.1:alice"), "{log}");
+        assert!(calls.iter().any(|r| r["principal"] == "introspection:127.0.0.1:bob"), "{log}");
         assert!(!log.contains("user-alice") && !log.contains("at-"), "a token reached the audit log");
         let _ = std::fs::remove_dir_all(&store);
         Ok(())

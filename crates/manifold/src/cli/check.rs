@@ -32,17 +32,20 @@ pub fn run(
     as_json: bool,
     as_who: Option<&str>,
 ) -> ExitCode {
-    let viewer = match as_who.map(|w| who::identity_for(w).map(|id| (w.to_string(), id))) {
+    let cfg = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    // `subject:` is qualified by the configuration's identity sources.
+    let sources = manifold_config::IdentitySources::of(&cfg);
+    let viewer = match as_who.map(|w| who::identity_for(w, &sources).map(|id| (w.to_string(), id)))
+    {
         None => None,
         Some(Ok(v)) => Some(v),
         Some(Err(e)) => {
             eprintln!("manifold check --as: {e}");
             return ExitCode::from(super::USAGE);
         }
-    };
-    let cfg = match load_config(config) {
-        Ok(c) => c,
-        Err(code) => return code,
     };
     let facts = rt.block_on(async {
         let core = InProcess::start(cfg).await;

@@ -260,6 +260,58 @@ resources = { allow = ["demo://readme"] }
     );
 }
 
+/// `check --as` with two identity sources: a subject is named with its
+/// source (`subject:corp:alice`), a certificate with its name type; a bare
+/// `subject:alice` could be either issuer's and is refused with the forms to
+/// write instead.
+#[test]
+fn check_as_takes_principals_qualified_by_their_source() {
+    let dir = TempDir::new("check-as-qualified");
+    let auth = r#"
+[auth]
+resource = "http://mcp.test/mcp"
+
+[[auth.jwt]]
+name = "corp"
+issuer = "https://corp.test"
+jwks_url = "http://127.0.0.1:9/corp/certs"
+
+[[auth.jwt]]
+name = "partner"
+issuer = "https://partner.test"
+jwks_url = "http://127.0.0.1:9/partner/certs"
+
+[[policy]]
+who = ["subject:corp:alice"]
+tools = { allow = ["demo__*"] }
+"#;
+    let cfg = dir.write("gateway.toml", &format!("{DEMO}{auth}"));
+    let exposed = |who: &str| -> Vec<String> {
+        let out = run(&cfg, &["check", "--json", "--as", who]);
+        assert_eq!(out.status.code(), Some(0), "{who}: {}", text(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+        v["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["exposed"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(!exposed("subject:corp:alice").is_empty());
+    assert!(
+        exposed("subject:partner:alice").is_empty(),
+        "another issuer's alice"
+    );
+    assert!(exposed("cert:cn:alice").is_empty(), "a certificate's CN");
+    let out = run(&cfg, &["check", "--as", "subject:alice"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`subject:corp:alice`") && err.contains("`subject:partner:alice`"),
+        "{err}"
+    );
+}
+
 #[test]
 fn check_exits_1_when_an_upstream_is_not_ready() {
     let dir = TempDir::new("check-down");
