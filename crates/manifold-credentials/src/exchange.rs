@@ -94,7 +94,6 @@ impl TokenSource {
         subject_token: &str,
         via: Validated,
     ) -> Result<String, CredentialError> {
-        self.may_send(subject_token, via)?;
         let key = hex::encode(Sha256::digest(subject_token.as_bytes()));
         let now = now_secs();
         if let Some((t, exp)) = self.lock_exchanged().get(&key) {
@@ -102,6 +101,9 @@ impl TokenSource {
                 return Ok(t.clone());
             }
         }
+        // Checked before anything is sent (a cached token was checked when
+        // it was exchanged: the same token has the same source).
+        self.may_send(subject_token, via)?;
         // The endpoint, resource and client authentication the gateway's own
         // grant found.
         let r = match self.current_record() {
