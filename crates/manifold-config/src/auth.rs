@@ -435,7 +435,7 @@ fn unique_source_names(jwt: &[JwtProvider], intro: &[Introspection]) -> Result<(
 
 /// A URL Manifold fetches credentials-related data from: `https://`, or
 /// `http://` to a loopback host (a sidecar identity provider, tests).
-fn check_fetch_url(key: &str, url: &str) -> Result<(), String> {
+pub(crate) fn check_fetch_url(key: &str, url: &str) -> Result<(), String> {
     match (url_host(url), url.to_ascii_lowercase()) {
         (Some(_), u) if u.starts_with("https://") => Ok(()),
         (Some(host), u) if u.starts_with("http://") && is_loopback(&host) => Ok(()),

@@ -167,6 +167,9 @@ pub struct Filter {
     pub deny: Vec<String>,
 }
 
+// One per upstream, built once per configuration and never moved on a hot
+// path: boxing the HTTP side's OAuth client would only complicate every match.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Transport {
     Stdio {

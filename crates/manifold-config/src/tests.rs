@@ -329,3 +329,139 @@ without_elicitation = "allow"
     let err = load_with("[confirm]\nwithout_elicitation = \"maybe\"\n", &[]).unwrap_err();
     assert!(err.message.contains("without_elicitation"), "{err}");
 }
+
+#[test]
+fn upstream_credentials_pin_their_authorization_server() {
+    let up = |auth: &str| {
+        format!(
+            "[upstreams.a]\nurl = \"https://mcp.example.com/mcp\"\n[upstreams.a.auth]\n{auth}\n"
+        )
+    };
+    let cc = "type = \"client_credentials\"\nclient_id = \"g\"\nclient_secret = \"s\"\n";
+    let te = "type = \"token_exchange\"\nclient_id = \"g\"\nclient_secret = \"s\"\n";
+    let jwt = "[auth]\n[[auth.jwt]]\nissuer = \"https://as.example.com\"\njwks_url = \"https://as.example.com/jwks\"\n";
+    let intro = |url: &str| {
+        format!("[auth]\n[[auth.introspection]]\nurl = \"{url}\"\nclient_id = \"m\"\nclient_secret = \"s\"\n")
+    };
+    let cases = [
+        // Not taken from the upstream: written, or no client_credentials at all.
+        (up(cc), "upstreams.a.auth.issuer"),
+        (up(te), "upstreams.a.auth.issuer"),
+        (
+            up(&format!("{cc}issuer = \"http://as.example.com\"")),
+            "must be an https:// URL",
+        ),
+        (
+            up(&format!("{cc}issuer = \"https://as.example.com/?tenant=x\"")),
+            "no query or fragment",
+        ),
+        (
+            up(&format!("{cc}token_endpoint = \"https://as.example.com/token\"")),
+            "needs the `issuer`",
+        ),
+        (
+            up("type = \"static\"\nissuer = \"https://as.example.com\""),
+            "`static` takes no",
+        ),
+        (
+            up(&format!(
+                "{cc}issuer = \"https://as.example.com\"\nexchange_from = [\"https://as.example.com\"]"
+            )),
+            "only `token_exchange`",
+        ),
+        // A caller's token goes only where it already is, or where the operator says.
+        (
+            up(&format!("{te}issuer = \"https://as.example.com\"")),
+            "would exchange no caller's token",
+        ),
+        (
+            format!(
+                "{}{jwt}",
+                up(&format!("{te}issuer = \"https://other.example.com\""))
+            ),
+            "would exchange no caller's token",
+        ),
+        (
+            format!(
+                "{}{jwt}",
+                up(&format!(
+                    "{te}issuer = \"https://other.example.com\"\nexchange_from = [\"https://partner.example.com\"]"
+                ))
+            ),
+            "neither an [[auth.jwt]] issuer",
+        ),
+        (
+            format!(
+                "{}{}",
+                up(&format!("{te}issuer = \"https://other.example.com\"")),
+                intro("https://as.example.com/introspect")
+            ),
+            "not every [[auth.introspection]] endpoint is on its origin",
+        ),
+    ];
+    for (text, needle) in &cases {
+        let err = load_with(text, &[]).unwrap_err().to_string();
+        assert!(err.contains(needle), "{text}\n=> {err}");
+    }
+
+    let auth_of = |cfg: &GatewayConfig| match &cfg.upstreams[0].transport {
+        Transport::Http { auth, .. } => auth.clone(),
+        Transport::Stdio { .. } => unreachable!(),
+    };
+    // The issuer's own JWTs, by default; trailing slashes do not matter.
+    let cfg = load_with(
+        &format!(
+            "{}{jwt}",
+            up(&format!("{te}issuer = \"https://as.example.com/\""))
+        ),
+        &[],
+    )
+    .unwrap();
+    let credentials::UpstreamAuth::TokenExchange(c) = auth_of(&cfg) else {
+        panic!("not token_exchange");
+    };
+    assert_eq!(c.issuer.as_deref(), Some("https://as.example.com/"));
+    assert_eq!(c.exchange_from.jwt_issuers, ["https://as.example.com"]);
+    assert!(!c.exchange_from.introspection);
+    // Introspected tokens when the endpoint is on the issuer's origin, or named.
+    let cfg = load_with(
+        &format!(
+            "{}{}",
+            up(&format!("{te}issuer = \"https://as.example.com/realms/x\"")),
+            intro("https://as.example.com/realms/x/introspect")
+        ),
+        &[],
+    )
+    .unwrap();
+    let credentials::UpstreamAuth::TokenExchange(c) = auth_of(&cfg) else {
+        panic!("not token_exchange");
+    };
+    assert!(c.exchange_from.introspection && c.exchange_from.jwt_issuers.is_empty());
+    let cfg = load_with(
+        &format!(
+            "{}{}",
+            up(&format!(
+                "{te}issuer = \"https://exchange.example.com\"\ntoken_endpoint = \"https://sts.example.com/token\"\nexchange_from = [\"https://idp.example.com/introspect\"]"
+            )),
+            intro("https://idp.example.com/introspect")
+        ),
+        &[],
+    )
+    .unwrap();
+    let credentials::UpstreamAuth::TokenExchange(c) = auth_of(&cfg) else {
+        panic!("not token_exchange");
+    };
+    assert!(c.exchange_from.introspection);
+    assert_eq!(
+        c.token_endpoint.as_deref(),
+        Some("https://sts.example.com/token")
+    );
+    // `oauth` may leave it to `manifold login`, or pin it.
+    let store = "[credentials]\nstore = \"/tmp/x\"\nkey = \"0123456789abcdef0123456789abcdef\"\n";
+    for auth in [
+        "type = \"oauth\"",
+        "type = \"oauth\"\nissuer = \"https://as.example.com\"",
+    ] {
+        load_with(&format!("{}{store}", up(auth)), &[]).unwrap();
+    }
+}

@@ -371,6 +371,22 @@ pub(crate) fn validate(
     }
     // BTreeMap iteration already sorted them; make the invariant explicit.
     upstreams.sort_by(|a, b| a.name.cmp(&b.name));
+    let auth = match &file_auth {
+        Some(a) => Some(crate::auth::validate_expanding(
+            a,
+            &format!(
+                "{}://{listen}{path_for_resource}",
+                if file.server.tls.is_some() {
+                    "https"
+                } else {
+                    "http"
+                }
+            ),
+            &|field: &str, v: &str| expand(v, lookup).map_err(|e| format!("key `{field}`: {e}")),
+        )?),
+        None => None,
+    };
+    crate::credentials::resolve_exchange(&mut upstreams, auth.as_ref())?;
 
     let mut cfg = GatewayConfig {
         server: ServerConfig {
@@ -401,23 +417,7 @@ pub(crate) fn validate(
             })?),
             None => None,
         },
-        auth: match &file_auth {
-            Some(a) => Some(crate::auth::validate_expanding(
-                a,
-                &format!(
-                    "{}://{listen}{path_for_resource}",
-                    if file.server.tls.is_some() {
-                        "https"
-                    } else {
-                        "http"
-                    }
-                ),
-                &|field: &str, v: &str| {
-                    expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))
-                },
-            )?),
-            None => None,
-        },
+        auth,
         admin: match &file_admin {
             Some(a) => Some(a.listen.trim().parse::<SocketAddr>().map_err(|e| {
                 format!(

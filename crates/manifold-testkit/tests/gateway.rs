@@ -8,6 +8,8 @@
 
 #[path = "gateway/auth.rs"]
 mod auth;
+#[path = "gateway/authserver.rs"]
+mod authserver;
 #[path = "gateway/calls.rs"]
 mod calls;
 #[path = "gateway/caps.rs"]
@@ -58,6 +60,8 @@ mod surface;
 mod tls;
 #[path = "gateway/upstream_auth.rs"]
 mod upstream_auth;
+#[path = "gateway/upstream_auth_attacks.rs"]
+mod upstream_auth_attacks;
 
 use std::future::Future;
 use std::time::Duration;

@@ -146,6 +146,11 @@ struct UpstreamFacts {
     restarts: u64,
     last_error: Option<String>,
     last_exit_code: Option<i32>,
+    /// `[upstreams.x.auth] type` (HTTP upstreams).
+    auth: Option<&'static str>,
+    /// The authorization server its tokens come from, and whether
+    /// `auth.issuer` pins it (else the one `manifold login` recorded).
+    issuer: Option<(String, bool)>,
 }
 
 impl Facts {
@@ -205,6 +210,11 @@ impl Facts {
                     restarts: st.restarts,
                     last_error: st.last_error.clone(),
                     last_exit_code: st.last_exit_code,
+                    auth: match &u.config().transport {
+                        manifold_config::Transport::Http { auth, .. } => Some(auth.kind()),
+                        manifold_config::Transport::Stdio { .. } => None,
+                    },
+                    issuer: u.tokens().and_then(|t| t.issuer()),
                 }
             })
             .collect();
@@ -346,6 +356,7 @@ impl Facts {
             "PROTOCOL",
             "TOOLS",
             "RESTARTS",
+            "ISSUER",
             "LAST ERROR",
         ]);
         for u in &self.upstreams {
@@ -356,6 +367,11 @@ impl Facts {
                 u.protocol_version.clone().unwrap_or_default(),
                 u.tools.map(|n| n.to_string()).unwrap_or_default(),
                 u.restarts.to_string(),
+                match &u.issuer {
+                    Some((i, true)) => i.clone(),
+                    Some((i, false)) => format!("{i} (from login)"),
+                    None => String::new(),
+                },
                 u.last_error.clone().unwrap_or_default(),
             ]);
         }
@@ -433,6 +449,9 @@ impl Facts {
                     "restarts": u.restarts,
                     "last_error": u.last_error,
                     "last_exit_code": u.last_exit_code,
+                    "auth": u.auth,
+                    "issuer": u.issuer.as_ref().map(|(i, _)| i),
+                    "issuer_pinned": u.issuer.as_ref().map(|(_, p)| p),
                 })
             })
             .collect();

@@ -121,7 +121,8 @@ fn check_prints_the_catalog_left_out_items_and_status_and_exits_0() {
         assert!(
             has_row(
                 &stdout,
-                &[name, "stdio", "ready", "2025-11-25", "15", "0", "-"]
+                // No issuer (a stdio upstream), no last error.
+                &[name, "stdio", "ready", "2025-11-25", "15", "0", "-", "-"]
             ),
             "{stdout}"
         );
@@ -330,6 +331,43 @@ fn check_exits_1_when_an_upstream_is_not_ready() {
         has_row(&stdout, &["demo__echo", "demo", "echo", "-"]),
         "{stdout}"
     );
+}
+
+#[test]
+fn check_shows_each_upstreams_pinned_issuer() {
+    let dir = TempDir::new("check-issuer");
+    // Nothing listens on port 9: the upstream is down, its issuer still shown.
+    let cfg = dir.write(
+        "gateway.toml",
+        r#"
+[upstreams.api]
+url = "http://127.0.0.1:9/mcp"
+timeout = "2s"
+
+[upstreams.api.auth]
+type = "client_credentials"
+client_id = "gateway"
+client_secret = "not-a-real-secret"
+issuer = "https://login.example.com/tenant"
+"#,
+    );
+    let out = run(&cfg, &["check"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("ISSUER"), "{stdout}");
+    let api = stdout
+        .lines()
+        .find(|l| l.starts_with("api "))
+        .unwrap_or_else(|| panic!("api's status row: {stdout}"));
+    assert!(api.contains("https://login.example.com/tenant"), "{api}");
+    let out = run(&cfg, &["check", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let api = &v["upstreams"][0];
+    assert_eq!(api["name"], "api", "{v}");
+    assert_eq!(api["auth"], "client_credentials", "{api}");
+    assert_eq!(api["issuer"], "https://login.example.com/tenant", "{api}");
+    assert_eq!(api["issuer_pinned"], true, "{api}");
+    assert!(!text(&out.stdout).contains("not-a-real-secret"));
 }
 
 #[test]
