@@ -105,7 +105,9 @@ fn admin_port_off_client_services(docs: &[Value], what: &str) -> Result<()> {
         if svc["metadata"]["labels"]["app.kubernetes.io/component"] == "metrics" {
             continue;
         }
-        let ports = svc["spec"]["ports"].as_array().context("a Service's ports")?;
+        let ports = svc["spec"]["ports"]
+            .as_array()
+            .context("a Service's ports")?;
         anyhow::ensure!(
             !ports.iter().any(is_admin_port),
             "{what}: the Service {} carries the admin port: {svc}",
