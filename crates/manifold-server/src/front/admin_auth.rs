@@ -18,8 +18,8 @@
 //!   never grants.
 //!
 //! Invariants: a refusal never echoes a credential; refused credentials are
-//! logged within the authentication log budget; the principal is known for
-//! every control request (logged, and for audit records to come).
+//! logged within the authentication log budget; every control request has an
+//! [`AdminPrincipal`] (logged with each reload; audit records will carry it).
 //!
 //! Not here: serving or routing (`admin`), verifying tokens (manifold-policy).
 
