@@ -255,17 +255,9 @@ pub fn validate_expanding(
         if api_keys.iter().any(|o| o.name == k.name) {
             return Err(format!("key `{key}.name`: `{}` is named twice", k.name));
         }
-        // `${VAR}` expands: a Kubernetes Secret can hold the hash.
-        let hash = expand(&format!("{key}.hash"), &k.hash)?;
-        let sha256 = parse_hash(&hash).ok_or_else(|| {
-            format!(
-                "key `{key}.hash`: expected `{API_KEY_HASH_PREFIX}` and 64 hex digits, as \
-                 `manifold auth hash-key` prints (the key itself never goes in the file)"
-            )
-        })?;
         api_keys.push(ApiKey {
             name: k.name.clone(),
-            sha256,
+            sha256: key_digest(&key, &k.hash, expand)?,
             groups: k.groups.clone(),
             scopes: k.scopes.clone(),
         });
@@ -444,6 +436,23 @@ pub(crate) fn check_fetch_url(key: &str, url: &str) -> Result<(), String> {
              address, for a sidecar identity provider)"
         )),
     }
+}
+
+/// The digest a key's `hash` (at `key`) names, `${VAR}` expanded: what
+/// `[[auth.api_keys]]` and `[[admin.tokens]]` both hold.
+pub(crate) fn key_digest(
+    key: &str,
+    hash: &str,
+    expand: &dyn Fn(&str, &str) -> Result<String, String>,
+) -> Result<[u8; 32], String> {
+    // `${VAR}` expands: a Kubernetes Secret can hold the hash.
+    let hash = expand(&format!("{key}.hash"), hash)?;
+    parse_hash(&hash).ok_or_else(|| {
+        format!(
+            "key `{key}.hash`: expected `{API_KEY_HASH_PREFIX}` and 64 hex digits, as \
+             `manifold auth hash-key` prints (the key itself never goes in the file)"
+        )
+    })
 }
 
 /// `sha256:<hex>` → the digest.

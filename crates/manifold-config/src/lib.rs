@@ -9,6 +9,7 @@
 //! Not here: watching the file for reloads, and anything that opens a socket or
 //! spawns a process.
 
+pub mod admin;
 pub mod audit;
 pub mod auth;
 pub mod cluster;
@@ -24,6 +25,7 @@ mod snapshot;
 pub mod telemetry;
 mod validate;
 
+pub use admin::{AdminSection, AdminSettings, AdminTokenSection};
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
 pub use expand::expand;

@@ -94,9 +94,10 @@ pub struct FileConfig {
     /// Client authentication; off (every client is `anonymous`) without it.
     #[serde(default)]
     pub auth: Option<crate::auth::AuthSection>,
-    /// The admin listener (`/metrics`, `/healthz`, `/readyz`); off unless set.
+    /// The admin listener (probes and metrics; control endpoints with
+    /// credentials); off unless set.
     #[serde(default)]
-    pub admin: Option<AdminSection>,
+    pub admin: Option<crate::admin::AdminSection>,
     #[serde(default)]
     pub metrics: MetricsSection,
     #[serde(default)]
@@ -209,14 +210,6 @@ pub struct AuditSection {
     /// (default false); the file stays the record of truth.
     #[serde(default)]
     pub otlp: bool,
-}
-
-/// `[admin]`: a separate listener for operators, never the MCP endpoint.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct AdminSection {
-    /// Socket address, e.g. `"127.0.0.1:9090"`.
-    pub listen: String,
 }
 
 /// `[metrics]`: bounds on Prometheus series.

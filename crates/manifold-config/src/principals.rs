@@ -152,9 +152,12 @@ impl IdentitySources {
     }
 }
 
-/// Qualifies the `who` of every `[[policy]]` and `[[rate_limit]]` of `cfg`.
+/// Qualifies the `who` of every `[[policy]]`, `[[rate_limit]]` and `[admin]` of `cfg`.
 pub(crate) fn qualify_rules(cfg: &mut GatewayConfig) -> Result<(), String> {
     let sources = IdentitySources::of(cfg);
+    if let Some(admin) = cfg.admin.as_mut() {
+        admin.who = sources.qualify_all("admin", &admin.who)?;
+    }
     for (i, r) in cfg.policy.iter_mut().enumerate() {
         r.who = sources.qualify_all(&format!("policy[{i}]"), &r.who)?;
     }

@@ -289,6 +289,39 @@ fn a_non_loopback_listener_needs_the_opt_in_and_its_hosts() {
 }
 
 #[test]
+fn exposure_is_judged_by_the_listener_and_tls_in_force() {
+    let in_force_tls = TlsConfig {
+        cert: "c.pem".into(),
+        key: "k.pem".into(),
+        client_ca: Some("ca.pem".into()),
+        client_crl: Vec::new(),
+        require_client_cert: true,
+    };
+    let open = load_with(
+        "[server]\nlisten = \"0.0.0.0:8080\"\nallowed_hosts = [\"*\"]\n",
+        &[],
+    )
+    .unwrap();
+    let any: std::net::SocketAddr = "0.0.0.0:8080".parse().unwrap();
+    let lo: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
+    // The file's own view: no [auth], no TLS, not loopback.
+    assert!(open.exposure_problem().is_some());
+    // Client certificates in force protect it, whatever the file says.
+    assert_eq!(
+        open.exposure_problem_in_force(any, Some(&in_force_tls)),
+        None
+    );
+    // A file on loopback does not move a listener in force elsewhere.
+    let loopback = load_with("[server]\nlisten = \"127.0.0.1:8080\"\n", &[]).unwrap();
+    assert_eq!(loopback.exposure_problem(), None);
+    let msg = loopback
+        .exposure_problem_in_force(any, None)
+        .expect("exposed");
+    assert!(msg.contains("in force"), "{msg}");
+    assert_eq!(loopback.exposure_problem_in_force(lo, None), None);
+}
+
+#[test]
 fn policy_confirm_and_overrides_load() {
     let text = r#"
 [upstreams.github]

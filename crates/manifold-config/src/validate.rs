@@ -419,12 +419,13 @@ pub(crate) fn validate(
         },
         auth,
         admin: match &file_admin {
-            Some(a) => Some(a.listen.trim().parse::<SocketAddr>().map_err(|e| {
-                format!(
-                    "key `admin.listen`: `{}` is not a socket address: {e}",
-                    a.listen
-                )
-            })?),
+            Some(a) => Some(crate::admin::validate(
+                a,
+                file_auth.is_some(),
+                &|field: &str, v: &str| {
+                    expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))
+                },
+            )?),
             None => None,
         },
         max_tool_series,

@@ -24,6 +24,7 @@ use manifold_catalog::Catalog;
 use manifold_config::GatewayConfig;
 use manifold_upstream::{Upstream, UpstreamEvent};
 use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -144,6 +145,7 @@ impl Gateway {
             )),
             catalog: arc_swap::ArcSwap::new(catalog),
             live: arc_swap::ArcSwap::from_pointee(live),
+            started: config.clone(),
             events: tx,
             config_path: OnceLock::new(),
             config_stamp: Mutex::new(None),
@@ -319,7 +321,7 @@ impl Gateway {
     /// Binds the `[admin]` listener now (idempotent), so its address can be
     /// printed before serving; `serve` binds it otherwise. `None` when not configured.
     pub async fn bind_admin(&self) -> std::io::Result<Option<std::net::SocketAddr>> {
-        let Some(addr) = self.cfg().admin else {
+        let Some(addr) = self.started.admin.as_ref().map(|a| a.listen) else {
             return Ok(None);
         };
         if let Some(a) = self.admin_addr.get() {
@@ -335,6 +337,22 @@ impl Gateway {
         let _ = self.admin_addr.set(bound);
         *lock(&self.admin) = Some(l);
         Ok(Some(bound))
+    }
+
+    /// Serves the admin listener on `listener`, already bound, instead of
+    /// binding `[admin] listen` — whose address still decides the listener's
+    /// rules (loopback or not): how tests exercise a non-loopback admin
+    /// listener while reaching it on 127.0.0.1. An error if one is bound.
+    pub fn adopt_admin_listener(&self, listener: TcpListener) -> std::io::Result<SocketAddr> {
+        let bound = listener.local_addr()?;
+        self.admin_addr.set(bound).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "the admin listener is already bound",
+            )
+        })?;
+        *lock(&self.admin) = Some(listener);
+        Ok(bound)
     }
 
     async fn maintain_catalog(self: Arc<Self>, mut rx: mpsc::Receiver<UpstreamEvent>) {

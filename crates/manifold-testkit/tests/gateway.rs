@@ -6,6 +6,8 @@
 //! processes, so tests run in parallel; every wait is bounded (the harness's
 //! 10-second waits, and [`bounded`] around each whole test).
 
+#[path = "gateway/admin.rs"]
+mod admin;
 #[path = "gateway/auth.rs"]
 mod auth;
 #[path = "gateway/authserver.rs"]

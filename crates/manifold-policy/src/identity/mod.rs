@@ -29,7 +29,7 @@ use manifold_config::AuthSettings;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use api_key::hash_key;
+pub use api_key::{find_key, hash_key};
 pub use cache::{FAILURE_TTL, KEY_TTL, MAX_CACHED_REFUSALS, MAX_CACHED_TOKENS, REFUSAL_TTL};
 pub use introspect::{MAX_ANSWER_BYTES, MAX_INTROSPECTIONS_PER_SECOND};
 pub use jwt::{FETCH_TIMEOUT, MAX_JWKS_BYTES, MIN_REFETCH, RETRY_AFTER_FAILURE};
@@ -343,7 +343,7 @@ fn https_client() -> HttpsClient {
 }
 
 /// The token of `Bearer <token>` (the scheme is case-insensitive).
-fn bearer_token(value: &str) -> Option<&str> {
+pub fn bearer_token(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))

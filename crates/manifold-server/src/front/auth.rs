@@ -45,7 +45,8 @@ fn resource(gw: &Gateway, headers: &HeaderMap) -> String {
     if s.resource_explicit {
         return s.resource.clone();
     }
-    let scheme = if gw.cfg().server.tls.is_some() {
+    // The TLS in force (a reload cannot turn it on or off).
+    let scheme = if gw.started.server.tls.is_some() {
         "https"
     } else {
         "http"

@@ -109,7 +109,7 @@ pub(crate) async fn readyz(gw: &TestGateway) -> Result<(StatusCode, Value)> {
         .await?
         .context("no admin listener")?;
     let mut s = TcpStream::connect(addr).await?;
-    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .await?;
     let mut text = String::new();
     s.read_to_string(&mut text).await?;

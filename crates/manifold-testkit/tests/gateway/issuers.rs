@@ -275,6 +275,26 @@ async fn an_unqualified_subject_with_two_sources_is_refused() -> Result<()> {
         assert!(e.contains("`subject:okta:alice`"), "{e}");
         let ok = TestGateway::config(&config(&both, "subject:partner:alice"))?;
         assert_eq!(ok.policy[0].who, ["subject:partner:alice"]);
+        // The admin plane's `who` is held to the same rule.
+        let admin = |who: &str| {
+            format!(
+                "{}[admin]\nlisten = \"127.0.0.1:0\"\nwho = [\"{who}\"]\n",
+                config(&both, "group:ops")
+            )
+        };
+        let e = TestGateway::config(&admin("subject:alice"))
+            .err()
+            .context("an ambiguous admin subject was accepted")?
+            .to_string();
+        assert!(
+            e.contains("admin.who") && e.contains("`subject:corp:alice`"),
+            "{e}"
+        );
+        let ok = TestGateway::config(&admin("subject:corp:alice"))?;
+        assert_eq!(
+            ok.admin.as_ref().map(|a| a.who.clone()),
+            Some(vec!["subject:corp:alice".to_string()])
+        );
         let one = TestGateway::config(&config(&idp.jwt_section("corp"), "subject:alice"))?;
         assert!(
             one.policy[0]

@@ -74,7 +74,7 @@ async fn an_upstream_naming_its_own_authorization_server_gets_no_secret_and_no_c
         let reload = format!("{}/reload", victim.base());
         evil.set(|k| k.token_endpoint = Some(reload.clone()));
         let cfg = format!(
-            "{}{}[auth]\nallow_anonymous = true\n\n[[auth.introspection]]\nurl = {}\nclient_id = \"manifold\"\nclient_secret = \"s\"\n\n{ADMIN}",
+            "{}{}[auth]\nallow_anonymous = true\n\n[[auth.introspection]]\nurl = {}\nclient_id = \"manifold\"\nclient_secret = \"s\"\nrequire_audience = false\n\n{ADMIN}",
             upstream("cc", &evil.url(), &client("client_credentials", &honest.base(), "")),
             upstream("te", &evil.url(), &client("token_exchange", &honest.base(), "")),
             toml_string(&format!("{}/introspect", honest.base())),
@@ -295,8 +295,8 @@ async fn a_callers_token_is_exchanged_only_where_it_already_is_or_where_configur
         let introspect = format!("{}/introspect", partner.base());
         let cfg = |extra: &str| {
             format!(
-                "{}[auth]\n\n[[auth.jwt]]\nissuer = {}\njwks_url = {}\n\n\
-                 [[auth.introspection]]\nurl = {}\nclient_id = \"manifold\"\nclient_secret = \"s\"\n\n{ADMIN}",
+                "{}[auth]\n\n[[auth.jwt]]\nname = \"corp\"\nissuer = {}\njwks_url = {}\n\n\
+                 [[auth.introspection]]\nname = \"partner\"\nurl = {}\nclient_id = \"manifold\"\nclient_secret = \"s\"\nrequire_audience = false\n\n{ADMIN}",
                 upstream("secured", &s.url(), &client("token_exchange", &s.base(), extra)),
                 toml_string(&s.base()),
                 toml_string(&format!("{}/jwks", s.base())),
