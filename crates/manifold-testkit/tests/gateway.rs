@@ -54,6 +54,8 @@ mod surface;
 mod tls;
 #[path = "gateway/upstream_auth.rs"]
 mod upstream_auth;
+#[path = "gateway/uris.rs"]
+mod uris;
 
 use std::future::Future;
 use std::time::Duration;
