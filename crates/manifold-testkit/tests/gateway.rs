@@ -26,6 +26,8 @@ mod errors;
 mod failures;
 #[path = "gateway/finish.rs"]
 mod finish;
+#[path = "gateway/held_states.rs"]
+mod held_states;
 #[path = "gateway/hostile.rs"]
 mod hostile;
 #[path = "gateway/lists.rs"]

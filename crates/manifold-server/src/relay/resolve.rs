@@ -235,9 +235,11 @@ pub(crate) fn completion(
     })
 }
 
-/// The upstream a `tools/call`, `prompts/get` or `resources/read` would go to,
-/// without rewriting anything (a 2026-07-28 retry asks whose `requestState` it
-/// carries).
+/// The upstream a `tools/call`, `prompts/get`, `resources/read` or
+/// `completion/complete` would go to in the caller's view, without rewriting
+/// anything (a 2026-07-28 retry asks whose `requestState` it carries, and
+/// whether the caller may still reach it); `None` when it names nothing the
+/// caller may use.
 pub(crate) fn upstream_of(
     gw: &Gateway,
     access: &Access,
@@ -255,6 +257,12 @@ pub(crate) fn upstream_of(
                 .may_read(&base, &uri)
                 .then(|| gw.owner_of(&uri))
                 .flatten();
+        }
+        m::COMPLETION_COMPLETE => {
+            // Resolved on a copy: the real resolution rewrites the reference.
+            return completion(gw, access, &mut params.clone())
+                .ok()
+                .map(|t| t.upstream);
         }
         _ => return None,
     };
