@@ -146,7 +146,7 @@ async fn resource_rules_match_what_the_upstream_will_read_in_both_eras() -> Resu
 }
 
 #[tokio::test]
-async fn subscriptions_and_listens_follow_the_canonical_uri() -> Result<()> {
+async fn subscriptions_completions_and_listens_follow_the_canonical_uri() -> Result<()> {
     bounded(async {
         let gw = gateway(RULES).await?;
         let s = gw.session("2025-11-25", json!({})).await?;
@@ -165,6 +165,33 @@ async fn subscriptions_and_listens_follow_the_canonical_uri() -> Result<()> {
         assert_eq!(r["error"]["code"], -32602, "{r}");
         let r = subscribe("file:///srv/docs/a/../b.txt").await?;
         assert!(r["result"].is_object(), "{r}");
+
+        // Completion of a concrete URI: what the rules hide never reaches the
+        // upstream (which would answer "Unknown reference" for any of these).
+        let complete = |uri: &'static str| {
+            let s = s.clone();
+            async move {
+                let params = json!({"ref": {"type": "ref/resource", "uri": uri},
+                                    "argument": {"name": "path", "value": ""}});
+                let r = s.request("completion/complete", params).await?;
+                Ok::<Value, anyhow::Error>(r.response()?.clone())
+            }
+        };
+        let reached = complete("file:///srv/docs/a.txt").await?;
+        assert!(
+            reached["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Unknown reference"),
+            "{reached}"
+        );
+        let hidden = complete("file:///srv/docs/../secret/payroll.txt").await?;
+        let message = hidden["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("No upstream owns"), "{hidden}");
+        let ambiguous = complete("file:///srv/docs//x").await?;
+        assert_eq!(ambiguous["error"]["code"], -32602, "{ambiguous}");
+        let message = ambiguous["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("Invalid resource URI"), "{ambiguous}");
 
         // 2026-07-28: a listen honours the canonical form of what it may read.
         let c = gw.client();
