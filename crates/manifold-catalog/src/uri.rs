@@ -16,8 +16,9 @@
 //!   the escapes of its UTF-8 bytes (RFC 3987 §3.1), so `é` and `%C3%A9` are
 //!   one URI;
 //! - dot segments removed from the path (RFC 3986 §5.2.4);
-//! - an empty port's `:` dropped; `http`/`https`/`ws`/`wss`: the default port
-//!   dropped and an empty path written `/`; `file`: `file://localhost/p` and
+//! - a port read as a number (`0443` → `443`), an empty port's `:` dropped;
+//!   `http`/`https`/`ws`/`wss`: the default port dropped and an empty path
+//!   written `/`; `file`: `file://localhost/p` and
 //!   `file:/p` written `file:///p` (RFC 8089 §2).
 //!
 //! Refused ([`UriError`]), because parsers disagree on what they mean: no
@@ -25,7 +26,8 @@
 //! hex digits; in the path an encoded `/` (`%2F`), `\` (`%5C`) or NUL (`%00`),
 //! or an empty segment (`//`); `.`/`..` segments in the query or fragment (a
 //! server that joins them onto a file path would climb out); userinfo in an
-//! `http`-family URI (RFC 9110 §4.2.4); a host ending with `.`.
+//! `http`-family URI (RFC 9110 §4.2.4); a host ending with `.`, or with a
+//! bracket outside one IP literal; a port that is not a number.
 //!
 //! Invariants: pure and total — any input gives a value or an error, never a
 //! panic; linear in the input; idempotent (`canonical(canonical(x)) ==
@@ -64,6 +66,10 @@ pub enum UriError {
     Userinfo,
     #[error("its host ends with `.`")]
     TrailingDotHost,
+    #[error("its host has a `[` or `]` outside one bracketed IP literal")]
+    BadHost,
+    #[error("its port is not a number")]
+    BadPort,
 }
 
 /// The canonical form of `uri`, or why it has none (see the module docs).
@@ -183,27 +189,48 @@ fn canonical_authority(scheme: &str, authority: &str) -> Result<String, UriError
     if userinfo.is_some() && http_family {
         return Err(UriError::Userinfo);
     }
-    // The port follows the last `:` that is not inside an IP literal.
-    let port_colon = match host_port.rfind(']') {
-        Some(close) => host_port[close..].find(':').map(|i| close + i),
-        None => host_port.rfind(':'),
+    // An IP literal is bracketed; any other host ends at the first `:`. A
+    // port is digits (RFC 3986 §3.2.3), read as a number (`0443` is 443).
+    let (host, port) = if host_port.starts_with('[') {
+        let close = host_port.find(']').ok_or(UriError::BadHost)?;
+        let (literal, after) = host_port.split_at(close + 1);
+        if literal[1..].contains('[') {
+            return Err(UriError::BadHost);
+        }
+        match after {
+            "" => (literal, None),
+            _ => (
+                literal,
+                Some(after.strip_prefix(':').ok_or(UriError::BadHost)?),
+            ),
+        }
+    } else {
+        match host_port.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (host_port, None),
+        }
     };
-    let (host, port) = match port_colon {
-        Some(i) => (&host_port[..i], Some(&host_port[i + 1..])),
-        None => (host_port, None),
-    };
+    if !host.starts_with('[') && host.contains(['[', ']']) {
+        return Err(UriError::BadHost);
+    }
     let host = normalize_escapes(host, true)?;
     if host.ends_with('.') {
         return Err(UriError::TrailingDotHost);
     }
-    let port = port.filter(|p| !p.is_empty()).filter(|p| {
-        let default = match scheme {
-            "http" | "ws" => Some("80"),
-            "https" | "wss" => Some("443"),
-            _ => None,
-        };
-        Some(*p) != default
-    });
+    let port = match port.filter(|p| !p.is_empty()) {
+        Some(p) if !p.bytes().all(|b| b.is_ascii_digit()) => return Err(UriError::BadPort),
+        Some(p) => Some(match p.trim_start_matches('0') {
+            "" => "0",
+            digits => digits,
+        }),
+        None => None,
+    };
+    let default = match scheme {
+        "http" | "ws" => Some("80"),
+        "https" | "wss" => Some("443"),
+        _ => None,
+    };
+    let port = port.filter(|p| Some(*p) != default);
     let mut out = String::with_capacity(authority.len());
     if let Some(u) = userinfo {
         out.push_str(&normalize_escapes(u, false)?);
@@ -212,7 +239,7 @@ fn canonical_authority(scheme: &str, authority: &str) -> Result<String, UriError
     out.push_str(&host);
     if let Some(p) = port {
         out.push(':');
-        out.push_str(&normalize_escapes(p, false)?);
+        out.push_str(p);
     }
     Ok(out)
 }
@@ -459,6 +486,9 @@ mod tests {
             ("https://h.example:443/x", "https://h.example/x"),
             ("http://h.example:80", "http://h.example/"),
             ("http://h.example:8080/x", "http://h.example:8080/x"),
+            ("https://h.example:0443/x", "https://h.example/x"),
+            ("db://h:007/x", "db://h:7/x"),
+            ("db://h:000/x", "db://h:0/x"),
             ("https://h.example:/x", "https://h.example/x"),
             ("db://h:/x", "db://h/x"),
             ("db://u%41@H:5432/x", "db://uA@h:5432/x"),
@@ -511,6 +541,12 @@ mod tests {
             ),
             ("https://user@intranet.example/private", E::Userinfo),
             ("https://intranet.example./private", E::TrailingDotHost),
+            ("ffile://PW::/r", E::BadPort),
+            ("https://h:44x/", E::BadPort),
+            ("https://[::1/x", E::BadHost),
+            ("https://[::1]x/", E::BadHost),
+            ("https://a]b/", E::BadHost),
+            ("https://[[::1]/", E::BadHost),
         ];
         for (input, want) in cases {
             assert_eq!(canonical(input), Err(*want), "{input:?}");
