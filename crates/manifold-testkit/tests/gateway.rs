@@ -32,6 +32,8 @@ mod exits;
 mod failures;
 #[path = "gateway/finish.rs"]
 mod finish;
+#[path = "gateway/held_states.rs"]
+mod held_states;
 #[path = "gateway/hostile.rs"]
 mod hostile;
 #[path = "gateway/issuers.rs"]
@@ -64,6 +66,8 @@ mod tls;
 mod upstream_auth;
 #[path = "gateway/upstream_auth_attacks.rs"]
 mod upstream_auth_attacks;
+#[path = "gateway/uris.rs"]
+mod uris;
 
 use std::future::Future;
 use std::time::Duration;
