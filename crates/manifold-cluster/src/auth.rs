@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aws_lc_rs::{constant_time, hkdf, hmac};
+use aws_lc_rs::{constant_time, hmac};
 
 use crate::Envelope;
 
@@ -112,14 +112,22 @@ pub struct Keys {
     previous: Vec<hmac::Key>,
 }
 
+/// The HKDF info of the bus key.
+const KEY_INFO: &[u8] = b"envelope mac";
+
+/// HKDF-SHA256 (RFC 5869) of `secret`, salt [`KEY_LABEL`], info [`KEY_INFO`],
+/// one block (32 bytes): written out with HMAC, as one block is, so that it
+/// cannot fail.
 fn derive(secret: &str) -> hmac::Key {
-    let salt = hkdf::Salt::new(hkdf::HKDF_SHA256, KEY_LABEL);
-    let prk = salt.extract(secret.as_bytes());
-    match prk.expand(&[b"envelope mac"], hmac::HMAC_SHA256) {
-        Ok(okm) => hmac::Key::from(okm),
-        // Only an output longer than 255 hashes fails; 32 bytes never does.
-        Err(_) => hmac::Key::new(hmac::HMAC_SHA256, &[]),
-    }
+    let prk = hmac::sign(
+        &hmac::Key::new(hmac::HMAC_SHA256, KEY_LABEL),
+        secret.as_bytes(),
+    );
+    let prk = hmac::Key::new(hmac::HMAC_SHA256, prk.as_ref());
+    let mut ctx = hmac::Context::with_key(&prk);
+    ctx.update(KEY_INFO);
+    ctx.update(&[1]);
+    hmac::Key::new(hmac::HMAC_SHA256, ctx.sign().as_ref())
 }
 
 impl Keys {
@@ -322,6 +330,21 @@ mod tests {
         for bad in [&br#"{"x":1}"#[..], b"mb1.", b"mb1.zz.{}", b"mb2.00.{}"] {
             assert_eq!(keys.open("manifold", bad), Err(Rejection::Unsigned));
         }
+    }
+
+    #[test]
+    fn the_bus_key_is_hkdf_sha256_of_the_session_key() {
+        use aws_lc_rs::hkdf;
+        let secret = "a-session-key-0123456789abcdef0123456789";
+        let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, KEY_LABEL).extract(secret.as_bytes());
+        let info = [KEY_INFO];
+        let okm = prk.expand(&info, hmac::HMAC_SHA256).expect("32 bytes");
+        let reference = hmac::Key::from(okm);
+        let ours = derive(secret);
+        assert_eq!(
+            hmac::sign(&reference, b"x").as_ref(),
+            hmac::sign(&ours, b"x").as_ref()
+        );
     }
 
     #[test]
