@@ -185,6 +185,7 @@ fn loads(cfg: &std::path::Path, what: &str) -> Result<()> {
             "MANIFOLD_ADMIN_TOKEN_HASH",
             "sha256:1111111111111111111111111111111111111111111111111111111111111111",
         )
+        .env("MANIFOLD_REDIS_PASSWORD", "0123456789abcdef")
         .env("RUST_LOG", "error")
         .output()?;
     anyhow::ensure!(
@@ -362,6 +363,213 @@ fn the_helm_chart_renders_lints_and_validates() -> Result<()> {
             "ServiceMonitor: no `{needle}`:\n{monitor}"
         );
     }
+    Ok(())
+}
+
+/// The lines nested under line `at` (deeper indentation): a key's value, or the rest
+/// of a list item, whatever the order of the keys.
+fn block<'a>(lines: &[&'a str], at: usize) -> Vec<&'a str> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    // For a list item (`- name: X`), the rest of the item; a key's list may sit at
+    // the key's own column (kubectl writes `policyTypes:\n  - Ingress`).
+    let own = indent(lines[at]);
+    let item = lines[at].trim_start().starts_with("- ");
+    lines[at + 1..]
+        .iter()
+        .take_while(|l| {
+            l.trim().is_empty()
+                || indent(l) > own
+                || (!item && indent(l) == own && l.trim_start().starts_with("- "))
+        })
+        .copied()
+        .collect()
+}
+
+/// The document of `yaml` of `kind` named `name`.
+fn document<'a>(yaml: &'a str, kind: &str, name: &str) -> Result<&'a str> {
+    yaml.split("\n---")
+        .find(|d| {
+            d.lines().any(|l| l == format!("kind: {kind}"))
+                && d.lines().any(|l| l.trim() == format!("name: {name}"))
+        })
+        .with_context(|| format!("no {kind} {name}"))
+}
+
+/// The shipped Redis of a rendered replicas shape: it requires a password from the
+/// Secret `secret`, the gateway's URL carries the same key through
+/// `MANIFOLD_REDIS_PASSWORD`, and a NetworkPolicy admits only pods labelled
+/// `gateway` (every pair) on 6379, and lets Redis open no connection.
+fn redis_locked_down(
+    yaml: &str,
+    what: &str,
+    redis: &str,
+    gateway: &[&str],
+    secret: &str,
+) -> Result<()> {
+    let deployment = document(yaml, "Deployment", redis)?;
+    let lines: Vec<&str> = deployment.lines().collect();
+    for needle in ["--requirepass", "$(REDIS_PASSWORD)"] {
+        anyhow::ensure!(
+            deployment.contains(needle),
+            "{what}: Redis without `{needle}`"
+        );
+    }
+    // Each env var comes from the Secret's redis-password.
+    let from_secret = |doc: &str, var: &str| -> Result<()> {
+        let lines: Vec<&str> = doc.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.trim().trim_start_matches("- ") == format!("name: {var}"))
+            .with_context(|| format!("{what}: no env {var}"))?;
+        let env: Vec<&str> = block(&lines, at).iter().map(|l| l.trim()).collect();
+        for want in [
+            "secretKeyRef:",
+            &format!("name: {secret}"),
+            "key: redis-password",
+        ] {
+            anyhow::ensure!(
+                env.contains(&want),
+                "{what}: {var} without `{want}`: {env:?}"
+            );
+        }
+        Ok(())
+    };
+    from_secret(deployment, "REDIS_PASSWORD")?;
+    anyhow::ensure!(lines.iter().any(|l| l.contains("containerPort: 6379")));
+    let gateway_deployment = yaml
+        .split("\n---")
+        .find(|d| d.contains("kind: Deployment") && d.contains("serve"))
+        .context("no gateway Deployment")?;
+    from_secret(gateway_deployment, "MANIFOLD_REDIS_PASSWORD")?;
+    anyhow::ensure!(
+        yaml.contains(r#"redis = "redis://:${MANIFOLD_REDIS_PASSWORD}@"#),
+        "{what}: the gateway's URL does not carry the password"
+    );
+
+    let policy = document(yaml, "NetworkPolicy", redis)?;
+    let lines: Vec<&str> = policy.lines().collect();
+    let key = |k: &str| lines.iter().position(|l| l.trim_end() == format!("  {k}:"));
+    let target: Vec<&str> = block(&lines, key("podSelector").context("no podSelector")?)
+        .iter()
+        .map(|l| l.trim().trim_start_matches("- "))
+        .collect();
+    anyhow::ensure!(
+        target.contains(&format!("app.kubernetes.io/name: {redis}").as_str()),
+        "{what}: the policy does not select Redis: {target:?}"
+    );
+    let types: Vec<&str> = block(&lines, key("policyTypes").context("no policyTypes")?)
+        .iter()
+        .map(|l| l.trim().trim_start_matches("- "))
+        .collect();
+    anyhow::ensure!(
+        types.contains(&"Ingress") && types.contains(&"Egress"),
+        "{what}: policyTypes {types:?}"
+    );
+    anyhow::ensure!(
+        lines.iter().any(|l| l.trim_end() == "  egress: []"),
+        "{what}: Redis may open connections"
+    );
+    let ingress: Vec<&str> = block(&lines, key("ingress").context("no ingress")?)
+        .iter()
+        .map(|l| l.trim().trim_start_matches("- "))
+        .collect();
+    anyhow::ensure!(
+        ingress.iter().filter(|l| l.ends_with("from:")).count() == 1
+            && ingress
+                .iter()
+                .filter(|l| l.contains("podSelector:"))
+                .count()
+                == 1
+            && !ingress
+                .iter()
+                .any(|l| l.contains("namespaceSelector") || l.contains("ipBlock")),
+        "{what}: Redis admits more than one pod selector: {ingress:?}"
+    );
+    for label in gateway {
+        anyhow::ensure!(
+            ingress.contains(label),
+            "{what}: peers not `{label}`: {ingress:?}"
+        );
+    }
+    let labels = ingress
+        .iter()
+        .filter(|l| l.starts_with("app.kubernetes.io/"))
+        .count();
+    anyhow::ensure!(
+        labels == gateway.len(),
+        "{what}: other peer labels: {ingress:?}"
+    );
+    anyhow::ensure!(ingress.contains(&"port: 6379"), "{what}: {ingress:?}");
+    Ok(())
+}
+
+/// The shipped Redis (kustomize replicas, the chart's in-cluster Redis) requires a
+/// password from a Secret that the gateway's URL carries, and only the gateway's pods
+/// reach it; the checks refuse a render without them.
+#[test]
+fn the_shipped_redis_needs_a_password_and_admits_only_the_gateway() -> Result<()> {
+    let kustomize = render("replicas")?;
+    let gateway = ["app.kubernetes.io/name: manifold"];
+    redis_locked_down(
+        &kustomize,
+        "replicas",
+        "manifold-redis",
+        &gateway,
+        "manifold-secrets",
+    )?;
+    let chart = helm(&["template", "gw", ".", "-f", "values-replicas.yaml"])?;
+    let gateway = [
+        "app.kubernetes.io/name: manifold",
+        "app.kubernetes.io/instance: gw",
+    ];
+    redis_locked_down(
+        &chart,
+        "helm replicas",
+        "gw-manifold-redis",
+        &gateway,
+        "gw-manifold-secrets",
+    )?;
+    // The checks can fail: without the policy, the password or the peer selector.
+    let without = helm(&[
+        "template",
+        "gw",
+        ".",
+        "-f",
+        "values-replicas.yaml",
+        "--set",
+        "redis.networkPolicy=false",
+    ])?;
+    anyhow::ensure!(redis_locked_down(
+        &without,
+        "x",
+        "gw-manifold-redis",
+        &gateway,
+        "gw-manifold-secrets"
+    )
+    .is_err());
+    let open = kustomize.replace("$(REDIS_PASSWORD)", "");
+    anyhow::ensure!(redis_locked_down(
+        &open,
+        "x",
+        "manifold-redis",
+        &gateway[..1],
+        "manifold-secrets"
+    )
+    .is_err());
+    let wide = kustomize.replacen(
+        "    - podSelector:\n        matchLabels:\n          app.kubernetes.io/name: manifold\n",
+        "    - podSelector: {}\n",
+        1,
+    );
+    anyhow::ensure!(wide != kustomize, "the replacement missed");
+    anyhow::ensure!(redis_locked_down(
+        &wide,
+        "x",
+        "manifold-redis",
+        &gateway[..1],
+        "manifold-secrets"
+    )
+    .is_err());
     Ok(())
 }
 

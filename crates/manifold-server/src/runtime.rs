@@ -61,6 +61,10 @@ pub enum StartError {
     Audit(#[from] manifold_audit::AuditError),
     #[error("{0}")]
     Tls(String),
+    /// `[cluster]`'s bus cannot be set up (a Redis URL or CA file the client
+    /// refuses); the message never quotes the URL.
+    #[error("[cluster]: {0}")]
+    Cluster(String),
 }
 
 impl Gateway {
@@ -102,7 +106,13 @@ impl Gateway {
         if let Some(t) = &config.server.tls {
             front::tls::Tls::new(t).map_err(StartError::Tls)?;
         }
-        let gw = Gateway::build(config, shutdown, audit_stop, auditor, task);
+        // So is the bus's URL and CA: relays silently off would be found only
+        // by a client whose answer got lost.
+        let cluster = match &config.cluster {
+            Some(c) => cluster::Cluster::new(c).map_err(StartError::Cluster)?,
+            None => None,
+        };
+        let gw = Gateway::build(config, shutdown, audit_stop, auditor, task, cluster);
         // The issuers' keys are fetched before the first request is served.
         let live = gw.live();
         if let Some(auth) = live.auth.clone() {
@@ -116,7 +126,24 @@ impl Gateway {
     /// (`manifold check`, `tools`, `call`). Returns at once; use
     /// [`Gateway::wait_ready`] to give upstreams a bounded head start.
     pub fn start(config: GatewayConfig, shutdown: CancellationToken) -> Arc<Gateway> {
-        Gateway::build(config, shutdown, CancellationToken::new(), None, None)
+        let cluster = config
+            .cluster
+            .as_ref()
+            .and_then(|c| match cluster::Cluster::new(c) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot use [cluster] redis; relays between replicas are off");
+                    None
+                }
+            });
+        Gateway::build(
+            config,
+            shutdown,
+            CancellationToken::new(),
+            None,
+            None,
+            cluster,
+        )
     }
 
     fn build(
@@ -125,6 +152,7 @@ impl Gateway {
         audit_stop: CancellationToken,
         auditor: Option<manifold_audit::Auditor>,
         audit_task: Option<tokio::task::JoinHandle<()>>,
+        cluster: Option<cluster::Cluster>,
     ) -> Arc<Gateway> {
         let config = Arc::new(config);
         let tasks = TaskTracker::new();
@@ -151,7 +179,7 @@ impl Gateway {
             config_stamp: Mutex::new(None),
             rebuilding: Mutex::new(()),
             sealer: config.cluster.as_ref().and_then(sealed::Sealer::new),
-            cluster: config.cluster.as_ref().and_then(cluster::Cluster::new),
+            cluster,
             reloading: tokio::sync::Mutex::new(()),
             sessions: sessions::Sessions::new(sessions::SessionLimits {
                 max: limits.max_sessions,

@@ -18,6 +18,8 @@ mod calls;
 mod caps;
 #[path = "gateway/cluster.rs"]
 mod cluster;
+#[path = "gateway/cluster_bus.rs"]
+mod cluster_bus;
 #[path = "gateway/cluster_redis.rs"]
 mod cluster_redis;
 #[path = "gateway/confirm.rs"]

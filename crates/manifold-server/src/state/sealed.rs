@@ -142,6 +142,7 @@ mod tests {
             session_key: current.into(),
             previous_session_keys: previous.iter().map(|s| s.to_string()).collect(),
             redis: None,
+            redis_ca: None,
             redis_channel: manifold_config::cluster::DEFAULT_REDIS_CHANNEL.into(),
         })
         .unwrap()
