@@ -88,12 +88,8 @@ pub struct TlsConfig {
     pub client_crl: Vec<std::path::PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrefixMode {
-    Always,
-    Multiple,
-    Never,
-}
+/// `[naming] prefix_mode`: the catalogue's own type, which gives it meaning.
+pub use manifold_catalog::PrefixMode;
 
 #[derive(Debug, Clone)]
 pub struct NamingConfig {

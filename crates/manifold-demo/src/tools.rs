@@ -19,13 +19,14 @@
 //!
 //! What not: no JSON Schema validation of arguments beyond what each tool reads.
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::{lock, notification, CallContext, RpcError, Session, TransportKind};
+use super::{notification, CallContext, RpcError, Session, TransportKind};
 
 /// Small inline SVG so the icon is self-contained (`<svg/>`).
 const ICON: &str = "data:image/svg+xml;base64,PHN2Zy8+";
@@ -100,7 +101,7 @@ impl Catalog {
         offset: usize,
         page_size: usize,
     ) -> Option<(Vec<Value>, Option<usize>)> {
-        let dynamic = lock(&self.dynamic);
+        let dynamic = self.dynamic.lock();
         let total = self.fixed.len() + dynamic.len();
         if offset > total {
             return None;
@@ -127,13 +128,13 @@ impl Catalog {
     }
 
     fn is_dynamic(&self, name: &str) -> bool {
-        lock(&self.dynamic).iter().any(|(n, _)| n == name)
+        self.dynamic.lock().iter().any(|(n, _)| n == name)
     }
 
     /// Append a dynamic tool; false if the name is taken. Check and insert
     /// happen under one lock so concurrent `add_tool` calls cannot both win.
     fn add_dynamic(&self, name: &str) -> bool {
-        let mut dynamic = lock(&self.dynamic);
+        let mut dynamic = self.dynamic.lock();
         if self.fixed_names.contains(name) || dynamic.iter().any(|(n, _)| n == name) {
             return false;
         }
@@ -393,7 +394,7 @@ pub(super) async fn call(
         "touch" => touch(server, args),
         "log" => log(server, args, ctx),
         "log_level" => Ok(text_result(
-            lock(&server.log_level).as_deref().unwrap_or("unset"),
+            server.log_level.lock().as_deref().unwrap_or("unset"),
         )),
         "trace" if server.config().trace_tool => {
             let meta = params.get("_meta");

@@ -30,5 +30,5 @@ pub use confirm::ConfirmRules;
 pub use identity::{
     bearer_token, find_key, hash_key, AuthError, AuthMethod, Authenticator, Identity,
 };
-pub use limits::{Bucket, Limited, Permit, RateLimits};
+pub use limits::{Bucket, Limited, Permit, RateLimits, SharedBuckets};
 pub use validation::ArgumentValidators;

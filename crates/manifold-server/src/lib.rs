@@ -55,9 +55,3 @@ pub use state::sessions::{MAX_PENDING_CLIENT_REQUESTS, SESSION_ID_BYTES};
 pub use state::views::{MAX_CACHED_VIEWS, MAX_CACHED_VIEW_BYTES};
 pub use state::Gateway;
 pub use tracectx::enable_span_export;
-
-/// Locks a mutex, tolerating poison: a panic elsewhere leaves the tables
-/// consistent enough to go on, which beats propagating the panic.
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}

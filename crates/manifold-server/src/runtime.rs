@@ -23,10 +23,11 @@ pub use reload::{fixed_at_start, ReloadError, ReloadReport, WATCH_INTERVAL};
 use manifold_catalog::Catalog;
 use manifold_config::GatewayConfig;
 use manifold_upstream::{Upstream, UpstreamEvent};
+use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -34,7 +35,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::front;
-use crate::lock;
 use crate::state::Live;
 use crate::state::{
     cluster, held_calls, listeners, log_levels, metrics, ownership, sealed, sessions, views,
@@ -202,9 +202,13 @@ impl Gateway {
             audit_stop,
             tasks,
             auditor,
-            auth_refusals: manifold_upstream::Noise::new(AUTH_REFUSALS_LOGGED_PER_WINDOW),
+            auth_refusals: manifold_foundation::log_budget::LogBudget::new(
+                AUTH_REFUSALS_LOGGED_PER_WINDOW,
+            ),
             validators: arc_swap::ArcSwap::from_pointee(Default::default()),
-            output_warnings: manifold_upstream::Noise::new(AUTH_REFUSALS_LOGGED_PER_WINDOW),
+            output_warnings: manifold_foundation::log_budget::LogBudget::new(
+                AUTH_REFUSALS_LOGGED_PER_WINDOW,
+            ),
             audit_task: Mutex::new(audit_task),
             next_request: AtomicU64::new(1),
             admin: Mutex::new(None),
@@ -323,7 +327,7 @@ impl Gateway {
         if let Err(e) = self.bind_admin().await {
             tracing::error!(error = %e, "cannot listen for [admin]; serving without it");
         }
-        let admin = lock(&self.admin).take();
+        let admin = self.admin.lock().take();
         if let Some(l) = admin {
             self.tasks.spawn(front::admin::serve(self.clone(), l));
         }
@@ -340,7 +344,7 @@ impl Gateway {
         self.tasks.close();
         let _ = tokio::time::timeout(SHUTDOWN_WAIT, self.tasks.wait()).await;
         self.audit_stop.cancel();
-        let task = lock(&self.audit_task).take();
+        let task = self.audit_task.lock().take();
         if let Some(t) = task {
             let _ = tokio::time::timeout(SHUTDOWN_WAIT, t).await;
         }
@@ -363,7 +367,7 @@ impl Gateway {
         })?;
         let bound = l.local_addr()?;
         let _ = self.admin_addr.set(bound);
-        *lock(&self.admin) = Some(l);
+        *self.admin.lock() = Some(l);
         Ok(Some(bound))
     }
 
@@ -379,7 +383,7 @@ impl Gateway {
                 "the admin listener is already bound",
             )
         })?;
-        *lock(&self.admin) = Some(listener);
+        *self.admin.lock() = Some(listener);
         Ok(bound)
     }
 

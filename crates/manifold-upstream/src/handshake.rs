@@ -26,6 +26,7 @@ use crate::wire::request_meta;
 use crate::{ServerFacts, UpstreamError, UpstreamProtocol};
 use manifold_protocol::methods::{self as m, meta};
 use manifold_protocol::version;
+use manifold_protocol::ErrorCode;
 
 /// Finds the upstream's era (as configured, or probed) and sets the session up.
 pub(crate) async fn establish(
@@ -112,8 +113,9 @@ async fn discover(session: &Arc<Connection>, asking: &str) -> Result<Discovered,
             let ours = version::MODERN_SUPPORTED
                 .iter()
                 .find(|v| supported.iter().any(|s| s.as_str() == Some(**v)));
-            return Ok(match (err.get("code").and_then(Value::as_i64), ours) {
-                (Some(-32022), Some(v)) => Discovered::Retry(v),
+            let code = ErrorCode::of_error(raw.get());
+            return Ok(match (code, ours) {
+                (Some(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION), Some(v)) => Discovered::Retry(v),
                 _ => Discovered::NotModern(format!(
                     "server/discover answered the error {}",
                     raw.get()

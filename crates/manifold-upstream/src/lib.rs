@@ -37,7 +37,6 @@ mod handshake;
 mod input_bridge;
 mod listen;
 mod message;
-mod noise;
 mod router;
 mod transport;
 mod upstream;
@@ -46,8 +45,8 @@ mod wire;
 pub use call::Call;
 pub use error::UpstreamError;
 pub use manifold_config::UpstreamProtocol;
+pub use manifold_foundation::log_budget::LOG_WINDOW;
 pub use message::{Answer, CallEvent, CallOutcome, Responder};
-pub use noise::{Noise, GARBAGE_LINES_PER_WINDOW, NOISE_WINDOW, STDERR_LINES_PER_WINDOW};
 pub use upstream::{State, Upstream, UpstreamStatus};
 
 use serde_json::{Map, Value};
@@ -91,6 +90,12 @@ pub const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 pub const MAX_INPUT_ROUNDS: usize = 16;
 /// Questions (`inputRequests` entries) one round may carry.
 pub const MAX_INPUT_REQUESTS: usize = 16;
+/// Lines about garbage from one upstream (not JSON-RPC, not UTF-8, over
+/// `limits.max_message_bytes`) logged per [`LOG_WINDOW`]: a broken or hostile
+/// upstream cannot flood the gateway's log (the rest are counted).
+pub const GARBAGE_LINES_PER_WINDOW: u32 = 10;
+/// Lines of one child's stderr logged per [`LOG_WINDOW`].
+pub const STDERR_LINES_PER_WINDOW: u32 = 200;
 
 /// On whose behalf a request is made; what a modern upstream is told about the
 /// client, and what the call may do for it.
@@ -143,9 +148,3 @@ impl ServerFacts {
 /// Extra HTTP headers for one forwarded request (`Mcp-Method`, `Mcp-Name`,
 /// `Mcp-Param-*`). stdio upstreams ignore them.
 pub type ExtraHeaders = Vec<(String, String)>;
-
-/// Locks a mutex, tolerating poison: a panic elsewhere leaves the tables consistent
-/// enough to fail calls cleanly, which beats propagating the panic.
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}

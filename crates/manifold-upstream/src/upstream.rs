@@ -13,8 +13,9 @@
 
 use manifold_config::{LimitsConfig, UpstreamConfig};
 use manifold_protocol::lists::ListSnapshot;
+use parking_lot::RwLock;
 use serde_json::{Map, Value};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -78,7 +79,7 @@ struct Inner {
     watched: watch::Sender<std::collections::BTreeSet<String>>,
     /// Asks the live connection to refetch its lists (what the router does on
     /// `list_changed`); `None` between connections.
-    refresh: std::sync::Mutex<Option<mpsc::Sender<()>>>,
+    refresh: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
     /// `auth` other than `static`: the upstream's tokens, kept across
     /// reconnections (refreshes, step-ups, exchanged tokens).
     tokens: Option<Arc<manifold_credentials::TokenSource>>,
@@ -122,7 +123,7 @@ impl Upstream {
             lists: RwLock::new(None),
             status,
             watched: watch::channel(Default::default()).0,
-            refresh: std::sync::Mutex::new(None),
+            refresh: parking_lot::Mutex::new(None),
             tokens,
         });
         let up = Upstream { inner };
@@ -142,12 +143,7 @@ impl Upstream {
     /// replica heard it on its own connection); coalesced with a refetch
     /// already asked for, a no-op while not connected.
     pub fn refetch_lists(&self) {
-        let tx = self
-            .inner
-            .refresh
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let tx = self.inner.refresh.lock().clone();
         if let Some(tx) = tx {
             let _ = tx.try_send(());
         }
@@ -168,18 +164,10 @@ impl Upstream {
     }
     /// The current lists, `None` while the upstream is not ready.
     pub fn lists(&self) -> Option<Arc<ListSnapshot>> {
-        self.inner
-            .lists
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.inner.lists.read().clone()
     }
     fn connection(&self) -> Option<Arc<Connection>> {
-        self.inner
-            .connection
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.inner.connection.read().clone()
     }
 
     /// Sends a request Manifold makes on its own behalf. Fails fast when the
@@ -256,15 +244,11 @@ impl Upstream {
     }
 
     fn set_connection(&self, conn: Option<Arc<Connection>>) {
-        *self
-            .inner
-            .connection
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = conn;
+        *self.inner.connection.write() = conn;
     }
 
     fn set_lists(&self, lists: Option<ListSnapshot>) {
-        *self.inner.lists.write().unwrap_or_else(|p| p.into_inner()) = lists.map(Arc::new);
+        *self.inner.lists.write() = lists.map(Arc::new);
     }
 
     async fn changed(&self, gateway: &mpsc::Sender<UpstreamEvent>) {
@@ -285,8 +269,7 @@ impl Upstream {
             }
             self.set_status(|s| s.state = State::Starting);
             let (refresh_tx, refresh_rx) = mpsc::channel::<()>(1);
-            *self.inner.refresh.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(refresh_tx.clone());
+            *self.inner.refresh.lock() = Some(refresh_tx.clone());
             let started = Instant::now();
             match self.connect(&gateway, refresh_tx, &shutdown).await {
                 Ok(connected) => {

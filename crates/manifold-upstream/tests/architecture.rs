@@ -14,7 +14,7 @@ const LAYERS: manifold_testkit::architecture::Layers = &[
     &["wire"],
     &["router"],
     &["message"],
-    &["error", "noise"],
+    &["error"],
 ];
 
 #[test]

@@ -180,15 +180,16 @@ pub fn start(
     Ok((Telemetry { traces, logs }, layer))
 }
 
-/// HTTP(S) to the collector, with the web's root certificates.
+/// HTTP(S) to the collector, with the web's root certificates (the shared
+/// bounded client's connector: connecting is bounded by the export timeout).
 fn http_client() -> opentelemetry_http::hyper::HyperClient<
     hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
 > {
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_webpki_roots()
-        .https_or_http()
-        .enable_http1()
-        .build();
+    let options = manifold_foundation::http::Options::new(EXPORT_TIMEOUT);
+    let https = manifold_foundation::http::connector(
+        hyper_util::client::legacy::connect::dns::GaiResolver::new(),
+        &options,
+    );
     opentelemetry_http::hyper::HyperClient::new(https, EXPORT_TIMEOUT, None)
 }
 

@@ -342,7 +342,7 @@ async fn a_stderr_flood_is_drained_and_logged_within_its_budget() {
         );
     }
     served.signal("-TERM");
-    let windows = started.elapsed().as_secs() / manifold_upstream::NOISE_WINDOW.as_secs() + 1;
+    let windows = started.elapsed().as_secs() / manifold_upstream::LOG_WINDOW.as_secs() + 1;
     let logs = served.logs();
     let stderr_lines = logs
         .lines()

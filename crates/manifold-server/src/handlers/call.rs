@@ -64,8 +64,8 @@ pub(crate) async fn call(
 
 /// `[[rate_limit]]`: the places a tool call holds until it ends, or the
 /// refusal saying when to retry. With `[cluster] redis`, the rate buckets are
-/// shared by every replica (one round trip); when Redis cannot decide, this
-/// replica's own buckets do, so calls go on with per-replica limits.
+/// shared by every replica (manifold-policy falls back to this replica's own
+/// when Redis cannot decide).
 pub(crate) async fn rate_limit(
     x: &Exchange,
     name: &str,
@@ -84,32 +84,9 @@ pub(crate) async fn rate_limit(
         limit: l.limit,
         retry_after: l.retry_after,
     };
-    let Some(cluster) = &x.gw.cluster else {
-        target.permit = Some(limits.admit(&caller, name).map_err(refuse)?);
-        return Ok(());
-    };
-    let (permit, buckets) = limits.admit_concurrency(&caller, name).map_err(refuse)?;
-    let checks: Vec<manifold_cluster::RateCheck> = buckets
-        .iter()
-        .map(|b| manifold_cluster::RateCheck {
-            rule: b.rule,
-            key: b.key.clone(),
-            period: b.period,
-            burst: b.burst,
-        })
-        .collect();
-    match cluster.bus.rate(&checks).await {
-        Ok(None) => {}
-        Ok(Some((rule, wait))) => return Err(refuse(limits.limited(rule, wait))),
-        Err(e) => {
-            if let Some(suppressed) = cluster.rate_fallbacks.allow() {
-                tracing::warn!(error = %e, suppressed,
-                    "shared rate limits unavailable; this replica's own buckets decide");
-            }
-            limits.check_local(&buckets).map_err(refuse)?;
-        }
-    }
-    target.permit = Some(permit);
+    let shared = (x.gw.cluster.as_ref()).map(|c| &*c.bus as &dyn manifold_policy::SharedBuckets);
+    let permit = limits.admit_with(&caller, name, shared).await;
+    target.permit = Some(permit.map_err(refuse)?);
     Ok(())
 }
 

@@ -202,12 +202,8 @@ fn status_of(era: Era, outcome: &CallOutcome) -> StatusCode {
     if era != Era::Stateless {
         return StatusCode::OK;
     }
-    #[derive(serde::Deserialize)]
-    struct Code {
-        code: i64,
-    }
-    match serde_json::from_str::<Code>(raw.get()).map(|c| ErrorCode(c.code)) {
-        Ok(ErrorCode::MISSING_CLIENT_CAPABILITY) => StatusCode::BAD_REQUEST,
+    match ErrorCode::of_error(raw.get()) {
+        Some(ErrorCode::MISSING_CLIENT_CAPABILITY) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
 }

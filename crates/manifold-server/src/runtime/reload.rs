@@ -157,7 +157,7 @@ pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
 impl Gateway {
     /// Where the configuration came from, for reloads (set once, by the binary).
     pub fn set_config_path(&self, path: PathBuf) {
-        *crate::lock(&self.config_stamp) = stamp(&path);
+        *self.config_stamp.lock() = stamp(&path);
         let _ = self.config_path.set(path);
     }
 
@@ -167,7 +167,7 @@ impl Gateway {
             return Err(ReloadError::NoFile);
         };
         // What was read, good or bad: the watcher reloads only on a new change.
-        *crate::lock(&self.config_stamp) = stamp(&path);
+        *self.config_stamp.lock() = stamp(&path);
         // Judged with the listener and TLS in force: a reload cannot change
         // them, so the file's own `[server.tls]` proves nothing yet.
         let in_force = &self.started.server;
@@ -329,7 +329,7 @@ impl Gateway {
                 continue;
             };
             let now = stamp(path);
-            if now == *crate::lock(&self.config_stamp) {
+            if now == *self.config_stamp.lock() {
                 pending = None;
                 continue;
             }

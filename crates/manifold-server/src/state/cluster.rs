@@ -25,8 +25,9 @@
 //! Not here: the bus (manifold-cluster), deciding that something is not held
 //! here (the handlers and the relay ask this module only after looking).
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -40,7 +41,6 @@ use tokio::sync::{mpsc, oneshot};
 use super::held_calls::{Resume, NOT_HELD_HERE};
 use super::Gateway;
 use crate::era::Era;
-use crate::lock;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
 
@@ -58,12 +58,7 @@ pub(crate) struct Cluster {
     pub(crate) bus: Arc<Bus>,
     /// Forwarded retries by correlation id: where their answer's parts go.
     resumes: Mutex<HashMap<String, mpsc::Sender<ResumeEvent>>>,
-    /// Log budget for rate decisions made locally because Redis could not.
-    pub(crate) rate_fallbacks: manifold_upstream::Noise,
 }
-
-/// Warnings per log window about rate decisions made without Redis.
-const RATE_FALLBACKS_LOGGED: u32 = 5;
 
 impl Cluster {
     /// The cluster of `[cluster]` (`None` when it names no Redis server): its
@@ -89,7 +84,6 @@ impl Cluster {
         Ok(Some(Cluster {
             bus,
             resumes: Mutex::new(HashMap::new()),
-            rate_fallbacks: manifold_upstream::Noise::new(RATE_FALLBACKS_LOGGED),
         }))
     }
 }
@@ -103,7 +97,7 @@ struct Forwarded {
 impl Drop for Forwarded {
     fn drop(&mut self) {
         if let Some(c) = &self.gw.cluster {
-            lock(&c.resumes).remove(&self.corr);
+            c.resumes.lock().remove(&self.corr);
         }
     }
 }
@@ -223,7 +217,7 @@ impl Gateway {
             }));
         };
         let (tx, mut rx) = mpsc::channel(RESUME_QUEUE);
-        lock(&c.resumes).insert(corr.clone(), tx);
+        c.resumes.lock().insert(corr.clone(), tx);
         let forwarded = Forwarded {
             gw: self.clone(),
             corr: corr.clone(),
@@ -373,12 +367,12 @@ impl Gateway {
                 if to != c.bus.replica() {
                     return;
                 }
-                let tx = lock(&c.resumes).get(&corr).cloned();
+                let tx = c.resumes.lock().get(&corr).cloned();
                 if let Some(tx) = tx {
                     // A part cannot be dropped from the middle of an answer: a
                     // reader that fell this far behind loses the whole answer.
                     if tx.try_send(event).is_err() {
-                        lock(&c.resumes).remove(&corr);
+                        c.resumes.lock().remove(&corr);
                         tracing::warn!("a forwarded retry's answer is not being read; abandoned");
                     }
                 }

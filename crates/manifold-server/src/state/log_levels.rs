@@ -18,12 +18,11 @@ use bytes::Bytes;
 use manifold_protocol::headers::standard_headers;
 use manifold_protocol::logging::LogLevel;
 use manifold_protocol::methods as m;
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::sync::Arc;
-use std::sync::Mutex;
 
 use super::Gateway;
-use crate::lock;
 
 /// Which messages a client gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +91,7 @@ impl Gateway {
         let Some(level) = self.sessions.most_verbose_log_level() else {
             return;
         };
-        *lock(&self.upstream_log_level.0) = Some(level);
+        *self.upstream_log_level.0.lock() = Some(level);
         let targets: Vec<_> = self
             .upstreams()
             .iter()
@@ -144,7 +143,7 @@ impl Gateway {
         {
             // Checked and set at once: a sweep that ends many sessions spawns
             // one setLevel round, not one per session.
-            let mut applied = lock(&self.upstream_log_level.0);
+            let mut applied = self.upstream_log_level.0.lock();
             if applied.is_none_or(|a| now <= a) {
                 return;
             }

@@ -14,6 +14,7 @@
 
 use manifold_protocol::methods as m;
 use manifold_upstream::State;
+use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -21,10 +22,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::collections::HashSet;
-use std::sync::Mutex;
 
 use super::Gateway;
-use crate::lock;
 
 /// Latency buckets in seconds: 1 ms … 60 s (the default call timeout).
 const LATENCY_BUCKETS: [f64; 14] = [
@@ -311,7 +310,7 @@ impl Metrics {
             return;
         };
         let principal = {
-            let mut seen = lock(&self.principal_series);
+            let mut seen = self.principal_series.lock();
             if seen.contains(principal) || seen.len() < self.max_principal_series {
                 seen.insert(principal.to_string());
                 principal.to_string()
@@ -399,7 +398,7 @@ impl Metrics {
 
     /// The tool label: its name while under the series bound, else `other`.
     fn tool_label(&self, tool: &str) -> String {
-        let mut seen = lock(&self.tool_series);
+        let mut seen = self.tool_series.lock();
         if seen.contains(tool) || seen.len() < self.max_tool_series {
             seen.insert(tool.to_string());
             tool.to_string()

@@ -29,10 +29,11 @@ use arc_swap::ArcSwap;
 use manifold_catalog::{Catalog, ItemFilter, NamingPolicy, UpstreamInput};
 use manifold_config::GatewayConfig;
 use manifold_upstream::Upstream;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -117,11 +118,11 @@ pub struct Gateway {
     /// The argument and output validators of the current catalogue
     /// (`[validation]`), rebuilt with it.
     /// Log budget for results that break their tool's `outputSchema`.
-    pub(crate) output_warnings: manifold_upstream::Noise,
+    pub(crate) output_warnings: manifold_foundation::log_budget::LogBudget,
     pub(crate) validators: arc_swap::ArcSwap<manifold_policy::ArgumentValidators>,
     /// Log budget for requests refused at authentication: a scan or a
     /// misconfigured client cannot flood the log (and rotate real history away).
-    pub(crate) auth_refusals: manifold_upstream::Noise,
+    pub(crate) auth_refusals: manifold_foundation::log_budget::LogBudget,
     pub(crate) audit_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     pub(crate) next_request: AtomicU64,
     /// The admin listener, bound early by `Gateway::bind_admin` or by `serve`.
@@ -217,11 +218,7 @@ impl Gateway {
         let n = &self.cfg().naming;
         NamingPolicy {
             separator: n.separator.clone(),
-            prefix_mode: match n.prefix_mode {
-                manifold_config::PrefixMode::Always => manifold_catalog::PrefixMode::Always,
-                manifold_config::PrefixMode::Multiple => manifold_catalog::PrefixMode::Multiple,
-                manifold_config::PrefixMode::Never => manifold_catalog::PrefixMode::Never,
-            },
+            prefix_mode: n.prefix_mode,
             max_length: n.max_length,
             configured_upstreams: self.cfg().upstreams.len(),
         }
@@ -235,7 +232,7 @@ impl Gateway {
         use manifold_protocol::methods as m;
         // One build at a time, each from the `Live` in force when it starts: a
         // build from an older configuration cannot land after a newer one.
-        let _one_at_a_time = crate::lock(&self.rebuilding);
+        let _one_at_a_time = self.rebuilding.lock();
         let live = self.live();
         let inputs: Vec<UpstreamInput> = live
             .upstreams

@@ -11,13 +11,13 @@
 //! Not here: what a read of an unowned URI answers (`relay::resolve`).
 
 use manifold_upstream::Upstream;
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::Gateway;
-use crate::lock;
 
 /// URIs remembered from results (rule 2 above). Beyond this the oldest goes.
 pub const LEARNED_URI_CAPACITY: usize = 10_000;
@@ -59,14 +59,14 @@ impl Learned {
         if uris.is_empty() {
             return;
         }
-        let mut learned = lock(&self.0);
+        let mut learned = self.0.lock();
         for uri in uris {
             learned.insert(uri, upstream);
         }
     }
 
     fn owner(&self, uri: &str) -> Option<Arc<str>> {
-        lock(&self.0).owner.get(uri).cloned()
+        self.0.lock().owner.get(uri).cloned()
     }
 }
 

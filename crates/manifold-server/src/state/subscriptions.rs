@@ -7,7 +7,7 @@
 //! A modern (2026-07-28) upstream has no `resources/subscribe`: its URIs join or
 //! leave the `resourceSubscriptions` of Manifold's one listen to it.
 //!
-//! Invariants: the `std::sync::Mutex` is never held across `.await`; a subscribe
+//! Invariants: the lock is never held across `.await`; a subscribe
 //! that races a background unsubscribe ends subscribed upstream.
 //!
 //! Not here: parsing client requests (the handlers).
@@ -17,13 +17,13 @@ use manifold_protocol::headers::standard_headers;
 use manifold_protocol::jsonrpc;
 use manifold_protocol::methods as m;
 use manifold_upstream::{CallOutcome, Upstream};
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::listeners::is_listen_key;
 use super::Gateway;
-use crate::lock;
 use crate::refusal::Refusal;
 
 /// One URI's subscribers.
@@ -60,7 +60,7 @@ impl Subscriptions {
     /// Removes one subscriber from a URI; the upstream to unsubscribe at when
     /// nobody is left (the entry is then gone).
     fn leave(&self, subscriber: &str, uri: &str) -> Option<Arc<str>> {
-        let mut t = lock(&self.0);
+        let mut t = self.0.lock();
         let sub = t.by_uri.get_mut(uri)?;
         if !sub.subscribers.remove(subscriber) {
             return None;
@@ -74,7 +74,7 @@ impl Subscriptions {
     }
 
     fn wanted(&self, uri: &str) -> bool {
-        lock(&self.0).by_uri.contains_key(uri)
+        self.0.lock().by_uri.contains_key(uri)
     }
 }
 
@@ -110,7 +110,8 @@ async fn own_request(upstream: &Upstream, method: &str, uri: &str) -> Result<(),
 impl Subscriptions {
     /// Every (URI, subscriber) pair (a snapshot; no lock is kept).
     pub(crate) fn pairs(&self) -> Vec<(String, String)> {
-        lock(&self.0)
+        self.0
+            .lock()
             .by_uri
             .iter()
             .flat_map(|(uri, s)| {
@@ -141,7 +142,7 @@ impl Gateway {
             });
         };
         let first = {
-            let mut t = lock(&self.subscriptions.0);
+            let mut t = self.subscriptions.0.lock();
             let already = t
                 .by_uri
                 .get(uri)
@@ -191,7 +192,10 @@ impl Gateway {
     /// A session (or listen stream) ended: its subscriptions go, upstream too
     /// where it was the last.
     pub(crate) fn unsubscribe_all(self: &Arc<Self>, subscriber: &str) {
-        let uris: Vec<String> = lock(&self.subscriptions.0)
+        let uris: Vec<String> = self
+            .subscriptions
+            .0
+            .lock()
             .by_uri
             .iter()
             .filter(|(_, s)| s.subscribers.contains(subscriber))
@@ -253,7 +257,7 @@ impl Gateway {
         else {
             return 0;
         };
-        let subscribers: Vec<String> = match lock(&self.subscriptions.0).by_uri.get(uri) {
+        let subscribers: Vec<String> = match self.subscriptions.0.lock().by_uri.get(uri) {
             Some(s) if &*s.upstream == upstream => s.subscribers.iter().cloned().collect(),
             _ => return 0,
         };
@@ -289,7 +293,10 @@ impl Gateway {
     /// An upstream (re)connected: its subscriptions were lost with the old
     /// connection, so they are renewed.
     pub(crate) fn renew_subscriptions(&self, upstream: &Upstream) {
-        let uris: Vec<String> = lock(&self.subscriptions.0)
+        let uris: Vec<String> = self
+            .subscriptions
+            .0
+            .lock()
             .by_uri
             .iter()
             .filter(|(_, s)| s.upstream == *upstream.name())

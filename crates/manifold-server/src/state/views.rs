@@ -21,15 +21,15 @@
 //! handler answers for a hidden item (it answers as for an unknown one).
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use manifold_catalog::uri::canonical;
 use manifold_catalog::{Catalog, Item};
 use manifold_policy::{Identity, ItemKind, Policy, ViewKey};
 
-use crate::lock;
 use crate::refusal::Refusal;
 
 /// Distinct views kept per catalogue. Past it the cache starts over (views are
@@ -70,7 +70,7 @@ impl Views {
         // The map's lock is held only to find the slot: a view is built
         // outside it, and callers of other views never wait for the build.
         let slot = {
-            let mut built = lock(&self.built);
+            let mut built = self.built.lock();
             if let Some(slot) = built.get(key) {
                 slot.clone()
             } else {
@@ -109,7 +109,7 @@ impl Views {
     /// How many views are built (for tests and metrics).
     #[cfg(test)]
     pub(crate) fn built(&self) -> usize {
-        lock(&self.built).len()
+        self.built.lock().len()
     }
 }
 

@@ -11,11 +11,12 @@
 //! receives is kept ([`Standin::seen`]), so a test can show what never
 //! reached it.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -168,12 +169,12 @@ impl Standin {
 
     /// Changes what it says about itself.
     pub(crate) fn set(&self, f: impl FnOnce(&mut Knobs)) {
-        f(&mut self.knobs.lock().unwrap_or_else(|p| p.into_inner()));
+        f(&mut self.knobs.lock());
     }
 
     /// Every request it received so far.
     pub(crate) fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.seen.lock().clone()
     }
 
     pub(crate) fn url(&self) -> String {
@@ -182,7 +183,7 @@ impl Standin {
 
     /// Revokes every refresh token and expires every access token.
     pub(crate) fn revoke_all(&self) {
-        let mut a = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut a = self.state.lock();
         let rts: Vec<String> = a.refresh.keys().cloned().collect();
         a.revoked.extend(rts);
         a.refresh.clear();
@@ -192,7 +193,7 @@ impl Standin {
 
 async fn handle(req: Request<Incoming>, addr: SocketAddr, sh: &Shared) -> Response<Full<Bytes>> {
     let (st, refreshes, life) = (&*sh.state, &*sh.refreshes, sh.life);
-    let knobs = sh.knobs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let knobs = sh.knobs.lock().clone();
     let method = req.method().to_string();
     let base = format!("http://{addr}");
     let path = req.uri().path().to_string();
@@ -208,17 +209,14 @@ async fn handle(req: Request<Incoming>, addr: SocketAddr, sh: &Shared) -> Respon
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    sh.seen
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(Seen {
-            method,
-            path: path.clone(),
-            authorization: auth.clone(),
-            body: String::from_utf8_lossy(&body).into_owned(),
-        });
+    sh.seen.lock().push(Seen {
+        method,
+        path: path.clone(),
+        authorization: auth.clone(),
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
     let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
-    let lock = || st.lock().unwrap_or_else(|p| p.into_inner());
+    let lock = || st.lock();
     match path.as_str() {
         "/.well-known/oauth-protected-resource/mcp" => json_reply(
             StatusCode::OK,

@@ -51,7 +51,7 @@ async fn metrics(gw: &TestGateway) -> Result<String> {
         .await?
         .context("no admin listener")?;
     let mut s = TcpStream::connect(addr).await?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         .await?;
     let mut text = String::new();
     s.read_to_string(&mut text).await?;

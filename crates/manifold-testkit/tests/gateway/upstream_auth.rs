@@ -113,7 +113,6 @@ async fn client_credentials_give_the_gateway_its_own_identity() -> Result<()> {
         let issued = || {
             s.state
                 .lock()
-                .unwrap_or_else(|p| p.into_inner())
                 .access
                 .values()
                 .filter(|(sub, _)| sub == "service:manifold")
@@ -207,7 +206,6 @@ async fn token_exchange_gives_each_caller_their_own_upstream_identity() -> Resul
         let exchanged = s
             .state
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .access
             .values()
             .filter(|(sub, _)| sub == "alice" || sub == "bob")

@@ -16,21 +16,21 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use manifold_config::{LimitsConfig, Transport as Configured, UpstreamConfig};
+use manifold_foundation::http::{self as http_client, with_causes};
 use manifold_protocol::methods as m;
 use manifold_protocol::sse::SseDecoder;
+use manifold_protocol::ErrorCode;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Driver, Ended, Outgoing, Transport};
 use crate::message::{BoxFuture, Outbound};
 use crate::router::Source;
 use crate::wire::Wire;
-use crate::{lock, UpstreamError};
+use crate::UpstreamError;
 
 /// Times a broken response stream is resumed with `Last-Event-ID` before the call
 /// fails.
@@ -40,7 +40,13 @@ pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 /// Extra time a POST's reader may outlive its call's timeout.
 pub const STREAM_GRACE: Duration = Duration::from_secs(5);
 
-type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+/// The most of an HTTP error answer's body read (its message, or a JSON-RPC
+/// error that still answers the call).
+pub const MAX_ERROR_BODY: usize = 64 * 1024;
+/// How long an idle pooled connection to the upstream is kept.
+pub const POOL_IDLE: Duration = Duration::from_secs(60);
+
+type HttpClient = http_client::Client;
 
 /// The HTTP transport: cheap handle over the shared state its exchanges and
 /// responders hold.
@@ -58,22 +64,6 @@ pub(crate) struct HttpLink {
     reinit: tokio::sync::Mutex<()>,
     /// A `ping` is checking whether the upstream still accepts the session.
     checking: AtomicBool,
-}
-
-/// An error and its causes, outermost first: the cause (a refused TLS
-/// certificate, a reset connection) is what an operator needs.
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let next = s.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = s.source();
-    }
-    text
 }
 
 /// TLS towards the upstream: the built-in web roots plus its `ca`, and its
@@ -146,22 +136,13 @@ pub(crate) fn connect(
         };
         map.insert(name, value);
     }
+    let mut options = http_client::Options::new(limits.connect_timeout);
+    options.tls = Some(client_tls(tls).map_err(|e| UpstreamError::unavailable(&cfg.name, e))?);
+    options.http2 = true;
     // Requests are small and latency-bound: send each segment at once (no Nagle).
-    let mut tcp = HttpConnector::new();
-    tcp.set_nodelay(true);
-    // A host that never answers a SYN must not hold a call or the handshake.
-    tcp.set_connect_timeout(Some(limits.connect_timeout));
-    tcp.enforce_http(false);
-    let tls_config = client_tls(tls).map_err(|e| UpstreamError::unavailable(&cfg.name, e))?;
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls_config)
-        .https_or_http()
-        .enable_http1()
-        .enable_http2()
-        .wrap_connector(tcp);
-    let client = Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(60))
-        .build(https);
+    options.nodelay = true;
+    options.pool_idle = Some(POOL_IDLE);
+    let client = http_client::client(&options);
     Ok(HttpTransport(Arc::new(HttpLink {
         wire,
         client,
@@ -266,7 +247,7 @@ impl HttpLink {
                 h.insert(m::HEADER_PROTOCOL_VERSION, v);
             }
         }
-        if let Some(id) = lock(&self.session_id).clone() {
+        if let Some(id) = self.session_id.lock().clone() {
             if let Ok(v) = HeaderValue::try_from(id) {
                 h.insert(m::HEADER_SESSION_ID, v);
             }
@@ -398,7 +379,7 @@ impl HttpLink {
             .and_then(|v| v.to_str().ok())
             .filter(|_| stateful)
         {
-            let mut cur = lock(&self.session_id);
+            let mut cur = self.session_id.lock();
             if cur.as_deref() != Some(id) {
                 *cur = Some(id.to_string());
             }
@@ -420,7 +401,7 @@ impl HttpLink {
 
     /// Ends the upstream session (DELETE), best effort.
     async fn shutdown(&self) {
-        if lock(&self.session_id).is_none() {
+        if self.session_id.lock().is_none() {
             return;
         }
         let del = self.send(Method::DELETE, None, &[], None);
@@ -430,11 +411,11 @@ impl HttpLink {
     /// Starts a new upstream session after the upstream forgot ours (404).
     async fn reinitialize(&self, stale: Option<String>) -> Result<(), UpstreamError> {
         let _guard = self.reinit.lock().await;
-        if *lock(&self.session_id) != stale {
+        if *self.session_id.lock() != stale {
             return Ok(()); // someone else already did
         }
         tracing::info!(upstream = %self.wire.upstream(), "upstream session expired (404); re-initializing");
-        *lock(&self.session_id) = None;
+        *self.session_id.lock() = None;
         self.wire.reinitialize().await
     }
 }
@@ -473,7 +454,7 @@ async fn run_call(
 ) -> Result<(), UpstreamError> {
     let session = &l.wire;
     let name = session.upstream().clone();
-    let sent_session = lock(&l.session_id).clone();
+    let sent_session = l.session_id.lock().clone();
     let in_session = sent_session.is_some();
     // A failure of Manifold's own probe settles it: reconnect (with backoff, and
     // a new era probe). A failure of any other request is that request's, until a
@@ -582,13 +563,7 @@ fn still_modern(wire: &Wire, outcome: Option<crate::CallOutcome>) -> bool {
     let raw = match outcome {
         Some(crate::CallOutcome::Result(raw)) => raw,
         Some(crate::CallOutcome::Error(e)) => {
-            #[derive(serde::Deserialize)]
-            struct Code {
-                code: i64,
-            }
-            return serde_json::from_str::<Code>(e.get()).map_or(true, |c| {
-                c.code != manifold_protocol::ErrorCode::METHOD_NOT_FOUND.0
-            });
+            return ErrorCode::of_error(e.get()) != Some(ErrorCode::METHOD_NOT_FOUND);
         }
         _ => return true,
     };
@@ -634,22 +609,6 @@ fn probe_message(
     (method, headers, msg)
 }
 
-const UNSUPPORTED_VERSION: i64 = manifold_protocol::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.0;
-
-/// The `error.code` of a JSON-RPC error message, parsed (never a substring
-/// search: an upstream that echoes client input must not steer Manifold).
-fn error_code(text: &str) -> Option<i64> {
-    #[derive(serde::Deserialize)]
-    struct Err {
-        code: i64,
-    }
-    #[derive(serde::Deserialize)]
-    struct Msg {
-        error: Err,
-    }
-    serde_json::from_str::<Msg>(text).ok().map(|m| m.error.code)
-}
-
 enum ReplyError {
     Upstream(UpstreamError),
     Status(StatusCode, String),
@@ -670,7 +629,7 @@ async fn read_reply(
         .unwrap_or("")
         .to_ascii_lowercase();
     if !status.is_success() {
-        let body = Limited::new(resp.into_body(), 64 * 1024)
+        let body = Limited::new(resp.into_body(), MAX_ERROR_BODY)
             .collect()
             .await
             .map(|b| b.to_bytes())
@@ -678,7 +637,9 @@ async fn read_reply(
         // A JSON-RPC error body with our id still answers the call.
         let text = String::from_utf8_lossy(&body).to_string();
         if ctype.starts_with(m::CONTENT_TYPE_JSON) && text.contains("\"error\"") {
-            if session.is_modern() && error_code(&text) == Some(UNSUPPORTED_VERSION) {
+            if session.is_modern()
+                && ErrorCode::of_message(&text) == Some(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION)
+            {
                 // Our revision is no longer supported: re-probe after this answer.
                 tracing::warn!(upstream = %name, "the upstream no longer supports Manifold's 2026-07-28 requests (-32022); reconnecting to probe again");
                 session.closed.cancel();
