@@ -30,7 +30,7 @@ use crate::{
     random_id, unavailable, ClusterError, Envelope, Message, LIVENESS_INTERVAL, MAX_BACKOFF,
     MAX_MESSAGE_BYTES, OP_TIMEOUT, QUEUE,
 };
-use manifold_foundation::rate::{Bucket, Decision, SharedBuckets};
+use manifold_foundation::rate::{Bucket, SharedBuckets, Taken};
 
 /// The first pause after a failed connection; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -365,7 +365,7 @@ impl SharedBuckets for Bus {
     fn take<'a>(
         &'a self,
         buckets: &'a [Bucket],
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Taken> + Send + 'a>> {
         Box::pin(async move { self.rate(buckets).await.map_err(|e| e.to_string()) })
     }
 }

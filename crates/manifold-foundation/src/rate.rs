@@ -30,7 +30,7 @@ pub struct Bucket {
 /// A shared decision: `Ok(None)` when every bucket had a place (all taken);
 /// `Ok(Some((rule, wait)))` for the first rule without one and how long until
 /// it has; `Err(why)` when it could not be decided.
-pub type Decision = Result<Option<(usize, Duration)>, String>;
+pub type Taken = Result<Option<(usize, Duration)>, String>;
 
 /// Buckets decided elsewhere (by every replica together).
 pub trait SharedBuckets: Send + Sync {
@@ -38,5 +38,5 @@ pub trait SharedBuckets: Send + Sync {
     fn take<'a>(
         &'a self,
         buckets: &'a [Bucket],
-    ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
+    ) -> Pin<Box<dyn Future<Output = Taken> + Send + 'a>>;
 }

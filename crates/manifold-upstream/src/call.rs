@@ -9,7 +9,6 @@
 //! Not here: sending and reading (`connection`, the transports), one request's
 //! lifecycle (`attempt`).
 
-use manifold_protocol::ErrorCode;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +16,7 @@ use std::time::Duration;
 use crate::attempt::Attempt;
 use crate::connection::Connection;
 use crate::input_bridge::{self, Bridge};
-use crate::message::{CallEvent, CallOutcome};
+use crate::message::{CallEvent, CallOutcome, NotRelayed};
 use crate::{Caller, ExtraHeaders, UpstreamError};
 
 /// A request in flight.
@@ -70,16 +69,7 @@ impl Call {
                 CallEvent::Done(outcome) => return outcome,
                 CallEvent::Request {
                     method, responder, ..
-                } => {
-                    responder
-                        .refuse(
-                            ErrorCode::METHOD_NOT_FOUND,
-                            &format!(
-                                "{method} is not available for a request Manifold makes itself"
-                            ),
-                        )
-                        .await
-                }
+                } => responder.refuse(NotRelayed::OwnRequest { method }).await,
                 // A log message the upstream tied to this call still reaches
                 // the clients that listen for logs.
                 CallEvent::Notification(msg) => self.attempt.conn.wire.router.unrouted(msg),
@@ -129,12 +119,7 @@ pub(crate) async fn request(
             CallEvent::Request {
                 responder, method, ..
             } => {
-                responder
-                    .refuse(
-                        ErrorCode::METHOD_NOT_FOUND,
-                        &format!("{method} is not available during setup"),
-                    )
-                    .await;
+                responder.refuse(NotRelayed::DuringSetup { method }).await;
             }
             CallEvent::Notification(_) => {}
         }

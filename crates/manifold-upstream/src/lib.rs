@@ -46,7 +46,7 @@ pub use call::Call;
 pub use error::UpstreamError;
 pub use manifold_config::UpstreamProtocol;
 pub use manifold_foundation::log_budget::LOG_WINDOW;
-pub use message::{Answer, CallEvent, CallOutcome, Responder};
+pub use message::{Answer, CallEvent, CallOutcome, NotRelayed, Responder};
 pub use upstream::{State, Upstream, UpstreamStatus};
 
 use serde_json::{Map, Value};

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::message::{BoxFuture, CallOutcome, Outbound, Responder};
+use crate::message::{BoxFuture, CallOutcome, NotRelayed, Outbound, Responder};
 use crate::router::{Router, Source, Unplaced};
 use crate::{Caller, UpstreamError};
 
@@ -184,12 +184,7 @@ async fn answer_unplaced(upstream: Arc<str>, unplaced: Unplaced, responder: Resp
         Unplaced::NoClient { method } => {
             tracing::warn!(upstream = %upstream, %method,
                 "upstream sent a request outside any call; refused");
-            responder
-                .refuse(
-                    manifold_protocol::ErrorCode::METHOD_NOT_FOUND,
-                    &format!("{method} is only relayed during a call, to the client that made it"),
-                )
-                .await
+            responder.refuse(NotRelayed::OutsideCall { method }).await
         }
     }
 }

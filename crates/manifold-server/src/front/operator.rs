@@ -84,7 +84,10 @@ fn tool_reply(bytes: &[u8], refused: bool) -> ToolReply {
         return ToolReply::Result(result.clone());
     }
     let err = msg.get("error").cloned().unwrap_or(Value::Null);
-    let code = err.get("code").and_then(Value::as_i64).unwrap_or(-32603);
+    let code = err
+        .get("code")
+        .and_then(Value::as_i64)
+        .unwrap_or(manifold_protocol::ErrorCode::INTERNAL_ERROR.0);
     let message = err
         .get("message")
         .and_then(Value::as_str)

@@ -25,7 +25,7 @@
 
 use bytes::Bytes;
 use manifold_policy::Identity;
-use manifold_protocol::{jsonrpc, ErrorCode, Incoming, MessageError, RpcError};
+use manifold_protocol::{Incoming, MessageError};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,8 +33,10 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::AbortHandle;
 
+use crate::era::Era;
 use crate::exchange::{Accepts, Arrival, Front};
 use crate::pipeline;
+use crate::refusal::Refusal;
 use crate::reply::Reply;
 use crate::state::{Gateway, SessionEnd};
 
@@ -81,14 +83,9 @@ impl Gateway {
             let line = match line {
                 Line::Message(l) => l,
                 Line::TooLong => {
-                    let err = RpcError::new(
-                        ErrorCode::INVALID_REQUEST,
-                        format!(
-                            "message over {} bytes (limits.max_body_bytes); skipped",
-                            self.cfg().limits.max_body_bytes
-                        ),
-                    );
-                    let _ = tx.send(jsonrpc::error_bytes(None, &err).into()).await;
+                    let limit = self.cfg().limits.max_body_bytes;
+                    let refused = Refusal::LineTooLong { limit }.reply(None, Era::Session);
+                    let _ = tx.send(refused.into_bytes()).await;
                     continue;
                 }
                 Line::End => break,
@@ -163,7 +160,7 @@ impl Gateway {
         let id = session.lock().clone();
         if let Some(s) = id.as_deref().and_then(|id| self.sessions.get(id)) {
             for r in s.take_all_pending() {
-                r.refuse(ErrorCode::INTERNAL_ERROR, "the client closed its input")
+                r.refuse(manifold_upstream::NotRelayed::ClientClosedInput)
                     .await;
             }
         }

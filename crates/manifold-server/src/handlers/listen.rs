@@ -178,7 +178,7 @@ mod tests {
             let e = filter(&params(bad.clone())).unwrap_err();
             assert_eq!(
                 e.code(),
-                manifold_protocol::ErrorCode::INVALID_PARAMS,
+                Some(manifold_protocol::ErrorCode::INVALID_PARAMS),
                 "{bad}"
             );
             assert_eq!(

@@ -216,8 +216,13 @@ impl Gateway {
                     kept.push((running.clone(), token));
                 }
                 previous => {
-                    let started =
-                        super::spawn_upstream(u, &new, &self.events, &self.stop, &self.tasks);
+                    let started = super::upstreams::spawn_upstream(
+                        u,
+                        &new,
+                        &self.events,
+                        &self.stop,
+                        &self.tasks,
+                    );
                     if previous.is_some() {
                         restarted.push(started.clone());
                         report.restarted.push(u.name.clone());

@@ -1,7 +1,7 @@
 //! Shared state: the [`Gateway`] and the tables every request may read — the
 //! configuration, the upstreams, the merged catalog snapshot, client sessions
-//! (`sessions`), who owns which URI (`ownership`), resource subscriptions
-//! (`subscriptions`), open listen streams (`listeners`), calls held for a client's
+//! (`sessions`), URIs learned from results (`learned`), resource subscriptions
+//! (`subscriptions`, kept in step upstream by `subscribing`), open listen streams (`listeners`), calls held for a client's
 //! input (`held_calls`), the upstreams' log level (`log_levels`) and the metrics
 //! registry (`metrics`).
 //!
@@ -15,19 +15,23 @@
 
 pub(crate) mod cluster;
 pub(crate) mod held_calls;
+pub(crate) mod learned;
 pub(crate) mod listeners;
 pub(crate) mod live;
 pub(crate) mod log_levels;
+pub(crate) mod logging;
 pub(crate) mod metrics;
-pub(crate) mod ownership;
 pub(crate) mod sealed;
 pub(crate) mod sessions;
+pub(crate) mod subscribing;
 pub(crate) mod subscriptions;
 pub(crate) mod views;
 
 use arc_swap::ArcSwap;
+use bytes::Bytes;
 use manifold_catalog::{Catalog, ItemFilter, NamingPolicy, UpstreamInput};
 use manifold_config::GatewayConfig;
+use manifold_policy::{Identity, ViewKey};
 use manifold_upstream::Upstream;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -37,6 +41,7 @@ use std::sync::{Arc, OnceLock};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use views::Access;
 
 /// What a reload swaps, whole: the configuration and everything built from
 /// it. A request reads one `Live` (`Gateway::live`) and keeps it for its
@@ -91,8 +96,8 @@ pub struct Gateway {
     /// The catalog's per-caller views (see `views`), swapped with it.
     pub(crate) views: ArcSwap<views::Views>,
     pub(crate) sessions: sessions::Sessions,
-    /// URIs seen in results, for routing reads (see `ownership`).
-    pub(crate) learned: ownership::Learned,
+    /// URIs seen in results, for routing reads (see `learned`).
+    pub(crate) learned: learned::Learned,
     /// Resource subscriptions, shared across sessions and listen streams.
     pub(crate) subscriptions: subscriptions::Subscriptions,
     /// The log level last sent to the upstreams.
@@ -292,6 +297,82 @@ impl Gateway {
             old: old_views,
             new: views,
         }
+    }
+}
+
+impl Gateway {
+    /// The metrics in the text format, the state gauges read now.
+    pub(crate) fn metrics_text(&self) -> String {
+        let upstreams = self.upstreams();
+        let catalog = self.catalog();
+        self.metrics.render(metrics::Now {
+            upstreams: &upstreams,
+            sessions: self.sessions.len(),
+            catalog: &catalog,
+            bus_rejected: self
+                .cluster
+                .as_ref()
+                .map(|c| c.bus.rejected())
+                .unwrap_or_default(),
+            audit: self.auditor.as_ref().map(|a| a.stats()),
+        })
+    }
+
+    /// The upstream that owns `uri`: the one whose list holds it, else the one
+    /// a result linked it from (`learned`), else the only upstream serving
+    /// resources.
+    pub(crate) fn owner_of(&self, uri: &str) -> Option<Upstream> {
+        let by_catalog = self.catalog.load().resources.owner(uri).cloned();
+        let name = by_catalog.or_else(|| self.learned.owner(uri));
+        if let Some(name) = name {
+            return self.upstream(&name);
+        }
+        let mut serving = self.upstreams().into_iter().filter(|u| {
+            u.status()
+                .facts
+                .is_some_and(|f| f.capabilities.contains_key("resources"))
+        });
+        match (serving.next(), serving.next()) {
+            (Some(only), None) => Some(only.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl Gateway {
+    /// Sends each changed list's `list_changed` to the sessions and listen
+    /// streams whose own view of it changed (everyone's, without rules). Views
+    /// are compared once per distinct key, not per client.
+    pub(crate) fn announce(&self, rebuilt: &Rebuilt) {
+        for &method in &rebuilt.changed {
+            let note = Bytes::from(manifold_protocol::jsonrpc::notification_bytes(method, None));
+            // Keyed by the viewer's key under the old and the new policy (a
+            // reload may change the rules).
+            type Keys = (Option<ViewKey>, Option<ViewKey>);
+            let mut memo: HashMap<Keys, bool> = HashMap::new();
+            let mut sees = |viewer: Option<&Identity>| {
+                let old = views::key_of(rebuilt.old.policy(), viewer);
+                let new = views::key_of(rebuilt.new.policy(), viewer);
+                if old.is_none() && new.is_none() {
+                    return true;
+                }
+                *memo.entry((old.clone(), new.clone())).or_insert_with(|| {
+                    let (a, b) = (rebuilt.old.get(old.as_ref()), rebuilt.new.get(new.as_ref()));
+                    views::lists_differ(&a, &b, method)
+                })
+            };
+            let sent = self
+                .sessions
+                .broadcast(&note, &mut |s| sees(s.viewer().as_deref()))
+                + self.listeners.list_changed(method, &mut sees);
+            self.metrics.list_changed_sent(method, sent);
+            tracing::info!(%method, sessions = sent, "merged list changed");
+        }
+    }
+
+    /// What `viewer` may see and use right now (`None`: the local operator).
+    pub(crate) fn access(&self, viewer: Option<&Identity>) -> Access {
+        Access::of(&self.views.load_full(), viewer)
     }
 }
 

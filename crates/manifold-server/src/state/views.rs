@@ -20,7 +20,6 @@
 //! Not here: deciding what a rule allows (`manifold_policy::authz`); what a
 //! handler answers for a hidden item (it answers as for an unknown one).
 
-use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -119,6 +118,19 @@ pub(crate) struct Access {
     pub catalog: Arc<Catalog>,
     key: Option<ViewKey>,
     policy: Arc<Policy>,
+}
+
+impl Access {
+    /// What `viewer` may see and use in `views` (`None`: the local operator).
+    pub(crate) fn of(views: &Views, viewer: Option<&Identity>) -> Access {
+        let policy = views.policy().clone();
+        let key = key_of(&policy, viewer);
+        Access {
+            catalog: views.get(key.as_ref()),
+            key,
+            policy,
+        }
+    }
 }
 
 /// About what a view's pre-serialized pages take: its items' bytes.
@@ -224,50 +236,6 @@ pub(crate) fn key_of(policy: &Policy, viewer: Option<&Identity>) -> Option<ViewK
         return None;
     }
     viewer.map(|id| policy.view_key(id))
-}
-
-impl super::Gateway {
-    /// Sends each changed list's `list_changed` to the sessions and listen
-    /// streams whose own view of it changed (everyone's, without rules). Views
-    /// are compared once per distinct key, not per client.
-    pub(crate) fn announce(&self, rebuilt: &super::Rebuilt) {
-        for &method in &rebuilt.changed {
-            let note = Bytes::from(manifold_protocol::jsonrpc::notification_bytes(method, None));
-            // Keyed by the viewer's key under the old and the new policy (a
-            // reload may change the rules).
-            type Keys = (Option<ViewKey>, Option<ViewKey>);
-            let mut memo: HashMap<Keys, bool> = HashMap::new();
-            let mut sees = |viewer: Option<&Identity>| {
-                let old = key_of(rebuilt.old.policy(), viewer);
-                let new = key_of(rebuilt.new.policy(), viewer);
-                if old.is_none() && new.is_none() {
-                    return true;
-                }
-                *memo.entry((old.clone(), new.clone())).or_insert_with(|| {
-                    let (a, b) = (rebuilt.old.get(old.as_ref()), rebuilt.new.get(new.as_ref()));
-                    lists_differ(&a, &b, method)
-                })
-            };
-            let sent = self
-                .sessions
-                .broadcast(&note, &mut |s| sees(s.viewer().as_deref()))
-                + self.listeners.list_changed(method, &mut sees);
-            self.metrics.list_changed_sent(method, sent);
-            tracing::info!(%method, sessions = sent, "merged list changed");
-        }
-    }
-
-    /// What `viewer` may see and use right now (`None`: the local operator).
-    pub(crate) fn access(&self, viewer: Option<&Identity>) -> Access {
-        let views = self.views.load_full();
-        let policy = views.policy().clone();
-        let key = key_of(&policy, viewer);
-        Access {
-            catalog: views.get(key.as_ref()),
-            key,
-            policy,
-        }
-    }
 }
 
 #[cfg(test)]

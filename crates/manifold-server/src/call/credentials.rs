@@ -1,26 +1,39 @@
-//! `token_exchange` upstreams: the caller's own validated access token,
+//! Step credentials: what the call presents upstream on the caller's behalf.
+//! For `token_exchange` upstreams, the caller's own validated access token,
 //! exchanged (RFC 8693) for one whose audience is the upstream, rides on the
 //! call as its `Authorization` — every user reaches the upstream as
 //! themselves, and the caller's token itself is never sent upstream.
 //!
 //! Invariants: only a bearer token the front door validated (`[auth]` JWT or
-//! introspection) is exchanged, and only at an authorization server that
-//! may receive it (manifold-credentials refuses the others before sending); a caller without one, or whose exchange the
-//! authorization server refuses, is refused before anything reaches the
-//! upstream, with a message saying why; the exchange is bounded by the
-//! upstream's `timeout`.
+//! introspection) is exchanged, and only at an authorization server that may
+//! receive it (manifold-credentials refuses the others before sending); a
+//! caller without one, or whose exchange the authorization server refuses, is
+//! refused before anything reaches the upstream, with a message saying why;
+//! the exchange is bounded by the upstream's `timeout`.
 //!
-//! Not here: the exchange and its cache (manifold-credentials).
+//! Not here: the exchange and its cache (manifold-credentials), the
+//! gateway's own credentials for an upstream (`auth` other than
+//! `token_exchange`: manifold-upstream's HTTP transport asks them).
 
 use manifold_policy::AuthMethod;
 use manifold_upstream::Upstream;
 
+use super::context::Call;
 use crate::exchange::{Exchange, Principal};
 use crate::refusal::Refusal;
 
+/// Adds the `Authorization` header to call `call`'s upstream with on behalf of
+/// the caller, when the upstream acts on behalf of callers.
+pub(crate) async fn attach(x: &Exchange, call: &mut Call) -> Result<(), Refusal> {
+    if let Some(h) = authorization(x, &call.upstream).await? {
+        call.headers.push(h);
+    }
+    Ok(())
+}
+
 /// The `Authorization` header to call `upstream` with on behalf of the
 /// caller; `None` when the upstream does not act on behalf of callers.
-pub(crate) async fn authorization(
+async fn authorization(
     x: &Exchange,
     upstream: &Upstream,
 ) -> Result<Option<(String, String)>, Refusal> {

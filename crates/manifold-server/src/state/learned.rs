@@ -1,4 +1,5 @@
-//! Which upstream owns a resource URI. First match wins:
+//! URIs learned from results, for routing reads: which upstream owns a
+//! resource URI (`Gateway::owner_of`). First match wins:
 //! 1. the merged lists and templates (see `manifold_catalog::resources`);
 //! 2. URIs Manifold has passed to a client in a result (`resource_link`, embedded
 //!    resources, `resources/read` contents), remembered per upstream, at most
@@ -8,16 +9,14 @@
 //! Invariants: learning is cheap when a result names no URI (the bytes are only
 //! parsed if they contain `"uri"`); the mutex is never held across `.await`.
 //!
-//! Not here: what a read of an unowned URI answers (`relay::resolve`).
+//! Not here: what a read of an unowned URI answers (the call chain's
+//! `resolve`).
 
-use manifold_upstream::Upstream;
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-
-use super::Gateway;
 
 /// URIs remembered from results (rule 2 above). Beyond this the oldest goes.
 pub const LEARNED_URI_CAPACITY: usize = 10_000;
@@ -65,7 +64,7 @@ impl Learned {
         }
     }
 
-    fn owner(&self, uri: &str) -> Option<Arc<str>> {
+    pub(crate) fn owner(&self, uri: &str) -> Option<Arc<str>> {
         self.0.lock().owner.get(uri).cloned()
     }
 }
@@ -109,26 +108,6 @@ fn uris_in(v: &Value) -> Vec<String> {
             .filter_map(|c| c.get("uri").and_then(Value::as_str).map(str::to_string)),
     );
     uris
-}
-
-impl Gateway {
-    /// The upstream that owns `uri`, by the rules in the module docs.
-    pub(crate) fn owner_of(&self, uri: &str) -> Option<Upstream> {
-        let by_catalog = self.catalog.load().resources.owner(uri).cloned();
-        let name = by_catalog.or_else(|| self.learned.owner(uri));
-        if let Some(name) = name {
-            return self.upstream(&name);
-        }
-        let mut serving = self.upstreams().into_iter().filter(|u| {
-            u.status()
-                .facts
-                .is_some_and(|f| f.capabilities.contains_key("resources"))
-        });
-        match (serving.next(), serving.next()) {
-            (Some(only), None) => Some(only.clone()),
-            _ => None,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -23,16 +23,16 @@
 //! (manifold-upstream `input_bridge.rs`); requests that arrive after a response
 //! stream has started (those are refused).
 
-use manifold_audit::Outcome;
+use bytes::Bytes;
 use manifold_protocol::methods::required_capability;
-use manifold_protocol::{jsonrpc, ErrorCode, RequestId};
-use manifold_upstream::{Call, CallEvent, CallOutcome, Responder};
+use manifold_protocol::{jsonrpc, RequestId};
+use manifold_upstream::{Call, CallEvent, CallOutcome, NotRelayed, Responder};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
-use super::Answering;
+use crate::call::finish::Answering;
 use crate::exchange::{Caller, Exchange};
 use crate::refusal::Refusal;
 use crate::reply::Reply;
@@ -77,9 +77,9 @@ async fn gather(call: &mut Call, first: Question) -> (Vec<Question>, Option<Call
     }
 }
 
-async fn refuse_all(questions: Vec<Question>, code: ErrorCode, why: &str) {
+async fn refuse_all(questions: Vec<Question>, why: NotRelayed) {
     for q in questions {
-        q.responder.refuse(code, why).await;
+        q.responder.refuse(why.clone()).await;
     }
 }
 
@@ -89,13 +89,8 @@ async fn answered_anyway(
     a: &mut Answering,
     questions: Vec<Question>,
     outcome: CallOutcome,
-) -> Vec<u8> {
-    refuse_all(
-        questions,
-        ErrorCode::INTERNAL_ERROR,
-        "the call already ended",
-    )
-    .await;
+) -> Bytes {
+    refuse_all(questions, NotRelayed::CallEnded).await;
     a.answer(outcome).await
 }
 
@@ -150,22 +145,12 @@ pub(crate) async fn bridge(
         }
     }
     if !missing.is_empty() {
-        refuse_all(
-            questions,
-            ErrorCode::MISSING_CLIENT_CAPABILITY,
-            "the client lacks a required capability",
-        )
-        .await;
+        refuse_all(questions, NotRelayed::RoundMissesCapability).await;
         call.cancel("the client lacks a required capability").await;
         return a.refuse(Refusal::MissingCapabilities(missing)).await;
     }
     if gw.held.full() {
-        refuse_all(
-            questions,
-            ErrorCode::INTERNAL_ERROR,
-            "too many calls are waiting for client input",
-        )
-        .await;
+        refuse_all(questions, NotRelayed::HeldCallsFull).await;
         call.cancel("too many held calls").await;
         return a
             .refuse(Refusal::HeldCallsFull { limit: gw.held.max })
@@ -173,12 +158,7 @@ pub(crate) async fn bridge(
     }
     let principal = x.principal.audit_name();
     if gw.held.full_for(&principal) {
-        refuse_all(
-            questions,
-            ErrorCode::INTERNAL_ERROR,
-            "too many calls of this principal are waiting for client input",
-        )
-        .await;
+        refuse_all(questions, NotRelayed::HeldCallsFullForPrincipal).await;
         call.cancel("too many held calls for this principal").await;
         return a
             .refuse(Refusal::HeldCallsFullForPrincipal {
@@ -232,7 +212,7 @@ impl Holder {
                 self.call
                     .cancel("the client did not come back with the input")
                     .await;
-                self.a.finish(Outcome::Cancelled, 0).await;
+                self.a.cancelled().await;
                 return;
             };
             for (n, responder) in responders.drain(..).enumerate() {
@@ -242,14 +222,7 @@ impl Holder {
                             .unwrap_or_else(|_| RawValue::NULL.to_owned());
                         responder.respond(Ok(raw)).await;
                     }
-                    None => {
-                        responder
-                            .refuse(
-                                ErrorCode::INVALID_PARAMS,
-                                "the client's retry carried no response for this input request",
-                            )
-                            .await
-                    }
+                    None => responder.refuse(NotRelayed::NoResponseInRetry).await,
                 }
             }
             // Drive the call on: its outcome, or the next round of questions.

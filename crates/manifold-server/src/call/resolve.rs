@@ -1,63 +1,28 @@
-//! Resolve and rewrite, once for every forwarded method: from what the client
-//! names (an exposed tool or prompt name, a URI, a completion reference) to the
-//! upstream that owns it, with the request rewritten for that upstream — its own
-//! name, and the SEP-2243 headers computed from its own schema.
+//! Step resolve: from what the client names (an exposed tool or prompt name, a
+//! URI, a completion reference) to the upstream that owns it in the caller's
+//! view, with the request rewritten for that upstream — its own name, an
+//! override's pins and hidden arguments, the canonical URI, the `Mcp-Method`
+//! and `Mcp-Name` headers.
 //!
-//! Invariants: names resolve through the catalog's table, never by splitting the
-//! string; what cannot be resolved is refused with the same error whoever asks
-//! (an unknown name answers as unknown).
+//! Invariants: names resolve through the catalog's table, never by splitting
+//! the string; what the caller may not see answers exactly as what does not
+//! exist; the audit record names what the client asked for even when it is
+//! refused here.
 //!
-//! Not here: sending the request (`relay`), URI ownership rules
-//! (`state::ownership`).
+//! Not here: the `Mcp-Param-*` headers and the schema check (`validate`), URI
+//! URI ownership (`Gateway::owner_of`, `state::learned`).
 
 use manifold_catalog::Kind;
-use manifold_protocol::headers::{param_headers, standard_headers};
+use manifold_protocol::headers::standard_headers;
 use manifold_protocol::methods as m;
-use manifold_upstream::{ExtraHeaders, Upstream};
+use manifold_upstream::Upstream;
 use serde_json::{Map, Value};
 
+use super::context::{Call, ResultShape, What};
+use crate::exchange::Exchange;
 use crate::refusal::Refusal;
 use crate::state::views::Access;
 use crate::state::Gateway;
-
-/// How an upstream's failure to answer reaches the client, and how a result is
-/// decorated for a 2026-07-28 client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ResultShape {
-    /// `tools/call`: failures are tool results with `isError: true`, which a model
-    /// reads.
-    Tool,
-    /// Failures are JSON-RPC errors.
-    Rpc,
-    /// `resources/read`: failures are JSON-RPC errors; 2026-07-28 results carry
-    /// cache hints.
-    Read,
-}
-
-/// Where a request goes.
-pub(crate) struct Target {
-    pub upstream: Upstream,
-    /// SEP-2243 headers for HTTP upstreams (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`).
-    pub headers: ExtraHeaders,
-    pub shape: ResultShape,
-    /// The upstream's own name for the tool or prompt, or the URI.
-    pub original: Option<String>,
-    /// `tools/call` under `[validation] output`: the exposed tool name whose
-    /// `outputSchema` the result is checked against.
-    pub output_check: Option<String>,
-    /// The rate-limit places the call holds until it ends.
-    pub permit: Option<manifold_policy::Permit>,
-    /// The arguments an operator's override pinned into the call (for the audit
-    /// record).
-    pub injected: Option<Value>,
-}
-
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Tools => "tool",
-        Kind::Prompts => "prompt",
-    }
-}
 
 /// A string member of `params`, or the refusal that names it.
 pub(crate) fn required_str(
@@ -72,77 +37,86 @@ pub(crate) fn required_str(
         .ok_or_else(|| Refusal::InvalidParams(format!("{method} needs params.{key} (a string)")))
 }
 
-/// `tools/call` and `prompts/get`: the exposed `name` to its upstream. `params`
-/// is rewritten in place: `name` becomes the upstream's own.
-pub(crate) fn named(
-    gw: &Gateway,
-    access: &Access,
-    kind: Kind,
-    method: &str,
-    name: &str,
-    params: &mut Map<String, Value>,
-) -> Result<Target, Refusal> {
+/// `tools/call`: the exposed `name` to its upstream.
+pub(crate) fn tool(x: &mut Exchange, params: Map<String, Value>) -> Result<Call, Refusal> {
+    named(x, What::Tool, params)
+}
+
+/// `prompts/get`: the exposed `name` to its upstream.
+pub(crate) fn prompt(x: &mut Exchange, params: Map<String, Value>) -> Result<Call, Refusal> {
+    named(x, What::Prompt, params)
+}
+
+/// A tool or prompt: `params.name` becomes the upstream's own; a tool's
+/// override pins and hides arguments (the arguments as sent are kept for the
+/// schema check when they are validated).
+fn named(x: &mut Exchange, what: What, mut params: Map<String, Value>) -> Result<Call, Refusal> {
+    let (kind, noun) = match what {
+        What::Tool => (Kind::Tools, "tool"),
+        _ => (Kind::Prompts, "prompt"),
+    };
+    let name = required_str(&params, "name", &x.method)?;
+    if let Some(o) = x.observation() {
+        o.name = Some(name.clone());
+    }
     // The caller's view (an `Arc`, not a guard): what it may not see is
     // unknown. The entry is borrowed from it; nothing of it is copied but the
     // names the upstream needs.
-    let resolved = access
-        .catalog
+    let view = x.access().catalog;
+    let resolved = view
         .list(kind)
-        .get(name)
-        .and_then(|entry| Some((gw.upstream(&entry.upstream)?, entry)));
+        .get(&name)
+        .and_then(|entry| Some((x.gw.upstream(&entry.upstream)?, entry)));
     let Some((upstream, entry)) = resolved else {
-        return Err(Refusal::UnknownName {
-            kind: kind_name(kind),
-            name: name.to_string(),
-        });
+        return Err(Refusal::UnknownName { kind: noun, name });
     };
-    // An override's pins and hidden arguments, before the headers are taken
-    // from the arguments: a pinned `x-mcp-header` argument is mirrored too.
-    let injected = entry.adjust.as_ref().and_then(|adjust| {
-        adjust.apply(params);
-        (!adjust.pin.is_empty()).then(|| Value::Object(adjust.pin.clone()))
-    });
-    let mut headers = standard_headers(method, Some(&entry.original));
-    if !entry.header_params.is_empty() {
-        match param_headers(&entry.header_params, params.get("arguments")) {
-            Ok(h) => {
-                gw.metrics.headers_mirrored(h.len());
-                headers.extend(h)
-            }
-            Err(e) => {
-                gw.metrics.header_rejected();
-                return Err(Refusal::InvalidParams(format!(
-                    "Invalid arguments for {name}: {e}"
-                )));
-            }
+    let cfg = x.gw.cfg();
+    let mut sent_arguments = None;
+    if let Some(adjust) = &entry.adjust {
+        if what == What::Tool && cfg.validate_arguments {
+            sent_arguments = Some(params.get("arguments").cloned().unwrap_or(Value::Null));
+        }
+        adjust.apply(&mut params);
+        if let (false, Some(o)) = (adjust.pin.is_empty(), x.obs.as_mut()) {
+            o.injected = Some(Value::Object(adjust.pin.clone()));
         }
     }
     let original = entry.original.clone();
+    let headers = standard_headers(&x.method, Some(&original));
     params.insert("name".into(), Value::String(original.clone()));
-    Ok(Target {
+    let output_check = (what == What::Tool
+        && cfg.validate_output != manifold_config::OutputMode::Off)
+        .then(|| name.clone());
+    let shape = match what {
+        What::Tool => ResultShape::Tool,
+        _ => ResultShape::Rpc,
+    };
+    Ok(Call {
+        what,
+        exposed: name,
+        view: Some(view.clone()),
+        params,
+        sent_arguments,
         upstream,
         headers,
-        shape: match kind {
-            Kind::Tools => ResultShape::Tool,
-            Kind::Prompts => ResultShape::Rpc,
-        },
+        shape,
         original: Some(original),
-        output_check: None,
+        output_check,
         permit: None,
-        injected,
+        confirmed: false,
     })
 }
 
 /// `resources/read`: the URI to its owner (URIs are never renamed). Under
 /// resource rules `params.uri` becomes the form the rules matched
 /// ([`Access::resource_uri`]): what is checked is what the upstream reads.
-pub(crate) fn resource(
-    gw: &Gateway,
-    access: &Access,
-    method: &str,
-    params: &mut Map<String, Value>,
-) -> Result<Target, Refusal> {
-    let asked = required_str(params, "uri", method)?;
+pub(crate) fn resource(x: &mut Exchange, mut params: Map<String, Value>) -> Result<Call, Refusal> {
+    let asked = required_str(&params, "uri", &x.method)?;
+    if let Some(o) = x.observation() {
+        o.name = Some(asked.clone());
+        o.original = Some(asked.clone());
+    }
+    let (gw, access) = (&x.gw, x.access());
     let base = gw.catalog();
     let uri = access.resource_uri(&base, &asked)?;
     let owner = access
@@ -156,25 +130,53 @@ pub(crate) fn resource(
     if uri != asked {
         params.insert("uri".into(), Value::String(uri.clone()));
     }
-    Ok(Target {
+    Ok(Call {
+        what: What::Resource,
+        exposed: String::new(),
+        view: None,
+        params,
+        sent_arguments: None,
         upstream,
-        headers: standard_headers(method, Some(&uri)),
+        headers: standard_headers(&x.method, Some(&uri)),
         shape: ResultShape::Read,
         original: Some(uri),
         output_check: None,
         permit: None,
-        injected: None,
+        confirmed: false,
     })
 }
 
 /// `completion/complete`: a `ref/prompt` goes to the prompt's upstream with its
-/// original name (rewritten in `params`); a `ref/resource` to the owner of the URI
-/// or template.
+/// original name (rewritten in `params`); a `ref/resource` to the owner of the
+/// URI or template.
 pub(crate) fn completion(
+    x: &mut Exchange,
+    mut params: Map<String, Value>,
+) -> Result<Call, Refusal> {
+    let upstream = completion_target(&x.gw, &x.access(), &mut params)?;
+    Ok(Call {
+        what: What::Completion,
+        exposed: String::new(),
+        view: None,
+        params,
+        sent_arguments: None,
+        upstream,
+        headers: standard_headers(m::COMPLETION_COMPLETE, None),
+        shape: ResultShape::Rpc,
+        original: None,
+        output_check: None,
+        permit: None,
+        confirmed: false,
+    })
+}
+
+/// The upstream a completion's reference goes to; its prompt name or URI is
+/// rewritten in `params`.
+fn completion_target(
     gw: &Gateway,
     access: &Access,
     params: &mut Map<String, Value>,
-) -> Result<Target, Refusal> {
+) -> Result<Upstream, Refusal> {
     let bad = |m: &str| Refusal::InvalidParams(m.to_string());
     let Some(reference) = params.get_mut("ref").and_then(Value::as_object_mut) else {
         return Err(bad("completion/complete needs params.ref (an object)"));
@@ -221,18 +223,7 @@ pub(crate) fn completion(
             )))
         }
     };
-    let Some(upstream) = upstream else {
-        return Err(bad("No upstream owns what this completion refers to"));
-    };
-    Ok(Target {
-        upstream,
-        headers: standard_headers(m::COMPLETION_COMPLETE, None),
-        shape: ResultShape::Rpc,
-        original: None,
-        output_check: None,
-        permit: None,
-        injected: None,
-    })
+    upstream.ok_or_else(|| bad("No upstream owns what this completion refers to"))
 }
 
 /// The upstream a `tools/call`, `prompts/get`, `resources/read` or
@@ -260,9 +251,7 @@ pub(crate) fn upstream_of(
         }
         m::COMPLETION_COMPLETE => {
             // Resolved on a copy: the real resolution rewrites the reference.
-            return completion(gw, access, &mut params.clone())
-                .ok()
-                .map(|t| t.upstream);
+            return completion_target(gw, access, &mut params.clone()).ok();
         }
         _ => return None,
     };

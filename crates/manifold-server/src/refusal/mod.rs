@@ -1,20 +1,30 @@
 //! [`Refusal`]: every answer the gateway gives instead of a result, in one table —
 //! each variant's JSON-RPC code ([`Refusal::code`]), its HTTP status in each era
-//! ([`Refusal::status`]), its `data` and its audit outcome.
+//! ([`Refusal::status`]), its `data` and its audit outcome. Tool execution
+//! errors are a family of the table ([`Refusal::Tool`], `tool`): they are
+//! answered as results with `isError: true`.
 //!
 //! Invariants: a refusal is built where the problem is found and turned into bytes
-//! only here ([`Refusal::reply`]); the message says what was wrong and what would be
+//! only here ([`Refusal::reply`], which renders a tool error through its twin
+//! [`ToolError::reply`]); the message says what was wrong and what would be
 //! right. A JSON-RPC error to a well-formed request travels with 200 unless the
 //! spec asks for a status (the 2026-07-28 header, `_meta` and capability errors;
-//! sessions; an unknown method in that era), as the table below shows.
+//! sessions; an unknown method in that era), as the table below shows; so does
+//! an upstream's own error ([`status_of_relayed`]).
 //!
-//! Not here: errors an upstream sent (they pass through untouched), and how a
-//! failed `tools/call` becomes a tool result (`relay`).
+//! Not here: errors an upstream sent (they pass through untouched), answers
+//! to an upstream's own requests (manifold-upstream `NotRelayed`).
+
+#[cfg(test)]
+mod tests;
+mod tool;
+
+pub(crate) use tool::{upstream_outcome, NotConfirmed, ToolError};
 
 use http::StatusCode;
 use manifold_audit::{AuditError, Outcome};
 use manifold_protocol::{jsonrpc, version, ErrorCode, MessageError, RequestId, RpcError};
-use manifold_upstream::UpstreamError;
+use manifold_upstream::{CallOutcome, UpstreamError};
 use serde_json::{json, Map, Value};
 
 use crate::era::Era;
@@ -34,6 +44,10 @@ pub(crate) enum Refusal {
     StreamNotAcceptable,
     #[error("the request body exceeds limits.max_body_bytes ({limit} bytes)")]
     BodyTooLarge { limit: usize },
+    /// A stdio line over `limits.max_body_bytes` (it is skipped, and reading
+    /// goes on).
+    #[error("message over {limit} bytes (limits.max_body_bytes); skipped")]
+    LineTooLong { limit: usize },
     #[error("the request body could not be read")]
     BodyUnreadable,
     #[error("the request body did not arrive within limits.body_read_timeout ({0:?})")]
@@ -141,18 +155,23 @@ pub(crate) enum Refusal {
         what: &'static str,
         error: manifold_cluster::ClusterError,
     },
+
+    // The tool-error family: answered as a result with `isError: true`.
+    #[error("{0}")]
+    Tool(ToolError),
 }
 
 impl Refusal {
-    /// The JSON-RPC error code.
-    pub(crate) fn code(&self) -> ErrorCode {
+    /// The JSON-RPC error code; `None` for a tool error, which is a result.
+    pub(crate) fn code(&self) -> Option<ErrorCode> {
         use Refusal::*;
-        match self {
+        Some(match self {
             HttpMethodNotAllowed
             | UnsupportedMediaType
             | NotAcceptable
             | StreamNotAcceptable
             | BodyTooLarge { .. }
+            | LineTooLong { .. }
             | BodyUnreadable
             | BodyTimeout(_)
             | HostNotAllowed { .. }
@@ -192,7 +211,8 @@ impl Refusal {
             | ClusterUnavailable { .. }
             | HeldCallLost => ErrorCode::INTERNAL_ERROR,
             NoTokenToExchange { .. } | ExchangeRefused { .. } => ErrorCode::INVALID_REQUEST,
-        }
+            Tool(_) => return None,
+        })
     }
 
     /// The HTTP status the refusal travels with in `era`.
@@ -202,7 +222,7 @@ impl Refusal {
             HttpMethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             NotAcceptable | StreamNotAcceptable => StatusCode::NOT_ACCEPTABLE,
-            BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyTooLarge { .. } | LineTooLong { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             HostNotAllowed { .. } | HostNotListed { .. } | OriginNotAllowed { .. } => {
                 StatusCode::FORBIDDEN
@@ -256,7 +276,8 @@ impl Refusal {
             | TooManySubscriptions { .. }
             | TooManyCalls { .. }
             | Cancelled
-            | HeldCallLost => StatusCode::OK,
+            | HeldCallLost
+            | Tool(_) => StatusCode::OK,
         }
     }
 
@@ -287,9 +308,10 @@ impl Refusal {
         }
     }
 
-    /// The JSON-RPC error object.
-    pub(crate) fn to_rpc_error(&self) -> RpcError {
-        let e = RpcError::new(self.code(), self.to_string());
+    /// The JSON-RPC error object (a tool error has none: it is a result).
+    fn to_rpc_error(&self) -> RpcError {
+        let code = self.code().unwrap_or(ErrorCode::INTERNAL_ERROR);
+        let e = RpcError::new(code, self.to_string());
         match self.data() {
             Some(d) => e.with_data(d),
             None => e,
@@ -297,15 +319,16 @@ impl Refusal {
     }
 
     /// How the refusal is recorded: an upstream failure by its kind, a cancellation
-    /// as such, an upstream's own refusal as its error, anything else as refused
-    /// with the code.
+    /// as such, an upstream's own refusal as its error, a tool error by its own
+    /// rule, anything else as refused with the code.
     pub(crate) fn outcome(&self) -> Outcome {
         match self {
             Refusal::Upstream(e) => upstream_outcome(e),
             Refusal::Cancelled => Outcome::Cancelled,
             Refusal::UpstreamRefused { code, .. } => Outcome::ProtocolError { code: *code },
+            Refusal::Tool(t) => t.outcome(),
             other => Outcome::Refused {
-                code: other.code().0,
+                code: other.code().map_or(0, |c| c.0),
             },
         }
     }
@@ -315,6 +338,11 @@ impl Refusal {
     pub(crate) fn reply(&self, id: Option<&RequestId>, era: Era) -> Reply {
         let id = match self {
             Refusal::BadMessage(e) => e.id(),
+            // A tool error answers a request, whose id is known.
+            Refusal::Tool(t) => match id {
+                Some(id) => return t.reply(id, era),
+                None => None,
+            },
             _ => id,
         };
         Reply::Message {
@@ -330,232 +358,20 @@ impl Refusal {
     }
 }
 
-/// The audit outcome of a request that got no response from its upstream.
-pub(crate) fn upstream_outcome(e: &UpstreamError) -> Outcome {
-    match e {
-        UpstreamError::Timeout { .. } => Outcome::Timeout,
-        UpstreamError::Cancelled { .. } => Outcome::Cancelled,
-        UpstreamError::Unavailable { .. }
-        | UpstreamError::Busy { .. }
-        | UpstreamError::NeedsLogin { .. } => Outcome::UpstreamUnavailable,
-        UpstreamError::Protocol { .. } => Outcome::ProtocolError { code: e.code().0 },
+/// The HTTP status of an upstream's one-message answer relayed to a client in
+/// `era`. A modern upstream's -32021 (a capability the client did not declare)
+/// is the client's to fix and gets 400, as it would have directly; its -32020
+/// or -32022 are about Manifold's own request, so they stay errors of the
+/// call (200), like every answer of the session era.
+pub(crate) fn status_of_relayed(era: Era, outcome: &CallOutcome) -> StatusCode {
+    let CallOutcome::Error(raw) = outcome else {
+        return StatusCode::OK;
+    };
+    if era != Era::Stateless {
+        return StatusCode::OK;
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn upstream() -> UpstreamError {
-        UpstreamError::Timeout {
-            upstream: "u".into(),
-            timeout: std::time::Duration::from_secs(1),
-        }
-    }
-
-    /// The table: each refusal's code and status in the session era and in
-    /// 2026-07-28, as clients see them.
-    #[test]
-    fn every_refusal_has_its_code_and_status_per_era() {
-        use Refusal::*;
-        let s = |n| StatusCode::from_u16(n).unwrap();
-        let audit = AuditError::Unavailable {
-            reason: "disk full".into(),
-        };
-        let rows: Vec<(Refusal, i64, u16, u16)> = vec![
-            (HttpMethodNotAllowed, -32600, 405, 405),
-            (UnsupportedMediaType, -32600, 415, 415),
-            (NotAcceptable, -32600, 406, 406),
-            (StreamNotAcceptable, -32600, 406, 406),
-            (BodyTooLarge { limit: 1 }, -32600, 413, 413),
-            (BodyUnreadable, -32600, 400, 400),
-            (
-                BodyTimeout(std::time::Duration::from_secs(1)),
-                -32600,
-                408,
-                408,
-            ),
-            (HostNotAllowed { host: "h".into() }, -32600, 403, 403),
-            (HostNotListed { host: "h".into() }, -32600, 403, 403),
-            (OriginNotAllowed { origin: "o".into() }, -32600, 403, 403),
-            (
-                BadMessage(MessageError::Parse("x".into())),
-                -32700,
-                400,
-                400,
-            ),
-            (BadMessage(MessageError::Batch), -32600, 400, 400),
-            (SessionRequired, -32600, 400, 400),
-            (UnknownSession, -32600, 404, 404),
-            (UnsupportedProtocolHeader("1999".into()), -32600, 400, 400),
-            (DiscoverWithoutMeta, -32601, 404, 404),
-            (TooManySessions { limit: 1 }, -32603, 503, 503),
-            (TooManySessionsFromPeer { limit: 1 }, -32603, 503, 503),
-            (TooManySubscriptions { limit: 1 }, -32603, 200, 200),
-            (TooManyCalls { limit: 1 }, -32603, 200, 200),
-            (TooManyListens { limit: 1 }, -32603, 503, 503),
-            (
-                RateLimited {
-                    tool: "t".into(),
-                    rule: 0,
-                    limit: "1/s, burst 1".into(),
-                    retry_after: std::time::Duration::from_millis(1500),
-                },
-                -32060,
-                200,
-                429,
-            ),
-            (MetaRequired("m".into()), -32602, 400, 400),
-            (HeaderMismatch("m".into()), -32020, 400, 400),
-            (
-                UnsupportedVersion {
-                    requested: "x".into(),
-                },
-                -32022,
-                400,
-                400,
-            ),
-            (
-                NotInThisRevision {
-                    method: "ping".into(),
-                    version: "v".into(),
-                },
-                -32601,
-                404,
-                404,
-            ),
-            (InvalidLogLevel("x".into()), -32602, 400, 400),
-            (MethodNotFound("x".into()), -32601, 200, 404),
-            (InvalidParams("x".into()), -32602, 200, 200),
-            (BadListenFilter("x".into()), -32602, 400, 400),
-            (
-                UnknownName {
-                    kind: "tool",
-                    name: "x".into(),
-                },
-                -32602,
-                200,
-                200,
-            ),
-            (ResourceNotFound { uri: "x".into() }, -32002, 200, 200),
-            (AuditUnavailable(audit), -32603, 200, 200),
-            (Upstream(upstream()), -32051, 200, 200),
-            (
-                UpstreamRefused {
-                    code: -32000,
-                    message: "m".into(),
-                },
-                -32000,
-                200,
-                200,
-            ),
-            (Cancelled, -32603, 200, 200),
-            (
-                MissingCapabilities(vec!["sampling".into()]),
-                -32021,
-                400,
-                400,
-            ),
-            (
-                ConfirmationUnavailable {
-                    tool: "t".into(),
-                    why: "w".into(),
-                },
-                -32021,
-                200,
-                400,
-            ),
-            (HeldCallsFull { limit: 1 }, -32603, 503, 503),
-            (HeldCallsFullForPrincipal { limit: 1 }, -32603, 503, 503),
-            (InvalidRequestState("it expired"), -32602, 400, 400),
-            (HeldCallLost, -32603, 200, 200),
-            (
-                NoTokenToExchange {
-                    upstream: "u".into(),
-                },
-                -32600,
-                200,
-                403,
-            ),
-            (
-                ExchangeRefused {
-                    upstream: "u".into(),
-                    why: "w".into(),
-                },
-                -32600,
-                200,
-                403,
-            ),
-            (
-                ClusterUnavailable {
-                    what: "the answer",
-                    error: manifold_cluster::ClusterError::Timeout,
-                },
-                -32603,
-                503,
-                503,
-            ),
-        ];
-        for (r, code, session, stateless) in rows {
-            assert_eq!(r.code(), ErrorCode(code), "{r:?}");
-            assert_eq!(r.status(Era::Session), s(session), "{r:?} (session era)");
-            assert_eq!(r.status(Era::Stateless), s(stateless), "{r:?} (2026-07-28)");
-            assert!(!r.to_string().is_empty(), "{r:?} has a message");
-        }
-    }
-
-    #[test]
-    fn replies_carry_the_id_data_and_outcome() {
-        let id = RequestId::number(7);
-        let r = Refusal::UnknownName {
-            kind: "tool",
-            name: "nope".into(),
-        };
-        let Reply::Message { status, bytes, .. } = r.reply(Some(&id), Era::Session) else {
-            panic!("a message");
-        };
-        assert_eq!(status, StatusCode::OK);
-        let v: Value = serde_json::from_slice(&bytes).unwrap();
-        assert_eq!(v["id"], 7);
-        assert_eq!(v["error"]["code"], -32602);
-        assert_eq!(v["error"]["message"], "Unknown tool: nope");
-        assert_eq!(r.outcome(), Outcome::Refused { code: -32602 });
-
-        let v = Refusal::UnsupportedVersion {
-            requested: "1999-01-01".into(),
-        }
-        .to_rpc_error()
-        .to_value();
-        assert_eq!(v["data"]["requested"], "1999-01-01");
-        assert!(v["data"]["supported"]
-            .as_array()
-            .is_some_and(|a| !a.is_empty()));
-        let v = Refusal::MissingCapabilities(vec!["sampling".into(), "roots".into()])
-            .to_rpc_error()
-            .to_value();
-        assert_eq!(
-            v["data"]["requiredCapabilities"],
-            json!({"sampling": {}, "roots": {}})
-        );
-
-        // A body whose id could be read keeps it; a refusal found later uses the
-        // request's.
-        let bad = MessageError::Invalid {
-            reason: "x".into(),
-            id: Some(RequestId::number(3)),
-        };
-        let Reply::Message { bytes, .. } = Refusal::BadMessage(bad).reply(None, Era::Session)
-        else {
-            panic!("a message");
-        };
-        let v: Value = serde_json::from_slice(&bytes).unwrap();
-        assert_eq!(v["id"], 3);
-
-        assert_eq!(Refusal::Upstream(upstream()).outcome(), Outcome::Timeout);
-        assert_eq!(Refusal::Cancelled.outcome(), Outcome::Cancelled);
-        let audit = AuditError::Closed;
-        assert!(Refusal::AuditUnavailable(audit)
-            .to_string()
-            .starts_with("audit log unavailable"));
+    match ErrorCode::of_error(raw.get()) {
+        Some(ErrorCode::MISSING_CLIENT_CAPABILITY) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
     }
 }

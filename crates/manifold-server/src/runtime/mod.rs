@@ -18,6 +18,7 @@
 //! Not here: requests (the front doors and the pipeline).
 
 mod reload;
+mod upstreams;
 pub use reload::{fixed_at_start, ReloadError, ReloadReport, WATCH_INTERVAL};
 
 use manifold_catalog::Catalog;
@@ -37,7 +38,7 @@ use tokio_util::task::TaskTracker;
 use crate::front;
 use crate::state::Live;
 use crate::state::{
-    cluster, held_calls, listeners, log_levels, metrics, ownership, sealed, sessions, views,
+    cluster, held_calls, learned, listeners, log_levels, metrics, sealed, sessions, views,
 };
 use crate::state::{Gateway, SessionEnd};
 
@@ -161,7 +162,7 @@ impl Gateway {
         let upstreams = config
             .upstreams
             .iter()
-            .map(|u| spawn_upstream(u, &config, &tx, &stop, &tasks))
+            .map(|u| upstreams::spawn_upstream(u, &config, &tx, &stop, &tasks))
             .collect();
         let live = Live::new(config.clone(), upstreams, None, &stop);
         let limits = &config.limits;
@@ -186,7 +187,7 @@ impl Gateway {
                 per_peer: limits.max_sessions_per_peer,
                 calls: limits.max_calls_per_session,
             }),
-            learned: ownership::Learned::default(),
+            learned: learned::Learned::default(),
             subscriptions: Default::default(),
             upstream_log_level: log_levels::UpstreamLogLevel::default(),
             listeners: listeners::Listeners::new(limits.max_listens),
@@ -474,24 +475,4 @@ impl Gateway {
             }
         }
     }
-}
-
-/// Starts one upstream under its own stop token (a child of `stop`, so a
-/// reload can stop it alone and shutdown stops them all).
-pub(crate) fn spawn_upstream(
-    u: &manifold_config::UpstreamConfig,
-    config: &GatewayConfig,
-    events: &mpsc::Sender<manifold_upstream::UpstreamEvent>,
-    stop: &CancellationToken,
-    tasks: &TaskTracker,
-) -> (Upstream, CancellationToken) {
-    let token = stop.child_token();
-    let up = Upstream::spawn(
-        u.clone(),
-        config.limits.clone(),
-        events.clone(),
-        token.clone(),
-        tasks,
-    );
-    (up, token)
 }
