@@ -19,7 +19,8 @@
 //! Modules, top to bottom (imports point down only; `tests/architecture.rs` checks):
 //! `upstream` (the handle and actor) → `handshake`, `listen` → `call` →
 //! `input_bridge` → `attempt` → `connection` → `transport` (the one seam: stdio,
-//! HTTP) → `wire` → `router` → `message` → `error`. Items of this root file are
+//! HTTP) → `probe` (the era check's messages) → `wire` → `router` → `message`
+//! → `error`. Items of this root file are
 //! shared by all.
 //!
 //! Invariants: a dead or hanging upstream never blocks another (each has its own
@@ -37,6 +38,7 @@ mod handshake;
 mod input_bridge;
 mod listen;
 mod message;
+mod probe;
 mod router;
 mod transport;
 mod upstream;

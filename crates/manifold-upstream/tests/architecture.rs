@@ -16,6 +16,7 @@ const LAYERS: manifold_architecture::Layers = &[
     &["attempt"],
     &["connection"],
     &["transport"],
+    &["probe"],
     &["wire"],
     &["router"],
     &["message"],
