@@ -52,7 +52,7 @@ pub use front::sse::SSE_KEEPALIVE;
 pub use handlers::listen::MAX_LISTEN_RESOURCES;
 pub use handlers::surface::{LIST_TTL_MS, SERVER_NAME, SERVER_VERSION};
 pub use runtime::{
-    fixed_at_start, ReloadError, ReloadReport, StartError, SESSION_SWEEP_INTERVAL, SHUTDOWN_WAIT,
+    ReloadError, ReloadReport, StartError, SESSION_SWEEP_INTERVAL, SHUTDOWN_WAIT,
     UPSTREAM_EVENT_QUEUE, WATCH_INTERVAL,
 };
 pub use state::learned::LEARNED_URI_CAPACITY;

@@ -19,7 +19,7 @@
 
 mod reload;
 mod upstreams;
-pub use reload::{fixed_at_start, ReloadError, ReloadReport, WATCH_INTERVAL};
+pub use reload::{ReloadError, ReloadReport, WATCH_INTERVAL};
 
 use manifold_catalog::Catalog;
 use manifold_config::GatewayConfig;
