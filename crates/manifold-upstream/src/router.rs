@@ -50,6 +50,9 @@ pub(crate) struct Router {
     listen: AtomicU64,
     /// Log budget for what a broken upstream sends (garbage, floods).
     pub(crate) noise: LogBudget,
+    /// Responses that came after their call had ended (cancelled, timed out):
+    /// dropped, counted.
+    late: AtomicU64,
 }
 
 /// What the router needs from the receiving end of a new call.
@@ -102,6 +105,7 @@ impl Router {
             refresh,
             listen: AtomicU64::new(0),
             noise: LogBudget::new(GARBAGE_LINES_PER_WINDOW),
+            late: AtomicU64::new(0),
         }
     }
 
@@ -174,6 +178,11 @@ impl Router {
         self.calls.lock().contains_key(&id)
     }
 
+    /// Responses dropped because their call had already ended.
+    pub(crate) fn late_responses(&self) -> u64 {
+        self.late.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn in_flight(&self) -> usize {
         let listen = self.listen.load(Ordering::Relaxed);
         let calls = self.calls.lock();
@@ -211,6 +220,7 @@ impl Router {
                 }
             }
             None => {
+                self.late.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(upstream = %self.upstream, id, "late response for a finished call; dropped")
             }
         }

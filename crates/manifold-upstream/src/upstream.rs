@@ -226,6 +226,14 @@ impl Upstream {
     }
 
     /// Requests in flight to this upstream.
+    /// Responses of the current connection that came after their call had
+    /// ended (cancelled, or past its timeout) and were dropped.
+    pub fn late_responses(&self) -> u64 {
+        self.connection()
+            .map(|c| c.wire.router.late_responses())
+            .unwrap_or(0)
+    }
+
     pub fn in_flight(&self) -> usize {
         self.connection()
             .map(|c| c.wire.router.in_flight())

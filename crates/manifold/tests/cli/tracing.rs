@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::bin;
 use crate::commands::TempDir;
@@ -195,11 +195,12 @@ fn spans_and_audit_records_reach_an_otlp_receiver_with_the_clients_trace() {
         .args(["-TERM", &child.id().to_string()])
         .status()
         .expect("kill");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().expect("wait").is_none() {
-        assert!(Instant::now() < deadline, "manifold did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    manifold_testkit::wait::eventually_blocking(
+        "manifold stopped",
+        Duration::from_secs(20),
+        || Ok(child.try_wait()?),
+    )
+    .expect("stop");
     // The receiver keeps a body before it answers, and the exporters' flush
     // waits for the answer: once the process has exited, everything is here.
     let all = spans(&got);

@@ -180,14 +180,12 @@ async fn a_retry_after_a_reload_that_hid_the_tool_answers_as_unknown() -> Result
                 .iter()
                 .any(|l| l["arguments"] == args && l["outcome"] == "cancelled"))
         };
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !cancelled()? {
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
-                "no cancelled record"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        crate::eventually(
+            "a cancelled record",
+            std::time::Duration::from_secs(10),
+            || async { Ok(cancelled()?.then_some(())) },
+        )
+        .await?;
         Ok(())
     })
     .await

@@ -420,6 +420,10 @@ fn real_tool_schemas_all_compile_and_bad_arguments_are_tool_errors() -> Result<(
 #[test]
 fn schema_validation_rejects_malformed_messages() -> Result<()> {
     let schema = Schema::load("2025-11-25")?;
+    if !schema.available() {
+        eprintln!("skipped: no schema to validate against (see above)");
+        return Ok(());
+    }
     let good = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}});
     schema.check_server_message(&good)?;
     for bad in [
@@ -433,13 +437,8 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
     Ok(())
 }
 
-#[path = "interop/auth.rs"]
 mod auth;
-#[path = "interop/cluster.rs"]
 mod cluster;
-#[path = "interop/confirm.rs"]
 mod confirm;
-#[path = "interop/stdio.rs"]
 mod stdio;
-#[path = "interop/surface.rs"]
 mod surface;

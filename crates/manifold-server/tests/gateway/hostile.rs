@@ -10,7 +10,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::{bin, bounded, text_of, Setup};
+use crate::{bin, bounded, eventually, text_of, until, Setup};
 use manifold_testkit::harness::{toml_string, DemoHttp, TestGateway};
 
 /// Reads from `stream` until the peer closes it or `limit` passes; what arrived.
@@ -191,15 +191,8 @@ async fn a_hung_http_upstream_times_out_on_time_and_leaks_nothing() -> Result<()
         );
         // The calls' and the cancellations' connections to the hung upstream are
         // closed (a cancellation within SEND_TIMEOUT): none piles up.
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while open() > before {
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "connections to the hung upstream: {before} before, {} after",
-                open()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let what = format!("connections to the hung upstream back to {before}");
+        until(&what, Duration::from_secs(15), || open() <= before).await?;
         Ok(())
     })
     .await
@@ -291,15 +284,7 @@ fn dead(pid: &str) -> bool {
 }
 
 async fn until_dead(pid: &str, limit: Duration) -> Result<()> {
-    let deadline = Instant::now() + limit;
-    while !dead(pid) {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "process {pid} still alive after {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
+    until(&format!("process {pid} gone"), limit, || dead(pid)).await
 }
 
 /// What a stdio child starts is stopped with it: when it crashes (and is
@@ -323,14 +308,10 @@ async fn grandchildren_stop_with_their_upstream() -> Result<()> {
         until_dead(&first, Duration::from_secs(10)).await?;
 
         // Restarted: a new child with a new grandchild, stopped at shutdown.
-        let deadline = Instant::now() + Duration::from_secs(15);
-        let second = loop {
-            if let Ok(pid) = grandchild(client.clone()).await {
-                break pid;
-            }
-            anyhow::ensure!(Instant::now() < deadline, "the upstream did not come back");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let second = eventually("the upstream back", Duration::from_secs(15), || async {
+            Ok(grandchild(client.clone()).await.ok())
+        })
+        .await?;
         assert_ne!(second, first);
         gw.shutdown().await?;
         until_dead(&second, Duration::from_secs(10)).await?;
@@ -354,15 +335,10 @@ async fn a_hung_but_alive_child_is_restarted() -> Result<()> {
         let reply = client.call_tool("deaf__echo", json!({"text": "x"})).await?;
         assert_eq!(reply.result()?["isError"], true, "{reply}");
         let upstream = gw.gateway().upstreams()[0].clone();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while upstream.status().restarts == 0 {
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "never restarted: {:?}",
-                upstream.status()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        until("a restart", Duration::from_secs(15), || {
+            upstream.status().restarts > 0
+        })
+        .await?;
         Ok(())
     })
     .await
@@ -394,18 +370,17 @@ async fn a_list_changed_storm_is_debounced() -> Result<()> {
             r.result()?;
         }
         // Every added tool shows up in the end.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let names = crate::names_of(&client.list_all_tools().await?);
-            if (0..20).all(|i| names.contains(&format!("local__storm_{i}"))) {
-                break;
-            }
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "the storm's tools never all appeared"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        eventually(
+            "every tool of the storm",
+            Duration::from_secs(10),
+            || async {
+                let names = crate::names_of(&client.list_all_tools().await?);
+                Ok((0..20)
+                    .all(|i| names.contains(&format!("local__storm_{i}")))
+                    .then_some(()))
+            },
+        )
+        .await?;
         let took = started.elapsed().as_secs_f64();
         let rebuilt = rebuilds().await? - before;
         assert!(

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde_json::{json, Value};
 
 use crate::{bounded, fixture, ok_text, touch_until};
@@ -109,10 +109,10 @@ async fn subscriptions_are_shared_and_updates_reach_only_subscribers() -> Result
             .wait_for(|m| m["method"] == "notifications/resources/updated")
             .await?;
         assert_eq!(note["params"]["uri"], uri, "{note}");
-        b_stream.set_timeout(Duration::from_millis(500));
-        if let Ok(Some(m)) = b_stream.next().await {
-            bail!("an unsubscribed session got {m}");
-        }
+        // An unsubscribed session gets nothing.
+        b_stream
+            .nothing_within(Duration::from_millis(500), |_| true)
+            .await?;
         // The last subscriber leaves: Manifold unsubscribes upstream.
         a.request("resources/unsubscribe", json!({"uri": uri}))
             .await?;
@@ -227,26 +227,21 @@ async fn log_levels_reach_upstreams_and_filter_messages_per_session() -> Result<
             .wait_for(|m| m["method"] == "notifications/message")
             .await?;
         assert_eq!(m["params"]["logger"], "remote", "{m}");
-        quiet_stream.set_timeout(Duration::from_millis(500));
-        if let Ok(Some(m)) = quiet_stream.next().await {
-            bail!("a session at `warning` got {m}");
-        }
+        // A session at `warning` gets nothing of it.
+        quiet_stream
+            .nothing_within(Duration::from_millis(500), |_| true)
+            .await?;
         // Upstreams follow the most verbose level a live session asked for.
         let level = client.call_tool("local__log_level", json!({})).await?;
         assert_eq!(ok_text(&level)?, "debug");
         // The debugging session ends: the upstreams go back to `warning`.
         verbose.delete().await?;
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        loop {
+        let back = "the upstream back at `warning` after the debug session ended";
+        crate::eventually(back, Duration::from_secs(5), || async {
             let level = client.call_tool("local__log_level", json!({})).await?;
-            if ok_text(&level)? == "warning" {
-                break;
-            }
-            if std::time::Instant::now() > deadline {
-                bail!("the upstream stayed at {level} after the debug session ended");
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+            Ok((ok_text(&level)? == "warning").then_some(()))
+        })
+        .await?;
         Ok(())
     })
     .await

@@ -134,14 +134,10 @@ async fn calls_in_flight_per_session_are_bounded() -> Result<()> {
                 .map(|u| u.in_flight())
                 .sum()
         };
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while gauge() < 2 {
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
-                "the slow calls never started"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        crate::until("the slow calls started", Duration::from_secs(5), || {
+            gauge() >= 2
+        })
+        .await?;
         let r = a.call_tool("local__echo", json!({"text": "third"})).await?;
         assert_eq!(r.error()?["code"], -32603, "{r}");
         let msg = r.error()?["message"]
@@ -206,20 +202,15 @@ async fn listen_streams_are_bounded() -> Result<()> {
         );
         // Closing the stream frees its place.
         drop(first);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        loop {
+        crate::eventually("the freed place back", Duration::from_secs(5), || async {
             let mut next = client.send_streaming_with(&listen(3), &headers).await?;
-            if let Ok(ack) = next.expect_next().await {
-                if ack["method"] == "notifications/subscriptions/acknowledged" {
-                    break;
-                }
-            }
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
-                "the freed place never came back"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            let acked = next
+                .expect_next()
+                .await
+                .is_ok_and(|ack| ack["method"] == "notifications/subscriptions/acknowledged");
+            Ok(acked.then_some(()))
+        })
+        .await?;
         Ok(())
     })
     .await
@@ -301,14 +292,10 @@ async fn rate_limits_and_concurrency_caps() -> Result<()> {
                 .find(|u| &**u.name() == "local")
                 .context("local")?
                 .clone();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while upstream.in_flight() == 0 {
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
-                "the sleep never started"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        crate::until("the sleep started", Duration::from_secs(5), || {
+            upstream.in_flight() > 0
+        })
+        .await?;
         let r = c.call_tool("local__sleep", json!({"ms": 1})).await?;
         assert_eq!(r.error()?["code"], -32060, "{r}");
         slow.await.context("join")??.result()?;

@@ -3,20 +3,16 @@
 //! commands (`check`, `tools`, `call`, `audit verify`) keep their output format and
 //! exit codes (see the modules below).
 
-// Under cli/ so Cargo does not build them as test binaries of their own.
-#[path = "cli/audit.rs"]
 mod audit;
-#[path = "cli/commands.rs"]
 mod commands;
-#[path = "cli/stdio.rs"]
 mod stdio;
-#[path = "cli/tracing.rs"]
 mod tracing;
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use manifold_testkit::process::Proc;
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_manifold")
@@ -31,25 +27,14 @@ fn repo_file(name: &str) -> PathBuf {
 #[test]
 fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
     let audit = std::env::temp_dir().join(format!("manifold-shipped-{}.jsonl", std::process::id()));
-    let mut child = Command::new(bin())
-        .args(["serve", "--config"])
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--config"])
         .arg(repo_file("gateway.toml"))
         .env("MANIFOLD_SERVER__LISTEN", "127.0.0.1:0")
         .env("MANIFOLD_ADMIN__LISTEN", "127.0.0.1:0")
-        .env("MANIFOLD_AUDIT__PATH", &audit)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn manifold");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(30))
+        .env("MANIFOLD_AUDIT__PATH", &audit);
+    let mut served = Proc::spawn("manifold serve", cmd).expect("spawn manifold");
+    let line = Proc::wait_line(&served.stdout, "", Duration::from_secs(30), "serve")
         .expect("the listening line");
     assert!(
         line.starts_with("Manifold listening on http://127.0.0.1:"),
@@ -60,30 +45,16 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
     // copies are merged under their prefixes.
     assert!(line.contains(", 24 tools)"), "{line}");
     // The shipped config turns on the admin listener and the audit log.
-    let admin = rx
-        .recv_timeout(Duration::from_secs(5))
+    let admin = Proc::wait_line(&served.stdout, "", Duration::from_secs(5), "serve")
         .expect("the admin line");
     assert!(
         admin.starts_with("Manifold admin on http://127.0.0.1:"),
         "{admin}"
     );
     assert!(audit.exists(), "the audit log was not opened");
-    let pid = child.id().to_string();
-    Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "manifold did not stop on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = served
+        .terminate(Duration::from_secs(15))
+        .expect("manifold did not stop on SIGTERM");
     assert!(status.success(), "{status}");
     let _ = std::fs::remove_file(&audit);
 }

@@ -11,7 +11,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{run_plan, DemoGateway};
 use manifold_e2e::Peers;
@@ -36,25 +36,22 @@ impl Redis {
             .spawn()
             .context("redis-server (scripts/peers installs Debian's redis-server)")?;
         let r = Redis(child, port);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let pong = TcpStream::connect(("127.0.0.1", port))
-                .ok()
-                .and_then(|mut s| {
-                    s.write_all(b"PING\r\n").ok()?;
-                    let mut line = String::new();
-                    BufReader::new(s).read_line(&mut line).ok()?;
-                    Some(line)
-                });
-            if pong.is_some_and(|l| l.starts_with("+PONG")) {
-                return Ok(r);
-            }
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "redis-server did not answer PING"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        manifold_testkit::wait::eventually_blocking(
+            "redis-server answering PING",
+            Duration::from_secs(10),
+            || {
+                let pong = TcpStream::connect(("127.0.0.1", port))
+                    .ok()
+                    .and_then(|mut s| {
+                        s.write_all(b"PING\r\n").ok()?;
+                        let mut line = String::new();
+                        BufReader::new(s).read_line(&mut line).ok()?;
+                        Some(line)
+                    });
+                Ok(pong.is_some_and(|l| l.starts_with("+PONG")).then_some(()))
+            },
+        )?;
+        Ok(r)
     }
 }
 

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use futures_util::StreamExt;
 use http::StatusCode;
 use manifold_cluster::Keys;
@@ -71,17 +71,11 @@ async fn rejected(gw: &TestGateway, reason: &str) -> Result<u64> {
 
 /// Waits until `gw` has refused `n` messages for `reason`.
 async fn until_rejected(gw: &TestGateway, reason: &str, n: u64) -> Result<()> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = rejected(gw, reason).await?;
-        if got >= n {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("{got} messages rejected as {reason}, never {n}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let what = format!("{n} messages rejected as {reason}");
+    crate::eventually(&what, Duration::from_secs(10), || async {
+        Ok((rejected(gw, reason).await? >= n).then_some(()))
+    })
+    .await
 }
 
 /// The attacker's plain Redis client: PUBLISH on the deployment's channel.
@@ -288,20 +282,18 @@ async fn a_relay_works(a: &TestGateway, b: &TestGateway) -> Result<()> {
 /// Waits until the replica's bus, disconnected, reports an error containing
 /// one of `want`: `/readyz`'s whole body.
 async fn until_error(gw: &TestGateway, want: &[&str]) -> Result<String> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("the bus reporting one of {want:?}");
+    crate::eventually(&what, Duration::from_secs(10), || async {
         let (_, body) = readyz(gw).await?;
         let redis = &body["cluster"]["redis"];
         assert_eq!(redis["connected"], false, "{body}");
         let error = redis["last_error"].as_str().unwrap_or_default();
-        if want.iter().any(|w| error.contains(w)) {
-            return Ok(body.to_string());
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("the bus never reported any of {want:?}: {body}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        Ok(want
+            .iter()
+            .any(|w| error.contains(w))
+            .then(|| body.to_string()))
+    })
+    .await
 }
 
 /// The ACL docs/deploy.md recommends for the gateway's user: its channel, its

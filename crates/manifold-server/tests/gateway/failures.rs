@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use http::StatusCode;
 use manifold_testkit::harness::{DemoHttp, McpClient};
 use serde_json::{json, Value};
@@ -17,23 +17,20 @@ fn count_with_prefix(names: &[String], prefix: &str) -> usize {
     names.iter().filter(|n| n.starts_with(prefix)).count()
 }
 
-/// Polls `tools/list` every 100 ms (at most `limit`) until `done` holds.
+/// Asks `tools/list` again (at most `limit`) until `done` holds.
 async fn poll_tools(
     client: &McpClient,
     limit: Duration,
-    mut done: impl FnMut(&[String]) -> bool,
+    done: impl Fn(&[String]) -> bool,
 ) -> Result<Vec<String>> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let names = names_of(&client.list_all_tools().await?);
-        if done(&names) {
-            return Ok(names);
+    crate::eventually("tools/list in the awaited state", limit, || {
+        let (client, done) = (client.clone(), &done);
+        async move {
+            let names = names_of(&client.list_all_tools().await?);
+            Ok(done(&names).then_some(names))
         }
-        if Instant::now() > deadline {
-            bail!("tools/list did not reach the awaited state within {limit:?}: {names:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -176,8 +173,8 @@ async fn a_cancelled_call_returns_promptly() -> Result<()> {
             };
             // Repeat the cancellation until the call ends: the first one may
             // overtake the request it names.
-            let reply = loop {
-                tokio::time::sleep(Duration::from_millis(100)).await;
+            let what = format!("{upstream}: the cancelled call ended");
+            crate::eventually(&what, Duration::from_secs(5), || async {
                 let ack = client
                     .notify(
                         "notifications/cancelled",
@@ -185,14 +182,10 @@ async fn a_cancelled_call_returns_promptly() -> Result<()> {
                     )
                     .await?;
                 assert_eq!(ack.status, StatusCode::ACCEPTED, "{ack}");
-                if call.is_finished() {
-                    break call.await??;
-                }
-                if started.elapsed() > Duration::from_secs(5) {
-                    call.abort();
-                    bail!("{upstream}: the cancelled call is still running");
-                }
-            };
+                Ok(call.is_finished().then_some(()))
+            })
+            .await?;
+            let reply = call.await??;
             let elapsed = started.elapsed();
             assert!(
                 elapsed < Duration::from_secs(3),

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
 
-use crate::{bin, bounded, text_of};
+use crate::{bin, bounded, text_of, until};
 use manifold_testkit::harness::{toml_string, DemoHttp, McpClient, TestGateway};
 
 /// A gateway in front of one stdio demo upstream `r` misbehaving in `modes`.
@@ -41,16 +41,6 @@ async fn echo(c: &McpClient, text: &str) -> Result<()> {
 /// Open file descriptors of this process (nextest runs each test in its own).
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
-}
-
-/// Waits (bounded) until `f` holds.
-async fn until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) -> Result<()> {
-    let deadline = Instant::now() + limit;
-    while !f() {
-        anyhow::ensure!(Instant::now() < deadline, "{what}: not after {limit:?}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    Ok(())
 }
 
 #[tokio::test]
@@ -106,9 +96,12 @@ async fn an_upstream_that_ignores_cancellation_does_not_hold_the_caller() -> Res
             "answered after {took:?}"
         );
         // The late answer arrives, finds no call, and changes nothing.
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        echo(&c, "after the late answer").await?;
         let upstream = gw.gateway().upstreams()[0].clone();
+        until("the late answer dropped", Duration::from_secs(5), || {
+            upstream.late_responses() >= 1
+        })
+        .await?;
+        echo(&c, "after the late answer").await?;
         until("nothing in flight", Duration::from_secs(5), || {
             upstream.in_flight() == 0
         })

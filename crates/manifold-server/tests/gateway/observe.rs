@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
 
 use crate::{bounded, ok_text, Setup};
@@ -249,17 +249,12 @@ async fn readyz_follows_required_upstreams_and_a_crash_is_recorded() -> Result<(
         let last = lines.last().ok_or_else(|| anyhow!("no audit line"))?;
         assert_eq!(last["name"], "local__crash");
         assert_eq!(last["outcome"], "upstream_unavailable", "{last}");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
+        crate::eventually("a restart counted", Duration::from_secs(10), || async {
             let (_, metrics) = admin_get(admin, "/metrics").await?;
-            if sample(&metrics, r#"manifold_upstream_restarts{upstream="local"}"#).unwrap_or(0.0) >= 1.0 {
-                break;
-            }
-            if Instant::now() > deadline {
-                bail!("no restart counted:\n{metrics}");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            let restarts = sample(&metrics, r#"manifold_upstream_restarts{upstream="local"}"#);
+            Ok((restarts.unwrap_or(0.0) >= 1.0).then_some(()))
+        })
+        .await?;
         Ok(())
     })
     .await

@@ -13,7 +13,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use http::StatusCode;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -65,13 +65,11 @@ impl Redis {
             .spawn()
             .context("redis-server (scripts/peers installs Debian's redis-server)")?;
         let r = Redis { child, port };
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while !r.pings().await {
-            if tokio::time::Instant::now() > deadline {
-                bail!("redis-server did not answer PING on port {port}");
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let what = format!("redis-server answering PING on port {port}");
+        crate::eventually(&what, Duration::from_secs(10), || async {
+            Ok(r.pings().await.then_some(()))
+        })
+        .await?;
         Ok(r)
     }
 
@@ -146,14 +144,11 @@ async fn redis_connected(gw: &TestGateway) -> Result<bool> {
 
 /// Waits until `/readyz` says the replica's bus is `connected` (or not).
 pub(crate) async fn until_connected(gw: &TestGateway, want: bool, within: Duration) -> Result<()> {
-    let deadline = tokio::time::Instant::now() + within;
-    while redis_connected(gw).await? != want {
-        if tokio::time::Instant::now() > deadline {
-            bail!("the bus never became connected = {want} within {within:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
+    let what = format!("the bus connected = {want}");
+    crate::eventually(&what, within, || async {
+        Ok((redis_connected(gw).await? == want).then_some(()))
+    })
+    .await
 }
 
 /// A client of `gw` presenting the session `id`.

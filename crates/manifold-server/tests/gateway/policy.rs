@@ -247,10 +247,10 @@ async fn list_changed_reaches_only_the_sessions_whose_view_changed() -> Result<(
         ci_stream.wait_for(changed).await?;
         ops_stream.wait_for(changed).await?;
         // Sent in the same pass as the two above: had it been sent, it is here.
-        anon_stream.set_timeout(Duration::from_millis(300));
-        while let Ok(Some(m)) = anon_stream.next().await {
-            assert!(!changed(&m), "the anonymous view did not change: {m}");
-        }
+        // The anonymous view did not change.
+        anon_stream
+            .nothing_within(Duration::from_millis(300), changed)
+            .await?;
         assert!(names_of(&ci.list_all_tools().await?).contains(&"local__fresh_one".to_string()));
         assert_eq!(names_of(&anon.list_all_tools().await?), ["remote__add"]);
         Ok(())
@@ -445,13 +445,10 @@ async fn an_upstreams_broadcast_logs_reach_only_sessions_that_see_it() -> Result
         assert_eq!(note["params"]["data"], "server-wide", "{note}");
         // Delivered in the same pass: had the anonymous session been sent it,
         // it would be here.
-        anon_stream.set_timeout(Duration::from_millis(300));
-        while let Ok(Some(m)) = anon_stream.next().await {
-            assert!(
-                !is_log(&m),
-                "the anonymous view holds nothing of local: {m}"
-            );
-        }
+        // The anonymous view holds nothing of local.
+        anon_stream
+            .nothing_within(Duration::from_millis(300), is_log)
+            .await?;
         Ok(())
     })
     .await

@@ -6,9 +6,9 @@
 //! declines, a missing capability. A request refused at admission (before
 //! routing) is counted but not audited.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use http::StatusCode;
 use serde_json::{json, Value};
 
@@ -44,17 +44,12 @@ fn records_for<'a>(lines: &'a [Value], exit: &Exit) -> Vec<&'a Value> {
 
 /// Waits (bounded) until `exit` has at least one record.
 async fn until_recorded(path: &std::path::Path, exit: &Exit) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("{}: an audit record", exit.what);
+    crate::until(&what, Duration::from_secs(10), || {
         let lines = audit_lines(path).unwrap_or_default();
-        if !records_for(&lines, exit).is_empty() {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(anyhow!("{}: no audit record after 10 s", exit.what));
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+        !records_for(&lines, exit).is_empty()
+    })
+    .await
 }
 
 /// A stateless `tools/call` declaring `caps`.
@@ -150,15 +145,20 @@ async fn every_exit_writes_one_audit_record_and_counts_once() -> Result<()> {
             let (client, id) = (session.clone(), id.clone());
             tokio::spawn(async move { client.request_with_id(id, "tools/call", params).await })
         };
-        while !call.is_finished() {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        // Sent until it lands: the request may not have reached the gateway yet.
+        crate::eventually("the call cancelled", Duration::from_secs(10), || async {
+            if call.is_finished() {
+                return Ok(Some(()));
+            }
             session
                 .notify(
                     "notifications/cancelled",
                     json!({"requestId": id, "reason": "test"}),
                 )
                 .await?;
-        }
+            Ok(None)
+        })
+        .await?;
         let _ = call.await?;
         exits.push(Exit {
             what: "cancelled",

@@ -6,69 +6,37 @@
 //! processes, so tests run in parallel; every wait is bounded (the harness's
 //! 10-second waits, and [`bounded`] around each whole test).
 
-#[path = "gateway/admin.rs"]
 mod admin;
-#[path = "gateway/auth.rs"]
 mod auth;
-#[path = "gateway/authserver.rs"]
 mod authserver;
-#[path = "gateway/calls.rs"]
 mod calls;
-#[path = "gateway/caps.rs"]
 mod caps;
-#[path = "gateway/cluster.rs"]
 mod cluster;
-#[path = "gateway/cluster_bus.rs"]
 mod cluster_bus;
-#[path = "gateway/cluster_redis.rs"]
 mod cluster_redis;
-#[path = "gateway/confirm.rs"]
 mod confirm;
-#[path = "gateway/disconnect.rs"]
 mod disconnect;
-#[path = "gateway/errors.rs"]
 mod errors;
-#[path = "gateway/exits.rs"]
 mod exits;
-#[path = "gateway/failures.rs"]
 mod failures;
-#[path = "gateway/finish.rs"]
 mod finish;
-#[path = "gateway/held_states.rs"]
 mod held_states;
-#[path = "gateway/hostile.rs"]
 mod hostile;
-#[path = "gateway/issuers.rs"]
 mod issuers;
-#[path = "gateway/lists.rs"]
 mod lists;
-#[path = "gateway/modern.rs"]
 mod modern;
-#[path = "gateway/modern_upstream.rs"]
 mod modern_upstream;
-#[path = "gateway/observe.rs"]
 mod observe;
-#[path = "gateway/overrides.rs"]
 mod overrides;
-#[path = "gateway/policy.rs"]
 mod policy;
-#[path = "gateway/reload.rs"]
 mod reload;
-#[path = "gateway/rogue.rs"]
 mod rogue;
-#[path = "gateway/sampling.rs"]
 mod sampling;
-#[path = "gateway/session.rs"]
 mod session;
-#[path = "gateway/surface.rs"]
 mod surface;
-#[path = "gateway/tls.rs"]
 mod tls;
-#[path = "gateway/upstream_auth.rs"]
 mod upstream_auth;
-#[path = "gateway/upstream_auth_attacks.rs"]
 mod upstream_auth_attacks;
-#[path = "gateway/uris.rs"]
 mod uris;
 
 use std::future::Future;
@@ -76,6 +44,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use manifold_testkit::harness::{toml_string, DemoHttp, McpClient, Reply, TestGateway};
+pub(crate) use manifold_testkit::wait::{eventually, until};
 use serde_json::{json, Value};
 
 /// The demo upstream binary built for this test run (crate `manifold-demo`).
@@ -234,14 +203,11 @@ pub(crate) async fn until_in_flight(
     n: usize,
     limit: Duration,
 ) -> Result<()> {
-    let deadline = std::time::Instant::now() + limit;
-    while in_flight(gw, name)? != n {
-        if std::time::Instant::now() > deadline {
-            anyhow::bail!("{name}: not {n} in flight after {limit:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Ok(())
+    let what = format!("{name}: {n} in flight");
+    eventually(&what, limit, || async {
+        Ok((in_flight(gw, name)? == n).then_some(()))
+    })
+    .await
 }
 
 /// Calls `tool` (a demo upstream's `touch`, which sends a resource update) until
@@ -253,15 +219,10 @@ pub(crate) async fn touch_until(
     uri: &str,
     want_ok: bool,
 ) -> Result<()> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
+    let what = format!("touch {uri} answering ok={want_ok}");
+    eventually(&what, Duration::from_secs(5), || async {
         let reply = client.call_tool(tool, json!({"uri": uri})).await?;
-        if ok_text(&reply).is_ok() == want_ok {
-            return Ok(());
-        }
-        if std::time::Instant::now() > deadline {
-            anyhow::bail!("touch {uri}: still {reply}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        Ok((ok_text(&reply).is_ok() == want_ok).then_some(()))
+    })
+    .await
 }

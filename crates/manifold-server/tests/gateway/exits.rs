@@ -61,7 +61,7 @@ async fn gateway(args: &[&str], extra: &str) -> Result<(TestGateway, Upstream)> 
 
 /// Waits until `up`'s status satisfies `want`, at the latest at `deadline`;
 /// the status and when it was seen.
-async fn until(
+async fn status_until(
     up: &Upstream,
     deadline: Instant,
     what: &str,
@@ -85,7 +85,7 @@ async fn until(
 /// Waits (bounded) until the restarted upstream is ready and answers again.
 async fn comes_back(gw: &TestGateway, up: &Upstream) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(15);
-    let (st, _) = until(up, deadline, "ready again", |s| s.state == State::Ready).await?;
+    let (st, _) = status_until(up, deadline, "ready again", |s| s.state == State::Ready).await?;
     assert!(st.restarts >= 1, "{st:?}");
     let client = gw.session("2025-11-25", json!({})).await?;
     let reply = client
@@ -120,7 +120,7 @@ async fn a_child_killed_while_its_lists_are_refetched_is_noticed_at_once() -> Re
                 .await?;
             ok_text(&reply).with_context(|| format!("{era}: add_tool"))?;
             let refetch_by = fetched_by.max(Instant::now()) + DEBOUNCE;
-            let (st, _) = until(&up, refetch_by + NOTICED_WITHIN, era, |s| {
+            let (st, _) = status_until(&up, refetch_by + NOTICED_WITHIN, era, |s| {
                 s.state != State::Ready
             })
             .await?;
@@ -161,7 +161,7 @@ async fn a_child_killed_at_a_liveness_ping_is_noticed_at_once() -> Result<()> {
             // The first ping goes out `ping` after the upstream became ready,
             // which was before this point.
             let pinged_by = Instant::now() + ping;
-            let (st, _) = until(&up, pinged_by + NOTICED_WITHIN, era, |s| {
+            let (st, _) = status_until(&up, pinged_by + NOTICED_WITHIN, era, |s| {
                 s.state != State::Ready
             })
             .await?;
@@ -185,7 +185,7 @@ async fn a_child_that_exits_0_on_its_own_is_noticed_and_restarted() -> Result<()
             let reply = client.call_tool("local__crash", json!({"code": 0})).await?;
             let result = reply.result()?;
             assert_eq!(result["isError"], true, "{era}: {result}");
-            let (st, _) = until(&up, asked + NOTICED_WITHIN, era, |s| {
+            let (st, _) = status_until(&up, asked + NOTICED_WITHIN, era, |s| {
                 s.state != State::Ready
             })
             .await?;
@@ -230,7 +230,7 @@ async fn a_child_killed_while_the_gateway_reloads_is_noticed_and_restarted() -> 
                 .await?;
             ok_text(&reply)?;
             let refetch_by = fetched_by.max(Instant::now()) + DEBOUNCE;
-            let (st, _) = until(&up, refetch_by + NOTICED_WITHIN, era, |s| {
+            let (st, _) = status_until(&up, refetch_by + NOTICED_WITHIN, era, |s| {
                 s.state != State::Ready
             })
             .await?;
