@@ -64,7 +64,7 @@ pub struct ServerSection {
     #[serde(default)]
     pub watch_config: bool,
     /// Secret that keys the HMAC of the `requestState` Manifold mints when it
-    /// bridges a legacy upstream's mid-call request for a 2026-07-28 client (at
+    /// bridges a session-era upstream's mid-call request for a 2026-07-28 client (at
     /// least `MIN_REQUEST_STATE_KEY_LEN` characters; `${VAR}` expands). Unset: a
     /// random key per process, so states die with it.
     pub request_state_key: Option<String>,

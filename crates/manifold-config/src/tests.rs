@@ -235,7 +235,7 @@ fn request_state_key_expands_and_must_be_long_enough() {
 }
 
 #[test]
-fn upstream_protocol_is_auto_legacy_or_2026_07_28() {
+fn upstream_protocol_is_auto_session_era_or_2026_07_28() {
     let load = |p: &str| {
         load_str(
             Path::new("g.toml"),
@@ -250,11 +250,11 @@ fn upstream_protocol_is_auto_legacy_or_2026_07_28() {
     );
     assert_eq!(
         load("protocol = \"legacy\"\n").expect("ok").upstreams[0].protocol,
-        UpstreamProtocol::Legacy
+        UpstreamProtocol::Session
     );
     assert_eq!(
         load("protocol = \"2026-07-28\"\n").expect("ok").upstreams[0].protocol,
-        UpstreamProtocol::Modern
+        UpstreamProtocol::Stateless
     );
     let err = load("protocol = \"modern\"\n").expect_err("bad value");
     assert!(err.to_string().contains("upstreams.a.protocol"), "{err}");

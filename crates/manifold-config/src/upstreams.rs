@@ -80,7 +80,7 @@ pub struct UpstreamSection {
     #[serde(default)]
     pub prompts: FilterSection,
     /// Which protocol era to speak to it: `auto` (default: probe with
-    /// `server/discover`, fall back to `initialize`), `legacy` (`initialize` only,
+    /// `server/discover`, fall back to `initialize`), `session-era` (`initialize` only,
     /// 2025-11-25 and older) or `2026-07-28` (stateless only; no fallback).
     pub protocol: Option<String>,
     /// Per-tool fixes by the upstream's own tool name: exposed name,
@@ -130,10 +130,11 @@ pub enum UpstreamProtocol {
     /// result falls back to `initialize`.
     #[default]
     Auto,
-    /// `initialize` only (2025-11-25 and older).
-    Legacy,
-    /// 2026-07-28 only: a failed probe is a failed start.
-    Modern,
+    /// The session era only: `initialize` (2025-11-25 and older); written
+    /// `"legacy"`.
+    Session,
+    /// 2026-07-28 (stateless) only: a failed probe is a failed start.
+    Stateless,
 }
 
 /// Validated `allow` / `deny` globs.
@@ -372,8 +373,8 @@ pub(crate) fn validate(
         };
         let protocol = match u.protocol.as_deref() {
             None | Some("auto") => UpstreamProtocol::Auto,
-            Some("legacy") => UpstreamProtocol::Legacy,
-            Some("2026-07-28") => UpstreamProtocol::Modern,
+            Some("legacy") => UpstreamProtocol::Session,
+            Some("2026-07-28") => UpstreamProtocol::Stateless,
             Some(other) => {
                 return Err(format!(
                     "key `{key}.protocol`: `{other}` is not one of \"auto\", \"legacy\", \"2026-07-28\""

@@ -33,12 +33,12 @@ const ICON: &str = "data:image/svg+xml;base64,PHN2Zy8+";
 /// Upper bounds so silly arguments cannot park a task for days.
 const MAX_SLEEP_MS: u64 = 24 * 60 * 60 * 1000;
 const MAX_STEPS: u64 = 10_000;
-/// Tools that misbehave on purpose (a tool error, a long wait, a process exit):
-/// only with `--faults`, never in the shipped catalogue.
 /// Where the HTTP transport puts a request's `traceparent` header, in
 /// `params._meta`, for the `trace` tool to report.
 pub const HTTP_TRACEPARENT: &str = "io.manifold.demo/http-traceparent";
 
+/// Tools that misbehave on purpose (a tool error, a long wait, a process exit):
+/// only with `--faults`, never in the shipped catalogue.
 pub const FAULT_TOOLS: &[&str] = &["fail", "sleep", "crash"];
 
 /// All tools this server lists.

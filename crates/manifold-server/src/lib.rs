@@ -16,7 +16,7 @@
 //! | handlers | `handlers` | what Manifold answers itself, one file per method family |
 //! | call chain | `call` | forwarded requests, one file per step |
 //! | replicas | `replicas` | relays to and from the other replicas (`[cluster] redis`) |
-//! | request | `exchange` | the per-request context |
+//! | request | `request` | the per-request context |
 //! | observation | `observe` | a request's metrics and audit record, finished once |
 //! | tracing | `tracectx` | the request's span, the trace context given upstream |
 //! | state | `state` | the `Gateway` and its shared tables |
@@ -33,7 +33,6 @@
 
 mod call;
 mod era;
-mod exchange;
 mod front;
 mod handlers;
 mod observe;
@@ -41,6 +40,7 @@ mod pipeline;
 mod refusal;
 mod replicas;
 mod reply;
+mod request;
 mod runtime;
 mod state;
 mod tracectx;

@@ -24,7 +24,7 @@ const LAYERS: manifold_architecture::Layers = &[
     &["handlers"],
     &["call"],
     &["replicas"],
-    &["exchange"],
+    &["request"],
     &["observe"],
     &["tracectx"],
     &["state"],

@@ -1,4 +1,4 @@
-//! The one `subscriptions/listen` Manifold keeps open to each modern upstream.
+//! The one `subscriptions/listen` Manifold keeps open to each 2026-07-28 upstream.
 //!
 //! It asks for the `list_changed` kinds the upstream declared (`listChanged` in
 //! its capabilities) and, when it declared `resources.subscribe`, for the resource

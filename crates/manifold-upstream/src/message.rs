@@ -67,7 +67,7 @@ impl std::fmt::Debug for dyn Outbound {
 pub(crate) type InputAnswer = (String, Result<Box<RawValue>, Box<RawValue>>);
 
 /// Answers one server→client request: back to the upstream that sent it (with
-/// that upstream's own id), or, for a question bridged from a modern upstream's
+/// that upstream's own id), or, for a question bridged from a 2026-07-28 upstream's
 /// `InputRequiredResult`, into the call's next retry.
 #[derive(Debug)]
 pub struct Responder {

@@ -34,7 +34,7 @@ pub(crate) fn check_request(
     let mut msg = serde_json::Map::new();
     msg.insert("jsonrpc".into(), "2.0".into());
     msg.insert("id".into(), serde_json::Value::Null);
-    let version = wire.protocol_version.get().filter(|_| wire.is_modern());
+    let version = wire.protocol_version.get().filter(|_| wire.is_stateless());
     let method = if version.is_some() {
         m::SERVER_DISCOVER
     } else {
@@ -52,7 +52,7 @@ pub(crate) fn check_request(
 /// Whether a `server/discover` answer leaves the connection as it is: a result
 /// that still lists the revision the connection speaks, or an error other than
 /// "method not found" (a transient failure is not a re-deployment).
-pub(crate) fn still_modern(wire: &Wire, outcome: Option<CallOutcome>) -> bool {
+pub(crate) fn still_stateless(wire: &Wire, outcome: Option<CallOutcome>) -> bool {
     let raw = match outcome {
         Some(CallOutcome::Result(raw)) => raw,
         Some(CallOutcome::Error(e)) => {

@@ -205,7 +205,7 @@ impl Router {
     pub(crate) fn complete(&self, id: &Value, outcome: CallOutcome) {
         let Some(id) = id.as_u64() else {
             // A null id answers a request the upstream could not parse or place (a
-            // legacy server refusing the era probe does this).
+            // session-era server refusing the era probe does this).
             tracing::debug!(upstream = %self.upstream, %id, "response with an id Manifold never sent; dropped");
             return;
         };
@@ -260,7 +260,7 @@ impl Router {
         let _ = self.refresh.try_send(());
     }
 
-    /// Hands a notification to the gateway, whatever its method (a modern
+    /// Hands a notification to the gateway, whatever its method (a stateless
     /// upstream's resource update from the listen stream).
     pub(crate) fn to_gateway(&self, msg: Map<String, Value>) {
         let method = msg

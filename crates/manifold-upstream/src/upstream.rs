@@ -26,7 +26,7 @@ use crate::call::Call;
 use crate::connection::Connection;
 use crate::router::Router;
 use crate::{handshake, listen};
-use crate::{Caller, ExtraHeaders, ServerFacts, UpstreamError, UpstreamEvent};
+use crate::{ClientFacts, ExtraHeaders, ServerFacts, UpstreamError, UpstreamEvent};
 
 /// The state an upstream is in, as `/readyz` and `manifold check` report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,9 +58,9 @@ pub struct UpstreamStatus {
     pub restarts: u64,
     pub last_exit_code: Option<i32>,
     pub facts: Option<ServerFacts>,
-    /// How long the current lists are kept before a refetch: a modern upstream's
+    /// How long the current lists are kept before a refetch: a 2026-07-28 upstream's
     /// shortest list `ttlMs` (at least `MIN_LIST_TTL`). `None`: until a
-    /// `list_changed` (legacy upstreams, and modern ones that gave no `ttlMs`).
+    /// `list_changed` (session-era upstreams, and stateless ones that gave no `ttlMs`).
     pub list_ttl: Option<Duration>,
 }
 
@@ -74,7 +74,7 @@ struct Inner {
     connection: RwLock<Option<Arc<Connection>>>,
     lists: RwLock<Option<Arc<ListSnapshot>>>,
     status: watch::Sender<UpstreamStatus>,
-    /// Resource URIs whose updates clients want (modern upstreams: the listen's
+    /// Resource URIs whose updates clients want (2026-07-28 upstreams: the listen's
     /// `resourceSubscriptions`).
     watched: watch::Sender<std::collections::BTreeSet<String>>,
     /// Asks the live connection to refetch its lists (what the router does on
@@ -187,7 +187,7 @@ impl Upstream {
         method: &str,
         params: Option<Map<String, Value>>,
         headers: ExtraHeaders,
-        caller: Option<&Caller>,
+        caller: Option<&ClientFacts>,
     ) -> Result<Call, UpstreamError> {
         let Some(conn) = self.connection() else {
             let st = self.status();
@@ -208,13 +208,13 @@ impl Upstream {
     }
 
     /// Whether the live connection speaks the stateless era.
-    pub fn is_modern(&self) -> bool {
-        self.connection().is_some_and(|c| c.is_modern())
+    pub fn is_stateless(&self) -> bool {
+        self.connection().is_some_and(|c| c.is_stateless())
     }
 
-    /// Asks for (`on`) or drops a resource's update notifications from a modern
+    /// Asks for (`on`) or drops a resource's update notifications from a stateless
     /// upstream: they arrive on its `subscriptions/listen` stream, which is
-    /// reopened with the new set. Legacy upstreams use `resources/subscribe`.
+    /// reopened with the new set. Session-era upstreams use `resources/subscribe`.
     pub fn watch_resource(&self, uri: &str, on: bool) {
         self.inner.watched.send_if_modified(|set| {
             if on {
@@ -314,7 +314,7 @@ impl Upstream {
     }
 
     /// Publishes a ready connection and keeps its lists fresh (on `list_changed`,
-    /// or when a modern upstream's `ttlMs` runs out) until it dies or the gateway
+    /// or when a 2026-07-28 upstream's `ttlMs` runs out) until it dies or the gateway
     /// stops; then fails its calls and reports it. True when stopping.
     async fn serve(
         &self,
@@ -335,10 +335,10 @@ impl Upstream {
             s.list_ttl = ttl;
         });
         self.changed(gateway).await;
-        if facts.is_modern() {
+        if facts.is_stateless() {
             listen::start(&conn, &facts, self.inner.watched.subscribe());
         }
-        // A modern upstream's lists expire after their `ttlMs`.
+        // A 2026-07-28 upstream's lists expire after their `ttlMs`.
         let mut expiry = ttl.map(|t| Instant::now() + t);
         let ping_every = self.inner.config.ping_interval;
         let mut next_ping = ping_every.map(|d| Instant::now() + d);
@@ -534,7 +534,7 @@ async fn until(at: Option<Instant>) {
 /// answer counts, an error too: it is alive.
 async fn alive(conn: &Arc<Connection>, facts: &ServerFacts) -> bool {
     use manifold_protocol::methods as m;
-    let (method, params) = if facts.is_modern() {
+    let (method, params) = if facts.is_stateless() {
         let meta = crate::wire::request_meta(&facts.protocol_version, None);
         let mut p = Map::new();
         p.insert("_meta".into(), Value::Object(meta));

@@ -37,9 +37,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::context::Call;
-use crate::exchange::{Caller, Exchange};
 use crate::refusal::{NotConfirmed, Refusal, ToolError};
 use crate::reply::Reply;
+use crate::request::{Caller, Request};
 use crate::state::held_calls::{CONFIRMED_PREFIX, CONFIRM_PREFIX};
 use crate::state::sessions::ClientSession;
 
@@ -102,7 +102,7 @@ pub(crate) struct Question {
 
 /// Asks a human when `[confirm]` says so, or takes the answer a 2026-07-28
 /// retry carries.
-pub(crate) fn ask(x: &mut Exchange, call: &mut Call) -> Result<Asked, Refusal> {
+pub(crate) fn ask(x: &mut Request, call: &mut Call) -> Result<Asked, Refusal> {
     let gw = x.gw.clone();
     // A 2026-07-28 retry that answers our question.
     if let Some(verdict) = retry_answer(x, &mut call.params)? {
@@ -175,7 +175,7 @@ pub(crate) fn ask(x: &mut Exchange, call: &mut Call) -> Result<Asked, Refusal> {
 
 /// The human's verdict, on the call's record: an "accept" lets the call go on
 /// (confirmed), anything else is the tool error saying it was not made.
-pub(crate) fn decided(x: &mut Exchange, call: &mut Call, verdict: Verdict) -> Result<(), Refusal> {
+pub(crate) fn decided(x: &mut Request, call: &mut Call, verdict: Verdict) -> Result<(), Refusal> {
     if let Some(o) = x.observation() {
         o.confirmation = Some(verdict.audited());
     }
@@ -194,9 +194,9 @@ pub(crate) fn decided(x: &mut Exchange, call: &mut Call, verdict: Verdict) -> Re
 /// Session era: sends the question on the call's stream (`tx`) and waits for
 /// the human's answer, at most `limits.held_call_ttl`; `None` when the client
 /// cancelled or left, the session ended or the gateway stops (nothing was
-/// called). `x` is the exchange detached for the stream's task.
+/// called). `x` is the request detached for the stream's task.
 pub(crate) async fn wait(
-    x: &Exchange,
+    x: &Request,
     question: Question,
     tx: &mpsc::Sender<Bytes>,
 ) -> Option<Verdict> {
@@ -241,7 +241,7 @@ pub(crate) async fn wait(
     verdict
 }
 
-fn needs_confirming(x: &Exchange, call: &Call) -> bool {
+fn needs_confirming(x: &Request, call: &Call) -> bool {
     let rules = x.gw.live().confirm.clone();
     !rules.is_empty()
         && call.view.as_ref().is_none_or(|view| {
@@ -255,7 +255,7 @@ fn needs_confirming(x: &Exchange, call: &Call) -> bool {
 /// `requestState` of the `InputRequiredResult` in `reply` is wrapped (bound
 /// to this request, `digest`), so the retry goes on without a new question
 /// and cannot be used to skip one.
-pub(crate) fn wrap_input_round(x: &Exchange, digest: &str, reply: Reply) -> Reply {
+pub(crate) fn wrap_input_round(x: &Request, digest: &str, reply: Reply) -> Reply {
     let Reply::Message {
         status,
         bytes,
@@ -296,7 +296,7 @@ pub(crate) fn wrap_input_round(x: &Exchange, digest: &str, reply: Reply) -> Repl
 
 /// The human's answer a 2026-07-28 retry carries for our question (its state
 /// and answer are removed from `params`); `None` for any other request.
-fn retry_answer(x: &Exchange, params: &mut Map<String, Value>) -> Result<Option<Verdict>, Refusal> {
+fn retry_answer(x: &Request, params: &mut Map<String, Value>) -> Result<Option<Verdict>, Refusal> {
     let Caller::Stateless(c) = &x.caller else {
         return Ok(None);
     };
@@ -347,7 +347,7 @@ fn form_elicitation(capabilities: &Map<String, Value>) -> bool {
 
 /// The `elicitation/create` params: which tool, which upstream, the client's
 /// arguments summarised; accept or decline, nothing to fill in.
-fn question(x: &Exchange, call: &Call) -> Value {
+fn question(x: &Request, call: &Call) -> Value {
     let pinned: Vec<&str> = x
         .obs
         .as_ref()

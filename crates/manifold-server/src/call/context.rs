@@ -10,7 +10,7 @@
 //! again; moved into the relay whole.
 //!
 //! Not here: the request's own facts (era, caller, principal, id, the
-//! observation: [`Exchange`](crate::exchange::Exchange)).
+//! observation: [`Request`](crate::request::Request)).
 
 use manifold_catalog::Catalog;
 use manifold_upstream::{ExtraHeaders, Upstream};

@@ -19,12 +19,12 @@ use manifold_policy::AuthMethod;
 use manifold_upstream::Upstream;
 
 use super::context::Call;
-use crate::exchange::{Exchange, Principal};
 use crate::refusal::Refusal;
+use crate::request::{Principal, Request};
 
 /// Adds the `Authorization` header to call `call`'s upstream with on behalf of
 /// the caller, when the upstream acts on behalf of callers.
-pub(crate) async fn attach(x: &Exchange, call: &mut Call) -> Result<(), Refusal> {
+pub(crate) async fn attach(x: &Request, call: &mut Call) -> Result<(), Refusal> {
     if let Some(h) = authorization(x, &call.upstream).await? {
         call.headers.push(h);
     }
@@ -34,7 +34,7 @@ pub(crate) async fn attach(x: &Exchange, call: &mut Call) -> Result<(), Refusal>
 /// The `Authorization` header to call `upstream` with on behalf of the
 /// caller; `None` when the upstream does not act on behalf of callers.
 async fn authorization(
-    x: &Exchange,
+    x: &Request,
     upstream: &Upstream,
 ) -> Result<Option<(String, String)>, Refusal> {
     let Some(tokens) = upstream.tokens().filter(|t| t.exchanges()) else {

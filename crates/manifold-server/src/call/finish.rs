@@ -24,10 +24,10 @@ use tokio::sync::mpsc;
 use super::check_output;
 use super::context::ResultShape;
 use crate::era::Era;
-use crate::exchange::{Caller, Exchange};
 use crate::observe::{outcome_of, Observed};
 use crate::refusal::{Refusal, ToolError};
 use crate::reply::Reply;
+use crate::request::{Caller, Request};
 use crate::state::Gateway;
 
 /// Finishes `obs` (if it is still to be finished) with `outcome` and the
@@ -134,7 +134,7 @@ impl Answering {
 /// without a verdict (the client or the gateway went away), and nothing was
 /// called.
 pub(crate) async fn on_stream(
-    x: &mut Exchange,
+    x: &mut Request,
     result: Option<Result<Reply, Refusal>>,
     tx: &mpsc::Sender<Bytes>,
 ) {

@@ -15,12 +15,12 @@
 //! [`Permit`]: manifold_policy::Permit
 
 use super::context::{Call, What};
-use crate::exchange::Exchange;
 use crate::refusal::Refusal;
+use crate::request::Request;
 
 /// Takes the call's rate-limit places, and checks the audit log can take its
 /// record.
-pub(crate) async fn take(x: &Exchange, call: &mut Call) -> Result<(), Refusal> {
+pub(crate) async fn take(x: &Request, call: &mut Call) -> Result<(), Refusal> {
     if call.what == What::Tool {
         call.permit = rate_limits(x, &call.exposed).await?;
     }
@@ -34,7 +34,7 @@ pub(crate) async fn take(x: &Exchange, call: &mut Call) -> Result<(), Refusal> {
 /// `[[rate_limit]]`: the places a call of `tool` holds until it ends
 /// (`None`: no rule applies to this caller), or the refusal saying when to
 /// retry.
-async fn rate_limits(x: &Exchange, tool: &str) -> Result<Option<manifold_policy::Permit>, Refusal> {
+async fn rate_limits(x: &Request, tool: &str) -> Result<Option<manifold_policy::Permit>, Refusal> {
     let limits = x.gw.live().rate_limits.clone();
     if limits.is_empty() {
         return Ok(None);

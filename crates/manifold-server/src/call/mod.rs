@@ -49,9 +49,9 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use crate::exchange::Exchange;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::Request;
 use confirm::Asked;
 use context::Call;
 pub use relay::input_required::GATHER_WINDOW;
@@ -70,7 +70,7 @@ pub const STEPS: [&str; 8] = [
 ];
 
 /// `tools/call`: every step.
-pub(crate) async fn tool(x: &mut Exchange, params: Map<String, Value>) -> Result<Reply, Refusal> {
+pub(crate) async fn tool(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
     let mut call = resolve::tool(x, params)?;
     validate::arguments(x, &mut call)?;
     match confirm::ask(x, &mut call)? {
@@ -82,16 +82,16 @@ pub(crate) async fn tool(x: &mut Exchange, params: Map<String, Value>) -> Result
 
 /// A tool call past confirmation (now, or once a human accepted it on its
 /// stream).
-async fn confirmed(x: &mut Exchange, mut call: Call) -> Result<Reply, Refusal> {
+async fn confirmed(x: &mut Request, mut call: Call) -> Result<Reply, Refusal> {
     limits::take(x, &mut call).await?;
     credentials::attach(x, &mut call).await?;
     relay::forward(x, call).await
 }
 
 /// Session era: the question goes out on the call's stream, and a task of the
-/// gateway that owns the (detached) exchange waits for the human and goes on
+/// gateway that owns the (detached) request waits for the human and goes on
 /// as they said.
-fn on_stream(x: &mut Exchange, mut call: Call, question: confirm::Question) -> Reply {
+fn on_stream(x: &mut Request, mut call: Call, question: confirm::Question) -> Reply {
     let (tx, rx) = mpsc::channel::<Bytes>(x.gw.cfg().limits.stream_queue);
     let mut detached = x.detach();
     x.gw.tasks.clone().spawn(async move {
@@ -109,7 +109,7 @@ fn on_stream(x: &mut Exchange, mut call: Call, question: confirm::Question) -> R
 }
 
 /// `prompts/get`: no schema to check, nothing to confirm or rate-limit.
-pub(crate) async fn prompt(x: &mut Exchange, params: Map<String, Value>) -> Result<Reply, Refusal> {
+pub(crate) async fn prompt(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
     let mut call = resolve::prompt(x, params)?;
     validate::arguments(x, &mut call)?;
     limits::take(x, &mut call).await?;
@@ -119,7 +119,7 @@ pub(crate) async fn prompt(x: &mut Exchange, params: Map<String, Value>) -> Resu
 
 /// `resources/read`.
 pub(crate) async fn resource(
-    x: &mut Exchange,
+    x: &mut Request,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
     let mut call = resolve::resource(x, params)?;
@@ -130,7 +130,7 @@ pub(crate) async fn resource(
 
 /// `completion/complete`.
 pub(crate) async fn completion(
-    x: &mut Exchange,
+    x: &mut Request,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
     let mut call = resolve::completion(x, params)?;
@@ -144,7 +144,7 @@ pub(crate) async fn completion(
 /// the call's; a retry that resumed nothing (a forged, expired or reused
 /// state) is its own request and gets its own record.
 pub(crate) async fn resume(
-    x: &mut Exchange,
+    x: &mut Request,
     params: &Map<String, Value>,
 ) -> Option<Result<Reply, Refusal>> {
     let reply = relay::input_required::resume(x, params).await?;
@@ -160,6 +160,6 @@ pub(crate) async fn resume(
 
 /// A retry whose target the caller may no longer see: the call its state
 /// holds here is ended, not resumed.
-pub(crate) fn abandon(x: &Exchange, params: &Map<String, Value>) {
+pub(crate) fn abandon(x: &Request, params: &Map<String, Value>) {
     relay::input_required::abandon(x, params)
 }

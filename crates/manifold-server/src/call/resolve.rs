@@ -19,8 +19,8 @@ use manifold_upstream::Upstream;
 use serde_json::{Map, Value};
 
 use super::context::{Call, ResultShape, What};
-use crate::exchange::Exchange;
 use crate::refusal::Refusal;
+use crate::request::Request;
 use crate::state::views::Access;
 use crate::state::Gateway;
 
@@ -38,19 +38,19 @@ pub(crate) fn required_str(
 }
 
 /// `tools/call`: the exposed `name` to its upstream.
-pub(crate) fn tool(x: &mut Exchange, params: Map<String, Value>) -> Result<Call, Refusal> {
+pub(crate) fn tool(x: &mut Request, params: Map<String, Value>) -> Result<Call, Refusal> {
     named(x, What::Tool, params)
 }
 
 /// `prompts/get`: the exposed `name` to its upstream.
-pub(crate) fn prompt(x: &mut Exchange, params: Map<String, Value>) -> Result<Call, Refusal> {
+pub(crate) fn prompt(x: &mut Request, params: Map<String, Value>) -> Result<Call, Refusal> {
     named(x, What::Prompt, params)
 }
 
 /// A tool or prompt: `params.name` becomes the upstream's own; a tool's
 /// override pins and hides arguments (the arguments as sent are kept for the
 /// schema check when they are validated).
-fn named(x: &mut Exchange, what: What, mut params: Map<String, Value>) -> Result<Call, Refusal> {
+fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<Call, Refusal> {
     let (kind, noun) = match what {
         What::Tool => (Kind::Tools, "tool"),
         _ => (Kind::Prompts, "prompt"),
@@ -110,7 +110,7 @@ fn named(x: &mut Exchange, what: What, mut params: Map<String, Value>) -> Result
 /// `resources/read`: the URI to its owner (URIs are never renamed). Under
 /// resource rules `params.uri` becomes the form the rules matched
 /// ([`Access::resource_uri`]): what is checked is what the upstream reads.
-pub(crate) fn resource(x: &mut Exchange, mut params: Map<String, Value>) -> Result<Call, Refusal> {
+pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Result<Call, Refusal> {
     let asked = required_str(&params, "uri", &x.method)?;
     if let Some(o) = x.observation() {
         o.name = Some(asked.clone());
@@ -149,10 +149,7 @@ pub(crate) fn resource(x: &mut Exchange, mut params: Map<String, Value>) -> Resu
 /// `completion/complete`: a `ref/prompt` goes to the prompt's upstream with its
 /// original name (rewritten in `params`); a `ref/resource` to the owner of the
 /// URI or template.
-pub(crate) fn completion(
-    x: &mut Exchange,
-    mut params: Map<String, Value>,
-) -> Result<Call, Refusal> {
+pub(crate) fn completion(x: &mut Request, mut params: Map<String, Value>) -> Result<Call, Refusal> {
     let upstream = completion_target(&x.gw, &x.access(), &mut params)?;
     Ok(Call {
         what: What::Completion,

@@ -17,11 +17,11 @@ use manifold_protocol::headers::param_headers;
 use serde_json::{Map, Value};
 
 use super::context::{Call, What};
-use crate::exchange::Exchange;
 use crate::refusal::{Refusal, ToolError};
+use crate::request::Request;
 
 /// Checks `call`'s arguments and adds its `Mcp-Param-*` headers.
-pub(crate) fn arguments(x: &Exchange, call: &mut Call) -> Result<(), Refusal> {
+pub(crate) fn arguments(x: &Request, call: &mut Call) -> Result<(), Refusal> {
     if call.what == What::Tool && x.gw.cfg().validate_arguments {
         let empty = Value::Object(Map::new());
         let sent = match &call.sent_arguments {

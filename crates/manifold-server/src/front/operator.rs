@@ -13,9 +13,9 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-use crate::exchange::{Accepts, Arrival, Front};
 use crate::pipeline;
 use crate::reply::Reply;
+use crate::request::{Accepts, Arrival, Front};
 use crate::state::Gateway;
 
 /// The answer to [`Gateway::call_tool`].

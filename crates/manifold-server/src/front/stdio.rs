@@ -34,10 +34,10 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::AbortHandle;
 
 use crate::era::Era;
-use crate::exchange::{Accepts, Arrival, Front};
 use crate::pipeline;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::{Accepts, Arrival, Front};
 use crate::state::{Gateway, SessionEnd};
 
 /// Messages queued for stdout before a writer waits (a client that stops

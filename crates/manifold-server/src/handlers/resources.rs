@@ -15,11 +15,11 @@ use manifold_protocol::jsonrpc;
 use serde_json::{Map, Value};
 
 use crate::call::resolve;
-use crate::exchange::Exchange;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::Request;
 
-fn subscriber(x: &Exchange) -> Result<String, Refusal> {
+fn subscriber(x: &Request) -> Result<String, Refusal> {
     // Only session-era callers reach these methods (the method table says so).
     x.caller
         .session()
@@ -29,7 +29,7 @@ fn subscriber(x: &Exchange) -> Result<String, Refusal> {
 
 /// `resources/subscribe`.
 pub(crate) async fn subscribe(
-    x: &mut Exchange,
+    x: &mut Request,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
     let asked = resolve::required_str(&params, "uri", &x.method)?;
@@ -48,7 +48,7 @@ pub(crate) async fn subscribe(
 
 /// `resources/unsubscribe`: always `{}`.
 pub(crate) async fn unsubscribe(
-    x: &mut Exchange,
+    x: &mut Request,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
     let asked = resolve::required_str(&params, "uri", &x.method)?;
@@ -62,6 +62,6 @@ pub(crate) async fn unsubscribe(
     Ok(empty(x))
 }
 
-fn empty(x: &Exchange) -> Reply {
+fn empty(x: &Request) -> Reply {
     Reply::ok(jsonrpc::response_bytes_from_json(&x.rpc_id, b"{}"))
 }

@@ -23,7 +23,7 @@
 //! Not here: framing (the front doors), HTTP-only checks (Origin, Host, Accept,
 //! body limits: `front/http.rs`).
 //!
-//! [`Caller`]: crate::exchange::Caller
+//! [`Caller`]: crate::request::Caller
 
 mod admit;
 mod decode;
@@ -34,11 +34,11 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use crate::era::Era;
-use crate::exchange::{Arrival, Exchange};
 use crate::handlers;
 use crate::observe::Observed;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::{Arrival, Request};
 use crate::state::Gateway;
 
 /// Serves one message: a request gets its reply; a notification or a client's
@@ -104,7 +104,7 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
                 admitted.principal.audit_name(),
                 admitted.principal.metrics_label(gw.cfg().principal_label),
             );
-            let mut x = Exchange {
+            let mut x = Request {
                 gw: gw.clone(),
                 arrival,
                 era,
@@ -119,8 +119,8 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
         }
         Incoming::Notification { method, msg } => match admit::session(gw, &arrival) {
             Ok(session) => {
-                let caller = crate::exchange::Caller::Session(session);
-                match handlers::client::notification(gw, &caller, &method, &msg).await {
+                let caller = crate::request::Caller::Session(session);
+                match handlers::client_messages::notification(gw, &caller, &method, &msg).await {
                     Ok(()) => Reply::Accepted,
                     Err(r) => r.reply(None, era),
                 }
@@ -129,8 +129,8 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
         },
         Incoming::Response { id, msg } => match admit::session(gw, &arrival) {
             Ok(session) => {
-                let caller = crate::exchange::Caller::Session(session);
-                match handlers::client::response(gw, &caller, &id, msg).await {
+                let caller = crate::request::Caller::Session(session);
+                match handlers::client_messages::response(gw, &caller, &id, msg).await {
                     Ok(()) => Reply::Accepted,
                     Err(r) => r.reply(None, era),
                 }

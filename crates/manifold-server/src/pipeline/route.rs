@@ -34,10 +34,10 @@ use serde_json::{Map, Value};
 
 use crate::call::{self, resolve};
 use crate::era::Era;
-use crate::exchange::Exchange;
 use crate::handlers::{listen, mcp_logging, resources, surface};
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::Request;
 
 /// Where a method exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +126,7 @@ pub(crate) fn session_era_only(method: &str) -> bool {
 }
 
 /// Routes an admitted request to its handler.
-pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Result<Reply, Refusal> {
+pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Result<Reply, Refusal> {
     // Moved out, not cloned: the forwarded params are rewritten in place.
     let mut params = match msg.remove("params") {
         Some(Value::Object(p)) => p,
@@ -136,7 +136,7 @@ pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Resu
         return Err(Refusal::MethodNotFound(x.method.clone()));
     };
     if x.era == Era::Stateless && method.forwarded() {
-        // A retry resumes the held call, unless the target upstream is modern:
+        // A retry resumes the held call, unless the target upstream is stateless:
         // then the state is its own and goes to it byte-exact. The held call's
         // record is the call's; the retry is counted, not audited again.
         // A `[confirm]` answer is not a held call's: the call handler takes it.
@@ -149,7 +149,7 @@ pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Resu
         // handler as any hidden item is, and its held call ends.
         let resumable = retry
             && match resolve::upstream_of(&x.gw, &x.access(), &x.method, &params) {
-                Some(upstream) => !upstream.is_modern(),
+                Some(upstream) => !upstream.is_stateless(),
                 None => {
                     call::abandon(x, &params);
                     false

@@ -70,7 +70,7 @@ pub(crate) enum Refusal {
     SessionRequired,
     #[error("Session not found: it ended or never existed; send initialize to start a new one")]
     UnknownSession,
-    #[error("Bad Request: unsupported MCP-Protocol-Version `{0}`; supported: {supported}", supported = version::LEGACY_SUPPORTED.join(", "))]
+    #[error("Bad Request: unsupported MCP-Protocol-Version `{0}`; supported: {supported}", supported = version::SESSION_SUPPORTED.join(", "))]
     UnsupportedProtocolHeader(String),
     #[error("Method not found: server/discover is a 2026-07-28 request; send it with params._meta[\"io.modelcontextprotocol/protocolVersion\"], or use initialize")]
     DiscoverWithoutMeta,
@@ -285,9 +285,9 @@ impl Refusal {
     pub(crate) fn data(&self) -> Option<Value> {
         match self {
             Refusal::UnsupportedVersion { requested } => {
-                let supported: Vec<&str> = version::MODERN_SUPPORTED
+                let supported: Vec<&str> = version::STATELESS_SUPPORTED
                     .iter()
-                    .chain(version::LEGACY_SUPPORTED)
+                    .chain(version::SESSION_SUPPORTED)
                     .copied()
                     .collect();
                 Some(json!({"supported": supported, "requested": requested}))
@@ -359,7 +359,7 @@ impl Refusal {
 }
 
 /// The HTTP status of an upstream's one-message answer relayed to a client in
-/// `era`. A modern upstream's -32021 (a capability the client did not declare)
+/// `era`. A 2026-07-28 upstream's -32021 (a capability the client did not declare)
 /// is the client's to fix and gets 400, as it would have directly; its -32020
 /// or -32022 are about Manifold's own request, so they stay errors of the
 /// call (200), like every answer of the session era.

@@ -54,6 +54,9 @@ const DRAIN_POLL: Duration = Duration::from_millis(50);
 /// Requests refused at authentication (with credentials) logged per 10 s
 /// window; the rest are counted in the next line logged.
 pub const AUTH_REFUSALS_LOGGED_PER_WINDOW: u32 = 20;
+/// Results that break their tool's `outputSchema` (`[validation] output =
+/// "warn"`) logged per 10 s window; the rest are counted in the next line.
+pub const OUTPUT_MISMATCHES_LOGGED_PER_WINDOW: u32 = 20;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -208,7 +211,7 @@ impl Gateway {
             ),
             validators: arc_swap::ArcSwap::from_pointee(Default::default()),
             output_warnings: manifold_foundation::log_budget::LogBudget::new(
-                AUTH_REFUSALS_LOGGED_PER_WINDOW,
+                OUTPUT_MISMATCHES_LOGGED_PER_WINDOW,
             ),
             audit_task: Mutex::new(audit_task),
             next_request: AtomicU64::new(1),

@@ -10,7 +10,7 @@
 //! - Messages tied to a call go to the calling client only (the relay); others go
 //!   to every session with a GET stream open whose level admits them. A session
 //!   that never set a level gets every level.
-//! - Modern (2026-07-28) upstreams have no `logging/setLevel`: each request
+//! - 2026-07-28 upstreams have no `logging/setLevel`: each request
 //!   carries its client's level in `_meta`.
 //!
 //! Not here: sending levels and delivering messages (`logging`), the upstream
@@ -41,7 +41,7 @@ impl LogFilter {
         }
     }
 
-    /// The level a modern upstream is told about in `_meta`, if any.
+    /// The level a 2026-07-28 upstream is told about in `_meta`, if any.
     pub(crate) fn level(self) -> Option<LogLevel> {
         match self {
             LogFilter::AtLeast(l) => Some(l),

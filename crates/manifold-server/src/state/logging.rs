@@ -35,7 +35,7 @@ impl Gateway {
             .filter(|u| {
                 u.status()
                     .facts
-                    .is_some_and(|f| f.capabilities.contains_key("logging") && !f.is_modern())
+                    .is_some_and(|f| f.capabilities.contains_key("logging") && !f.is_stateless())
             })
             .cloned()
             .collect();

@@ -120,10 +120,10 @@ pub struct Gateway {
     /// The audit writer, when `[audit]` is configured and the gateway was
     /// started with `Gateway::launch`.
     pub(crate) auditor: Option<manifold_audit::Auditor>,
-    /// The argument and output validators of the current catalogue
-    /// (`[validation]`), rebuilt with it.
     /// Log budget for results that break their tool's `outputSchema`.
     pub(crate) output_warnings: manifold_foundation::log_budget::LogBudget,
+    /// The argument and output validators of the current catalogue
+    /// (`[validation]`), rebuilt with it.
     pub(crate) validators: arc_swap::ArcSwap<manifold_policy::ArgumentValidators>,
     /// Log budget for requests refused at authentication: a scan or a
     /// misconfigured client cannot flood the log (and rotate real history away).

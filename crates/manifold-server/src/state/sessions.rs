@@ -11,7 +11,7 @@
 //! leaves the table only through [`Sessions::remove`], which ends its calls' wait
 //! and closes its stream (see `Gateway::end_session` for the rest of the cleanup).
 //!
-//! Not here: 2026-07-28 requests, which have no session (`exchange::Caller`).
+//! Not here: 2026-07-28 requests, which have no session (`request::Caller`).
 
 use bytes::Bytes;
 use dashmap::DashMap;

@@ -5,7 +5,7 @@
 //! (a session's GET stream on another replica through the cluster's bus).
 //! When an upstream reconnects, its subscriptions are renewed.
 //!
-//! A modern (2026-07-28) upstream has no `resources/subscribe`: its URIs join or
+//! A 2026-07-28 upstream has no `resources/subscribe`: its URIs join or
 //! leave the `resourceSubscriptions` of Manifold's one listen to it.
 //!
 //! Invariants: no lock is held across `.await`; a subscribe that races a
@@ -28,10 +28,10 @@ use super::Gateway;
 use crate::refusal::Refusal;
 
 /// Sends a request Manifold makes itself (subscribe, unsubscribe) and waits for it.
-/// A modern upstream has no such methods: the URI joins (or leaves) the
+/// A 2026-07-28 upstream has no such methods: the URI joins (or leaves) the
 /// `resourceSubscriptions` of Manifold's listen to it.
 async fn own_request(upstream: &Upstream, method: &str, uri: &str) -> Result<(), Refusal> {
-    if upstream.is_modern() {
+    if upstream.is_stateless() {
         upstream.watch_resource(uri, method == m::RESOURCES_SUBSCRIBE);
         return Ok(());
     }
@@ -118,7 +118,7 @@ impl Gateway {
         let Some(up) = self.upstream(&upstream) else {
             return;
         };
-        if up.is_modern() {
+        if up.is_stateless() {
             // No request: the URI leaves the listen's set at once, in order.
             up.watch_resource(&uri, false);
             return;

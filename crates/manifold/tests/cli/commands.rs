@@ -525,7 +525,7 @@ fn check_and_call_through_an_http_upstream() {
 /// `InputRequiredResult` as it is (there is no client to bridge the question
 /// to), and the command succeeds.
 #[test]
-fn call_prints_a_modern_upstreams_input_request_as_it_is() {
+fn call_prints_a_stateless_upstreams_input_request_as_it_is() {
     let dir = TempDir::new("modern-call");
     let cfg = dir.write(
         "gateway.toml",

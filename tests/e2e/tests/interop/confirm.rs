@@ -1,5 +1,5 @@
 //! `[confirm]` with the official SDK clients: the TypeScript client (session
-//! era) and the Python client both in the session era (`mode: legacy`) and in
+//! era) and the Python client both in the session era (`mode: session-era`) and in
 //! 2026-07-28 (`mode: 2026-07-28`, where the question arrives as an
 //! `InputRequiredResult` the SDK answers and retries) accept, decline and
 //! dismiss a confirmation through their own elicitation handlers; a client

@@ -352,7 +352,7 @@ fn sdk_clients_list_and_call_tools_through_manifold() -> Result<()> {
         check_output(client, &out)?;
         // mcp-server-time answers `server/discover`, so Manifold speaks 2026-07-28 to
         // it: its result reaches the client with the upstream's own stateless `_meta`,
-        // whichever era the client speaks (server-everything stays legacy).
+        // whichever era the client speaks (server-everything stays session-era).
         let log = std::fs::read_to_string(&wire)?;
         let from_modern_time = log.lines().any(|l| {
             serde_json::from_str::<Value>(l).is_ok_and(|m| {

@@ -38,7 +38,7 @@ impl Plan {
             .position(|l| *l == label)
             .unwrap_or_else(|| panic!("no step labelled {label}"))
     }
-    /// `mode: legacy`: the Python client uses the `initialize` handshake (2025-11-25), the
+    /// `mode: session-era`: the Python client uses the `initialize` handshake (2025-11-25), the
     /// era of resources/subscribe and logging/setLevel, whatever Manifold would negotiate.
     fn json(&self) -> Value {
         json!({"steps": self.steps, "timeoutMs": 30000, "mode": "legacy"})

@@ -33,9 +33,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::call::finish::Answering;
-use crate::exchange::{Caller, Exchange};
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::{Caller, Request};
 use crate::state::held_calls::{params_digest, Resume, NOT_HELD_HERE};
 use crate::state::Gateway;
 
@@ -116,7 +116,7 @@ fn input_required(id: &RequestId, questions: &[Question], state: &str) -> Reply 
 }
 
 /// The digest a request's `requestState` is bound to.
-fn digest_of(x: &Exchange) -> String {
+fn digest_of(x: &Request) -> String {
     match &x.caller {
         Caller::Stateless(c) => c.digest.clone(),
         _ => String::new(),
@@ -126,7 +126,7 @@ fn digest_of(x: &Exchange) -> String {
 /// Phase: the upstream asked the (2026-07-28) client something before answering.
 /// Answers the client with -32021 or an `InputRequiredResult`, holding the call.
 pub(crate) async fn bridge(
-    x: &Exchange,
+    x: &Request,
     mut call: Call,
     first: Question,
     mut a: Answering,
@@ -275,7 +275,7 @@ fn retag(bytes: &[u8], id: &RequestId) -> Vec<u8> {
 /// cancelled upstream, recorded as cancelled. What the retry is answered is
 /// the handler's (as for any hidden item). A state that does not verify ends
 /// nothing.
-pub(crate) fn abandon(x: &Exchange, params: &Map<String, Value>) {
+pub(crate) fn abandon(x: &Request, params: &Map<String, Value>) {
     let Some(state) = params.get("requestState").and_then(Value::as_str) else {
         return;
     };
@@ -289,7 +289,7 @@ pub(crate) fn abandon(x: &Exchange, params: &Map<String, Value>) {
 /// A retry carrying `requestState`: resumes its held call and waits for the
 /// answer. `None` when the request carries no state (a first attempt).
 pub(crate) async fn resume(
-    x: &Exchange,
+    x: &Request,
     params: &Map<String, Value>,
 ) -> Option<Result<Reply, Refusal>> {
     let state = params.get("requestState")?;

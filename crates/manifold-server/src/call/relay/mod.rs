@@ -31,14 +31,14 @@ use super::confirm;
 use super::context::Call;
 use super::finish::Answering;
 use crate::era::Era;
-use crate::exchange::{Caller, Exchange};
 use crate::refusal::{status_of_relayed, Refusal};
 use crate::reply::Reply;
+use crate::request::{Caller, Request};
 use stream::Pending;
 
 /// Sends the call to its upstream and answers the client with one message, or
 /// with a stream once the upstream streams.
-pub(crate) async fn forward(x: &mut Exchange, call: Call) -> Result<Reply, Refusal> {
+pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusal> {
     let gw = x.gw.clone();
     let Call {
         mut params,
@@ -80,9 +80,9 @@ pub(crate) async fn forward(x: &mut Exchange, call: Call) -> Result<Reply, Refus
     };
     tracing::debug!(upstream = %upstream.name(), method = %x.method,
         principal = x.principal.audit_name(), "forwarding");
-    // A modern upstream is told who the client is; a session-era client gets its
+    // A 2026-07-28 upstream is told who the client is; a session-era client gets its
     // InputRequiredResults as requests it understands.
-    let for_upstream = upstream.is_modern().then(|| x.caller.for_upstream());
+    let for_upstream = upstream.is_stateless().then(|| x.caller.for_upstream());
     let call = match upstream
         .call_as(&x.method, Some(params), headers, for_upstream.as_ref())
         .instrument(span)
@@ -105,7 +105,7 @@ pub(crate) async fn forward(x: &mut Exchange, call: Call) -> Result<Reply, Refus
     // wrapped, so the retry goes on without a new question (and cannot be
     // used to skip one: the wrapper is bound to this request).
     match &x.caller {
-        Caller::Stateless(c) if upstream.is_modern() && confirmed => {
+        Caller::Stateless(c) if upstream.is_stateless() && confirmed => {
             let digest = c.digest.clone();
             Ok(confirm::wrap_input_round(x, &digest, reply))
         }
@@ -115,7 +115,7 @@ pub(crate) async fn forward(x: &mut Exchange, call: Call) -> Result<Reply, Refus
 
 /// The client's reply, from the call's first event: its answer, a stream, or
 /// (2026-07-28) an `InputRequiredResult`.
-async fn first_answer(x: &Exchange, mut pending: Pending) -> Result<Reply, Refusal> {
+async fn first_answer(x: &Request, mut pending: Pending) -> Result<Reply, Refusal> {
     let accepts_stream = x.arrival.accepts.stream;
     let Some(first) = pending.next().await else {
         return cancelled(accepts_stream);

@@ -17,7 +17,7 @@ use manifold_protocol::methods::required_capability;
 use manifold_upstream::{NotRelayed, Responder};
 use serde_json::{Map, Value};
 
-use crate::exchange::Caller;
+use crate::request::Caller;
 
 /// The message asking the call's client `method`, with an id minted for it
 /// (pushed onto `minted`); `None` when it was refused instead.

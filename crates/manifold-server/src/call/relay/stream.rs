@@ -30,9 +30,9 @@ use tracing::Instrument;
 use super::input_required::{self, Question};
 use super::requests;
 use crate::call::finish::Answering;
-use crate::exchange::Exchange;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::Request;
 use crate::state::log_levels::for_client;
 
 /// A call the request handler is waiting on.
@@ -75,7 +75,7 @@ impl Pending {
 
     /// Hands the call to the input bridge, which answers it with an
     /// `InputRequiredResult` (or -32021) and holds it for the client's retry.
-    pub(crate) async fn bridge(mut self, x: &Exchange, first: Question) -> Reply {
+    pub(crate) async fn bridge(mut self, x: &Request, first: Question) -> Reply {
         let Some(call) = self.call.take() else {
             return self.answering.refuse(Refusal::Cancelled).await;
         };

@@ -216,7 +216,7 @@ impl HttpLink {
             )
         })?;
         // A stateless (2026-07-28) exchange has no session, whatever is sent.
-        let stateful = !self.wire.is_modern();
+        let stateful = !self.wire.is_stateless();
         if let Some(id) = resp
             .headers()
             .get(m::HEADER_SESSION_ID)

@@ -117,7 +117,7 @@ impl Transport for HttpTransport {
     fn cancels_by_closing(&self) -> bool {
         // 2026-07-28 HTTP has no client notifications: the caller closes the
         // response stream instead (dropping the exchange does).
-        self.0.wire.is_modern()
+        self.0.wire.is_stateless()
     }
 
     fn initialized(&self) {

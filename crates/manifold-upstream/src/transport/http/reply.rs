@@ -61,7 +61,7 @@ pub(super) async fn read_reply(
         // A JSON-RPC error body with our id still answers the call.
         let text = String::from_utf8_lossy(&body).to_string();
         if ctype.starts_with(m::CONTENT_TYPE_JSON) && text.contains("\"error\"") {
-            if session.is_modern()
+            if session.is_stateless()
                 && ErrorCode::of_message(&text) == Some(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION)
             {
                 // Our revision is no longer supported: re-probe after this answer.

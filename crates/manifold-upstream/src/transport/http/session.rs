@@ -141,7 +141,7 @@ async fn run_call(
         })?;
         resp = l.send(Method::POST, Some(bytes), headers, None).await?;
     }
-    let modern = session.is_modern();
+    let stateless = session.is_stateless();
     read_reply(l, resp, id).await.map_err(|e| match e {
         ReplyError::Upstream(e) => e,
         // Credentials are the operator's to fix (`headers` in the config), not a
@@ -162,7 +162,7 @@ async fn run_call(
             }
         }
         ReplyError::Status(code, body)
-            if (modern && code.is_client_error()) || (in_session && code == StatusCode::BAD_REQUEST) =>
+            if (stateless && code.is_client_error()) || (in_session && code == StatusCode::BAD_REQUEST) =>
         {
             // Not a JSON-RPC answer: about this request alone (too large, refused
             // by a proxy or the server's validation), or about the session (an
@@ -205,9 +205,9 @@ fn check_session(l: &Arc<HttpLink>) {
             let answered = tokio::time::timeout(timeout, probe).await.is_ok();
             wire.router.forget(reg.id);
             // A 2026-07-28 upstream must still discover as one; anything else (a
-            // legacy server's error, say) means it was re-deployed: reconnect,
+            // session-era server's error, say) means it was re-deployed: reconnect,
             // which probes its era again.
-            if answered && method == m::SERVER_DISCOVER && !probe::still_modern(&wire, reg.done.try_recv().ok()) {
+            if answered && method == m::SERVER_DISCOVER && !probe::still_stateless(&wire, reg.done.try_recv().ok()) {
                 tracing::warn!(upstream = %wire.upstream(),
                     "the upstream no longer discovers as 2026-07-28; reconnecting to probe its era again");
                 wire.closed.cancel();

@@ -1,12 +1,13 @@
 //! The per-request context. The front door says what it knows ([`Arrival`]); once
-//! the pipeline has decoded and admitted the request it becomes an [`Exchange`]:
+//! the pipeline has decoded and admitted the request it becomes a [`Request`]:
 //! the era, the caller ([`Caller`]: a session, a 2026-07-28 request's own
 //! `_meta`, or the local operator), the principal, the JSON-RPC id and method,
-//! the response forms the client accepts, its trace context, and the request's
-//! observation (metrics and audit, finished once). A forwarded call's deadline is
-//! its upstream's `timeout`, kept by the upstream call itself.
+//! the response forms the client accepts, and the request's observation
+//! (metrics and audit, finished once). Its trace context is the request's span
+//! (`tracectx`). A forwarded call's deadline is its upstream's `timeout`, kept
+//! by the upstream call itself.
 //!
-//! Invariants: an `Exchange` exists only for an admitted request; its
+//! Invariants: a `Request` exists only for an admitted request; its
 //! observation is taken by whoever answers (the relay for forwarded calls) or
 //! finished by the pipeline, never both.
 //!
@@ -272,20 +273,20 @@ impl Caller {
         Some(ClientInfo { name, version })
     }
 
-    /// What a modern upstream is told about this client.
-    pub(crate) fn for_upstream(&self) -> manifold_upstream::Caller {
-        manifold_upstream::Caller {
+    /// What a 2026-07-28 upstream is told about this client.
+    pub(crate) fn for_upstream(&self) -> manifold_upstream::ClientFacts {
+        manifold_upstream::ClientFacts {
             capabilities: self.capabilities(),
             log_level: self.log_filter().level().map(|l| l.as_str().to_string()),
             // Only a session can answer a bridged question; the operator sees
-            // a modern upstream's `InputRequiredResult` as it is.
+            // a 2026-07-28 upstream's `InputRequiredResult` as it is.
             bridge_input: matches!(self, Caller::Session(_)),
         }
     }
 }
 
 /// One admitted request, from routing to its answer.
-pub(crate) struct Exchange {
+pub(crate) struct Request {
     pub gw: Arc<Gateway>,
     pub arrival: Arrival,
     pub era: Era,
@@ -298,17 +299,17 @@ pub(crate) struct Exchange {
     pub obs: Option<Observed>,
 }
 
-impl Exchange {
+impl Request {
     /// What this request's caller may see and use (its `[[policy]]` view).
     pub(crate) fn access(&self) -> crate::state::views::Access {
         self.gw.access(self.principal.identity().as_deref())
     }
 
-    /// The exchange, owned, for a phase that answers after its handler has
+    /// The request, owned, for a phase that answers after its handler has
     /// returned (a call that waits for a human's confirmation on its stream):
     /// the observation moves with it, so this one no longer records anything.
-    pub(crate) fn detach(&mut self) -> Exchange {
-        Exchange {
+    pub(crate) fn detach(&mut self) -> Request {
+        Request {
             gw: self.gw.clone(),
             arrival: self.arrival.clone(),
             era: self.era,

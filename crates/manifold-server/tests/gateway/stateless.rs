@@ -1,4 +1,4 @@
-//! The 2026-07-28 stateless era next to the legacy sessions on one endpoint:
+//! The 2026-07-28 stateless era next to the session-era sessions on one endpoint:
 //! `server/discover`, per-request `_meta` validation with the spec's codes and
 //! statuses, SEP-2243 header checks, `resultType` and cache hints, forwarded calls
 //! without a session, and `subscriptions/listen`.
@@ -108,7 +108,7 @@ async fn bad_stateless_requests_get_the_spec_codes_and_statuses() -> Result<()> 
             );
         }
         // The header names the stateless era but `_meta` lacks the version: that
-        // era's 400 + -32602, not the legacy fallback.
+        // era's 400 + -32602, not the session-era fallback.
         let bare = json!({"jsonrpc": "2.0", "id": 9, "method": "server/discover", "params": {}});
         let (s, r) = send(&client, &bare, &[]).await?;
         assert_eq!(
@@ -235,7 +235,7 @@ async fn listen_acknowledges_first_and_tags_list_changes() -> Result<()> {
             ack["params"]["notifications"],
             json!({"toolsListChanged": true})
         );
-        // A legacy session adds a tool upstream: the listener hears it, tagged.
+        // A session-era session adds a tool upstream: the listener hears it, tagged.
         let legacy = f.session().await?;
         legacy
             .call_tool("local__add_tool", json!({"name": "fresh"}))
@@ -340,7 +340,7 @@ async fn input_required(client: &McpClient, first: &Value) -> Result<(String, Va
 }
 
 #[tokio::test]
-async fn a_legacy_upstreams_elicitation_becomes_an_input_required_result() -> Result<()> {
+async fn a_session_era_upstreams_elicitation_becomes_an_input_required_result() -> Result<()> {
     bounded(async {
         let f = fixture().await?;
         let client = f.gw.client();
@@ -377,7 +377,7 @@ async fn a_legacy_upstreams_elicitation_becomes_an_input_required_result() -> Re
 }
 
 #[tokio::test]
-async fn a_legacy_upstreams_sampling_becomes_an_input_required_result() -> Result<()> {
+async fn a_session_era_upstreams_sampling_becomes_an_input_required_result() -> Result<()> {
     bounded(async {
         let f = fixture().await?;
         let client = f.gw.client();

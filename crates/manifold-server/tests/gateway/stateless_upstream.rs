@@ -1,10 +1,10 @@
 //! 2026-07-28 upstreams behind the gateway: the era probe, per-request `_meta` and
-//! headers, `InputRequiredResult` bridged for legacy clients and passed through
-//! for modern ones, list changes heard on the upstream's `subscriptions/listen`,
+//! headers, `InputRequiredResult` bridged for session-era clients and passed through
+//! for stateless ones, list changes heard on the upstream's `subscriptions/listen`,
 //! and lists refetched when their `ttlMs` runs out.
 //!
-//! The upstreams are the demo in `--modern` mode: `mlocal` over stdio, `mremote`
-//! over HTTP, next to the legacy `local` (stdio).
+//! The upstreams are the demo in `--stateless` mode: `mlocal` over stdio, `mremote`
+//! over HTTP, next to the session-era `local` (stdio).
 
 use anyhow::Result;
 use http::StatusCode;
@@ -58,7 +58,7 @@ fn protocol_of(gw: &TestGateway, name: &str) -> Option<String> {
 }
 
 #[tokio::test]
-async fn the_era_is_probed_per_upstream_and_both_eras_serve_legacy_clients() -> Result<()> {
+async fn the_era_is_probed_per_upstream_and_both_eras_serve_session_era_clients() -> Result<()> {
     bounded(async {
         let m = start(&[]).await?;
         assert_eq!(protocol_of(&m.gw, "local").as_deref(), Some("2025-11-25"));
@@ -81,7 +81,7 @@ async fn the_era_is_probed_per_upstream_and_both_eras_serve_legacy_clients() -> 
                 .await?;
             let result = reply.result()?;
             assert_eq!(text_of(result)?, "hi", "{up}: {result}");
-            // Lossless: the modern upstream's own members reach the client.
+            // Lossless: the 2026-07-28 upstream's own members reach the client.
             assert_eq!(result["resultType"], "complete", "{up}: {result}");
         }
         Ok(())
@@ -90,7 +90,7 @@ async fn the_era_is_probed_per_upstream_and_both_eras_serve_legacy_clients() -> 
 }
 
 #[tokio::test]
-async fn modern_upstreams_get_the_clients_capabilities_in_meta_and_the_standard_headers(
+async fn stateless_upstreams_get_the_clients_capabilities_in_meta_and_the_standard_headers(
 ) -> Result<()> {
     bounded(async {
         let m = start(&[]).await?;
@@ -131,7 +131,7 @@ async fn modern_upstreams_get_the_clients_capabilities_in_meta_and_the_standard_
 }
 
 #[tokio::test]
-async fn input_required_becomes_an_elicitation_for_a_legacy_client_and_the_call_is_retried(
+async fn input_required_becomes_an_elicitation_for_a_session_era_client_and_the_call_is_retried(
 ) -> Result<()> {
     bounded(async {
         let m = start(&[]).await?;
@@ -173,7 +173,7 @@ async fn input_required_becomes_an_elicitation_for_a_legacy_client_and_the_call_
 }
 
 #[tokio::test]
-async fn a_modern_upstream_asking_several_rounds_gets_sampling_elicitation_and_roots_answers(
+async fn a_stateless_upstream_asking_several_rounds_gets_sampling_elicitation_and_roots_answers(
 ) -> Result<()> {
     bounded(async {
         let m = start(&[]).await?;
@@ -229,7 +229,7 @@ async fn a_modern_upstream_asking_several_rounds_gets_sampling_elicitation_and_r
 }
 
 #[tokio::test]
-async fn a_legacy_client_that_declines_to_answer_gets_the_error_not_a_hang() -> Result<()> {
+async fn a_session_era_client_that_declines_to_answer_gets_the_error_not_a_hang() -> Result<()> {
     bounded(async {
         let m = start(&[]).await?;
         let client =
@@ -254,7 +254,7 @@ async fn a_legacy_client_that_declines_to_answer_gets_the_error_not_a_hang() -> 
     .await
 }
 
-fn modern_call(id: u64, name: &str, extra: Value) -> Value {
+fn stateless_call(id: u64, name: &str, extra: Value) -> Value {
     let mut params = json!({
         "name": name, "arguments": {},
         "_meta": {
@@ -269,7 +269,7 @@ fn modern_call(id: u64, name: &str, extra: Value) -> Value {
 }
 
 #[tokio::test]
-async fn input_required_passes_through_to_a_modern_client_and_its_retry_reaches_the_upstream(
+async fn input_required_passes_through_to_a_stateless_client_and_its_retry_reaches_the_upstream(
 ) -> Result<()> {
     bounded(async {
         let m = start(&[]).await?;
@@ -282,7 +282,7 @@ async fn input_required_passes_through_to_a_modern_client_and_its_retry_reaches_
                 ("mcp-name", name.as_str()),
             ];
             let first = client
-                .post_raw(modern_call(1, &name, json!({})).to_string(), &headers)
+                .post_raw(stateless_call(1, &name, json!({})).to_string(), &headers)
                 .await?;
             let first: Value = serde_json::from_slice(&first.body)?;
             let result = &first["result"];
@@ -293,7 +293,7 @@ async fn input_required_passes_through_to_a_modern_client_and_its_retry_reaches_
             );
             // The upstream's state, byte for byte: not one Manifold minted.
             assert_eq!(result["requestState"], "demo-ask-state-1", "{up}: {first}");
-            let retry = modern_call(
+            let retry = stateless_call(
                 2,
                 &name,
                 json!({
@@ -320,7 +320,7 @@ async fn listed(client: &manifold_testkit::harness::McpClient, name: &str) -> Re
 }
 
 #[tokio::test]
-async fn a_modern_upstreams_list_change_arrives_through_its_listen_stream() -> Result<()> {
+async fn a_stateless_upstreams_list_change_arrives_through_its_listen_stream() -> Result<()> {
     bounded(async {
         let m = start(&[]).await?;
         let client = m.gw.session("2025-11-25", json!({})).await?;
@@ -349,11 +349,11 @@ async fn a_modern_upstreams_list_change_arrives_through_its_listen_stream() -> R
 }
 
 #[tokio::test]
-async fn a_modern_upstreams_lists_are_refetched_when_their_ttl_runs_out() -> Result<()> {
+async fn a_stateless_upstreams_lists_are_refetched_when_their_ttl_runs_out() -> Result<()> {
     bounded(async {
         // No list_changed at all: only the 1 s ttlMs brings the new tool in.
         let m = start(&["--no-list-changed", "--list-ttl-ms", "1000"]).await?;
-        // A modern client may cache Manifold's lists no longer than Manifold
+        // A 2026-07-28 client may cache Manifold's lists no longer than Manifold
         // keeps its own copy of the upstreams' lists.
         let raw = m.gw.client();
         for method in ["tools/list", "server/discover"] {
@@ -388,7 +388,8 @@ async fn a_modern_upstreams_lists_are_refetched_when_their_ttl_runs_out() -> Res
 }
 
 #[tokio::test]
-async fn a_legacy_clients_resource_subscription_rides_a_modern_upstreams_listen() -> Result<()> {
+async fn a_session_era_clients_resource_subscription_rides_a_stateless_upstreams_listen(
+) -> Result<()> {
     bounded(async {
         let m = start(&[]).await?;
         let client = m.gw.session("2025-11-25", json!({})).await?;
@@ -444,7 +445,7 @@ async fn an_upstream_redeployed_in_the_other_era_is_probed_again() -> Result<()>
         .await?;
         assert_eq!(protocol_of(&gw, "swap").as_deref(), Some("2025-11-25"));
         let client = gw.session("2025-11-25", json!({})).await?;
-        // Legacy → modern → legacy, on the same address.
+        // Legacy → stateless → session-era, on the same address.
         for (args, era) in [(&["--modern"][..], V), (&[][..], "2025-11-25")] {
             up.child.kill().await?;
             up = DemoHttp::spawn_at(bin(), &addr, args).await?;
@@ -462,7 +463,7 @@ async fn an_upstream_redeployed_in_the_other_era_is_probed_again() -> Result<()>
                 Ok((answered && spoken.as_deref() == Some(era)).then_some(()))
             })
             .await?;
-            // The merged list follows the era: `ask` exists only in the modern demo.
+            // The merged list follows the era: `ask` exists only in the stateless demo.
             let names = names_of(&client.list_all_tools().await?);
             assert_eq!(
                 names.contains(&"swap__ask".to_string()),
@@ -479,7 +480,7 @@ async fn an_upstream_redeployed_in_the_other_era_is_probed_again() -> Result<()>
 /// upstream's state comes back wrapped, and the retry carrying it reaches the
 /// upstream without a new question; a forged wrapper is refused.
 #[tokio::test]
-async fn a_confirmed_call_to_a_modern_upstream_can_ask_for_input_too() -> Result<()> {
+async fn a_confirmed_call_to_a_stateless_upstream_can_ask_for_input_too() -> Result<()> {
     bounded(async {
         let m = start_with(&[], "[confirm]\ntools = [\"mlocal__ask\"]\n").await?;
         let client = m.gw.client();
@@ -496,13 +497,13 @@ async fn a_confirmed_call_to_a_modern_upstream_can_ask_for_input_too() -> Result
                 Ok::<_, anyhow::Error>((r.status, serde_json::from_slice::<Value>(&r.body)?))
             }
         };
-        let (_, first) = post(modern_call(1, name, json!({}))).await?;
+        let (_, first) = post(stateless_call(1, name, json!({}))).await?;
         let state = first["result"]["requestState"]
             .as_str()
             .unwrap_or_default()
             .to_string();
         assert!(state.starts_with("confirm."), "{first}");
-        let (_, second) = post(modern_call(
+        let (_, second) = post(stateless_call(
             2,
             name,
             json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept"}}}),
@@ -521,7 +522,7 @@ async fn a_confirmed_call_to_a_modern_upstream_can_ask_for_input_too() -> Result
             wrapped.starts_with("confirmed.") && wrapped.ends_with("demo-ask-state-1"),
             "{second}"
         );
-        let (_, done) = post(modern_call(
+        let (_, done) = post(stateless_call(
             3,
             name,
             json!({"requestState": wrapped,
@@ -534,7 +535,7 @@ async fn a_confirmed_call_to_a_modern_upstream_can_ask_for_input_too() -> Result
             "{done}"
         );
         // Single use: replaying the wrapper does not reach the upstream again.
-        let (status, replayed) = post(modern_call(
+        let (status, replayed) = post(stateless_call(
             5,
             name,
             json!({"requestState": wrapped,
@@ -543,7 +544,7 @@ async fn a_confirmed_call_to_a_modern_upstream_can_ask_for_input_too() -> Result
         .await?;
         assert_eq!(status, http::StatusCode::BAD_REQUEST, "{replayed}");
         assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
-        let (status, forged) = post(modern_call(
+        let (status, forged) = post(stateless_call(
             4,
             name,
             json!({"requestState": "confirmed.00.demo-ask-state-1",
@@ -585,11 +586,11 @@ async fn a_confirmed_wrapper_is_for_its_principal_and_expires() -> Result<()> {
                 Ok::<_, anyhow::Error>((r.status, serde_json::from_slice::<Value>(&r.body)?))
             }
         };
-        let (_, first) = post(alice_key, modern_call(1, name, json!({}))).await?;
+        let (_, first) = post(alice_key, stateless_call(1, name, json!({}))).await?;
         let state = first["result"]["requestState"].clone();
         let (_, second) = post(
             alice_key,
-            modern_call(
+            stateless_call(
                 2,
                 name,
                 json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept"}}}),
@@ -602,7 +603,7 @@ async fn a_confirmed_wrapper_is_for_its_principal_and_expires() -> Result<()> {
             .to_string();
         assert!(wrapped.starts_with("confirmed."), "{second}");
         let retry = |id: u64| {
-            modern_call(
+            stateless_call(
                 id,
                 name,
                 json!({"requestState": wrapped,

@@ -13,8 +13,8 @@ use manifold_protocol::{jsonrpc, RequestId};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::exchange::Caller;
 use crate::refusal::Refusal;
+use crate::request::Caller;
 use crate::state::Gateway;
 
 /// A client notification. With `[cluster] redis`, a cancellation for a call
