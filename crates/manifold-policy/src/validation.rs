@@ -133,7 +133,7 @@ fn errors_of(v: &jsonschema::Validator, instance: &Value) -> Result<(), Vec<Stri
     let mut more = 0usize;
     for e in v.iter_errors(instance) {
         if errors.len() < MAX_REPORTED_ERRORS {
-            let at = e.instance_path.to_string();
+            let at = e.instance_path().to_string();
             let at = if at.is_empty() { "/".to_string() } else { at };
             errors.push(format!("{at}: {e}"));
         } else {
