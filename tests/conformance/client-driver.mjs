@@ -3,7 +3,8 @@
 // The suite (`conformance client --command "<node> client-driver.mjs" --scenario X`) starts a
 // mock MCP server for scenario X and runs this file with the mock's URL as the last argument
 // and MCP_CONFORMANCE_SCENARIO=X in the environment. This driver then
-//   1. writes a gateway.toml whose only upstream is that URL (prefix_mode = "never"),
+//   1. writes a gateway.toml whose only upstream is that URL (prefix_mode = "never"); for
+//      auth/*, runs `manifold login` and writes the issuer it printed as `auth.issuer`,
 //   2. starts `$MANIFOLD_BIN serve --config <it>` and waits for its "listening" line,
 //   3. acts as an MCP client *through Manifold* (SDK Client + StreamableHTTPClientTransport
 //      against Manifold's URL) doing what scenario X expects of a client,
@@ -107,7 +108,10 @@ function fillArgs(schema) {
 // ------------------------------------------------------------------ Manifold
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'manifold-conformance-client-'));
 const configPath = path.join(tmp, 'gateway.toml');
-fs.writeFileSync(
+// auth/*: the issuer `manifold login` printed, written into the configuration as
+// `auth.issuer` before `serve` starts (see pinIssuer).
+let pinnedIssuer = null;
+const writeConfig = () => fs.writeFileSync(
     configPath,
     [
         '[server]',
@@ -131,6 +135,7 @@ fs.writeFileSync(
                         ? [`client_id = ${JSON.stringify(CIMD_URL)}`]
                         : []),
                   ...(context.client_secret ? [`client_secret = ${JSON.stringify(context.client_secret)}`] : []),
+                  ...(pinnedIssuer ? [`issuer = ${JSON.stringify(pinnedIssuer)}`] : []),
                   '',
                   '[credentials]',
                   `store = ${JSON.stringify(path.join(tmp, 'tokens'))}`,
@@ -140,6 +145,20 @@ fs.writeFileSync(
             : []),
     ].join('\n'),
 );
+writeConfig();
+
+// After the first login, the issuer it used is pinned, as an operator would: `serve` then
+// reaches the suite's authorization server (on another loopback origin than the mock, so
+// not reachable by `serve` unless the configuration names it) to refresh, and uses the stored
+// tokens only with that issuer. Not for the scenario whose upstream moves to another
+// authorization server: a pinned issuer refuses the move until the operator changes it.
+const PIN = AUTH && scenario !== 'auth/authorization-server-migration';
+function pinIssuer(issuer) {
+    if (!PIN || pinnedIssuer || !issuer) return;
+    pinnedIssuer = issuer;
+    writeConfig();
+    log(`pinned auth.issuer = ${issuer}`);
+}
 
 // `manifold login conformance` with this driver as the browser: it reads the authorization URL
 // the command prints, follows it (the suite's authorization server approves at once and
@@ -173,6 +192,7 @@ async function login() {
     });
     const code = await exited;
     log(`manifold login exited ${code}: ${out.trim().split('\n').pop()}`);
+    if (code === 0) pinIssuer(/^issuer: (\S+)/m.exec(out)?.[1]);
     return code === 0;
 }
 

@@ -20,6 +20,7 @@ pub mod overrides;
 mod page;
 mod resources;
 pub mod template;
+pub mod uri;
 
 use bytes::Bytes;
 use manifold_protocol::headers::{header_params, HeaderParam};

@@ -13,13 +13,18 @@
 //! Invariants: lists are sorted by (URI, upstream) and pre-serialized, so the same
 //! upstream lists give byte-identical pages; items pass through unchanged.
 //!
+//! Where resource rules apply, the server reads a URI in its canonical form
+//! (`uri`); [`Resources::listed_spelling`] gives back the spelling an upstream
+//! listed for that form (`é` for `%C3%A9`), so an upstream that looks its own
+//! URIs up as strings still finds them.
+//!
 //! Not here: URIs learned from tool results (the server keeps those, bounded), and
 //! the fallback to a sole resource-serving upstream (the server knows capabilities).
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::page::Pages;
 use crate::template::UriTemplate;
@@ -159,6 +164,9 @@ pub struct Resources {
     exact: HashMap<String, Arc<str>>,
     /// Parsed templates (with their text), most specific first.
     matchers: Vec<(UriTemplate, Arc<str>, String)>,
+    /// Canonical form → listed URI, for listed URIs not in canonical form;
+    /// built on first use (only reads under resource rules need it).
+    spellings: OnceLock<HashMap<String, String>>,
 }
 
 impl Resources {
@@ -203,6 +211,7 @@ impl Resources {
             templates,
             exact,
             matchers,
+            spellings: OnceLock::new(),
         }
     }
 
@@ -236,6 +245,29 @@ impl Resources {
             .iter()
             .find(|(t, _, _)| t.matches(uri))
             .map(|(_, _, text)| text.as_str())
+    }
+
+    /// The URI a list names whose canonical form is `canonical`, when that
+    /// list spells it otherwise (the first in list order); `None` when it is
+    /// listed as is, or not at all.
+    pub fn listed_spelling(&self, canonical: &str) -> Option<&str> {
+        if self.exact.contains_key(canonical) {
+            return None;
+        }
+        self.spellings
+            .get_or_init(|| {
+                let mut spellings = HashMap::new();
+                for (uri, _) in self.resources.items() {
+                    if let Ok(c) = crate::uri::canonical(uri) {
+                        if c != uri {
+                            spellings.entry(c).or_insert_with(|| uri.to_string());
+                        }
+                    }
+                }
+                spellings
+            })
+            .get(canonical)
+            .map(String::as_str)
     }
 
     /// The upstream that lists `template` itself (for `completion/complete` with a

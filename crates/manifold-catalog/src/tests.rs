@@ -387,3 +387,28 @@ fn a_restricted_view_keeps_order_bytes_and_its_own_cursors() {
     assert_eq!(res["resources"].as_array().unwrap().len(), 1);
     assert!(view.prompts.is_empty());
 }
+
+#[test]
+fn a_canonical_uri_finds_the_spelling_its_upstream_listed() {
+    let up = with_resources(
+        "docs",
+        vec![
+            resource("file:///docs/é.txt"),
+            resource("file:///docs/%7euser"),
+            resource("file:///docs/plain.txt"),
+        ],
+        vec![],
+    );
+    let c = Catalog::build(&[up], &policy(PrefixMode::Always, 1), 500);
+    let r = &c.resources;
+    assert_eq!(
+        r.listed_spelling("file:///docs/%C3%A9.txt"),
+        Some("file:///docs/é.txt")
+    );
+    assert_eq!(
+        r.listed_spelling("file:///docs/~user"),
+        Some("file:///docs/%7euser")
+    );
+    assert_eq!(r.listed_spelling("file:///docs/plain.txt"), None, "as is");
+    assert_eq!(r.listed_spelling("file:///docs/other"), None, "not listed");
+}

@@ -5,9 +5,13 @@
 //! subscription; it ends when its stop token fires. Between connections
 //! `publish` and `rate` fail at once with [`ClusterError::Unavailable`]; a
 //! command that fails on a broken connection makes `run` reconnect. A replica
-//! ignores its own messages as they come back.
+//! ignores its own messages as they come back. Every message is signed when
+//! published and taken only when `auth` accepts it; a refused one is counted
+//! by reason and logged at most once per power of two of its count (an
+//! attacker publishing garbage cannot flood the log).
 //!
-//! Not here: the messages' meaning (`message`, and the server).
+//! Not here: the messages' meaning (`message`, and the server), the MAC and
+//! the replay window (`auth`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,6 +23,7 @@ use redis::AsyncConnectionConfig;
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{now_ms, Keys, Rejection, Replay};
 use crate::rate::{self, RateCheck};
 use crate::{
     random_id, unavailable, ClusterError, Envelope, Message, LIVENESS_INTERVAL, MAX_BACKOFF,
@@ -36,6 +41,9 @@ pub struct Health {
     pub last_error: Option<String>,
     /// Received messages dropped because the server did not keep up.
     pub dropped: u64,
+    /// Received messages refused (unsigned, forged, expired, replayed…):
+    /// `manifold_cluster_rejected_total` has them by reason.
+    pub rejected: u64,
 }
 
 /// The bus of one replica.
@@ -51,6 +59,12 @@ pub struct Bus {
     broken: Notify,
     dropped: AtomicU64,
     gcra: redis::Script,
+    keys: Keys,
+    /// The number of the next message sent.
+    seq: AtomicU64,
+    replay: Mutex<Replay>,
+    /// Refused messages, by [`Rejection::index`].
+    rejected: [AtomicU64; Rejection::ALL.len()],
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -58,13 +72,44 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Bus {
-    /// A bus for `url` on `channel`; connects when [`Bus::run`] runs. Fails only
-    /// on a URL the client cannot parse.
-    pub fn new(url: &str, channel: &str) -> Result<Arc<Bus>, ClusterError> {
-        let client = redis::Client::open(url)
-            .map_err(|e| ClusterError::Unavailable(format!("`cluster.redis`: {e}")))?;
+    /// A bus for `url` on `channel`, signing with `keys`; connects when
+    /// [`Bus::run`] runs. `ca` (PEM) is what a `rediss://` server's
+    /// certificate must chain to (else the web's root certificates). Fails
+    /// ([`ClusterError::Config`]) on a URL the client cannot parse or a CA it
+    /// cannot read, never because Redis is down; the error never contains the
+    /// URL (it may hold a password).
+    pub fn new(
+        url: &str,
+        channel: &str,
+        keys: Keys,
+        ca: Option<&[u8]>,
+    ) -> Result<Arc<Bus>, ClusterError> {
+        if let Some(pem) = ca {
+            use rustls_pki_types::pem::PemObject;
+            let certs = rustls_pki_types::CertificateDer::pem_slice_iter(pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ClusterError::Config(format!("key `cluster.redis_ca`: {e}")))?;
+            if certs.is_empty() {
+                return Err(ClusterError::Config(
+                    "key `cluster.redis_ca`: no PEM certificate in the file".into(),
+                ));
+            }
+        }
+        let client = match ca {
+            None => redis::Client::open(url),
+            Some(pem) => redis::Client::build_with_tls(
+                url,
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.to_vec()),
+                },
+            ),
+        }
+        .map_err(|e| ClusterError::Config(format!("key `cluster.redis`: {e}")))?;
+        let replica = random_id()
+            .ok_or_else(|| ClusterError::Config("no randomness for the replica's id".into()))?;
         Ok(Arc::new(Bus {
-            replica: random_id(),
+            replica,
             channel: channel.to_string(),
             client,
             conn: Mutex::new(None),
@@ -72,6 +117,10 @@ impl Bus {
             broken: Notify::new(),
             dropped: AtomicU64::new(0),
             gcra: redis::Script::new(rate::GCRA),
+            keys,
+            seq: AtomicU64::new(1),
+            replay: Mutex::new(Replay::new(now_ms())),
+            rejected: Default::default(),
         }))
     }
 
@@ -85,6 +134,27 @@ impl Bus {
             connected: lock(&self.conn).is_some(),
             last_error: lock(&self.last_error).clone(),
             dropped: self.dropped.load(Ordering::Relaxed),
+            rejected: self
+                .rejected
+                .iter()
+                .map(|n| n.load(Ordering::Relaxed))
+                .sum(),
+        }
+    }
+
+    /// Refused messages so far, by reason (every reason, zeros included).
+    pub fn rejected(&self) -> Vec<(&'static str, u64)> {
+        Rejection::ALL
+            .iter()
+            .map(|r| (r.as_str(), self.rejected[r.index()].load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    fn reject(&self, why: Rejection) {
+        let n = self.rejected[why.index()].fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            tracing::warn!(reason = why.as_str(), so_far = n,
+                "refused a message on the cluster's bus (not signed with this deployment's key, expired or replayed)");
         }
     }
 
@@ -167,23 +237,32 @@ impl Bus {
     }
 
     fn take(&self, payload: &[u8], tx: &mpsc::Sender<Envelope>) {
+        match self.accept(payload, now_ms()) {
+            Ok(Some(env)) => self.deliver(env, tx),
+            Ok(None) => {}
+            Err(why) => self.reject(why),
+        }
+    }
+
+    /// The envelope in `payload` received at `now`, when it is authentic,
+    /// fresh and new (`None`: one of ours coming back).
+    fn accept(&self, payload: &[u8], now: u64) -> Result<Option<Envelope>, Rejection> {
         if payload.len() > MAX_MESSAGE_BYTES {
-            tracing::warn!(
-                bytes = payload.len(),
-                "cluster message over the limit; dropped"
-            );
-            return;
+            return Err(Rejection::TooLarge);
         }
-        let env: Envelope = match serde_json::from_slice(payload) {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::warn!(error = %e, "unreadable cluster message (another version?); dropped");
-                return;
-            }
-        };
+        let body = self.keys.open(&self.channel, payload)?;
+        let env: Envelope = serde_json::from_slice(body).map_err(|e| {
+            tracing::debug!(error = %e, "an authentic cluster message this version cannot read");
+            Rejection::Unreadable
+        })?;
         if env.from == self.replica {
-            return;
+            return Ok(None);
         }
+        lock(&self.replay).check(&env, now)?;
+        Ok(Some(env))
+    }
+
+    fn deliver(&self, env: Envelope, tx: &mpsc::Sender<Envelope>) {
         if tx.try_send(env).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             tracing::warn!("cluster message dropped: the relay queue is full");
@@ -222,13 +301,21 @@ impl Bus {
         }
     }
 
-    /// Publishes `message` to every other replica: how many received it.
-    pub async fn publish(&self, message: Message) -> Result<usize, ClusterError> {
-        let text = serde_json::to_string(&Envelope {
+    /// `message` signed, as it goes on the channel.
+    fn seal(&self, message: Message) -> Result<String, ClusterError> {
+        let body = serde_json::to_string(&Envelope {
             from: self.replica.clone(),
+            ts: now_ms(),
+            seq: self.seq.fetch_add(1, Ordering::Relaxed),
             message,
         })
         .map_err(|e| ClusterError::Unavailable(e.to_string()))?;
+        Ok(self.keys.sign(&self.channel, &body))
+    }
+
+    /// Publishes `message` to every other replica: how many received it.
+    pub async fn publish(&self, message: Message) -> Result<usize, ClusterError> {
+        let text = self.seal(message)?;
         if text.len() > MAX_MESSAGE_BYTES {
             return Err(ClusterError::TooLarge(text.len()));
         }
@@ -273,5 +360,99 @@ impl Bus {
                 "unexpected rate script answer {r:?}"
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "bus-test-key-0123456789abcdef0123456789";
+
+    fn bus(key: &str) -> Arc<Bus> {
+        Bus::new("redis://127.0.0.1:1", "manifold", Keys::new(key, &[]), None).expect("bus")
+    }
+
+    fn cancel() -> Message {
+        Message::Cancel {
+            session: "ab".into(),
+            request: serde_json::json!(1),
+        }
+    }
+
+    #[test]
+    fn a_peer_takes_each_signed_message_once_and_a_stranger_none() {
+        let (a, b) = (bus(KEY), bus(KEY));
+        let wire = a.seal(cancel()).expect("sealed");
+        let now = now_ms();
+        let env = b
+            .accept(wire.as_bytes(), now)
+            .expect("taken")
+            .expect("not ours");
+        assert_eq!(env.from, a.replica());
+        assert_eq!(env.message, cancel());
+        assert_eq!(
+            b.accept(wire.as_bytes(), now).err(),
+            Some(Rejection::Replayed)
+        );
+        // Our own message coming back is no refusal.
+        assert!(matches!(a.accept(wire.as_bytes(), now), Ok(None)));
+        // Another deployment's key, or none.
+        let stranger = bus("another-key-0123456789abcdef0123456789");
+        assert_eq!(
+            stranger.accept(wire.as_bytes(), now).err(),
+            Some(Rejection::BadMac)
+        );
+        let plain = wire.splitn(3, '.').nth(2).expect("json");
+        assert_eq!(
+            b.accept(plain.as_bytes(), now).err(),
+            Some(Rejection::Unsigned)
+        );
+        // Kept and replayed later than the age window.
+        let wire = a.seal(cancel()).expect("sealed");
+        let late = now + crate::MAX_ENVELOPE_AGE.as_millis() as u64 + 1_000;
+        assert_eq!(
+            b.accept(wire.as_bytes(), late).err(),
+            Some(Rejection::Expired)
+        );
+    }
+
+    #[test]
+    fn refusals_are_counted_by_reason() {
+        let b = bus(KEY);
+        let (tx, _rx) = Bus::queue();
+        b.take(
+            br#"{"from":"x","ts":1,"seq":1,"kind":"cancel","session":"s","request":1}"#,
+            &tx,
+        );
+        b.take(&vec![b'x'; MAX_MESSAGE_BYTES + 1], &tx);
+        let counts: std::collections::HashMap<_, _> = b.rejected().into_iter().collect();
+        assert_eq!(counts["unsigned"], 1);
+        assert_eq!(counts["too_large"], 1);
+        assert_eq!(counts["bad_mac"], 0);
+        assert_eq!(b.health().rejected, 2);
+    }
+
+    #[test]
+    fn a_ca_needs_a_tls_url_and_errors_never_show_the_url() {
+        let keys = || Keys::new(KEY, &[]);
+        let err = Bus::new("redis://:hunter2@127.0.0.1:1", "c", keys(), Some(b"x"))
+            .err()
+            .expect("refused");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        let err = Bus::new("redis://:hunter2@[::1", "c", keys(), None)
+            .err()
+            .expect("refused");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert!(Bus::new("rediss://:hunter2@127.0.0.1:1", "c", keys(), None).is_ok());
+        let err = Bus::new(
+            "rediss://127.0.0.1:1",
+            "c",
+            keys(),
+            Some(b"not a certificate"),
+        )
+        .err()
+        .expect("refused");
+        assert!(err.to_string().contains("redis_ca"), "{err}");
     }
 }

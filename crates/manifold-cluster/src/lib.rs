@@ -17,15 +17,27 @@
 //! nor taken; received messages wait in a queue of [`QUEUE`] and are dropped
 //! (counted) when the server does not keep up, never buffered without bound.
 //!
+//! Every message is signed with a key derived from `[cluster] session_key`
+//! and taken at most once, within [`MAX_ENVELOPE_AGE`] of being sent (`auth`):
+//! a client of Redis that does not hold the key can read the channel (use
+//! `rediss://` and an ACL user) and deny service, but not speak on it. The
+//! connection authenticates with the URL's user and password and, for
+//! `rediss://`, checks the server's certificate against `redis_ca` (else the
+//! web's root certificates).
+//!
 //! Not here: what a replica does with a message (manifold-server's `cluster`
-//! module), which buckets a call needs (manifold-policy `limits`). Redis is
-//! inside the deployment's trust boundary, like the session key: the bus
+//! module), which buckets a call needs (manifold-policy `limits`). The bus
 //! carries session digests and held-call states, never a session id or a token.
 
+mod auth;
 mod bus;
 mod message;
 mod rate;
 
+pub use auth::{
+    now_ms, Keys, Rejection, KEY_LABEL, MAX_CLOCK_SKEW, MAX_ENVELOPE_AGE, MAX_SENDERS,
+    REPLAY_WINDOW,
+};
 pub use bus::{Bus, Health};
 pub use message::{Envelope, Message, ResumeEvent};
 pub use rate::RateCheck;
@@ -58,6 +70,10 @@ pub enum ClusterError {
     /// The message exceeds [`MAX_MESSAGE_BYTES`].
     #[error("a cluster message of {0} bytes exceeds the limit of {MAX_MESSAGE_BYTES}")]
     TooLarge(usize),
+    /// The bus cannot be set up as configured (a URL the client cannot parse,
+    /// a CA file that is not a PEM certificate): a start-up error.
+    #[error("{0}")]
+    Config(String),
 }
 
 impl ClusterError {
@@ -72,10 +88,10 @@ impl ClusterError {
     }
     /// HTTP status of a request refused because of it.
     pub fn http_status(&self) -> u16 {
-        if self.is_unavailable() {
-            503
-        } else {
+        if matches!(self, ClusterError::TooLarge(_)) {
             413
+        } else {
+            503
         }
     }
 }
@@ -88,9 +104,13 @@ fn unavailable(e: redis::RedisError) -> ClusterError {
     }
 }
 
-/// 8 random bytes as 16 hex digits: a replica's or a request's correlation id.
-pub fn random_id() -> String {
-    let mut raw = [0u8; 8];
-    let _ = getrandom::fill(&mut raw);
-    hex::encode(raw)
+/// Random bytes in [`random_id`]: 128 bits, so nobody guesses one.
+pub const RANDOM_ID_BYTES: usize = 16;
+
+/// [`RANDOM_ID_BYTES`] random bytes as hex: a replica's id or a forwarded
+/// retry's correlation id. `None` when the OS has no randomness to give.
+pub fn random_id() -> Option<String> {
+    let mut raw = [0u8; RANDOM_ID_BYTES];
+    getrandom::fill(&mut raw).ok()?;
+    Some(hex::encode(raw))
 }

@@ -1,11 +1,12 @@
-//! What travels on the bus: an [`Envelope`] naming the replica that sent it and
-//! one [`Message`], as JSON.
+//! What travels on the bus: an [`Envelope`] naming the replica that sent it,
+//! when, its number in that replica's sequence, and one [`Message`], as JSON.
 //!
 //! Invariants: a session is named by its digest (what the audit log calls it),
 //! never by its id, which is a bearer credential; messages addressed to one
-//! replica name it (`to`), the others are for whoever holds what they name.
+//! replica name it (`to`), the others are for whoever holds what they name;
+//! `from`, `ts` and `seq` are covered by the envelope's MAC (`auth`).
 //!
-//! Not here: sending and receiving (`bus`).
+//! Not here: signing (`auth`), sending and receiving (`bus`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -15,6 +16,10 @@ use serde_json::{Map, Value};
 pub struct Envelope {
     /// The replica that sent it (a random id per process).
     pub from: String,
+    /// When it was sent, in milliseconds since the epoch.
+    pub ts: u64,
+    /// Its number among the sender's messages (from 1): each is taken once.
+    pub seq: u64,
     #[serde(flatten)]
     pub message: Message,
 }
@@ -121,6 +126,8 @@ mod tests {
         for message in all {
             let e = Envelope {
                 from: "me".into(),
+                ts: 1_800_000_000_000,
+                seq: 7,
                 message,
             };
             let text = serde_json::to_string(&e).expect("serializes");
@@ -131,7 +138,9 @@ mod tests {
 
     #[test]
     fn an_unknown_kind_is_an_error_not_a_panic() {
-        let r = serde_json::from_str::<Envelope>(r#"{"from":"x","kind":"launch_missiles"}"#);
+        let r = serde_json::from_str::<Envelope>(
+            r#"{"from":"x","ts":1,"seq":1,"kind":"launch_missiles"}"#,
+        );
         assert!(r.is_err());
     }
 }

@@ -5,7 +5,10 @@
 //! Invariants: a validated [`AuthSettings`] names at least one method; no
 //! algorithm it allows is `none` or an HMAC (a public key can never be used as
 //! a shared secret); a JWKS URL is `https://`, or `http://` to a loopback host
-//! only; API keys are stored as SHA-256 digests, never as keys.
+//! only; API keys are stored as SHA-256 digests, never as keys; every
+//! `[[auth.jwt]]` and `[[auth.introspection]]` has a source name of its own
+//! (set, or derived from its issuer's or endpoint's host: see
+//! [`derived_source_name`]), which qualifies the principals it vouches for.
 //!
 //! Not here: fetching keys, verifying tokens (manifold-policy), answering 401
 //! (manifold-server).
@@ -28,8 +31,16 @@ pub const DEFAULT_JWKS_REFRESH: &str = "15m";
 /// Default `[[auth.introspection]] cache_ttl`: the longest an introspection
 /// answer is trusted (never past the token's `exp`).
 pub const DEFAULT_INTROSPECTION_CACHE_TTL: &str = "60s";
+/// Default `[[auth.introspection]] require_audience`: an active answer must
+/// carry an `aud` that names this gateway.
+pub const DEFAULT_INTROSPECTION_REQUIRE_AUDIENCE: bool = true;
 /// Prefix of an `[[auth.api_keys]] hash`.
 pub const API_KEY_HASH_PREFIX: &str = "sha256:";
+/// The source name of `manifold stdio`'s local user (`subject:local:<user>`);
+/// no `[[auth.jwt]]` or `[[auth.introspection]]` may take it.
+pub const LOCAL_SOURCE: &str = "local";
+/// The longest source name.
+pub const MAX_SOURCE_NAME_LEN: usize = 64;
 
 /// `[auth]` in the file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -64,16 +75,26 @@ pub struct AuthSection {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct IntrospectionSection {
+    /// The source's name in principals (`introspection:<name>:<sub>`) and in
+    /// `who` (`subject:<name>:<sub>`); default derived from `url` (its host).
+    #[serde(default)]
+    pub name: Option<String>,
     /// The introspection endpoint: `https://`, or `http://` to a loopback host.
     pub url: String,
     /// Manifold's client id at the authorization server (HTTP Basic).
     pub client_id: String,
     /// Its secret (`${VAR}` expands; keep it out of the file).
     pub client_secret: String,
-    /// The `aud` an active token must carry when it carries one; default
-    /// `auth.resource`.
+    /// The `aud` an active token must carry; default `auth.resource`.
     #[serde(default)]
     pub audience: Option<String>,
+    /// Refuse an active answer without `aud` (default
+    /// [`DEFAULT_INTROSPECTION_REQUIRE_AUDIENCE`]). False only for a provider
+    /// that never says whom its tokens are for: then any of its active tokens
+    /// is accepted here, including one issued for another service. An `aud`
+    /// that is present must name the gateway either way.
+    #[serde(default)]
+    pub require_audience: Option<bool>,
     /// Where groups are read from in the answer; default [`DEFAULT_GROUPS_CLAIM`].
     #[serde(default)]
     pub groups_claim: Option<String>,
@@ -86,6 +107,10 @@ pub struct IntrospectionSection {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct JwtSection {
+    /// The source's name in principals (`jwt:<name>:<sub>`) and in `who`
+    /// (`subject:<name>:<sub>`); default derived from `issuer` (its host).
+    #[serde(default)]
+    pub name: Option<String>,
     /// The `iss` tokens must carry; also advertised as an authorization server.
     pub issuer: String,
     /// Where the issuer's signing keys are (a JWK Set).
@@ -140,13 +165,28 @@ pub struct AuthSettings {
     pub introspection: Vec<Introspection>,
 }
 
+impl AuthSettings {
+    /// The names of the sources whose principals carry a subject (`[[auth.jwt]]`
+    /// then `[[auth.introspection]]`, in file order), with whether each is an
+    /// introspection endpoint.
+    pub fn subject_sources(&self) -> Vec<(&str, bool)> {
+        let jwt = self.jwt.iter().map(|j| (j.name.as_str(), false));
+        let intro = self.introspection.iter().map(|i| (i.name.as_str(), true));
+        jwt.chain(intro).collect()
+    }
+}
+
 /// One validated `[[auth.introspection]]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Introspection {
+    /// The source name (set or derived), unique among the sources.
+    pub name: String,
     pub url: String,
     pub client_id: String,
     pub client_secret: String,
     pub audience: String,
+    /// Whether an active answer must carry `aud`.
+    pub require_audience: bool,
     pub groups_claim: String,
     pub cache_ttl: Duration,
 }
@@ -154,6 +194,8 @@ pub struct Introspection {
 /// One validated `[[auth.jwt]]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JwtProvider {
+    /// The source name (set or derived), unique among the sources.
+    pub name: String,
     pub issuer: String,
     pub jwks_url: String,
     pub audience: String,
@@ -213,17 +255,9 @@ pub fn validate_expanding(
         if api_keys.iter().any(|o| o.name == k.name) {
             return Err(format!("key `{key}.name`: `{}` is named twice", k.name));
         }
-        // `${VAR}` expands: a Kubernetes Secret can hold the hash.
-        let hash = expand(&format!("{key}.hash"), &k.hash)?;
-        let sha256 = parse_hash(&hash).ok_or_else(|| {
-            format!(
-                "key `{key}.hash`: expected `{API_KEY_HASH_PREFIX}` and 64 hex digits, as \
-                 `manifold auth hash-key` prints (the key itself never goes in the file)"
-            )
-        })?;
         api_keys.push(ApiKey {
             name: k.name.clone(),
-            sha256,
+            sha256: key_digest(&key, &k.hash, expand)?,
             groups: k.groups.clone(),
             scopes: k.scopes.clone(),
         });
@@ -232,6 +266,7 @@ pub fn validate_expanding(
     for (i, s) in a.introspection.iter().enumerate() {
         let key = format!("auth.introspection[{i}]");
         check_fetch_url(&format!("{key}.url"), &s.url)?;
+        let name = source_name(&key, s.name.as_deref(), &s.url)?;
         if s.client_id.trim().is_empty() {
             return Err(format!("key `{key}.client_id`: must not be empty"));
         }
@@ -241,10 +276,14 @@ pub fn validate_expanding(
             .as_deref()
             .unwrap_or(DEFAULT_INTROSPECTION_CACHE_TTL);
         introspection.push(Introspection {
+            name,
             url: s.url.clone(),
             client_id: s.client_id.clone(),
             client_secret,
             audience: s.audience.clone().unwrap_or_else(|| resource.clone()),
+            require_audience: s
+                .require_audience
+                .unwrap_or(DEFAULT_INTROSPECTION_REQUIRE_AUDIENCE),
             groups_claim: s
                 .groups_claim
                 .clone()
@@ -253,6 +292,7 @@ pub fn validate_expanding(
                 .map_err(|e| format!("key `{key}.cache_ttl`: `{ttl}` is not a duration: {e}"))?,
         });
     }
+    unique_source_names(&jwt, &introspection)?;
     Ok(AuthSettings {
         introspection,
         resource_explicit: a.resource.is_some(),
@@ -271,6 +311,7 @@ fn jwt_provider(j: &JwtSection, i: usize, resource: &str) -> Result<JwtProvider,
         return Err(format!("key `{key}.issuer`: must not be empty"));
     }
     check_fetch_url(&format!("{key}.jwks_url"), &j.jwks_url)?;
+    let name = source_name(&key, j.name.as_deref(), &j.issuer)?;
     let algorithms = match &j.algorithms {
         None => DEFAULT_JWT_ALGORITHMS
             .iter()
@@ -298,6 +339,7 @@ fn jwt_provider(j: &JwtSection, i: usize, resource: &str) -> Result<JwtProvider,
             .map_err(|e| format!("key `{key}.{field}`: `{text}` is not a duration: {e}"))
     };
     Ok(JwtProvider {
+        name,
         issuer: j.issuer.clone(),
         jwks_url: j.jwks_url.clone(),
         audience: j.audience.clone().unwrap_or_else(|| resource.to_string()),
@@ -311,9 +353,81 @@ fn jwt_provider(j: &JwtSection, i: usize, resource: &str) -> Result<JwtProvider,
     })
 }
 
+/// The name a source gets when its table sets none: the host of `url` (the
+/// issuer or the introspection endpoint), lowercased, without port —
+/// `https://login.corp.example/realms/x` → `login.corp.example`. `None` when
+/// it has no host that makes a valid name (not a URL, an IPv6 literal).
+pub fn derived_source_name(url: &str) -> Option<String> {
+    url_host(url).filter(|h| valid_source_name(h))
+}
+
+/// A source name: 1 to [`MAX_SOURCE_NAME_LEN`] ASCII letters, digits, `.`, `-`
+/// or `_` (never a `:`, which separates it from the subject in
+/// `subject:<source>:<sub>`).
+pub fn valid_source_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_SOURCE_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+/// The validated name of the source at `key`: `name`, or derived from `url`.
+fn source_name(key: &str, name: Option<&str>, url: &str) -> Result<String, String> {
+    let name = match name {
+        Some(n) => {
+            if !valid_source_name(n) {
+                return Err(format!(
+                    "key `{key}.name`: `{n}` must be 1 to {MAX_SOURCE_NAME_LEN} letters, digits, \
+                     `.`, `-` or `_` (it qualifies principals: `subject:<name>:<sub>`)"
+                ));
+            }
+            n.to_string()
+        }
+        None => derived_source_name(url).ok_or_else(|| {
+            format!(
+                "key `{key}.name`: `{url}` has no host to name this source after; \
+                 set `name = \"…\"` (it qualifies principals: `subject:<name>:<sub>`)"
+            )
+        })?,
+    };
+    if name == LOCAL_SOURCE {
+        return Err(format!(
+            "key `{key}.name`: `{LOCAL_SOURCE}` names `manifold stdio`'s local user; \
+             set another `name`"
+        ));
+    }
+    Ok(name)
+}
+
+/// Two sources with one name would make one principal of two callers.
+fn unique_source_names(jwt: &[JwtProvider], intro: &[Introspection]) -> Result<(), String> {
+    let keyed = jwt
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (format!("auth.jwt[{i}]"), &j.name))
+        .chain(
+            intro
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (format!("auth.introspection[{i}]"), &s.name)),
+        )
+        .collect::<Vec<_>>();
+    for (n, (key, name)) in keyed.iter().enumerate() {
+        if let Some((first, _)) = keyed[..n].iter().find(|(_, other)| other == name) {
+            return Err(format!(
+                "key `{key}.name`: `{name}` also names `{first}` (set explicitly or derived \
+                 from the host); give each source its own `name`, so a subject of one cannot \
+                 pass for the same subject of the other"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A URL Manifold fetches credentials-related data from: `https://`, or
 /// `http://` to a loopback host (a sidecar identity provider, tests).
-fn check_fetch_url(key: &str, url: &str) -> Result<(), String> {
+pub(crate) fn check_fetch_url(key: &str, url: &str) -> Result<(), String> {
     match (url_host(url), url.to_ascii_lowercase()) {
         (Some(_), u) if u.starts_with("https://") => Ok(()),
         (Some(host), u) if u.starts_with("http://") && is_loopback(&host) => Ok(()),
@@ -322,6 +436,23 @@ fn check_fetch_url(key: &str, url: &str) -> Result<(), String> {
              address, for a sidecar identity provider)"
         )),
     }
+}
+
+/// The digest a key's `hash` (at `key`) names, `${VAR}` expanded: what
+/// `[[auth.api_keys]]` and `[[admin.tokens]]` both hold.
+pub(crate) fn key_digest(
+    key: &str,
+    hash: &str,
+    expand: &dyn Fn(&str, &str) -> Result<String, String>,
+) -> Result<[u8; 32], String> {
+    // `${VAR}` expands: a Kubernetes Secret can hold the hash.
+    let hash = expand(&format!("{key}.hash"), hash)?;
+    parse_hash(&hash).ok_or_else(|| {
+        format!(
+            "key `{key}.hash`: expected `{API_KEY_HASH_PREFIX}` and 64 hex digits, as \
+             `manifold auth hash-key` prints (the key itself never goes in the file)"
+        )
+    })
 }
 
 /// `sha256:<hex>` → the digest.
@@ -367,6 +498,7 @@ mod tests {
 
     fn jwt(url: &str) -> JwtSection {
         JwtSection {
+            name: None,
             issuer: "https://idp.example.com".into(),
             jwks_url: url.into(),
             audience: None,
@@ -442,5 +574,73 @@ mod tests {
         }
         let none = AuthSection::default();
         assert!(validate(&none, "http://x/mcp").is_err());
+    }
+
+    #[test]
+    fn every_source_has_a_name_of_its_own() {
+        let intro = |url: &str, name: Option<&str>| IntrospectionSection {
+            name: name.map(str::to_owned),
+            url: url.into(),
+            client_id: "m".into(),
+            client_secret: "s".into(),
+            audience: None,
+            require_audience: None,
+            groups_claim: None,
+            cache_ttl: None,
+        };
+        let a = AuthSection {
+            jwt: vec![jwt("https://idp.example.com/certs")],
+            introspection: vec![intro("http://127.0.0.1:9/introspect", None)],
+            ..AuthSection::default()
+        };
+        let s = validate(&a, "http://x/mcp").expect("valid");
+        assert_eq!(
+            s.jwt[0].name, "idp.example.com",
+            "derived from the issuer's host"
+        );
+        assert_eq!(
+            s.introspection[0].name, "127.0.0.1",
+            "derived from the url's host"
+        );
+        assert!(s.introspection[0].require_audience, "required by default");
+        assert_eq!(
+            s.subject_sources(),
+            [("idp.example.com", false), ("127.0.0.1", true)]
+        );
+
+        // Two realms of one host: the derived names collide, and the error says what to do.
+        let mut two = a.clone();
+        let mut partner = jwt("https://idp.example.com/certs");
+        partner.issuer = "https://idp.example.com/realms/partner".into();
+        two.jwt.push(partner);
+        let e = validate(&two, "http://x/mcp").expect_err("same name");
+        assert!(
+            e.contains("auth.jwt[1].name") && e.contains("own `name`"),
+            "{e}"
+        );
+        two.jwt[1].name = Some("partner".into());
+        assert!(validate(&two, "http://x/mcp").is_ok());
+
+        for (bad, why) in [
+            ("a:b", "letters"),
+            ("", "letters"),
+            ("local", "stdio"),
+            ("idp.example.com", "also names"),
+        ] {
+            let mut b = a.clone();
+            b.introspection[0].name = Some(bad.into());
+            let e = validate(&b, "http://x/mcp").expect_err(bad);
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        // An issuer that is not a URL has no host to be named after.
+        let mut b = a.clone();
+        b.jwt[0].issuer = "corp-idp".into();
+        let e = validate(&b, "http://x/mcp").expect_err("no host");
+        assert!(e.contains("set `name"), "{e}");
+        b.jwt[0].name = Some("corp".into());
+        assert_eq!(
+            validate(&b, "http://x/mcp").expect("named").jwt[0].name,
+            "corp"
+        );
     }
 }

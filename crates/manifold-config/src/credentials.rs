@@ -4,10 +4,15 @@
 //! manifold-credentials.
 //!
 //! Invariants: `oauth` needs `[credentials]` (its tokens survive restarts) and
-//! an HTTP upstream; `client_credentials` needs a `client_id` and a
-//! `client_secret`; a validated store key is at least [`MIN_STORE_KEY_LEN`]
-//! bytes after `${VAR}` expansion; there is deliberately no passthrough of the
-//! client's own token.
+//! an HTTP upstream; `client_credentials` and `token_exchange` need a
+//! `client_id`, a `client_secret` and a pinned `issuer` (the upstream never
+//! chooses where the gateway's secret or a caller's token goes); `issuer` and
+//! `token_endpoint` are `https://` (or `http://` to a loopback host) without
+//! query or fragment; a `token_exchange` upstream names at least one
+//! front-door source whose callers' tokens its issuer may receive
+//! ([`ExchangeFrom`], resolved against `[auth]` by [`resolve_exchange`]); a
+//! validated store key is at least [`MIN_STORE_KEY_LEN`] bytes after `${VAR}`
+//! expansion; there is deliberately no passthrough of the client's own token.
 //!
 //! Not here: discovery, flows, the store's format (manifold-credentials).
 
@@ -35,6 +40,27 @@ pub struct UpstreamAuthSection {
     /// `WWW-Authenticate`, else its `scopes_supported`, else none.
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// The authorization server the upstream's tokens come from, as its
+    /// issuer identifier (RFC 8414 `issuer`): `https://`, or `http://` to a
+    /// loopback host. Its metadata is read from it (RFC 8414, then OpenID
+    /// Connect discovery), never from a URL the upstream names. Required for
+    /// `client_credentials` and `token_exchange`; for `oauth`, pins what
+    /// `manifold login` would otherwise discover from the upstream.
+    #[serde(default)]
+    pub issuer: Option<String>,
+    /// The token endpoint; default: the one the issuer's metadata names,
+    /// which must then be on the issuer's origin (scheme, host and port).
+    /// Set it for a provider whose token endpoint lives elsewhere.
+    #[serde(default)]
+    pub token_endpoint: Option<String>,
+    /// `token_exchange` only: the front-door sources whose callers' tokens
+    /// may be sent to `issuer` for exchange, each an `[[auth.jwt]] issuer` or
+    /// an `[[auth.introspection]] url`. Default: the issuer's own tokens (the
+    /// `[[auth.jwt]]` with the same issuer, the `[[auth.introspection]]`
+    /// endpoints on its origin): an authorization server that already holds
+    /// the caller's token.
+    #[serde(default)]
+    pub exchange_from: Vec<String>,
 }
 
 /// `[credentials]` in the file.
@@ -73,13 +99,35 @@ pub enum UpstreamAuth {
 }
 
 /// The OAuth client Manifold is for one upstream.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OAuthClient {
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
     pub scopes: Vec<String>,
     /// The store (`oauth` always has one).
     pub store: Option<StoreSettings>,
+    /// The pinned authorization server (`auth.issuer`, as written);
+    /// always set for `client_credentials` and `token_exchange`.
+    pub issuer: Option<String>,
+    /// An explicit token endpoint (`auth.token_endpoint`).
+    pub token_endpoint: Option<String>,
+    /// `token_exchange`: whose callers' tokens may be sent to the issuer.
+    pub exchange_from: ExchangeFrom,
+}
+
+/// `token_exchange`: the front-door sources whose callers' tokens the
+/// upstream's authorization server may receive, resolved against `[auth]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExchangeFrom {
+    /// What `auth.exchange_from` names (empty: the issuer's own sources).
+    pub named: Vec<String>,
+    /// `[[auth.jwt]]` issuers, as configured there (a caller's token is
+    /// matched by its validated `iss`, exactly).
+    pub jwt_issuers: Vec<String>,
+    /// Whether introspected (opaque) tokens may be sent: true when every
+    /// `[[auth.introspection]]` endpoint is permitted, since an identity does
+    /// not record which endpoint validated it.
+    pub introspection: bool,
 }
 
 impl UpstreamAuth {
@@ -114,6 +162,27 @@ pub(crate) fn validate_store(
     })
 }
 
+/// The origin (`scheme://host:port`) of an `http(s)` URL.
+pub fn origin(u: &str) -> Option<String> {
+    url::Url::parse(u)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        .map(|u| u.origin().ascii_serialization())
+}
+
+/// An authorization server URL (`issuer`, `token_endpoint`): absolute,
+/// `https://` or `http://` to a loopback host, no query or fragment.
+fn check_as_url(key: &str, v: &str) -> Result<(), String> {
+    crate::auth::check_fetch_url(key, v)?;
+    match url::Url::parse(v) {
+        Ok(u) if u.query().is_none() && u.fragment().is_none() => Ok(()),
+        Ok(_) => Err(format!(
+            "key `{key}`: `{v}` must have no query or fragment (RFC 8414)"
+        )),
+        Err(e) => Err(format!("key `{key}`: `{v}` is not a URL: {e}")),
+    }
+}
+
 pub(crate) fn validate_auth(
     key: &str,
     a: &UpstreamAuthSection,
@@ -143,18 +212,64 @@ pub(crate) fn validate_auth(
                 ));
             }
         }
+        let issuer = a
+            .issuer
+            .as_deref()
+            .map(|v| expand("auth.issuer", v))
+            .transpose()?;
+        if let Some(i) = &issuer {
+            check_as_url(&format!("{key}.auth.issuer"), i)?;
+        }
+        let token_endpoint = a
+            .token_endpoint
+            .as_deref()
+            .map(|v| expand("auth.token_endpoint", v))
+            .transpose()?;
+        if let Some(t) = &token_endpoint {
+            check_as_url(&format!("{key}.auth.token_endpoint"), t)?;
+            if issuer.is_none() {
+                return Err(format!(
+                    "key `{key}.auth.token_endpoint`: needs the `issuer` it belongs to"
+                ));
+            }
+        }
+        if !a.exchange_from.is_empty() && a.kind != "token_exchange" {
+            return Err(format!(
+                "key `{key}.auth.exchange_from`: only `token_exchange` sends callers' tokens to an authorization server"
+            ));
+        }
         Ok(OAuthClient {
             client_id,
             client_secret,
             scopes: a.scopes.clone(),
             store: store.cloned(),
+            issuer,
+            token_endpoint,
+            exchange_from: ExchangeFrom {
+                named: a.exchange_from.clone(),
+                ..ExchangeFrom::default()
+            },
         })
+    };
+    let pinned = |c: OAuthClient, kind: &str| -> Result<OAuthClient, String> {
+        if c.issuer.is_none() {
+            return Err(format!(
+                "key `{key}.auth.issuer`: `{kind}` needs the authorization server its tokens come from, written here (e.g. issuer = \"https://login.example.com\"); Manifold does not take it from the upstream, which could name its own and collect the secret"
+            ));
+        }
+        Ok(c)
     };
     match a.kind.as_str() {
         "static" => {
-            if a.client_id.is_some() || a.client_secret.is_some() || !a.scopes.is_empty() {
+            if a.client_id.is_some()
+                || a.client_secret.is_some()
+                || !a.scopes.is_empty()
+                || a.issuer.is_some()
+                || a.token_endpoint.is_some()
+                || !a.exchange_from.is_empty()
+            {
                 return Err(format!(
-                    "key `{key}.auth`: `static` takes no client_id, client_secret or scopes (its credentials are the `headers`)"
+                    "key `{key}.auth`: `static` takes no client_id, client_secret, scopes, issuer, token_endpoint or exchange_from (its credentials are the `headers`)"
                 ));
             }
             Ok(UpstreamAuth::Static)
@@ -174,7 +289,10 @@ pub(crate) fn validate_auth(
                     "key `{key}.auth`: `client_credentials` needs `client_id` and `client_secret`"
                 ));
             }
-            Ok(UpstreamAuth::ClientCredentials(c))
+            Ok(UpstreamAuth::ClientCredentials(pinned(
+                c,
+                "client_credentials",
+            )?))
         }
         "token_exchange" => {
             let c = client()?;
@@ -183,10 +301,86 @@ pub(crate) fn validate_auth(
                     "key `{key}.auth`: `token_exchange` needs `client_id` and `client_secret` (Manifold authenticates its exchanges, and its own requests use the client-credentials grant)"
                 ));
             }
-            Ok(UpstreamAuth::TokenExchange(c))
+            Ok(UpstreamAuth::TokenExchange(pinned(c, "token_exchange")?))
         }
         other => Err(format!(
             "key `{key}.auth.type`: {other:?}; expected `static`, `oauth`, `client_credentials` or `token_exchange`"
         )),
     }
+}
+
+/// Resolves each `token_exchange` upstream's [`ExchangeFrom`] against the
+/// validated `[auth]`: an error when it would exchange no caller's token, or
+/// names a source `[auth]` does not have.
+pub(crate) fn resolve_exchange(
+    upstreams: &mut [crate::UpstreamConfig],
+    auth: Option<&crate::AuthSettings>,
+) -> Result<(), String> {
+    for u in upstreams {
+        let crate::Transport::Http {
+            auth: UpstreamAuth::TokenExchange(c),
+            ..
+        } = &mut u.transport
+        else {
+            continue;
+        };
+        let key = format!("upstreams.{}.auth", u.name);
+        let issuer = c.issuer.clone().unwrap_or_default();
+        let trim = |s: &str| s.trim_end_matches('/').to_string();
+        let jwt: Vec<&str> = auth
+            .map(|a| a.jwt.iter().map(|j| j.issuer.as_str()).collect())
+            .unwrap_or_default();
+        let introspection: Vec<&str> = auth
+            .map(|a| a.introspection.iter().map(|i| i.url.as_str()).collect())
+            .unwrap_or_default();
+        let named = std::mem::take(&mut c.exchange_from.named);
+        let mut from = ExchangeFrom {
+            named: named.clone(),
+            ..ExchangeFrom::default()
+        };
+        let mut permitted: Vec<&str> = Vec::new();
+        if named.is_empty() {
+            from.jwt_issuers = jwt
+                .iter()
+                .filter(|j| trim(j) == trim(&issuer))
+                .map(|j| j.to_string())
+                .collect();
+            let home = origin(&issuer);
+            permitted = introspection
+                .iter()
+                .copied()
+                .filter(|i| origin(i).is_some() && origin(i) == home)
+                .collect();
+        } else {
+            for n in &named {
+                if let Some(j) = jwt.iter().find(|j| trim(j) == trim(n)) {
+                    from.jwt_issuers.push(j.to_string());
+                } else if let Some(i) = introspection.iter().find(|i| **i == n.as_str()) {
+                    permitted.push(i);
+                } else {
+                    return Err(format!(
+                        "key `{key}.exchange_from`: `{n}` is neither an [[auth.jwt]] issuer nor an [[auth.introspection]] url of this gateway"
+                    ));
+                }
+            }
+            if !permitted.is_empty() && permitted.len() < introspection.len() {
+                return Err(format!(
+                    "key `{key}.exchange_from`: name every [[auth.introspection]] url or none: Manifold does not record which endpoint validated an opaque token, so it exchanges introspected callers' tokens only when every endpoint may be trusted with them"
+                ));
+            }
+        }
+        from.introspection = !introspection.is_empty() && permitted.len() == introspection.len();
+        if from.jwt_issuers.is_empty() && !from.introspection {
+            return Err(format!(
+                "key `{key}`: `token_exchange` would exchange no caller's token: its issuer `{issuer}` is not an [[auth.jwt]] issuer of this gateway{} and a caller's token is sent only to the authorization server that already holds it; name the sources it may receive in `exchange_from`",
+                if introspection.is_empty() {
+                    String::new()
+                } else {
+                    " and not every [[auth.introspection]] endpoint is on its origin".to_string()
+                }
+            ));
+        }
+        c.exchange_from = from;
+    }
+    Ok(())
 }

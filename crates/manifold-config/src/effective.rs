@@ -2,14 +2,19 @@
 //! admin listener): the file after defaults and environment overrides, before
 //! `${VAR}` expansion, with every secret-bearing value replaced.
 //!
-//! Invariants: a value under `headers` or `env`, any value of a key whose name
-//! says it holds a secret (`client_secret`, `request_state_key`, `session_key`,
-//! `token`, `password`, `secret`, `hash`, …), a command-line value after a
-//! secret flag (`--token X`, `--api-key=X`) and a URL's password are
-//! `[REDACTED]`, unless the value is only a `${VAR}` reference, which names
-//! where the secret comes from and is kept; nothing is ever expanded here.
+//! Invariants: every value under `headers` and `env`, every upstream `args`
+//! element (flags cannot tell which values are secrets: `-e TOKEN=…`,
+//! `--header "Authorization: Bearer …"`), every value of a key whose name
+//! says it holds a secret (`client_secret`, `request_state_key`,
+//! `session_key`, `token`, `password`, `secret`, `hash`, …), and in every URL
+//! the password and each query (and fragment) value are redacted: what is
+//! written literally becomes `[REDACTED]`, while `${VAR}` references stay as
+//! written (`Bearer ${TOKEN}` shows as `[REDACTED]${TOKEN}`), naming where the
+//! secret comes from; nothing is ever expanded here (this renders the file
+//! model, before expansion).
 //!
-//! Not here: validation (`validate`).
+//! Not here: validation (`validate`). A literal secret in a URL's path is not
+//! recognised: write it as a `${VAR}` reference.
 
 use serde_json::Value;
 
@@ -31,9 +36,9 @@ const SECRET_KEYS: &[&str] = &[
     "api_key",
 ];
 
-/// Maps whose every value may be a secret (`Authorization` headers, tokens in
-/// a child's environment).
-const SECRET_MAPS: &[&str] = &["headers", "env"];
+/// Maps and lists whose every value may be a secret (`Authorization`
+/// headers, tokens in a child's environment or on its command line).
+const SECRET_CONTAINERS: &[&str] = &["headers", "env", "args"];
 
 /// The file model as JSON, redacted.
 pub(crate) fn render(file: &crate::model::FileConfig) -> Value {
@@ -42,72 +47,112 @@ pub(crate) fn render(file: &crate::model::FileConfig) -> Value {
     v
 }
 
-fn is_reference(s: &str) -> bool {
-    s.starts_with("${")
-        && s.ends_with('}')
-        && s[2..s.len() - 1]
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+/// `s` with every literal run replaced by [`REDACTED`] and every `${VAR}`
+/// reference kept as written (the grammar of `expand`: `$$` is a literal
+/// `$`). An empty value stays empty: it hides nothing.
+fn keep_references(s: &str) -> String {
+    fn flush(out: &mut String, literal: &mut bool) {
+        if std::mem::take(literal) {
+            out.push_str(REDACTED);
+        }
+    }
+    let mut out = String::new();
+    let mut literal = false;
+    let mut rest = s;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("$$") {
+            literal = true;
+            rest = after;
+            continue;
+        }
+        if let Some(body) = rest.strip_prefix("${") {
+            if let Some(end) = body.find('}') {
+                let name = &body[..end];
+                if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    flush(&mut out, &mut literal);
+                    out.push_str(&rest[..end + 3]);
+                    rest = &body[end + 1..];
+                    continue;
+                }
+            }
+        }
+        literal = true;
+        let step = rest.chars().next().map_or(1, char::len_utf8);
+        rest = &rest[step..];
+    }
+    flush(&mut out, &mut literal);
+    out
 }
 
-/// Whether a command-line flag names a secret (`--token`, `--api-key`…).
-fn is_secret_flag(s: &str) -> bool {
-    let flag = s.trim_start_matches('-').to_ascii_lowercase();
-    s.starts_with('-')
-        && SECRET_KEYS
-            .iter()
-            .any(|k| flag == *k || flag.replace('-', "_") == *k || flag.ends_with(&format!("-{k}")))
-}
-
-/// A URL's password (`scheme://user:password@host`), hidden.
-fn without_password(s: &str) -> Option<String> {
+/// A URL with its password and every query and fragment value redacted;
+/// `None` when `s` is not a URL or has nothing to hide.
+fn redact_url(s: &str) -> Option<String> {
     let (scheme, rest) = s.split_once("://")?;
-    let (userinfo, host) = rest.split_once('@')?;
-    if userinfo.contains('/') {
+    let scheme_ok = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    if !scheme_ok {
         return None;
     }
-    let (user, _) = userinfo.split_once(':')?;
-    Some(format!("{scheme}://{user}:{REDACTED}@{host}"))
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let mut out = format!("{scheme}://");
+    match authority
+        .rsplit_once('@')
+        .and_then(|(userinfo, host)| Some((userinfo.split_once(':')?, host)))
+    {
+        Some(((user, password), host)) => {
+            out.push_str(&format!("{user}:{}@{host}", keep_references(password)));
+        }
+        None => out.push_str(authority),
+    }
+    let (before_fragment, fragment) = match tail.split_once('#') {
+        Some((a, f)) => (a, Some(f)),
+        None => (tail, None),
+    };
+    let (path, query) = match before_fragment.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (before_fragment, None),
+    };
+    out.push_str(path);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(&redact_pairs(q));
+    }
+    if let Some(f) = fragment {
+        out.push('#');
+        out.push_str(&redact_pairs(f));
+    }
+    (out != s).then_some(out)
+}
+
+/// `k=v&…` with every value (or bare item) redacted but its references.
+fn redact_pairs(q: &str) -> String {
+    q.split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) => format!("{k}={}", keep_references(v)),
+            None => keep_references(pair),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 /// Redacts in place; `all` redacts every string below.
 fn redact(v: &mut Value, all: bool) {
     match v {
-        Value::String(s) if all && !is_reference(s) => *s = REDACTED.to_string(),
+        Value::String(s) if all => *s = keep_references(s),
         Value::String(s) => {
-            if let Some(clean) = without_password(s) {
+            if let Some(clean) = redact_url(s) {
                 *s = clean;
-            }
-        }
-        // A command line: the value after a secret flag, or in `--flag=value`.
-        Value::Array(items) if !all => {
-            let mut after_flag = false;
-            for item in items.iter_mut() {
-                if let Value::String(s) = item {
-                    if after_flag && !is_reference(s) {
-                        *s = REDACTED.to_string();
-                        after_flag = false;
-                        continue;
-                    }
-                    after_flag = false;
-                    if let Some((flag, value)) = s.split_once('=') {
-                        if is_secret_flag(flag) && !is_reference(value) {
-                            *s = format!("{flag}={REDACTED}");
-                            continue;
-                        }
-                    } else if is_secret_flag(s) {
-                        after_flag = true;
-                        continue;
-                    }
-                }
-                redact(item, false);
             }
         }
         Value::Array(items) => items.iter_mut().for_each(|i| redact(i, all)),
         Value::Object(map) => {
             for (k, child) in map.iter_mut() {
-                let secret =
-                    all || SECRET_KEYS.contains(&k.as_str()) || SECRET_MAPS.contains(&k.as_str());
+                let secret = all
+                    || SECRET_KEYS.contains(&k.as_str())
+                    || SECRET_CONTAINERS.contains(&k.as_str());
                 redact(child, secret);
             }
         }
@@ -145,27 +190,67 @@ mod tests {
     }
 
     #[test]
-    fn secrets_on_command_lines_and_in_urls_are_redacted() {
-        let mut v = json!({"upstreams": {"x": {
-            "args": ["serve", "--token", "t0p", "--api-key=k3y", "--verbose", "--password", "${PW}"],
-            "url": "https://user:s3cret@example.com/mcp",
-            "plain": "https://example.com/a@b"
-        }}});
+    fn every_argument_and_url_query_value_is_redacted_but_references() {
+        let mut v = json!({"upstreams": {
+            "gh": {
+                "command": "docker",
+                "args": ["run", "-e", "GITHUB_TOKEN=ghp_s3cret", "-e", "GITHUB_TOKEN",
+                         "--header", "Authorization: Bearer s3cret-bearer", "${GITHUB_TOKEN}",
+                         "--token=${T}", "$${X}", ""],
+            },
+            "remote": {"url": "https://user:pw@example.com/mcp?api_key=k3y&mode=${MODE}&flag#frag=f"},
+            "ref": {"url": "https://${U}:${P}@example.com/mcp?api_key=${API_KEY}"},
+            "plain": {"url": "https://example.com/a@b", "timeout": "30s"},
+        }});
         redact(&mut v, false);
-        let x = &v["upstreams"]["x"];
+        let u = &v["upstreams"];
+        assert_eq!(u["gh"]["command"], "docker");
         assert_eq!(
-            x["args"],
+            u["gh"]["args"],
             json!([
-                "serve",
-                "--token",
                 REDACTED,
-                format!("--api-key={REDACTED}"),
-                "--verbose",
-                "--password",
-                "${PW}"
+                REDACTED,
+                REDACTED,
+                REDACTED,
+                REDACTED,
+                REDACTED,
+                REDACTED,
+                "${GITHUB_TOKEN}",
+                format!("{REDACTED}${{T}}"),
+                REDACTED,
+                ""
             ])
         );
-        assert_eq!(x["url"], format!("https://user:{REDACTED}@example.com/mcp"));
-        assert_eq!(x["plain"], "https://example.com/a@b");
+        assert_eq!(
+            u["remote"]["url"],
+            format!(
+                "https://user:{REDACTED}@example.com/mcp?api_key={REDACTED}&mode=${{MODE}}&{REDACTED}#frag={REDACTED}"
+            )
+        );
+        assert_eq!(
+            u["ref"]["url"],
+            "https://${U}:${P}@example.com/mcp?api_key=${API_KEY}"
+        );
+        assert_eq!(u["plain"]["url"], "https://example.com/a@b");
+        assert_eq!(u["plain"]["timeout"], "30s");
+        for secret in ["ghp_s3cret", "s3cret-bearer", "k3y", ":pw@"] {
+            assert!(!v.to_string().contains(secret), "{secret} in {v}");
+        }
+    }
+
+    #[test]
+    fn literal_runs_are_redacted_and_references_kept() {
+        for (input, want) in [
+            ("s3cret", REDACTED.to_string()),
+            ("${TOKEN}", "${TOKEN}".into()),
+            ("Bearer ${TOKEN}", format!("{REDACTED}${{TOKEN}}")),
+            ("${A}:${B}", format!("${{A}}{REDACTED}${{B}}")),
+            ("$${NOT}", REDACTED.into()),
+            ("${bad-name}", REDACTED.into()),
+            ("é${X}é", format!("{REDACTED}${{X}}{REDACTED}")),
+            ("", String::new()),
+        ] {
+            assert_eq!(keep_references(input), want, "{input}");
+        }
     }
 }

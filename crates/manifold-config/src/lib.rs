@@ -9,6 +9,7 @@
 //! Not here: watching the file for reloads, and anything that opens a socket or
 //! spawns a process.
 
+pub mod admin;
 pub mod audit;
 pub mod auth;
 pub mod cluster;
@@ -19,10 +20,12 @@ pub mod limits;
 mod model;
 pub mod overrides;
 pub mod policy;
+pub mod principals;
 mod snapshot;
 pub mod telemetry;
 mod validate;
 
+pub use admin::{AdminSection, AdminSettings, AdminTokenSection};
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
 pub use expand::expand;
@@ -30,6 +33,7 @@ pub use limits::{BucketKey, RateLimitRule};
 pub use model::*;
 pub use overrides::ToolOverride;
 pub use policy::{AllowDeny, ConfirmSection, PolicyRule, WithoutElicitation};
+pub use principals::IdentitySources;
 pub use snapshot::{
     Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, TlsConfig,
     Transport, UpstreamConfig, UpstreamProtocol, UpstreamTls,

@@ -3,7 +3,7 @@
 //! live in manifold-policy.
 //!
 //! Invariants: a validated rule limits something (a rate, a concurrency cap or
-//! both); `who` entries are `*`, `subject:…`, `group:…`, `scope:…` or `key:…`;
+//! both); `who` entries are `*`, `subject:…`, `cert:…`, `group:…`, `scope:…` or `key:…`;
 //! `rate` is `N/s`, `N/m` or `N/h` with N > 0.
 
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitSection {
-    /// Whom the rule applies to: `*`, `subject:<sub>`, `group:<g>`, `scope:<s>`,
+    /// Whom the rule applies to: `*`, `subject:<source>:<sub>` (or `subject:<sub>`
+    /// with one identity source), `cert:<type>:<name>`, `group:<g>`, `scope:<s>`,
     /// `key:<api key name>`.
     pub who: Vec<String>,
     /// Exposed tool-name globs (default `["*"]`).

@@ -94,9 +94,10 @@ pub struct FileConfig {
     /// Client authentication; off (every client is `anonymous`) without it.
     #[serde(default)]
     pub auth: Option<crate::auth::AuthSection>,
-    /// The admin listener (`/metrics`, `/healthz`, `/readyz`); off unless set.
+    /// The admin listener (probes and metrics; control endpoints with
+    /// credentials); off unless set.
     #[serde(default)]
-    pub admin: Option<AdminSection>,
+    pub admin: Option<crate::admin::AdminSection>,
     #[serde(default)]
     pub metrics: MetricsSection,
     #[serde(default)]
@@ -211,14 +212,6 @@ pub struct AuditSection {
     pub otlp: bool,
 }
 
-/// `[admin]`: a separate listener for operators, never the MCP endpoint.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct AdminSection {
-    /// Socket address, e.g. `"127.0.0.1:9090"`.
-    pub listen: String,
-}
-
 /// `[metrics]`: bounds on Prometheus series.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -329,6 +322,29 @@ pub struct TlsSection {
     /// (default true). False: such clients authenticate by `[auth]` instead.
     #[serde(default)]
     pub require_client_cert: Option<bool>,
+    /// With `client_ca`: certificate revocation lists (PEM), one file or a
+    /// list; a client certificate they revoke is refused at the handshake.
+    /// Read again, with the certificates, when a file changes.
+    #[serde(default)]
+    pub client_crl: Option<PathList>,
+}
+
+/// One path, or a list of them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum PathList {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl PathList {
+    /// The paths, in order.
+    pub fn paths(&self) -> Vec<&str> {
+        match self {
+            PathList::One(p) => vec![p.as_str()],
+            PathList::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 /// Shortest `server.request_state_key` accepted.

@@ -2,9 +2,10 @@
 //! `[confirm]` (which calls a human confirms first): the file model and its
 //! validated form. The decisions themselves live in manifold-policy.
 //!
-//! Invariants: every `who` entry is `*`, `subject:…`, `group:…`, `scope:…` or
-//! `key:…` (the same grammar as `[[rate_limit]]`); a rule names at least one
-//! kind; glob lists hold non-empty patterns.
+//! Invariants: every `who` entry is `*`, `subject:…`, `cert:…`, `group:…`,
+//! `scope:…` or `key:…` (the same grammar as `[[rate_limit]]`; `subject:`
+//! entries are qualified by their source afterwards, see `principals`); a rule
+//! names at least one kind; glob lists hold non-empty patterns.
 //!
 //! Not here: matching callers or items (manifold-policy).
 
@@ -27,8 +28,9 @@ pub struct AllowDeny {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct PolicySection {
-    /// Whom the rule applies to: `*`, `subject:<sub>`, `group:<g>`,
-    /// `scope:<s>`, `key:<api key name>`.
+    /// Whom the rule applies to: `*`, `subject:<source>:<sub>` (or
+    /// `subject:<sub>` with one identity source), `cert:<type>:<name>`,
+    /// `group:<g>`, `scope:<s>`, `key:<api key name>`.
     pub who: Vec<String>,
     /// Exposed tool names.
     #[serde(default)]
@@ -85,12 +87,12 @@ pub(crate) fn check_who(at: &str, who: &[String]) -> Result<(), String> {
     }
     for w in who {
         let ok = w == "*"
-            || ["subject:", "group:", "scope:", "key:"]
+            || ["subject:", "cert:", "group:", "scope:", "key:"]
                 .iter()
                 .any(|p| w.strip_prefix(p).is_some_and(|rest| !rest.is_empty()));
         if !ok {
             return Err(format!(
-                "key `{at}.who`: `{w}` is not `*`, `subject:…`, `group:…`, `scope:…` or `key:…`"
+                "key `{at}.who`: `{w}` is not `*`, `subject:…`, `cert:…`, `group:…`, `scope:…` or `key:…`"
             ));
         }
     }

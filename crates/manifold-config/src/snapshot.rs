@@ -20,8 +20,8 @@ pub struct GatewayConfig {
     pub audit: Option<crate::audit::AuditSettings>,
     /// Client authentication (`[auth]`); `None`: every client is anonymous.
     pub auth: Option<crate::auth::AuthSettings>,
-    /// The admin listener (`/metrics`, `/healthz`, `/readyz`).
-    pub admin: Option<SocketAddr>,
+    /// The admin listener (`[admin]`).
+    pub admin: Option<crate::admin::AdminSettings>,
     /// Tools with their own latency series (`[metrics] max_tool_series`).
     pub max_tool_series: usize,
     /// `[validation] arguments`.
@@ -83,6 +83,9 @@ pub struct TlsConfig {
     pub client_ca: Option<std::path::PathBuf>,
     /// Whether a client certificate is required (only with `client_ca`).
     pub require_client_cert: bool,
+    /// Certificate revocation lists (PEM) client certificates are checked
+    /// against (only with `client_ca`).
+    pub client_crl: Vec<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +167,9 @@ pub struct Filter {
     pub deny: Vec<String>,
 }
 
+// One per upstream, built once per configuration and never moved on a hot
+// path: boxing the HTTP side's OAuth client would only complicate every match.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Transport {
     Stdio {
@@ -210,26 +216,43 @@ impl GatewayConfig {
     /// answers to (`server.allowed_hosts`; DNS-rebinding protection). The message
     /// says what to set.
     pub fn exposure_problem(&self) -> Option<String> {
+        self.exposure_problem_in_force(self.server.listen, self.server.tls.as_ref())
+    }
+
+    /// [`GatewayConfig::exposure_problem`] for a configuration a running
+    /// gateway reloads: its listener keeps the address (`listen`) and the
+    /// `[server.tls]` (`tls`) it started with — a reload cannot change them —
+    /// so those are what decide, never this file's. (A reload that drops
+    /// `[auth]` while adding `client_ca` would otherwise pass and leave the
+    /// listener open until a restart.)
+    pub fn exposure_problem_in_force(
+        &self,
+        listen: SocketAddr,
+        tls: Option<&TlsConfig>,
+    ) -> Option<String> {
         let s = &self.server;
-        if s.listen.ip().is_loopback() {
+        if listen.ip().is_loopback() {
             return None;
         }
+        let in_force = if listen != s.listen || tls != s.tls.as_ref() {
+            " (the listener's address and [server.tls] in force: a reload cannot change them)"
+        } else {
+            ""
+        };
         let authenticated = self.auth.as_ref().is_some_and(|a| !a.allow_anonymous)
-            || s.tls.as_ref().is_some_and(|t| t.require_client_cert);
+            || tls.is_some_and(|t| t.require_client_cert);
         if !s.allow_unauthenticated && !authenticated {
             return Some(format!(
-                "server.listen `{}` is not a loopback address and no authentication is configured: \
+                "server.listen `{listen}`{in_force} is not a loopback address and no authentication is configured: \
                  anyone who could reach the port would act with the upstreams' credentials. \
                  Listen on 127.0.0.1, configure [auth] (or [server.tls] client_ca), or set `allow_unauthenticated = true` in [server] to serve it anyway",
-                s.listen
             ));
         }
         if s.allowed_hosts.is_empty() {
             return Some(format!(
-                "server.listen `{}` is not a loopback address, so server.allowed_hosts must list the \
+                "server.listen `{listen}`{in_force} is not a loopback address, so server.allowed_hosts must list the \
                  host names clients use (DNS-rebinding protection), e.g. allowed_hosts = [\"mcp.example.com\"] \
                  (\"*\" accepts any host)",
-                s.listen
             ));
         }
         None

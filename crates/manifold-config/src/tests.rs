@@ -289,6 +289,39 @@ fn a_non_loopback_listener_needs_the_opt_in_and_its_hosts() {
 }
 
 #[test]
+fn exposure_is_judged_by_the_listener_and_tls_in_force() {
+    let in_force_tls = TlsConfig {
+        cert: "c.pem".into(),
+        key: "k.pem".into(),
+        client_ca: Some("ca.pem".into()),
+        client_crl: Vec::new(),
+        require_client_cert: true,
+    };
+    let open = load_with(
+        "[server]\nlisten = \"0.0.0.0:8080\"\nallowed_hosts = [\"*\"]\n",
+        &[],
+    )
+    .unwrap();
+    let any: std::net::SocketAddr = "0.0.0.0:8080".parse().unwrap();
+    let lo: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
+    // The file's own view: no [auth], no TLS, not loopback.
+    assert!(open.exposure_problem().is_some());
+    // Client certificates in force protect it, whatever the file says.
+    assert_eq!(
+        open.exposure_problem_in_force(any, Some(&in_force_tls)),
+        None
+    );
+    // A file on loopback does not move a listener in force elsewhere.
+    let loopback = load_with("[server]\nlisten = \"127.0.0.1:8080\"\n", &[]).unwrap();
+    assert_eq!(loopback.exposure_problem(), None);
+    let msg = loopback
+        .exposure_problem_in_force(any, None)
+        .expect("exposed");
+    assert!(msg.contains("in force"), "{msg}");
+    assert_eq!(loopback.exposure_problem_in_force(lo, None), None);
+}
+
+#[test]
 fn policy_confirm_and_overrides_load() {
     let text = r#"
 [upstreams.github]
@@ -328,4 +361,140 @@ without_elicitation = "allow"
     assert_eq!(cfg.confirm.without_elicitation, WithoutElicitation::Allow);
     let err = load_with("[confirm]\nwithout_elicitation = \"maybe\"\n", &[]).unwrap_err();
     assert!(err.message.contains("without_elicitation"), "{err}");
+}
+
+#[test]
+fn upstream_credentials_pin_their_authorization_server() {
+    let up = |auth: &str| {
+        format!(
+            "[upstreams.a]\nurl = \"https://mcp.example.com/mcp\"\n[upstreams.a.auth]\n{auth}\n"
+        )
+    };
+    let cc = "type = \"client_credentials\"\nclient_id = \"g\"\nclient_secret = \"s\"\n";
+    let te = "type = \"token_exchange\"\nclient_id = \"g\"\nclient_secret = \"s\"\n";
+    let jwt = "[auth]\n[[auth.jwt]]\nissuer = \"https://as.example.com\"\njwks_url = \"https://as.example.com/jwks\"\n";
+    let intro = |url: &str| {
+        format!("[auth]\n[[auth.introspection]]\nurl = \"{url}\"\nclient_id = \"m\"\nclient_secret = \"s\"\n")
+    };
+    let cases = [
+        // Not taken from the upstream: written, or no client_credentials at all.
+        (up(cc), "upstreams.a.auth.issuer"),
+        (up(te), "upstreams.a.auth.issuer"),
+        (
+            up(&format!("{cc}issuer = \"http://as.example.com\"")),
+            "must be an https:// URL",
+        ),
+        (
+            up(&format!("{cc}issuer = \"https://as.example.com/?tenant=x\"")),
+            "no query or fragment",
+        ),
+        (
+            up(&format!("{cc}token_endpoint = \"https://as.example.com/token\"")),
+            "needs the `issuer`",
+        ),
+        (
+            up("type = \"static\"\nissuer = \"https://as.example.com\""),
+            "`static` takes no",
+        ),
+        (
+            up(&format!(
+                "{cc}issuer = \"https://as.example.com\"\nexchange_from = [\"https://as.example.com\"]"
+            )),
+            "only `token_exchange`",
+        ),
+        // A caller's token goes only where it already is, or where the operator says.
+        (
+            up(&format!("{te}issuer = \"https://as.example.com\"")),
+            "would exchange no caller's token",
+        ),
+        (
+            format!(
+                "{}{jwt}",
+                up(&format!("{te}issuer = \"https://other.example.com\""))
+            ),
+            "would exchange no caller's token",
+        ),
+        (
+            format!(
+                "{}{jwt}",
+                up(&format!(
+                    "{te}issuer = \"https://other.example.com\"\nexchange_from = [\"https://partner.example.com\"]"
+                ))
+            ),
+            "neither an [[auth.jwt]] issuer",
+        ),
+        (
+            format!(
+                "{}{}",
+                up(&format!("{te}issuer = \"https://other.example.com\"")),
+                intro("https://as.example.com/introspect")
+            ),
+            "not every [[auth.introspection]] endpoint is on its origin",
+        ),
+    ];
+    for (text, needle) in &cases {
+        let err = load_with(text, &[]).unwrap_err().to_string();
+        assert!(err.contains(needle), "{text}\n=> {err}");
+    }
+
+    let auth_of = |cfg: &GatewayConfig| match &cfg.upstreams[0].transport {
+        Transport::Http { auth, .. } => auth.clone(),
+        Transport::Stdio { .. } => unreachable!(),
+    };
+    // The issuer's own JWTs, by default; trailing slashes do not matter.
+    let cfg = load_with(
+        &format!(
+            "{}{jwt}",
+            up(&format!("{te}issuer = \"https://as.example.com/\""))
+        ),
+        &[],
+    )
+    .unwrap();
+    let credentials::UpstreamAuth::TokenExchange(c) = auth_of(&cfg) else {
+        panic!("not token_exchange");
+    };
+    assert_eq!(c.issuer.as_deref(), Some("https://as.example.com/"));
+    assert_eq!(c.exchange_from.jwt_issuers, ["https://as.example.com"]);
+    assert!(!c.exchange_from.introspection);
+    // Introspected tokens when the endpoint is on the issuer's origin, or named.
+    let cfg = load_with(
+        &format!(
+            "{}{}",
+            up(&format!("{te}issuer = \"https://as.example.com/realms/x\"")),
+            intro("https://as.example.com/realms/x/introspect")
+        ),
+        &[],
+    )
+    .unwrap();
+    let credentials::UpstreamAuth::TokenExchange(c) = auth_of(&cfg) else {
+        panic!("not token_exchange");
+    };
+    assert!(c.exchange_from.introspection && c.exchange_from.jwt_issuers.is_empty());
+    let cfg = load_with(
+        &format!(
+            "{}{}",
+            up(&format!(
+                "{te}issuer = \"https://exchange.example.com\"\ntoken_endpoint = \"https://sts.example.com/token\"\nexchange_from = [\"https://idp.example.com/introspect\"]"
+            )),
+            intro("https://idp.example.com/introspect")
+        ),
+        &[],
+    )
+    .unwrap();
+    let credentials::UpstreamAuth::TokenExchange(c) = auth_of(&cfg) else {
+        panic!("not token_exchange");
+    };
+    assert!(c.exchange_from.introspection);
+    assert_eq!(
+        c.token_endpoint.as_deref(),
+        Some("https://sts.example.com/token")
+    );
+    // `oauth` may leave it to `manifold login`, or pin it.
+    let store = "[credentials]\nstore = \"/tmp/x\"\nkey = \"0123456789abcdef0123456789abcdef\"\n";
+    for auth in [
+        "type = \"oauth\"",
+        "type = \"oauth\"\nissuer = \"https://as.example.com\"",
+    ] {
+        load_with(&format!("{}{store}", up(auth)), &[]).unwrap();
+    }
 }

@@ -371,8 +371,24 @@ pub(crate) fn validate(
     }
     // BTreeMap iteration already sorted them; make the invariant explicit.
     upstreams.sort_by(|a, b| a.name.cmp(&b.name));
+    let auth = match &file_auth {
+        Some(a) => Some(crate::auth::validate_expanding(
+            a,
+            &format!(
+                "{}://{listen}{path_for_resource}",
+                if file.server.tls.is_some() {
+                    "https"
+                } else {
+                    "http"
+                }
+            ),
+            &|field: &str, v: &str| expand(v, lookup).map_err(|e| format!("key `{field}`: {e}")),
+        )?),
+        None => None,
+    };
+    crate::credentials::resolve_exchange(&mut upstreams, auth.as_ref())?;
 
-    Ok(GatewayConfig {
+    let mut cfg = GatewayConfig {
         server: ServerConfig {
             listen,
             path,
@@ -401,30 +417,15 @@ pub(crate) fn validate(
             })?),
             None => None,
         },
-        auth: match &file_auth {
-            Some(a) => Some(crate::auth::validate_expanding(
+        auth,
+        admin: match &file_admin {
+            Some(a) => Some(crate::admin::validate(
                 a,
-                &format!(
-                    "{}://{listen}{path_for_resource}",
-                    if file.server.tls.is_some() {
-                        "https"
-                    } else {
-                        "http"
-                    }
-                ),
+                file_auth.is_some(),
                 &|field: &str, v: &str| {
                     expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))
                 },
             )?),
-            None => None,
-        },
-        admin: match &file_admin {
-            Some(a) => Some(a.listen.trim().parse::<SocketAddr>().map_err(|e| {
-                format!(
-                    "key `admin.listen`: `{}` is not a socket address: {e}",
-                    a.listen
-                )
-            })?),
             None => None,
         },
         max_tool_series,
@@ -453,7 +454,10 @@ pub(crate) fn validate(
         },
         principal_label: file.metrics.principal_label,
         max_principal_series: file.metrics.max_principal_series,
-    })
+    };
+    // Needs `[auth]` and `[server.tls]` validated: which sources exist.
+    crate::principals::qualify_rules(&mut cfg)?;
+    Ok(cfg)
 }
 
 fn tls(
@@ -480,11 +484,28 @@ fn tls(
             "key `server.tls.require_client_cert`: only means something with `client_ca`".into(),
         );
     }
+    let mut client_crl = Vec::new();
+    if let Some(list) = &t.client_crl {
+        if client_ca.is_none() {
+            return Err(
+                "key `server.tls.client_crl`: only means something with `client_ca`".into(),
+            );
+        }
+        if list.paths().is_empty() {
+            return Err(
+                "key `server.tls.client_crl`: name at least one CRL file (or leave it out)".into(),
+            );
+        }
+        for p in list.paths() {
+            client_crl.push(file("client_crl", p)?);
+        }
+    }
     Ok(crate::snapshot::TlsConfig {
         cert: file("cert", &t.cert)?,
         key: file("key", &t.key)?,
         require_client_cert: client_ca.is_some() && t.require_client_cert.unwrap_or(true),
         client_ca,
+        client_crl,
     })
 }
 

@@ -7,7 +7,11 @@
 //! gives, path-based first, and the root only after a miss; a resource
 //! metadata document naming another resource than the upstream is refused
 //! (a server may not send Manifold's token elsewhere); an issuer is used only
-//! with metadata that names the same issuer.
+//! with metadata that names the same issuer; a pinned issuer ([`Pins`]) is
+//! the only one used, its metadata read from it, and an upstream naming
+//! others is refused; a running gateway reads resource metadata only on the
+//! upstream's own origin; the token endpoint is on the issuer's origin
+//! unless the configuration names it.
 //!
 //! Not here: registration and the flows (`login`, `source`).
 
@@ -119,18 +123,54 @@ fn split(url: &str) -> Result<(String, String), CredentialError> {
     Ok((origin, path))
 }
 
-/// The first authorization server a resource metadata document names.
-pub(crate) async fn authorization_server(
+/// The authorization servers a resource metadata document names (without
+/// a trailing `/`); `None` when it cannot be read.
+pub(crate) async fn authorization_servers(
     c: &crate::http::Client,
     metadata_url: &str,
-) -> Result<Option<String>, CredentialError> {
-    Ok(get(c, metadata_url).await?.and_then(|p| {
-        p["authorization_servers"]
-            .as_array()
-            .and_then(|a| a.first())
-            .and_then(Value::as_str)
-            .map(|s| s.trim_end_matches('/').to_string())
-    }))
+) -> Result<Option<Vec<String>>, CredentialError> {
+    Ok(get(c, metadata_url).await?.map(|p| servers(&p)))
+}
+
+fn servers(prm: &Value) -> Vec<String> {
+    prm["authorization_servers"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(|s| s.trim_end_matches('/').to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The resource metadata URL a challenge names, if the client may read it:
+/// any for `manifold login` (a person sees the issuer it leads to), only on
+/// the upstream's own origin for a running gateway.
+pub(crate) fn metadata_url<'a>(
+    c: &crate::http::Client,
+    upstream: &str,
+    challenge: Option<&'a Challenge>,
+) -> Option<&'a str> {
+    let u = challenge?.resource_metadata.as_deref()?;
+    if c.is_attended() || crate::http::origin(u) == crate::http::origin(upstream) {
+        return Some(u);
+    }
+    tracing::warn!(
+        upstream,
+        resource_metadata = u,
+        "ignoring a challenge's resource metadata on another origin than the upstream's"
+    );
+    None
+}
+
+/// What the configuration pins of an upstream's authorization server.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Pins<'a> {
+    /// `auth.issuer`.
+    pub issuer: Option<&'a str>,
+    /// `auth.token_endpoint`.
+    pub token_endpoint: Option<&'a str>,
 }
 
 async fn get(c: &crate::http::Client, url: &str) -> Result<Option<Value>, CredentialError> {
@@ -154,12 +194,13 @@ pub(crate) async fn discover(
     c: &crate::http::Client,
     upstream: &str,
     challenge: Option<&Challenge>,
+    pins: Pins<'_>,
 ) -> Result<Discovered, CredentialError> {
     let (origin, path) = split(upstream)?;
     // Protected resource metadata: from the challenge, else path-based, else root.
     let mut candidates = Vec::new();
-    if let Some(u) = challenge.and_then(|c| c.resource_metadata.clone()) {
-        candidates.push(u);
+    if let Some(u) = metadata_url(c, upstream, challenge) {
+        candidates.push(u.to_string());
     } else {
         if !path.is_empty() {
             candidates.push(format!(
@@ -175,6 +216,7 @@ pub(crate) async fn discover(
             break;
         }
     }
+    let pinned = pins.issuer.map(|i| i.trim_end_matches('/').to_string());
     let (resource, issuer, resource_scopes) = match &prm {
         Some(p) => {
             let resource = p["resource"].as_str().unwrap_or(upstream).to_string();
@@ -183,22 +225,31 @@ pub(crate) async fn discover(
                     "the upstream's resource metadata names another resource ({resource}, not {upstream}); refusing to ask for a token for it"
                 )));
             }
-            let issuer = p["authorization_servers"]
-                .as_array()
-                .and_then(|a| a.first())
-                .and_then(Value::as_str)
-                .ok_or_else(|| {
+            let named = servers(p);
+            let issuer = match &pinned {
+                Some(i) if named.is_empty() || named.contains(i) => i.clone(),
+                Some(i) => {
+                    return Err(CredentialError::Refused(format!(
+                        "the upstream names the authorization server {}, but `auth.issuer` pins {i}; nothing is sent to the one it names (change `auth.issuer` if the upstream really moved)",
+                        named.join(", ")
+                    )))
+                }
+                None => named.first().cloned().ok_or_else(|| {
                     CredentialError::Server(
                         "the resource metadata names no authorization server".into(),
                     )
-                })?
-                .trim_end_matches('/')
-                .to_string();
+                })?,
+            };
             (resource, issuer, strings(&p["scopes_supported"]))
         }
         // 2025-03-26: the MCP server's origin is the authorization server.
-        None => (upstream.to_string(), origin.clone(), None),
+        None => (
+            upstream.to_string(),
+            pinned.clone().unwrap_or(origin.clone()),
+            None,
+        ),
     };
+    let checked = prm.is_some() || pinned.is_some();
     let (io, ip) = split(&issuer)?;
     let urls: Vec<String> = if ip.is_empty() {
         vec![
@@ -229,7 +280,7 @@ pub(crate) async fn discover(
                     "the authorization server metadata names no issuer (RFC 8414)".into(),
                 )
             })?;
-            if prm.is_some() && raw.trim_end_matches('/') != issuer {
+            if checked && raw.trim_end_matches('/') != issuer {
                 return Err(CredentialError::Refused(format!(
                     "the authorization server metadata names issuer {raw:?}, not {issuer}"
                 )));
@@ -242,10 +293,18 @@ pub(crate) async fn discover(
                     ))
                 })
             };
+            let token_endpoint = match pins.token_endpoint {
+                Some(t) => t.to_string(),
+                None => endpoint("token_endpoint")?,
+            };
             ServerMetadata {
                 issuer: named,
-                authorization_endpoint: endpoint("authorization_endpoint")?,
-                token_endpoint: endpoint("token_endpoint")?,
+                // Only `manifold login` uses it, and says when it is missing.
+                authorization_endpoint: m["authorization_endpoint"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                token_endpoint,
                 registration_endpoint: m["registration_endpoint"].as_str().map(str::to_string),
                 auth_methods: strings(&m["token_endpoint_auth_methods_supported"])
                     .unwrap_or_else(|| vec!["client_secret_basic".into()]),
@@ -256,6 +315,21 @@ pub(crate) async fn discover(
                 iss_parameter: m["authorization_response_iss_parameter_supported"] == true,
             }
         }
+        // A pinned issuer without metadata: usable with an explicit token endpoint.
+        None if pinned.is_some() => match pins.token_endpoint {
+            Some(t) => ServerMetadata {
+                issuer: pins.issuer.map(str::to_string),
+                token_endpoint: t.to_string(),
+                auth_methods: vec!["client_secret_basic".into(), "client_secret_post".into()],
+                ..ServerMetadata::default()
+            },
+            None => {
+                return Err(CredentialError::Server(format!(
+                    "no authorization server metadata for the pinned issuer {issuer} (tried {}); set `auth.token_endpoint` if it publishes none",
+                    urls.join(", ")
+                )))
+            }
+        },
         None if prm.is_none() => ServerMetadata {
             issuer: None,
             authorization_endpoint: format!("{origin}/authorize"),
@@ -275,6 +349,16 @@ pub(crate) async fn discover(
             )))
         }
     };
+    // The secret and callers' tokens go to the token endpoint: the issuer's
+    // own origin, unless the configuration names another.
+    if pins.token_endpoint.is_none()
+        && crate::http::origin(&server.token_endpoint) != crate::http::origin(&issuer)
+    {
+        return Err(CredentialError::Refused(format!(
+            "the metadata of {issuer} names a token endpoint on another origin ({}); not sending credentials there unless `auth.token_endpoint` names it",
+            server.token_endpoint
+        )));
+    }
     Ok(Discovered {
         resource,
         server,

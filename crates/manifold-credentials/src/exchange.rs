@@ -3,7 +3,12 @@
 //! upstream — each user reaches the upstream as themselves, and the caller's
 //! own token never leaves Manifold for the upstream (no passthrough).
 //!
-//! Invariants: exchanged tokens are cached per caller token (by its SHA-256,
+//! Invariants: a caller's token is sent only to the pinned issuer's token
+//! endpoint, and only when the front-door source that validated it may be
+//! trusted with it there (`auth.exchange_from`, by default the issuer's own:
+//! the `[[auth.jwt]]` with that issuer, the `[[auth.introspection]]`
+//! endpoints on its origin); any other caller is refused before anything is
+//! sent; exchanged tokens are cached per caller token (by its SHA-256,
 //! never the token itself as a key) until [`EXCHANGE_MARGIN`] before they
 //! expire; the cache holds at most [`MAX_EXCHANGED`] entries (expired ones go
 //! first, then all); the exchange authenticates as the configured client at
@@ -16,6 +21,27 @@ use sha2::{Digest, Sha256};
 
 use crate::source::TokenSource;
 use crate::{now_secs, CredentialError};
+
+/// How the front door validated a caller's bearer token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Validated {
+    /// A JWT of an `[[auth.jwt]]` issuer (its `iss` was matched exactly).
+    Jwt,
+    /// An opaque token an `[[auth.introspection]]` endpoint answered for.
+    Introspection,
+}
+
+/// The `iss` of a JWT, read without verifying it: used only on a token the
+/// front door has verified, whose `iss` chose the issuer it was checked with.
+fn jwt_issuer(token: &str) -> Option<String> {
+    use base64::Engine;
+    let claims = token.split('.').nth(1)?;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(claims.trim_end_matches('='))
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&raw).ok()?;
+    v["iss"].as_str().map(str::to_string)
+}
 
 /// The grant type of RFC 8693.
 pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -34,9 +60,40 @@ impl TokenSource {
         self.mode() == "token_exchange"
     }
 
+    /// Whether a caller's token validated `via` may be sent to this
+    /// upstream's authorization server: the refusal says why not.
+    fn may_send(&self, subject_token: &str, via: Validated) -> Result<(), CredentialError> {
+        let from = &self.client().exchange_from;
+        let issuer = self.client().issuer.as_deref().unwrap_or_default();
+        let refused = |whose: String| {
+            CredentialError::Refused(format!(
+                "the caller's token comes from {whose}; `{}` exchanges tokens at {issuer} only for callers of {} (`auth.exchange_from`); nothing was sent",
+                self.upstream,
+                describe(from)
+            ))
+        };
+        match via {
+            Validated::Jwt => {
+                let iss = jwt_issuer(subject_token)
+                    .ok_or_else(|| refused("a JWT without a readable `iss`".into()))?;
+                if from.jwt_issuers.contains(&iss) {
+                    Ok(())
+                } else {
+                    Err(refused(format!("the issuer {iss}")))
+                }
+            }
+            Validated::Introspection if from.introspection => Ok(()),
+            Validated::Introspection => Err(refused("an introspection endpoint".into())),
+        }
+    }
+
     /// A token for the upstream on behalf of the caller who presented
-    /// `subject_token`.
-    pub async fn exchange(&self, subject_token: &str) -> Result<String, CredentialError> {
+    /// `subject_token`, which the front door validated `via`.
+    pub async fn exchange(
+        &self,
+        subject_token: &str,
+        via: Validated,
+    ) -> Result<String, CredentialError> {
         let key = hex::encode(Sha256::digest(subject_token.as_bytes()));
         let now = now_secs();
         if let Some((t, exp)) = self.lock_exchanged().get(&key) {
@@ -44,6 +101,9 @@ impl TokenSource {
                 return Ok(t.clone());
             }
         }
+        // Checked before anything is sent (a cached token was checked when
+        // it was exchanged: the same token has the same source).
+        self.may_send(subject_token, via)?;
         // The endpoint, resource and client authentication the gateway's own
         // grant found.
         let r = match self.current_record() {
@@ -85,5 +145,38 @@ impl TokenSource {
         }
         cache.insert(key, (token.clone(), exp));
         Ok(token)
+    }
+}
+
+/// The sources `from` permits, for a refusal.
+fn describe(from: &manifold_config::credentials::ExchangeFrom) -> String {
+    let mut parts: Vec<String> = from.jwt_issuers.clone();
+    if from.introspection {
+        parts.push("its introspection endpoints".into());
+    }
+    if parts.is_empty() {
+        "no source".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_jwt_issuer_is_read_from_its_claims() {
+        use base64::Engine;
+        let enc = |v: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+        let t = format!(
+            "{}.{}.sig",
+            enc(r#"{"alg":"RS256"}"#),
+            enc(r#"{"iss":"https://idp.example.com","sub":"a"}"#)
+        );
+        assert_eq!(
+            super::jwt_issuer(&t).as_deref(),
+            Some("https://idp.example.com")
+        );
+        assert_eq!(super::jwt_issuer("opaque-token"), None);
+        assert_eq!(super::jwt_issuer("a.!!.c"), None);
     }
 }

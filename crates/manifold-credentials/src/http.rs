@@ -5,24 +5,49 @@
 //! Invariants: never follows redirects (an authorization server's answers
 //! are read where they were asked); a body that is not JSON is an error that
 //! never quotes it (it may hold a token); only `https://` URLs, or `http://`
-//! to a loopback host, are requested ([`allowed`]).
+//! to a loopback host, are requested ([`allowed`]). A running gateway's
+//! client ([`Client::unattended`]) reaches an origin that is not written in
+//! the configuration only at public addresses: an IP literal is checked
+//! before the request, a name at connect time by the resolver ([`guard`]),
+//! so a name that resolves to `127.0.0.1` is loopback too. `manifold login`
+//! ([`Client::attended`]) is run by a person who sees the issuer it prints,
+//! and is not narrowed.
 //!
 //! Not here: what the answers mean.
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::Value;
 
+use crate::guard::{self, Guarded};
 use crate::{CredentialError, HTTP_TIMEOUT, MAX_BODY};
 
-pub(crate) type Client = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
->;
+type Hyper<R> =
+    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector<R>>, Full<Bytes>>;
 
-pub(crate) fn client() -> Client {
-    let mut tcp = hyper_util::client::legacy::connect::HttpConnector::new();
+/// The client of one flow: where it may go, and how it gets there.
+#[derive(Clone)]
+pub(crate) struct Client {
+    /// For origins written in the configuration, and for `manifold login`.
+    open: Hyper<hyper_util::client::legacy::connect::dns::GaiResolver>,
+    /// For any other origin: its names resolve to public addresses only.
+    guarded: Hyper<Guarded>,
+    /// Origins (`scheme://host:port`) written in the configuration.
+    written: Vec<String>,
+    /// A person runs the flow (`manifold login`): every origin is open.
+    attended: bool,
+}
+
+fn hyper<R>(resolver: R) -> Hyper<R>
+where
+    R: Clone + Send + Sync + 'static,
+    HttpConnector<R>: tower_service::Service<http::Uri>,
+    hyper_rustls::HttpsConnector<HttpConnector<R>>:
+        hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
+{
+    let mut tcp = HttpConnector::new_with_resolver(resolver);
     tcp.enforce_http(false);
     tcp.set_connect_timeout(Some(HTTP_TIMEOUT));
     let https = hyper_rustls::HttpsConnectorBuilder::new()
@@ -31,6 +56,48 @@ pub(crate) fn client() -> Client {
         .enable_http1()
         .wrap_connector(tcp);
     hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build(https)
+}
+
+impl Client {
+    /// `manifold login`'s client.
+    pub(crate) fn attended() -> Client {
+        Client::new(Vec::new(), true)
+    }
+
+    /// A running gateway's client: `written` are the URLs in the
+    /// configuration (the upstream, the pinned issuer, an explicit token
+    /// endpoint) whose origins it may reach at any address.
+    pub(crate) fn unattended(written: &[&str]) -> Client {
+        let origins = written.iter().filter_map(|u| origin(u)).collect();
+        Client::new(origins, false)
+    }
+
+    fn new(written: Vec<String>, attended: bool) -> Client {
+        Client {
+            open: hyper(hyper_util::client::legacy::connect::dns::GaiResolver::new()),
+            guarded: hyper(Guarded),
+            written,
+            attended,
+        }
+    }
+
+    /// Whether a person runs the flow (`manifold login`).
+    pub(crate) fn is_attended(&self) -> bool {
+        self.attended
+    }
+
+    /// Whether `url`'s origin may be reached at any address.
+    fn is_written(&self, url: &url::Url) -> bool {
+        self.attended || self.written.contains(&url.origin().ascii_serialization())
+    }
+}
+
+/// The origin (`scheme://host:port`) of `url`.
+pub(crate) fn origin(url: &str) -> Option<String> {
+    url::Url::parse(url)
+        .ok()
+        .map(|u| u.origin().ascii_serialization())
+        .filter(|o| o != "null")
 }
 
 /// An answer: status, `WWW-Authenticate`, body.
@@ -61,7 +128,7 @@ pub(crate) fn allowed(url: &str) -> bool {
         return false;
     };
     match u.scheme() {
-        "https" => true,
+        "https" => u.host().is_some(),
         "http" => matches!(
             u.host(),
             Some(url::Host::Domain("localhost"))
@@ -70,6 +137,18 @@ pub(crate) fn allowed(url: &str) -> bool {
         ),
         _ => false,
     }
+}
+
+/// The error and its causes, one line (a refused address is in a cause).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cause = c.source();
+    }
+    s
 }
 
 pub(crate) async fn send(
@@ -83,6 +162,21 @@ pub(crate) async fn send(
         return Err(CredentialError::Refused(format!(
             "{url}: an authorization server is reached over https (or http to a loopback host) only"
         )));
+    }
+    let parsed = url::Url::parse(url)
+        .map_err(|e| CredentialError::Refused(format!("{url}: not a URL: {e}")))?;
+    let written = c.is_written(&parsed);
+    if !written {
+        let literal = match parsed.host() {
+            Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
+            _ => None,
+        };
+        if let Some(why) = literal.and_then(guard::refused) {
+            return Err(CredentialError::Refused(format!(
+                "{url}: not sending a credential request to {why}; only an origin written in the configuration (auth.issuer, auth.token_endpoint) is reached there"
+            )));
+        }
     }
     let mut b = Request::builder().method(method).uri(url);
     b = b.header(http::header::ACCEPT, "application/json, text/event-stream");
@@ -100,10 +194,20 @@ pub(crate) async fn send(
         .body(body)
         .map_err(|e| CredentialError::Server(format!("{url}: {e}")))?;
     let fetch = async {
-        let resp = c
-            .request(req)
-            .await
-            .map_err(|e| CredentialError::Server(format!("{url}: {e}")))?;
+        let resp = if written {
+            c.open.request(req).await
+        } else {
+            c.guarded.request(req).await
+        };
+        let resp = resp.map_err(|e| {
+            let why = with_causes(&e);
+            // The guard's refusal is the client's safety, not an outage.
+            if why.contains(guard::REFUSAL_MARK) {
+                CredentialError::Refused(format!("{url}: {why}"))
+            } else {
+                CredentialError::Server(format!("{url}: {why}"))
+            }
+        })?;
         let status = resp.status();
         let challenge = resp
             .headers()
@@ -137,6 +241,8 @@ pub(crate) fn form(pairs: &[(&str, &str)]) -> (&'static str, Vec<u8>) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn secrets_go_over_https_or_to_a_loopback_host_only() {
         for (url, ok) in [
@@ -150,7 +256,100 @@ mod tests {
             ("javascript:alert(1)", false),
             ("not a url", false),
         ] {
-            assert_eq!(super::allowed(url), ok, "{url}");
+            assert_eq!(allowed(url), ok, "{url}");
         }
+    }
+
+    /// A loopback listener that counts the connections it accepts.
+    async fn victim() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::Ordering;
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let h = hits.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                h.fetch_add(1, Ordering::SeqCst);
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+                    .await;
+            }
+        });
+        (format!("{port}"), hits)
+    }
+
+    #[tokio::test]
+    async fn a_running_gateway_reaches_loopback_only_at_written_origins() {
+        use std::sync::atomic::Ordering;
+        let (port, hits) = victim().await;
+        let c = Client::unattended(&["http://127.0.0.1:1/mcp"]);
+        // An IP literal, and a name that resolves to it: refused, nothing sent.
+        for url in [
+            format!("http://127.0.0.1:{port}/reload"),
+            format!("http://localhost:{port}/reload"),
+            format!("http://[::1]:{port}/reload"),
+        ] {
+            let e = send(&c, Method::POST, &url, &[], None)
+                .await
+                .err()
+                .unwrap_or_else(|| panic!("{url} was reached"));
+            assert!(matches!(e, CredentialError::Refused(_)), "{url}: {e}");
+            assert!(e.to_string().contains("loopback"), "{e}");
+        }
+        assert_eq!(hits.load(Ordering::SeqCst), 0, "the victim was reached");
+        // Private, link-local (cloud metadata), CGNAT, unspecified: refused
+        // before any connection is tried.
+        for url in [
+            "https://10.1.2.3/token",
+            "https://172.16.0.1/token",
+            "https://192.168.1.1/token",
+            "https://169.254.169.254/latest/meta-data",
+            "https://100.64.0.1/token",
+            "https://0.0.0.0/token",
+            "https://[fd00::1]/token",
+            "https://[fe80::1]/token",
+            "https://[::ffff:127.0.0.1]/token",
+        ] {
+            let e = send(&c, Method::POST, url, &[], None)
+                .await
+                .err()
+                .unwrap_or_else(|| panic!("{url} was reached"));
+            assert!(matches!(e, CredentialError::Refused(_)), "{url}: {e}");
+        }
+        // Written in the configuration: reached.
+        let c = Client::unattended(&[&format!("http://127.0.0.1:{port}/issuer")]);
+        let a = send(
+            &c,
+            Method::GET,
+            &format!("http://127.0.0.1:{port}/x"),
+            &[],
+            None,
+        )
+        .await
+        .expect("a written origin is reached");
+        assert_eq!(a.status, StatusCode::OK);
+        // `manifold login`: a person sees where it goes.
+        let a = send(
+            &Client::attended(),
+            Method::GET,
+            &format!("http://localhost:{port}/x"),
+            &[],
+            None,
+        )
+        .await
+        .expect("login reaches loopback");
+        assert_eq!(a.status, StatusCode::OK);
+        assert_eq!(hits.load(Ordering::SeqCst), 2);
     }
 }

@@ -26,14 +26,15 @@
 
 mod discovery;
 mod exchange;
+mod guard;
 mod http;
 mod login;
 mod source;
 mod store;
 
 pub use discovery::{parse_challenge, Challenge};
-pub use exchange::{ACCESS_TOKEN_TYPE, MAX_EXCHANGED, TOKEN_EXCHANGE_GRANT};
-pub use login::{login, LoginOptions};
+pub use exchange::{Validated, ACCESS_TOKEN_TYPE, MAX_EXCHANGED, TOKEN_EXCHANGE_GRANT};
+pub use login::{browsable, login, LoginOptions};
 pub use source::{Refusal, TokenSource};
 pub use store::{Record, Store};
 

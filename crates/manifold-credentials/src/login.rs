@@ -7,7 +7,12 @@
 //! authorization URL (printed, and opened when asked); the code, received on
 //! a loopback redirect (`http://127.0.0.1:<port>/callback`); the token request.
 //!
-//! Invariants: `state` and `iss` (RFC 9207) are checked before the code is
+//! Invariants: the authorization server is the pinned `auth.issuer` when the
+//! configuration names one, else the one the upstream names, printed for the
+//! person running the command and recorded with the tokens; the
+//! authorization URL is handed out only when it is `https://` (or `http://`
+//! to a loopback host): never `javascript:`, `file:` or plain http to another
+//! host; `state` and `iss` (RFC 9207) are checked before the code is
 //! used; `resource` (RFC 8707) rides on the authorization and token requests;
 //! the loopback listener takes one callback, reads at most
 //! [`MAX_CALLBACK_BYTES`], and gives up after [`LOGIN_TIMEOUT`]; scopes are
@@ -25,13 +30,16 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::discovery::{discover, parse_challenge, Discovered};
-use crate::http::{client, form, send, Client};
+use crate::discovery::{discover, parse_challenge, Discovered, Pins};
+use crate::http::{allowed, form, send, Client};
 use crate::store::{Record, Store};
 use crate::{now_secs, random_token, s256, CredentialError, LOGIN_TIMEOUT};
 
 /// The most of a redirect request the loopback listener reads.
 const MAX_CALLBACK_BYTES: usize = 16 * 1024;
+
+/// Shows a person the issuer and the authorization URL to visit.
+pub type Show = Box<dyn Fn(&str, &str) + Send + Sync>;
 
 /// What `manifold login` needs.
 pub struct LoginOptions {
@@ -39,8 +47,9 @@ pub struct LoginOptions {
     pub url: String,
     pub client: OAuthClient,
     pub store: Store,
-    /// Called with the authorization URL for a person (or a test) to visit.
-    pub show: Box<dyn Fn(&str) + Send + Sync>,
+    /// Called with the issuer and the authorization URL for a person (or a
+    /// test) to visit.
+    pub show: Show,
 }
 
 /// Unauthenticated requests to the upstream: its challenge, if it sends one.
@@ -326,12 +335,28 @@ async fn callback(
     }
 }
 
+/// Whether an authorization URL may be handed to a browser: `https://`, or
+/// `http://` to a loopback host.
+pub fn browsable(url: &str) -> bool {
+    allowed(url)
+}
+
 /// Runs the flow and stores the tokens; the record saved.
 pub async fn login(o: LoginOptions) -> Result<Record, CredentialError> {
-    let c = client();
+    let c = Client::attended();
     let previous = o.store.load(&o.upstream).ok().flatten();
     let challenge = probe(&c, &o.url).await?;
-    let d = discover(&c, &o.url, challenge.as_ref()).await?;
+    let pins = Pins {
+        issuer: o.client.issuer.as_deref(),
+        token_endpoint: o.client.token_endpoint.as_deref(),
+    };
+    let d = discover(&c, &o.url, challenge.as_ref(), pins).await?;
+    if d.server.authorization_endpoint.is_empty() {
+        return Err(CredentialError::Server(format!(
+            "the metadata of {} has no `authorization_endpoint`",
+            d.authorization_server
+        )));
+    }
     if let Some(methods) = &d.server.pkce_methods {
         if !methods.iter().any(|m| m == "S256") {
             return Err(CredentialError::Refused(
@@ -371,7 +396,15 @@ pub async fn login(o: LoginOptions) -> Result<Record, CredentialError> {
             q.append_pair("scope", s);
         }
     }
-    (o.show)(auth.as_str());
+    // Handed to a browser: https, or http to this machine, and nothing else
+    // (`javascript:`, `file:`, a custom scheme's handler, a plain-http page).
+    if !browsable(auth.as_str()) {
+        return Err(CredentialError::Refused(format!(
+            "the authorization endpoint of {} is {:?}: not opening it; an authorization URL must be https:// (or http:// to a loopback host)",
+            d.authorization_server, d.server.authorization_endpoint
+        )));
+    }
+    (o.show)(&d.authorization_server, auth.as_str());
     let params = tokio::time::timeout(LOGIN_TIMEOUT, callback(listener, &state))
         .await
         .map_err(|_| {

@@ -5,10 +5,16 @@
 //!   short-lived token); read again from the store when
 //!   the upstream refuses it (a new login may have written a new one).
 //! - `client_credentials`: the gateway's own token, from the token endpoint
-//!   the upstream's metadata names, kept in memory and fetched again before
-//!   it expires.
+//!   of the pinned issuer (`auth.issuer`, its metadata read from it, or
+//!   `auth.token_endpoint`), kept in memory and fetched again before it
+//!   expires.
 //!
-//! Invariants: one refresh at a time per upstream; a refusal is retried at
+//! Invariants: the gateway's secret and callers' tokens go only to the
+//! pinned issuer's token endpoint; an `oauth` record is used only with the
+//! issuer it was recorded with (the pinned one, if any), and a challenge
+//! naming another makes the upstream `needs_login`; requests reach origins
+//! that are not written in the configuration only at public addresses
+//! (`http`); one refresh at a time per upstream; a refusal is retried at
 //! most once per token (the caller resends only when [`Refusal::Retry`]); a
 //! 403 `insufficient_scope` for scopes the token does not have is recorded as
 //! a step-up for the next login, at most [`MAX_STEP_UPS`] times; one for
@@ -22,7 +28,7 @@ use std::sync::Mutex;
 
 use manifold_config::credentials::{OAuthClient, UpstreamAuth};
 
-use crate::discovery::discover;
+use crate::discovery::{discover, Pins};
 use crate::http::Client;
 use crate::login::{probe, take_tokens, token_request};
 use crate::store::{Record, Store};
@@ -80,12 +86,22 @@ impl TokenSource {
             UpstreamAuth::ClientCredentials(c) => (c.clone(), Mode::ClientCredentials),
             UpstreamAuth::TokenExchange(c) => (c.clone(), Mode::TokenExchange),
         };
+        // Written in the configuration: reached at any address.
+        let written: Vec<&str> = [
+            Some(url),
+            client.issuer.as_deref(),
+            client.token_endpoint.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let http = Client::unattended(&written);
         Some(TokenSource {
             upstream: upstream.to_string(),
             url: url.to_string(),
             client,
             mode,
-            http: crate::http::client(),
+            http,
             current: Mutex::new(None),
             refreshing: tokio::sync::Mutex::new(()),
             step_ups: AtomicU32::new(0),
@@ -109,8 +125,54 @@ impl TokenSource {
         lock(&self.exchanged)
     }
 
+    pub(crate) fn client(&self) -> &OAuthClient {
+        &self.client
+    }
+
     pub(crate) fn current_record(&self) -> Option<Record> {
         lock(&self.current).clone()
+    }
+
+    /// The authorization server this upstream's tokens come from, and
+    /// whether the configuration pins it (`false`: the one `manifold login`
+    /// recorded, if it ran).
+    pub fn issuer(&self) -> Option<(String, bool)> {
+        if let Some(i) = &self.client.issuer {
+            return Some((i.clone(), true));
+        }
+        match &self.mode {
+            Mode::OAuth(store) => lock(&self.current)
+                .clone()
+                .or_else(|| store.load(&self.upstream).ok().flatten())
+                .and_then(|r| r.authorization_server)
+                .map(|i| (i, false)),
+            _ => None,
+        }
+    }
+
+    fn pins(&self) -> Pins<'_> {
+        Pins {
+            issuer: self.client.issuer.as_deref(),
+            token_endpoint: self.client.token_endpoint.as_deref(),
+        }
+    }
+
+    /// A stored record is used only with the pinned issuer, if any.
+    fn check_issuer(&self, r: &Record) -> Result<(), CredentialError> {
+        let Some(pinned) = &self.client.issuer else {
+            return Ok(());
+        };
+        let trim = |s: &str| s.trim_end_matches('/').to_string();
+        match &r.authorization_server {
+            Some(was) if trim(was) == trim(pinned) => Ok(()),
+            was => Err(CredentialError::NeedsLogin(format!(
+                "the stored token for `{}` was issued by {}, but `auth.issuer` pins {pinned}; {}",
+                self.upstream,
+                was.as_deref()
+                    .unwrap_or("an unrecorded authorization server"),
+                self.login_hint()
+            ))),
+        }
     }
 
     fn login_hint(&self) -> String {
@@ -122,6 +184,12 @@ impl TokenSource {
         match &self.mode {
             Mode::OAuth(store) => {
                 let r = store.load(&self.upstream)?;
+                if let Some(r) = &r {
+                    if let Err(e) = self.check_issuer(r) {
+                        *lock(&self.current) = None;
+                        return Err(e);
+                    }
+                }
                 *lock(&self.current) = r.clone();
                 Ok(r)
             }
@@ -232,7 +300,7 @@ impl TokenSource {
             Some(k) => k,
             None => {
                 let challenge = probe(&self.http, &self.url).await?;
-                let d = discover(&self.http, &self.url, challenge.as_ref()).await?;
+                let d = discover(&self.http, &self.url, challenge.as_ref(), self.pins()).await?;
                 let k = (d, challenge.and_then(|c| c.scope));
                 *lock(&self.discovered) = Some(k.clone());
                 k
@@ -269,6 +337,7 @@ impl TokenSource {
             auth_method: method.into(),
             token_endpoint: d.server.token_endpoint,
             resource: d.resource,
+            authorization_server: Some(d.authorization_server),
             ..Record::default()
         };
         take_tokens(&mut r, &v, scope.as_deref());
@@ -356,13 +425,29 @@ impl TokenSource {
         }
         // The upstream moved to another authorization server (SEP-2352): its
         // tokens and client registration are not used there; a login
-        // registers anew.
-        if let (Some(url), Some(was)) = (&c.resource_metadata, &r.authorization_server) {
-            if let Ok(Some(now)) = crate::discovery::authorization_server(&self.http, url).await {
-                if &now != was {
+        // registers anew (and is refused while `auth.issuer` pins the old one).
+        // Its resource metadata is read on its own origin only.
+        let expected = self
+            .client
+            .issuer
+            .as_deref()
+            .or(r.authorization_server.as_deref())
+            .map(|s| s.trim_end_matches('/').to_string());
+        if let (Some(url), Some(was)) = (
+            crate::discovery::metadata_url(&self.http, &self.url, Some(&c)),
+            expected,
+        ) {
+            if let Ok(Some(now)) = crate::discovery::authorization_servers(&self.http, url).await {
+                if !now.is_empty() && !now.contains(&was) {
                     return Refusal::NeedsLogin(format!(
-                        "the upstream now names another authorization server ({now}, was {was}); {} to register and authorize there",
-                        self.login_hint()
+                        "the upstream now names another authorization server ({}, was {was}); {} to register and authorize there{}",
+                        now.join(", "),
+                        self.login_hint(),
+                        if self.client.issuer.is_some() {
+                            " (after changing `auth.issuer`, if the move is genuine)"
+                        } else {
+                            ""
+                        }
                     ));
                 }
             }

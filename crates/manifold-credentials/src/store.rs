@@ -45,8 +45,10 @@ pub struct Record {
     pub token_endpoint: String,
     /// The `resource` (RFC 8707) it was issued for.
     pub resource: String,
-    /// The authorization server that issued it (as the resource metadata
-    /// named it): a token from another is never refreshed there.
+    /// The issuer that issued it: the one `manifold login` used (the pinned
+    /// `auth.issuer`, or the one the upstream's resource metadata named, as
+    /// it printed). `serve` uses the record only with that issuer, and a
+    /// token from one is never refreshed at another.
     #[serde(default)]
     pub authorization_server: Option<String>,
     /// Scopes a 403 `insufficient_scope` asked for since: the next `manifold

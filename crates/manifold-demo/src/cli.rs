@@ -89,6 +89,13 @@ pub struct Args {
     #[arg(long)]
     pub trace_tool: bool,
 
+    /// Diagnostics, for tests: also list the template `file:///srv/docs/{+path}`
+    /// and answer a read of any `file:` or `https:` URI with the URI exactly
+    /// as it arrived (`read <uri>`), as a file server that resolves `..`
+    /// itself would serve it: a test sees what the gateway forwarded.
+    #[arg(long)]
+    pub docs: bool,
+
     /// `add_tool` announces `list_changed` in the calling request's stream
     /// only (as SDK servers with one server object per session do), not to
     /// every session: for tests of gateway replicas, where only the replica
@@ -118,6 +125,7 @@ impl Args {
             env_tool: self.env_tool,
             spawn_grandchild: self.spawn_grandchild,
             trace_tool: self.trace_tool,
+            docs: self.docs,
             notify_caller_only: self.notify_caller_only,
             misbehave: super::rogue::Rogue(self.misbehave.clone()),
         }

@@ -98,6 +98,9 @@ pub struct DemoConfig {
     pub spawn_grandchild: bool,
     /// The diagnostic tool `trace` (`--trace-tool`).
     pub trace_tool: bool,
+    /// The `file:///srv/docs/{+path}` template, reads echoing their URI
+    /// (`--docs`, see [`resources`]).
+    pub docs: bool,
     /// `add_tool` announces `list_changed` in the calling request's stream
     /// only, as SDK servers with one server object per session do, instead of
     /// to every session (`--notify-caller-only`).
@@ -137,6 +140,7 @@ impl Default for DemoConfig {
             env_tool: false,
             spawn_grandchild: false,
             trace_tool: false,
+            docs: false,
             notify_caller_only: false,
             misbehave: rogue::Rogue::default(),
         }
@@ -602,8 +606,8 @@ impl Session {
                 "mimeType": "text/plain",
                 "x-demo-resource-extra": {"kept": true}
             }]})),
-            "resources/templates/list" => Ok(resources::templates()),
-            "resources/read" => resources::read(params),
+            "resources/templates/list" => Ok(resources::templates(self.server.config.docs)),
+            "resources/read" => resources::read(params, self.server.config.docs),
             "resources/subscribe" | "resources/unsubscribe" => {
                 resources::subscription(&self.server, method, params)
             }

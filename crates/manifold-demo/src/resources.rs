@@ -7,21 +7,35 @@
 //!   `notifications/resources/updated` for a URI (server-wide, not tied to a call).
 //! - Completion: `greet`'s `name` argument from a fixed list, `demo://item/{id}`'s
 //!   `id` from 1–3; values start with what was typed.
+//! - With `--docs`: the template `file:///srv/docs/{+path}`, and a read of any
+//!   `file:` or `https:` URI answers `read <uri>` with the URI byte for byte as
+//!   it arrived (so a test sees what a gateway forwarded).
 
 use serde_json::{json, Map, Value};
 
 use super::{codes, lock, DemoServer, RpcError, DEFAULT_INSTRUCTIONS, README_URI};
 
 pub(super) const TEMPLATE: &str = "demo://item/{id}";
+/// The `--docs` template.
+pub(super) const DOCS_TEMPLATE: &str = "file:///srv/docs/{+path}";
 const NAMES: [&str; 4] = ["Alice", "Albert", "Bob", "Carol"];
 
-pub(super) fn templates() -> Value {
-    json!({"resourceTemplates": [{
+pub(super) fn templates(docs: bool) -> Value {
+    let mut templates = vec![json!({
         "uriTemplate": TEMPLATE,
         "name": "item",
         "description": "An item by id.",
         "mimeType": "text/plain"
-    }]})
+    })];
+    if docs {
+        templates.push(json!({
+            "uriTemplate": DOCS_TEMPLATE,
+            "name": "docs",
+            "description": "A document under /srv/docs.",
+            "mimeType": "text/plain"
+        }));
+    }
+    json!({ "resourceTemplates": templates })
 }
 
 fn uri_of(params: &Map<String, Value>) -> Result<&str, RpcError> {
@@ -31,9 +45,12 @@ fn uri_of(params: &Map<String, Value>) -> Result<&str, RpcError> {
         .ok_or_else(|| RpcError::invalid_params("params.uri must be a string"))
 }
 
-pub(super) fn read(params: &Map<String, Value>) -> Result<Value, RpcError> {
+pub(super) fn read(params: &Map<String, Value>, docs: bool) -> Result<Value, RpcError> {
     let uri = uri_of(params)?;
-    let text = if uri == README_URI {
+    let scheme = uri.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+    let text = if docs && matches!(scheme.as_deref(), Some("file" | "https")) {
+        format!("read {uri}")
+    } else if uri == README_URI {
         DEFAULT_INSTRUCTIONS.to_string()
     } else if let Some(id) = uri.strip_prefix("demo://item/").filter(|i| !i.is_empty()) {
         format!("item {id}")

@@ -6,6 +6,14 @@
 //! prompts are matched by exposed name; resources by URI (and a resource
 //! template by its template string).
 //!
+//! Resource URIs are matched in their canonical form
+//! ([`manifold_catalog::uri::canonical`]: scheme and host case, escapes, dot
+//! segments), and so are the `resources` globs, so `file:///srv/docs/../x` is
+//! `file:///srv/x` to every rule; a URI with no canonical form (an encoded
+//! `/`, an empty segment, …) is hidden ([`Decision::Ambiguous`]). In every
+//! glob `*` matches any run of characters, `/` included (so `…/private/*`
+//! denies the whole subtree), and `?` one character; `**` is two `*`.
+//!
 //! A caller's view depends only on *which rules name it*, so that set is the
 //! [`ViewKey`]: every caller with the same key sees the same items, and the
 //! server builds one snapshot per key, not per caller or per request.
@@ -19,6 +27,7 @@
 use std::sync::Arc;
 
 use manifold_catalog::filter::Glob;
+use manifold_catalog::uri::{canonical, canonical_pattern, UriError};
 use manifold_config::{AllowDeny, PolicyRule};
 
 use crate::identity::Identity;
@@ -50,8 +59,14 @@ struct Lists {
 }
 
 impl Lists {
-    fn new(l: &AllowDeny) -> Lists {
-        let globs = |v: &[String]| v.iter().map(|g| (Glob::new(g), g.clone())).collect();
+    /// The globs as matched (a resource glob in canonical form) and as written
+    /// (for explanations).
+    fn new(l: &AllowDeny, kind: ItemKind) -> Lists {
+        let glob = |g: &String| match kind {
+            ItemKind::Resource => Glob::new(&canonical_pattern(g)),
+            ItemKind::Tool | ItemKind::Prompt => Glob::new(g),
+        };
+        let globs = |v: &[String]| v.iter().map(|g| (glob(g), g.clone())).collect();
         Lists {
             allow: globs(&l.allow),
             deny: globs(&l.deny),
@@ -100,6 +115,9 @@ pub enum Decision {
     Denied { rule: usize, pattern: String },
     /// Hidden: no rule that applies allows it.
     NotAllowed,
+    /// Hidden: a resource URI with no canonical form, which no rule can be
+    /// trusted to match.
+    Ambiguous(UriError),
 }
 
 impl Decision {
@@ -121,6 +139,7 @@ impl Decision {
             Decision::NotAllowed => {
                 format!("no rule that applies to this caller allows it in `{k}.allow`")
             }
+            Decision::Ambiguous(why) => format!("refused before any rule: {why}"),
         }
     }
 }
@@ -138,9 +157,12 @@ impl Policy {
                 .iter()
                 .map(|r| Rule {
                     who: r.who.clone(),
-                    tools: r.tools.as_ref().map(Lists::new),
-                    prompts: r.prompts.as_ref().map(Lists::new),
-                    resources: r.resources.as_ref().map(Lists::new),
+                    tools: r.tools.as_ref().map(|l| Lists::new(l, ItemKind::Tool)),
+                    prompts: r.prompts.as_ref().map(|l| Lists::new(l, ItemKind::Prompt)),
+                    resources: r
+                        .resources
+                        .as_ref()
+                        .map(|l| Lists::new(l, ItemKind::Resource)),
                 })
                 .collect(),
         }
@@ -182,11 +204,23 @@ impl Policy {
         (!d.is_visible()).then(|| d.explain(kind))
     }
 
-    /// Whether the view `key` may see `name`, and which rule says so.
+    /// Whether the view `key` may see `name`, and which rule says so. A
+    /// resource URI is decided in its canonical form.
     pub fn decide(&self, key: &ViewKey, kind: ItemKind, name: &str) -> Decision {
         if self.rules.is_empty() {
             return Decision::Unrestricted;
         }
+        let canonical_name;
+        let name = match kind {
+            ItemKind::Resource => match canonical(name) {
+                Ok(c) => {
+                    canonical_name = c;
+                    canonical_name.as_str()
+                }
+                Err(why) => return Decision::Ambiguous(why),
+            },
+            ItemKind::Tool | ItemKind::Prompt => name,
+        };
         let mut allowed = None;
         for &i in key.rules() {
             let Some(lists) = self.rules.get(i as usize).and_then(|r| r.lists(kind)) else {
@@ -232,6 +266,7 @@ mod tests {
     fn jwt(subject: &str, groups: &[&str]) -> Identity {
         Identity {
             subject: subject.into(),
+            source: "corp".into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
             scopes: vec![],
             method: AuthMethod::Jwt,
@@ -242,12 +277,20 @@ mod tests {
     fn visibility_table() {
         let p = Policy::new(&[
             rule(&["group:ops"], &["github__*"], &["github__delete_*"]),
-            rule(&["subject:alice"], &["github__delete_repo", "db__*"], &[]),
+            rule(
+                &["subject:corp:alice"],
+                &["github__delete_repo", "db__*"],
+                &[],
+            ),
             rule(&["*"], &["time__*"], &[]),
         ]);
         let ops = jwt("bob", &["ops"]);
         let alice = jwt("alice", &[]);
         let alice_ops = jwt("alice", &["ops"]);
+        let partner_alice = Identity {
+            source: "partner".into(),
+            ..jwt("alice", &[])
+        };
         let nobody = Identity::anonymous();
         use Decision as D;
         let allowed = |rule: usize, pattern: &str| D::Allowed {
@@ -273,6 +316,8 @@ mod tests {
             ),
             (&alice, "github__create_issue", D::NotAllowed),
             (&alice, "db__query", allowed(1, "db__*")),
+            // Another issuer's alice is not corp's.
+            (&partner_alice, "db__query", D::NotAllowed),
             // Deny in one rule wins over an allow in another.
             (
                 &alice_ops,
@@ -297,6 +342,93 @@ mod tests {
         let key = p.view_key(&ops);
         assert_eq!(p.decide(&key, ItemKind::Prompt, "x"), D::NotAllowed);
         assert!(p.varies_by_caller());
+    }
+
+    fn resource_rule(allow: &[&str], deny: &[&str]) -> PolicyRule {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        PolicyRule {
+            who: vec!["*".into()],
+            tools: None,
+            prompts: None,
+            resources: Some(AllowDeny {
+                allow: v(allow),
+                deny: v(deny),
+            }),
+        }
+    }
+
+    #[test]
+    fn resource_rules_match_the_canonical_uri() {
+        let p = Policy::new(&[resource_rule(
+            &["file:///srv/docs/*", "https://*", "FILE:///srv/%7Eshared/*"],
+            &[
+                "file:///srv/docs/private/*",
+                "https://intranet.example.com/private/*",
+            ],
+        )]);
+        let key = p.view_key(&Identity::anonymous());
+        let visible = |uri: &str| p.allows(&key, ItemKind::Resource, uri);
+        // `*` crosses `/`: an allow covers the subtree, and so does a deny.
+        for uri in [
+            "file:///srv/docs/a.txt",
+            "file:///srv/docs/a/b.txt",
+            "file:///srv/docs/a/./b/../c.txt",
+            "FILE:///srv/docs/a.txt",
+            "file:///srv/docs/%61.txt",
+            "file:///srv/~shared/x",
+            "file:///srv/%7eshared/x",
+            "https://example.com/x",
+            "https://intranet.example.com/public/x",
+        ] {
+            assert!(visible(uri), "{uri} should be visible");
+        }
+        for uri in [
+            // Climbing out of an allowed prefix.
+            "file:///srv/docs/../secret/payroll.txt",
+            "file:///srv/docs/%2e%2e/secret/payroll.txt",
+            "file:///srv/docs/%2E%2E/secret/payroll.txt",
+            "file:///srv/docs/.%2e/secret/payroll.txt",
+            // Around a deny.
+            "file:///srv/docs/private/a.txt",
+            "file:///srv/docs/private/deep/er/a.txt",
+            "file:///srv/docs/./private/a.txt",
+            "file:///srv/docs/%70rivate/a.txt",
+            "file:///srv/docs/x/../private/a.txt",
+            "FILE:///srv/docs/private/a.txt",
+            "https://Intranet.Example.COM/private/x",
+            "https://intranet.example.com:443/private/x",
+            "https://intranet.example.com/%70rivate/x",
+            // Ambiguous: hidden whatever the rules say.
+            "file:///srv/docs//private/a.txt",
+            "file:///srv/docs/private%2Fa.txt",
+            "https://user@intranet.example.com/private/x",
+            // The `/` in the pattern is a boundary, and paths keep their case.
+            "file:///srv/docs-old/a.txt",
+            "file:///srv/docs",
+            "file:///srv/DOCS/a.txt",
+        ] {
+            assert!(!visible(uri), "{uri} should be hidden");
+        }
+        assert!(matches!(
+            p.decide(&key, ItemKind::Resource, "file:///srv/docs//x"),
+            Decision::Ambiguous(UriError::EmptySegment)
+        ));
+        assert_eq!(
+            p.decide(&key, ItemKind::Resource, "file:///srv/docs/./private/a"),
+            Decision::Denied {
+                rule: 0,
+                pattern: "file:///srv/docs/private/*".into()
+            }
+        );
+        // `**` is not a separate operator: two `*` match what one does.
+        let p = Policy::new(&[resource_rule(&["file:///srv/**"], &[])]);
+        let key = p.view_key(&Identity::anonymous());
+        assert!(p.allows(&key, ItemKind::Resource, "file:///srv/a/b/c"));
+        // Tool names are matched as written, case and all.
+        let p = Policy::new(&[rule(&["*"], &["Github__*"], &[])]);
+        let key = p.view_key(&Identity::anonymous());
+        assert!(!p.allows(&key, ItemKind::Tool, "github__x"));
+        assert!(p.allows(&key, ItemKind::Tool, "Github__a/b"));
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub mod who;
 
 pub use authz::{Decision, ItemKind, Policy, ViewKey};
 pub use confirm::ConfirmRules;
-pub use identity::{hash_key, AuthError, AuthMethod, Authenticator, Identity};
+pub use identity::{
+    bearer_token, find_key, hash_key, AuthError, AuthMethod, Authenticator, Identity,
+};
 pub use limits::{Bucket, Limited, Permit, RateLimits};
 pub use validation::ArgumentValidators;

@@ -255,6 +255,7 @@ mod tests {
     fn caller(method: AuthMethod, subject: &str, groups: &[&str]) -> Identity {
         Identity {
             subject: subject.into(),
+            source: "corp".into(),
             groups: groups.iter().map(|s| s.to_string()).collect(),
             scopes: vec![],
             method,
@@ -273,8 +274,14 @@ mod tests {
         assert_eq!(e.rule, 0);
         assert_eq!(e.retry_after, Duration::from_millis(500));
         assert_eq!(e.limit, "2/s, burst 2");
-        // Another principal has its own bucket; another tool is not limited.
+        // Another principal has its own bucket — another issuer's alice too;
+        // another tool is not limited.
         assert!(limits.admit(&bob, "demo__echo").is_ok());
+        let partner_alice = Identity {
+            source: "partner".into(),
+            ..alice.clone()
+        };
+        assert!(limits.admit(&partner_alice, "demo__echo").is_ok());
         assert!(limits.admit(&alice, "other__echo").is_ok());
         clock.advance(Duration::from_millis(500));
         assert!(limits.admit(&alice, "demo__echo").is_ok());

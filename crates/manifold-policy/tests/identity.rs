@@ -1,7 +1,10 @@
 //! The identity layer against a JWKS endpoint started here, with keys generated
 //! here: each kind of bad token gets its documented refusal and a reason a
 //! person can act on; a rotated key is found by one rate-limited refetch; API
-//! keys and anonymous callers; the required scopes.
+//! keys and anonymous callers; the required scopes; two issuers' `alice` are
+//! two principals; a fractional `exp` expires on time; and introspection
+//! against a stand-in provider that counts what it is asked (audience, refresh
+//! tokens, client tokens, refusals kept, the per-second bound).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -124,6 +127,7 @@ async fn jwks(keys: Vec<Jwk>) -> Result<Jwks> {
 fn settings(jwks_url: &str, f: impl FnOnce(&mut AuthSection)) -> manifold_config::AuthSettings {
     let mut a = AuthSection {
         jwt: vec![JwtSection {
+            name: None,
             issuer: ISSUER.into(),
             jwks_url: jwks_url.into(),
             audience: Some(AUDIENCE.into()),
@@ -165,7 +169,8 @@ async fn good_tokens_give_their_identity() -> Result<()> {
         assert_eq!(id.method, AuthMethod::Jwt);
         assert_eq!(id.groups, ["ops"]);
         assert_eq!(id.scopes, ["mcp:tools"]);
-        assert_eq!(id.display_name(), "jwt:alice");
+        // The source is named after the issuer's host.
+        assert_eq!(id.display_name(), "jwt:idp.test:alice");
     }
     Ok(())
 }
@@ -312,7 +317,7 @@ async fn api_keys_anonymous_callers_and_required_scopes() -> Result<()> {
     let id = auth.authenticate(Some("Bearer k3y")).await?;
     assert_eq!(
         (id.display_name().as_str(), id.method),
-        ("api_key:ci-bot", AuthMethod::ApiKey)
+        ("key:ci-bot", AuthMethod::ApiKey)
     );
     let e = auth
         .authenticate(Some("Bearer k3y-not"))
@@ -343,9 +348,113 @@ async fn api_keys_anonymous_callers_and_required_scopes() -> Result<()> {
     Ok(())
 }
 
-/// An introspection endpoint on 127.0.0.1: `opaque-good` is active for Alice
-/// (when Manifold's client credentials are right); anything else is not. Counts
-/// requests.
+/// Two `[[auth.jwt]]` issuers: a partner whose user is also called `alice`
+/// is a principal of its own, never corp's `alice` — not in the principal, not
+/// for a `subject:` rule.
+#[tokio::test]
+async fn two_issuers_alice_are_two_principals() -> Result<()> {
+    let (corp_key, partner_key) = (es256("corp-1"), es256("partner-1"));
+    let corp = jwks(vec![corp_key.jwk.clone()]).await?;
+    let partner = jwks(vec![partner_key.jwk.clone()]).await?;
+    const PARTNER: &str = "https://partner.test";
+    let auth = started(settings(&corp.url, |a| {
+        a.jwt[0].name = Some("corp".into());
+        let mut p = a.jwt[0].clone();
+        p.name = Some("partner".into());
+        p.issuer = PARTNER.into();
+        p.jwks_url = partner.url.clone();
+        a.jwt.push(p);
+    }))
+    .await;
+    let ours = auth
+        .authenticate(Some(&bearer(&sign(&corp_key, &claims()))))
+        .await?;
+    let mut c = claims();
+    c["iss"] = json!(PARTNER);
+    let theirs = auth
+        .authenticate(Some(&bearer(&sign(&partner_key, &c))))
+        .await?;
+    assert_eq!(ours.display_name(), "jwt:corp:alice");
+    assert_eq!(theirs.display_name(), "jwt:partner:alice");
+    let rule = vec!["subject:corp:alice".to_string()];
+    assert!(manifold_policy::who::matches(&rule, &ours));
+    assert!(!manifold_policy::who::matches(&rule, &theirs));
+    // The partner's key cannot sign for corp's issuer.
+    let forged = sign(&partner_key, &claims());
+    assert!(auth.authenticate(Some(&bearer(&forged))).await.is_err());
+    Ok(())
+}
+
+/// A JWT whose `exp` has a fraction (a valid NumericDate) is refused once it
+/// is past, not served from the cache for minutes.
+#[tokio::test]
+async fn a_fractional_exp_expires_on_time() -> Result<()> {
+    let ec = es256("ec-1");
+    let j = jwks(vec![ec.jwk.clone()]).await?;
+    let auth = started(settings(&j.url, |a| {
+        a.jwt[0].clock_skew = Some("0s".into());
+    }))
+    .await;
+    let now_f = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+    };
+    // Two seconds ahead, and a fraction: the whole second is the expiry.
+    let exp = (now_f() + 2.0).floor() + 0.75;
+    let mut c = claims();
+    c["exp"] = json!(exp);
+    let token = bearer(&sign(&ec, &c));
+    auth.authenticate(Some(&token)).await?;
+    // Past the floored `exp` (and still before the fraction's end): refused.
+    let past = exp.floor() + 0.2;
+    tokio::time::sleep(std::time::Duration::from_secs_f64(
+        (past - now_f()).max(0.0),
+    ))
+    .await;
+    let e = auth
+        .authenticate(Some(&token))
+        .await
+        .expect_err("served after its exp");
+    assert!(e.to_string().contains("expired"), "{e}");
+    Ok(())
+}
+
+/// What the stand-in introspection endpoint answers for each token.
+fn introspection_answer(token: &str) -> Option<Value> {
+    let base = json!({"active": true, "sub": "alice", "scope": "mcp:tools", "aud": AUDIENCE,
+                      "exp": now() + 600, "groups": ["ops"], "token_type": "access_token"});
+    let with = |f: &dyn Fn(&mut serde_json::Map<String, Value>)| {
+        let mut v = base.clone();
+        if let Some(m) = v.as_object_mut() {
+            f(m);
+        }
+        Some(v)
+    };
+    match token {
+        "opaque-good" => Some(base.clone()),
+        // Active, but for whom? (a provider that omits `aud`)
+        "opaque-noaud" => with(&|m| {
+            m.remove("aud");
+        }),
+        // A refresh token presented as an access token.
+        "opaque-refresh" => with(&|m| {
+            m.insert("token_type".into(), json!("refresh_token"));
+        }),
+        // A client-credentials token, as oidc-provider answers for one: no `sub`.
+        "opaque-client" => with(&|m| {
+            m.remove("sub");
+            m.remove("groups");
+            m.insert("client_id".into(), json!("ci-app"));
+        }),
+        // The provider fails on this one.
+        "opaque-fail" => None,
+        _ => Some(json!({"active": false})),
+    }
+}
+
+/// An introspection endpoint on 127.0.0.1 answering [`introspection_answer`]
+/// (when Manifold's client credentials are right); counts requests.
 async fn introspection_endpoint() -> Result<(String, Arc<AtomicUsize>)> {
     use base64::Engine;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -365,20 +474,21 @@ async fn introspection_endpoint() -> Result<(String, Arc<AtomicUsize>)> {
                     "authorization: basic {}",
                     basic.to_ascii_lowercase()
                 ));
-                let body = if !authorized {
-                    json!({"error": "invalid_client"})
-                } else if req.contains("token=opaque-good&") {
-                    json!({"active": true, "sub": "alice", "scope": "mcp:tools", "aud": AUDIENCE,
-                           "exp": now() + 600, "groups": ["ops"]})
-                } else {
-                    json!({"active": false})
-                }
-                .to_string();
-                let status = if authorized {
-                    "200 OK"
-                } else {
-                    "401 Unauthorized"
+                let token = req
+                    .split("token=")
+                    .nth(1)
+                    .and_then(|t| t.split('&').next())
+                    .unwrap_or_default()
+                    .to_string();
+                let (status, body) = match introspection_answer(&token) {
+                    _ if !authorized => ("401 Unauthorized", json!({"error": "invalid_client"})),
+                    Some(v) => ("200 OK", v),
+                    None => (
+                        "500 Internal Server Error",
+                        json!({"error": "server_error"}),
+                    ),
                 };
+                let body = body.to_string();
                 let resp = format!(
                     "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                     body.len()
@@ -390,26 +500,31 @@ async fn introspection_endpoint() -> Result<(String, Arc<AtomicUsize>)> {
     Ok((url, calls))
 }
 
-#[tokio::test]
-async fn opaque_tokens_are_introspected_once_and_inactive_ones_refused() -> Result<()> {
-    let (url, calls) = introspection_endpoint().await?;
-    let section = |secret: &str| AuthSection {
+fn introspection_settings(url: &str, secret: &str) -> manifold_config::AuthSettings {
+    let section = AuthSection {
         introspection: vec![manifold_config::auth::IntrospectionSection {
-            url: url.clone(),
+            name: Some("okta".into()),
+            url: url.into(),
             client_id: "manifold".into(),
             client_secret: secret.into(),
             audience: Some(AUDIENCE.into()),
+            require_audience: None,
             groups_claim: None,
             cache_ttl: None,
         }],
         ..AuthSection::default()
     };
-    let s = manifold_config::auth::validate(&section("s3cret"), AUDIENCE).expect("valid");
-    let auth = Authenticator::new(s);
+    manifold_config::auth::validate(&section, AUDIENCE).expect("valid")
+}
+
+#[tokio::test]
+async fn opaque_tokens_are_introspected_once_and_inactive_ones_refused() -> Result<()> {
+    let (url, calls) = introspection_endpoint().await?;
+    let auth = Authenticator::new(introspection_settings(&url, "s3cret"));
     let id = auth.authenticate(Some("Bearer opaque-good")).await?;
     assert_eq!(
         (id.display_name().as_str(), id.method),
-        ("introspection:alice", AuthMethod::Introspection)
+        ("introspection:okta:alice", AuthMethod::Introspection)
     );
     assert_eq!(id.groups, ["ops"]);
     auth.authenticate(Some("Bearer opaque-good")).await?;
@@ -420,12 +535,98 @@ async fn opaque_tokens_are_introspected_once_and_inactive_ones_refused() -> Resu
         .expect_err("inactive");
     assert!(e.to_string().contains("not active"), "{e}");
     // Wrong client credentials: the endpoint refuses Manifold, and the caller is
-    // told to try again, not that its token is bad for ever.
-    let s = manifold_config::auth::validate(&section("wrong"), AUDIENCE).expect("valid");
-    let e = Authenticator::new(s)
+    // told to try again (503), not that its token is bad for ever.
+    let e = Authenticator::new(introspection_settings(&url, "wrong"))
         .authenticate(Some("Bearer opaque-good"))
         .await
         .expect_err("endpoint refused us");
     assert!(e.to_string().contains("could not be checked"), "{e}");
+    assert_eq!(e.http_status(), 503, "{e}");
+    Ok(())
+}
+
+/// The edge cases of RFC 7662 answers, from the caller's side: each refusal,
+/// kept for the token so repeating it costs the provider nothing; a client's
+/// own token accepted as `client:<id>`.
+#[tokio::test]
+async fn introspection_answers_are_checked_and_refusals_kept() -> Result<()> {
+    let (url, calls) = introspection_endpoint().await?;
+    let auth = Authenticator::new(introspection_settings(&url, "s3cret"));
+    let asked = || calls.load(Ordering::SeqCst);
+    for (token, status, why) in [
+        ("opaque-noaud", 401, "names no audience"),
+        ("opaque-refresh", 401, "refresh token"),
+        ("garbage-token", 401, "not active"),
+        ("opaque-fail", 503, "could not be checked"),
+    ] {
+        let before = asked();
+        for _ in 0..5 {
+            let e = auth
+                .authenticate(Some(&bearer(token)))
+                .await
+                .expect_err(token);
+            assert_eq!(e.http_status(), status, "{token}: {e}");
+            assert!(e.to_string().contains(why), "{token}: {e}");
+        }
+        assert_eq!(
+            asked() - before,
+            1,
+            "{token}: one request, then the refusal is kept"
+        );
+    }
+    let id = auth.authenticate(Some("Bearer opaque-client")).await?;
+    assert_eq!(id.display_name(), "introspection:okta:client:ci-app");
+    // A rule for the user `ci-app` does not name the client.
+    assert!(!manifold_policy::who::matches(
+        &["subject:okta:ci-app".into()],
+        &id
+    ));
+    assert!(manifold_policy::who::matches(
+        &["subject:okta:client:ci-app".into()],
+        &id
+    ));
+    // With `require_audience = false`, the answer without `aud` is accepted.
+    let mut lax = introspection_settings(&url, "s3cret");
+    lax.introspection[0].require_audience = false;
+    let id = Authenticator::new(lax)
+        .authenticate(Some("Bearer opaque-noaud"))
+        .await?;
+    assert_eq!(id.subject, "alice");
+    Ok(())
+}
+
+/// A flood of made-up tokens costs the provider at most the per-second bound;
+/// past it, callers are told to come back (503), not that their token is bad.
+#[tokio::test]
+async fn introspection_requests_are_bounded_per_second() -> Result<()> {
+    let (url, calls) = introspection_endpoint().await?;
+    let auth = Arc::new(Authenticator::new(introspection_settings(&url, "s3cret")));
+    let bound = manifold_policy::identity::MAX_INTROSPECTIONS_PER_SECOND as usize;
+    let started = std::time::Instant::now();
+    let mut flood = tokio::task::JoinSet::new();
+    for n in 0..bound * 2 {
+        let auth = auth.clone();
+        flood.spawn(async move {
+            auth.authenticate(Some(&format!("Bearer made-up-{n}")))
+                .await
+        });
+    }
+    let mut busy = 0;
+    while let Some(r) = flood.join_next().await {
+        let e = r?.expect_err("made up");
+        if e.http_status() == 503 {
+            assert!(e.to_string().contains("at most"), "{e}");
+            busy += 1;
+        }
+    }
+    // The bound refills one request per 1/bound s: allow for the time the flood took.
+    let refill = (started.elapsed().as_secs_f64() * bound as f64).ceil() as usize;
+    let posts = calls.load(Ordering::SeqCst);
+    assert!(
+        posts <= bound + refill,
+        "{posts} requests for {} tokens",
+        bound * 2
+    );
+    assert!(busy > 0, "never over the bound ({posts} requests)");
     Ok(())
 }

@@ -107,8 +107,10 @@ pub(crate) enum Principal {
 }
 
 impl Principal {
-    /// The principal as audit records and logs name it: `anonymous`,
-    /// `operator`, `jwt:<sub>`, `api_key:<name>`. Never a credential.
+    /// The principal as audit records and logs name it, qualified by its
+    /// source: `anonymous`, `operator`, `jwt:<source>:<sub>`,
+    /// `introspection:<source>:<sub>`, `key:<name>`, `cert:<type>:<name>`,
+    /// `local:<user>`. Never a credential.
     pub(crate) fn audit_name(&self) -> String {
         match self {
             Principal::Anonymous => manifold_audit::ANONYMOUS.to_string(),
@@ -118,7 +120,8 @@ impl Principal {
     }
 
     /// What a session is bound to: another principal presenting its id is
-    /// answered as if the session did not exist.
+    /// answered as if the session did not exist. Qualified, so another
+    /// issuer's subject of the same name is another principal.
     pub(crate) fn session_owner(&self) -> Option<String> {
         match self {
             Principal::Caller(id) => Some(id.display_name()),

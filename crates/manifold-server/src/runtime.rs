@@ -24,6 +24,7 @@ use manifold_catalog::Catalog;
 use manifold_config::GatewayConfig;
 use manifold_upstream::{Upstream, UpstreamEvent};
 use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -60,6 +61,10 @@ pub enum StartError {
     Audit(#[from] manifold_audit::AuditError),
     #[error("{0}")]
     Tls(String),
+    /// `[cluster]`'s bus cannot be set up (a Redis URL or CA file the client
+    /// refuses); the message never quotes the URL.
+    #[error("[cluster]: {0}")]
+    Cluster(String),
 }
 
 impl Gateway {
@@ -101,7 +106,13 @@ impl Gateway {
         if let Some(t) = &config.server.tls {
             front::tls::Tls::new(t).map_err(StartError::Tls)?;
         }
-        let gw = Gateway::build(config, shutdown, audit_stop, auditor, task);
+        // So is the bus's URL and CA: relays silently off would be found only
+        // by a client whose answer got lost.
+        let cluster = match &config.cluster {
+            Some(c) => cluster::Cluster::new(c).map_err(StartError::Cluster)?,
+            None => None,
+        };
+        let gw = Gateway::build(config, shutdown, audit_stop, auditor, task, cluster);
         // The issuers' keys are fetched before the first request is served.
         let live = gw.live();
         if let Some(auth) = live.auth.clone() {
@@ -115,7 +126,24 @@ impl Gateway {
     /// (`manifold check`, `tools`, `call`). Returns at once; use
     /// [`Gateway::wait_ready`] to give upstreams a bounded head start.
     pub fn start(config: GatewayConfig, shutdown: CancellationToken) -> Arc<Gateway> {
-        Gateway::build(config, shutdown, CancellationToken::new(), None, None)
+        let cluster = config
+            .cluster
+            .as_ref()
+            .and_then(|c| match cluster::Cluster::new(c) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot use [cluster] redis; relays between replicas are off");
+                    None
+                }
+            });
+        Gateway::build(
+            config,
+            shutdown,
+            CancellationToken::new(),
+            None,
+            None,
+            cluster,
+        )
     }
 
     fn build(
@@ -124,6 +152,7 @@ impl Gateway {
         audit_stop: CancellationToken,
         auditor: Option<manifold_audit::Auditor>,
         audit_task: Option<tokio::task::JoinHandle<()>>,
+        cluster: Option<cluster::Cluster>,
     ) -> Arc<Gateway> {
         let config = Arc::new(config);
         let tasks = TaskTracker::new();
@@ -144,12 +173,13 @@ impl Gateway {
             )),
             catalog: arc_swap::ArcSwap::new(catalog),
             live: arc_swap::ArcSwap::from_pointee(live),
+            started: config.clone(),
             events: tx,
             config_path: OnceLock::new(),
             config_stamp: Mutex::new(None),
             rebuilding: Mutex::new(()),
             sealer: config.cluster.as_ref().and_then(sealed::Sealer::new),
-            cluster: config.cluster.as_ref().and_then(cluster::Cluster::new),
+            cluster,
             reloading: tokio::sync::Mutex::new(()),
             sessions: sessions::Sessions::new(sessions::SessionLimits {
                 max: limits.max_sessions,
@@ -319,7 +349,7 @@ impl Gateway {
     /// Binds the `[admin]` listener now (idempotent), so its address can be
     /// printed before serving; `serve` binds it otherwise. `None` when not configured.
     pub async fn bind_admin(&self) -> std::io::Result<Option<std::net::SocketAddr>> {
-        let Some(addr) = self.cfg().admin else {
+        let Some(addr) = self.started.admin.as_ref().map(|a| a.listen) else {
             return Ok(None);
         };
         if let Some(a) = self.admin_addr.get() {
@@ -335,6 +365,22 @@ impl Gateway {
         let _ = self.admin_addr.set(bound);
         *lock(&self.admin) = Some(l);
         Ok(Some(bound))
+    }
+
+    /// Serves the admin listener on `listener`, already bound, instead of
+    /// binding `[admin] listen` — whose address still decides the listener's
+    /// rules (loopback or not): how tests exercise a non-loopback admin
+    /// listener while reaching it on 127.0.0.1. An error if one is bound.
+    pub fn adopt_admin_listener(&self, listener: TcpListener) -> std::io::Result<SocketAddr> {
+        let bound = listener.local_addr()?;
+        self.admin_addr.set(bound).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "the admin listener is already bound",
+            )
+        })?;
+        *lock(&self.admin) = Some(listener);
+        Ok(bound)
     }
 
     async fn maintain_catalog(self: Arc<Self>, mut rx: mpsc::Receiver<UpstreamEvent>) {

@@ -6,14 +6,20 @@
 //! processes, so tests run in parallel; every wait is bounded (the harness's
 //! 10-second waits, and [`bounded`] around each whole test).
 
+#[path = "gateway/admin.rs"]
+mod admin;
 #[path = "gateway/auth.rs"]
 mod auth;
+#[path = "gateway/authserver.rs"]
+mod authserver;
 #[path = "gateway/calls.rs"]
 mod calls;
 #[path = "gateway/caps.rs"]
 mod caps;
 #[path = "gateway/cluster.rs"]
 mod cluster;
+#[path = "gateway/cluster_bus.rs"]
+mod cluster_bus;
 #[path = "gateway/cluster_redis.rs"]
 mod cluster_redis;
 #[path = "gateway/confirm.rs"]
@@ -28,8 +34,12 @@ mod exits;
 mod failures;
 #[path = "gateway/finish.rs"]
 mod finish;
+#[path = "gateway/held_states.rs"]
+mod held_states;
 #[path = "gateway/hostile.rs"]
 mod hostile;
+#[path = "gateway/issuers.rs"]
+mod issuers;
 #[path = "gateway/lists.rs"]
 mod lists;
 #[path = "gateway/modern.rs"]
@@ -56,6 +66,10 @@ mod surface;
 mod tls;
 #[path = "gateway/upstream_auth.rs"]
 mod upstream_auth;
+#[path = "gateway/upstream_auth_attacks.rs"]
+mod upstream_auth_attacks;
+#[path = "gateway/uris.rs"]
+mod uris;
 
 use std::future::Future;
 use std::time::Duration;

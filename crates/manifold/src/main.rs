@@ -81,7 +81,8 @@ enum Command {
         json: bool,
         /// Print the catalogue this caller would see under `[[policy]]`, and
         /// the rule that hides each other item: `group:ops`, `key:ci-bot`,
-        /// `subject:alice,group:ops`, `scope:mcp:tools` or `anonymous`.
+        /// `subject:corp:alice,group:ops` (`subject:alice` with one identity
+        /// source), `cert:cn:alice`, `scope:mcp:tools` or `anonymous`.
         #[arg(long = "as", value_name = "WHO")]
         as_who: Option<String>,
     },

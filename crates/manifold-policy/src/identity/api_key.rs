@@ -19,6 +19,21 @@ pub fn hash_key(key: &str) -> String {
     format!("{}{hex}", manifold_config::auth::API_KEY_HASH_PREFIX)
 }
 
+/// The configured key whose digest `key` has, compared in constant time
+/// against every one of `keys`: how `[[auth.api_keys]]` and `[[admin.tokens]]`
+/// (the admin listener's control endpoints) are both checked.
+pub fn find_key<'a>(keys: &'a [ApiKey], key: &str) -> Option<&'a ApiKey> {
+    let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+    let mut found = None;
+    for k in keys {
+        // No early exit: every key is compared.
+        if bool::from(k.sha256.ct_eq(&digest)) {
+            found = Some(k);
+        }
+    }
+    found
+}
+
 pub(super) struct Keys(Vec<ApiKey>);
 
 impl Keys {
@@ -28,16 +43,9 @@ impl Keys {
 
     /// The identity of `key`, if it is one of the configured keys.
     pub(super) fn check(&self, key: &str) -> Option<Identity> {
-        let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-        let mut found = None;
-        for k in &self.0 {
-            // No early exit: every key is compared.
-            if bool::from(k.sha256.ct_eq(&digest)) {
-                found = Some(k);
-            }
-        }
-        found.map(|k| Identity {
+        find_key(&self.0, key).map(|k| Identity {
             subject: k.name.clone(),
+            source: String::new(),
             groups: k.groups.clone(),
             scopes: k.scopes.clone(),
             method: AuthMethod::ApiKey,
@@ -65,8 +73,8 @@ mod tests {
         }]);
         let id = keys.check("s3cret").expect("accepted");
         assert_eq!(
-            (id.subject.as_str(), id.method),
-            ("ci-bot", AuthMethod::ApiKey)
+            (id.display_name().as_str(), id.method),
+            ("key:ci-bot", AuthMethod::ApiKey)
         );
         assert_eq!(id.groups, ["ci"]);
         assert!(keys.check("s3cre").is_none());

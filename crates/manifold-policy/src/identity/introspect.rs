@@ -1,60 +1,131 @@
 //! Opaque access tokens, checked by an authorization server's introspection
 //! endpoint (RFC 7662): Manifold posts the token with its own client
-//! credentials (HTTP Basic) and reads `active`, `sub` (or `username`),
-//! `scope`, `exp`, `aud` and the groups claim.
+//! credentials (HTTP Basic) and reads `active`, `token_type`, `aud`, `sub`
+//! (or `username`, or `client_id` for a token issued to a client on its own
+//! behalf), `scope`, `exp`, `nbf` and the groups claim.
 //!
-//! Invariants: an inactive token, or one whose `aud` does not name this
-//! gateway, is refused; an answer is cached (by the caller) no longer than the
-//! token's `exp` nor `cache_ttl`; every request is bounded in time
-//! ([`super::jwt::FETCH_TIMEOUT`]) and size ([`MAX_ANSWER_BYTES`]); the token
-//! never appears in a log line or an error.
+//! Invariants: an inactive token, a refresh token, or one whose `aud` does not
+//! name this gateway (or that has none, with `require_audience`) is refused;
+//! the identity names this endpoint's source; an answer is cached (by the
+//! caller) no longer than the token's `exp` nor `cache_ttl`; at most
+//! [`MAX_INTROSPECTIONS_PER_SECOND`] requests per second go to one endpoint
+//! (past that a token is refused as "could not be checked", 503, not asked);
+//! every request is bounded in time ([`super::jwt::FETCH_TIMEOUT`]) and size
+//! ([`MAX_ANSWER_BYTES`]); the token never appears in a log line or an error.
 //!
-//! Not here: JWTs (`jwt`), the cache (`cache`).
+//! Not here: JWTs (`jwt`), the cache and which refusals it keeps (`cache`).
 
 use base64::Engine;
 use bytes::Bytes;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use http_body_util::{BodyExt, Full, Limited};
 use serde_json::{Map, Value};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::num::NonZeroU32;
+use std::time::{Duration, SystemTime};
 
-use super::jwt::{scopes, strings, FETCH_TIMEOUT};
+use super::cache::{FAILURE_TTL, REFUSAL_TTL};
+use super::jwt::{numeric_date, scopes, strings, system_time, unix_now, FETCH_TIMEOUT};
 use super::{AuthError, AuthMethod, Identity};
 use manifold_config::Introspection;
 
 /// The largest introspection answer read.
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// Introspection requests one `[[auth.introspection]]` endpoint gets at most
+/// per second (and in one burst): a flood of made-up tokens costs the identity
+/// provider this much, not one request each. Past it, new tokens are refused
+/// with 503 until the next second; cached answers are still served.
+pub const MAX_INTROSPECTIONS_PER_SECOND: u32 = 50;
 
 pub(super) struct Introspector {
     config: Introspection,
     client: super::HttpsClient,
+    bound: DefaultDirectRateLimiter,
+}
+
+/// Why an endpoint did not vouch for a token, and so how long the refusal may
+/// be kept for that token.
+#[derive(Debug)]
+pub(super) enum Refusal {
+    /// The answer said no (inactive), or was refused here (audience, a refresh
+    /// token, no subject): kept [`REFUSAL_TTL`].
+    Refused(AuthError),
+    /// The endpoint could not be asked (unreachable, an HTTP error, not JSON,
+    /// a timeout): kept [`FAILURE_TTL`].
+    Failed(AuthError),
+    /// This gateway's own bound stopped the request: not kept.
+    Busy(AuthError),
+}
+
+impl Refusal {
+    /// Which of several endpoints' refusals the caller hears: one that could
+    /// not be asked over one that said no.
+    pub(super) fn rank(&self) -> u8 {
+        match self {
+            Refusal::Refused(_) => 0,
+            Refusal::Failed(_) => 1,
+            Refusal::Busy(_) => 2,
+        }
+    }
+
+    pub(super) fn keep_for(&self) -> Option<Duration> {
+        match self {
+            Refusal::Refused(_) => Some(REFUSAL_TTL),
+            Refusal::Failed(_) => Some(FAILURE_TTL),
+            Refusal::Busy(_) => None,
+        }
+    }
+
+    pub(super) fn error(&self) -> &AuthError {
+        match self {
+            Refusal::Refused(e) | Refusal::Failed(e) | Refusal::Busy(e) => e,
+        }
+    }
+
+    pub(super) fn into_error(self) -> AuthError {
+        match self {
+            Refusal::Refused(e) | Refusal::Failed(e) | Refusal::Busy(e) => e,
+        }
+    }
 }
 
 impl Introspector {
     pub(super) fn new(config: Introspection) -> Introspector {
+        let per_second = NonZeroU32::new(MAX_INTROSPECTIONS_PER_SECOND).unwrap_or(NonZeroU32::MIN);
         Introspector {
             config,
             client: super::https_client(),
+            bound: RateLimiter::direct(Quota::per_second(per_second)),
         }
     }
 
     /// The token's identity and until when it may be cached.
-    pub(super) async fn check(&self, token: &str) -> Result<(Identity, SystemTime), AuthError> {
+    pub(super) async fn check(&self, token: &str) -> Result<(Identity, SystemTime), Refusal> {
+        let source = &self.config.name;
+        if self.bound.check().is_err() {
+            tracing::warn!(source = %source, limit = MAX_INTROSPECTIONS_PER_SECOND,
+                "introspection requests over their bound; refusing new tokens this second");
+            return Err(Refusal::Busy(AuthError::Unavailable(format!(
+                "the identity provider `{source}` is asked at most \
+                 {MAX_INTROSPECTIONS_PER_SECOND} times a second; try again"
+            ))));
+        }
+        let failed = |why: &str| {
+            Refusal::Failed(AuthError::Unavailable(format!(
+                "introspection at `{source}` {why}; try again"
+            )))
+        };
         let answer = match tokio::time::timeout(FETCH_TIMEOUT, self.ask(token)).await {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => {
-                tracing::warn!(url = %self.config.url, error = %e, "token introspection failed");
-                return Err(AuthError::Invalid(
-                    "the token could not be checked (introspection failed); try again".into(),
-                ));
+                tracing::warn!(source = %source, url = %self.config.url, error = %e, "token introspection failed");
+                return Err(failed("failed"));
             }
             Err(_) => {
-                tracing::warn!(url = %self.config.url, "token introspection timed out");
-                return Err(AuthError::Invalid(
-                    "the token could not be checked (introspection timed out); try again".into(),
-                ));
+                tracing::warn!(source = %source, url = %self.config.url, "token introspection timed out");
+                return Err(failed("timed out"));
             }
         };
-        identity_of(&answer, &self.config)
+        identity_of(&answer, &self.config).map_err(Refusal::Refused)
     }
 
     async fn ask(&self, token: &str) -> Result<Map<String, Value>, String> {
@@ -86,6 +157,13 @@ impl Introspector {
     }
 }
 
+/// Whether a `token_type` names a refresh token (`refresh_token`, RFC 8693's
+/// `urn:ietf:params:oauth:token-type:refresh_token`, any casing).
+fn is_refresh_token(token_type: &str) -> bool {
+    let t = token_type.to_ascii_lowercase();
+    t == "refresh_token" || t.ends_with(":refresh_token") || t == "refresh"
+}
+
 /// What an answer says of the token.
 fn identity_of(
     a: &Map<String, Value>,
@@ -97,32 +175,60 @@ fn identity_of(
             "the token is not active (expired, revoked or unknown)",
         ));
     }
-    if let Some(aud) = a.get("aud") {
-        if !strings(Some(aud)).contains(&c.audience) {
+    if let Some(t) = a.get("token_type").and_then(Value::as_str) {
+        if is_refresh_token(t) {
+            return Err(invalid(
+                "it is a refresh token; send an access token (`Authorization: Bearer <access token>`)",
+            ));
+        }
+    }
+    match a.get("aud") {
+        Some(aud) if strings(Some(aud)).contains(&c.audience) => {}
+        Some(_) => {
             return Err(AuthError::Invalid(format!(
                 "its audience is not `{}`",
                 c.audience
-            )));
+            )))
         }
+        None if c.require_audience => {
+            return Err(AuthError::Invalid(format!(
+                "the introspection answer names no audience (`aud`); it must name `{}`",
+                c.audience
+            )))
+        }
+        None => {}
     }
-    let subject = ["sub", "username"]
-        .iter()
-        .find_map(|k| a.get(*k).and_then(Value::as_str))
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| invalid("the introspection answer names no `sub`"))?
-        .to_string();
-    let now = SystemTime::now();
-    let mut until = now + c.cache_ttl;
-    if let Some(exp) = a.get("exp").and_then(Value::as_u64) {
-        let exp = UNIX_EPOCH + Duration::from_secs(exp);
+    let text = |k: &str| {
+        a.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    // A token a client got for itself (client credentials) has no resource
+    // owner: its principal is the client, marked so it is not taken for a user.
+    let subject = text("sub")
+        .or_else(|| text("username"))
+        .or_else(|| text("client_id").map(|id| format!("client:{id}")))
+        .ok_or_else(|| invalid("the introspection answer names no `sub` or `client_id`"))?;
+    let now = unix_now();
+    let mut until = SystemTime::now() + c.cache_ttl;
+    if let Some(exp) = a.get("exp") {
+        let exp = numeric_date(Some(exp))
+            .ok_or_else(|| invalid("the introspection answer's `exp` is not a number"))?;
         if exp <= now {
             return Err(invalid("it has expired"));
         }
-        until = until.min(exp);
+        until = until.min(system_time(exp));
+    }
+    if let Some(nbf) = a.get("nbf") {
+        if numeric_date(Some(nbf)).is_none_or(|nbf| nbf > now) {
+            return Err(invalid("it is not valid yet (`nbf` is in the future)"));
+        }
     }
     Ok((
         Identity {
             subject,
+            source: c.name.clone(),
             groups: strings(a.get(&c.groups_claim)),
             scopes: scopes(a),
             method: AuthMethod::Introspection,
@@ -154,10 +260,12 @@ mod tests {
 
     fn config() -> Introspection {
         Introspection {
+            name: "okta".into(),
             url: "https://idp/introspect".into(),
             client_id: "manifold".into(),
             client_secret: "s".into(),
             audience: "https://mcp/mcp".into(),
+            require_audience: true,
             groups_claim: "groups".into(),
             cache_ttl: Duration::from_secs(60),
         }
@@ -165,33 +273,58 @@ mod tests {
 
     #[test]
     fn answers_are_read_strictly() {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = unix_now() as u64;
         let ok = |v: Value| identity_of(v.as_object().expect("object"), &config());
         let (id, until) = ok(json!({"active": true, "sub": "bob", "scope": "a b",
-            "aud": ["x", "https://mcp/mcp"], "groups": ["ops"], "exp": now + 10}))
+            "aud": ["x", "https://mcp/mcp"], "groups": ["ops"], "exp": now + 10,
+            "token_type": "Bearer"}))
         .expect("active");
         assert_eq!(
-            (id.subject.as_str(), id.method),
-            ("bob", AuthMethod::Introspection)
+            (id.display_name().as_str(), id.method),
+            ("introspection:okta:bob", AuthMethod::Introspection)
         );
         assert_eq!((id.scopes.len(), id.groups.len()), (2, 1));
         assert!(
             until <= SystemTime::now() + Duration::from_secs(11),
             "capped by exp"
         );
+        // A client's own token (client credentials): the client is the principal.
+        let (id, _) = ok(json!({"active": true, "client_id": "ci", "aud": "https://mcp/mcp"}))
+            .expect("client");
+        assert_eq!(id.display_name(), "introspection:okta:client:ci");
+        // A fractional `exp` is floored: it caps the cache as well.
+        let (_, until) = ok(
+            json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp",
+            "exp": now as f64 + 3.9}),
+        )
+        .expect("fractional exp");
+        assert!(until <= SystemTime::now() + Duration::from_secs(3));
         let refused = [
             json!({"active": false, "sub": "bob"}),
             json!({"sub": "bob"}),
             json!({"active": "true", "sub": "bob"}),
             json!({"active": true, "sub": "bob", "aud": "https://other"}),
-            json!({"active": true}),
-            json!({"active": true, "sub": "bob", "exp": now - 5}),
+            json!({"active": true, "sub": "bob"}),
+            json!({"active": true, "aud": "https://mcp/mcp"}),
+            json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp", "exp": now - 5}),
+            json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp", "exp": "soon"}),
+            json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp", "nbf": now + 60}),
+            json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp",
+                   "token_type": "refresh_token"}),
+            json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp",
+                   "token_type": "urn:ietf:params:oauth:token-type:refresh_token"}),
         ];
         for v in refused {
             assert!(ok(v.clone()).is_err(), "{v}");
         }
+        // Without `require_audience`, an answer without `aud` passes; a wrong one never.
+        let lax = Introspection {
+            require_audience: false,
+            ..config()
+        };
+        let read = |v: Value| identity_of(v.as_object().expect("object"), &lax);
+        assert!(read(json!({"active": true, "sub": "bob"})).is_ok());
+        assert!(read(json!({"active": true, "sub": "bob", "aud": "https://other"})).is_err());
         assert_eq!(form("a b&c=d/é"), "a+b%26c%3Dd%2F%C3%A9");
     }
 }

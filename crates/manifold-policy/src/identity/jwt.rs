@@ -7,9 +7,13 @@
 //! Invariants: the algorithm comes from the allowlist and must match the key's
 //! type (a public key is never used as an HMAC secret; `none` never verifies);
 //! every fetch is bounded in time ([`FETCH_TIMEOUT`]) and size
-//! ([`MAX_JWKS_BYTES`]); a failed fetch keeps the last good key set.
+//! ([`MAX_JWKS_BYTES`]); a failed fetch keeps the last good key set; `exp` and
+//! `nbf` are read as numbers, fractions floored (a NumericDate may have them),
+//! and a verified token is cached no later than its floored `exp`; the
+//! identity names the issuer's source name.
 //!
-//! Not here: which scopes a request needs (`identity`), introspection (coming).
+//! Not here: which scopes a request needs (`identity`), introspection
+//! (`introspect`).
 
 use base64::Engine;
 use bytes::Bytes;
@@ -153,11 +157,9 @@ impl Provider {
         }
     }
 
-    /// Verifies `token`: its identity and when it expires.
-    pub(super) async fn verify(
-        &self,
-        token: &str,
-    ) -> Result<(Identity, Option<SystemTime>), AuthError> {
+    /// Verifies `token`: its identity and until when it may be cached (its
+    /// `exp`).
+    pub(super) async fn verify(&self, token: &str) -> Result<(Identity, SystemTime), AuthError> {
         let invalid = |m: String| AuthError::Invalid(m);
         let header = jsonwebtoken::decode_header(token).map_err(|e| {
             invalid(
@@ -195,7 +197,8 @@ impl Provider {
         v.set_issuer(&[&self.config.issuer]);
         v.set_audience(&[&self.config.audience]);
         v.leeway = self.config.clock_skew.as_secs();
-        v.validate_nbf = true;
+        // `nbf` is checked below, floored like `exp` (the library rounds).
+        v.validate_nbf = false;
         v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &v)
             .map_err(|e| invalid(describe(&e, &self.config)))?;
@@ -206,18 +209,32 @@ impl Provider {
             .filter(|s| !s.is_empty())
             .ok_or_else(|| invalid("its `sub` claim is missing or empty".into()))?
             .to_string();
-        let expires = claims
-            .get("exp")
-            .and_then(Value::as_u64)
-            .map(|s| UNIX_EPOCH + Duration::from_secs(s));
+        // The library rounds fractional times; a fraction must not buy time.
+        let skew = self.config.clock_skew.as_secs_f64();
+        let now = unix_now();
+        let exp = numeric_date(claims.get("exp"))
+            .ok_or_else(|| invalid("its `exp` claim is not a number".into()))?;
+        if now >= exp + skew {
+            return Err(invalid("it has expired".into()));
+        }
+        if let Some(nbf) = claims.get("nbf") {
+            let nbf = numeric_date(Some(nbf))
+                .ok_or_else(|| invalid("its `nbf` claim is not a number".into()))?;
+            if nbf > now + skew {
+                return Err(invalid(
+                    "it is not valid yet (`nbf` is in the future)".into(),
+                ));
+            }
+        }
         Ok((
             Identity {
                 subject,
+                source: self.config.name.clone(),
                 groups: strings(claims.get(&self.config.groups_claim)),
                 scopes: scopes(&claims),
                 method: AuthMethod::Jwt,
             },
-            expires,
+            system_time(exp),
         ))
     }
 
@@ -245,6 +262,34 @@ impl Provider {
         }
         DecodingKey::from_jwk(jwk).ok()
     }
+}
+
+/// A NumericDate (RFC 7519 §2): seconds since the epoch, an integer or not;
+/// fractions are floored. `None` when absent or not a number.
+pub(super) fn numeric_date(v: Option<&Value>) -> Option<f64> {
+    v.and_then(Value::as_f64)
+        .filter(|n| n.is_finite())
+        .map(f64::floor)
+}
+
+/// Seconds since the epoch, now.
+pub(super) fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The instant `secs` after the epoch (the epoch itself for a negative time;
+/// the far future, a century from now, for one the clock cannot hold).
+pub(super) fn system_time(secs: f64) -> SystemTime {
+    let far = SystemTime::now() + Duration::from_secs(100 * 365 * 24 * 3600);
+    if secs <= 0.0 {
+        return UNIX_EPOCH;
+    }
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .and_then(|d| UNIX_EPOCH.checked_add(d))
+        .map_or(far, |t| t.min(far))
 }
 
 /// A reason a person can act on.
@@ -307,5 +352,24 @@ mod tests {
         let claims: Map<String, Value> =
             serde_json::from_str(r#"{"scp":["x","y"]}"#).unwrap_or_default();
         assert_eq!(scopes(&claims), ["x", "y"]);
+    }
+
+    #[test]
+    fn numeric_dates_are_floored_and_never_overflow() {
+        let n = |v: Value| numeric_date(Some(&v));
+        assert_eq!(n(serde_json::json!(1700000000)), Some(1_700_000_000.0));
+        assert_eq!(n(serde_json::json!(1700000000.9)), Some(1_700_000_000.0));
+        assert_eq!(n(serde_json::json!("1700000000")), None);
+        assert_eq!(numeric_date(None), None);
+        assert_eq!(
+            system_time(1_700_000_000.0),
+            UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+        );
+        assert_eq!(system_time(-5.0), UNIX_EPOCH);
+        assert!(
+            system_time(1e300) > SystemTime::now(),
+            "far future, no panic"
+        );
+        assert!(system_time(u64::MAX as f64) > SystemTime::now());
     }
 }

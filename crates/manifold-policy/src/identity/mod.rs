@@ -1,15 +1,22 @@
 //! [`Authenticator`]: turns the credentials a request carries into an
-//! [`Identity`] — a bearer JWT checked against its issuer's keys, or an API key
-//! checked against the configured digests — or an [`AuthError`] that says which
-//! refusal to send.
+//! [`Identity`] — a bearer JWT checked against its issuer's keys, an opaque
+//! token its introspection endpoint vouches for, or an API key checked against
+//! the configured digests — or an [`AuthError`] that says which refusal to
+//! send.
 //!
-//! Invariants: a token is verified once and then served from a bounded cache
-//! keyed by its SHA-256 until it expires; the required scopes are checked on
-//! every request, cached or not; the order is fixed (JWT-shaped tokens go to
-//! `[[auth.jwt]]`, anything else to `[[auth.api_keys]]`).
+//! Invariants: every identity names its source (the `[[auth.jwt]]` or
+//! `[[auth.introspection]]` name, the API key, the certificate's name type),
+//! and its principal ([`Identity::display_name`]) is qualified by it, so one
+//! source's `alice` is never another's; a token is verified once and then
+//! served from a bounded cache keyed by its SHA-256, never past its expiry (a
+//! refusal of an introspected token is cached too, briefly); the required
+//! scopes are checked on every request, cached or not; the order is fixed
+//! (JWT-shaped tokens go to `[[auth.jwt]]`, anything else to
+//! `[[auth.api_keys]]`, then `[[auth.introspection]]`).
 //!
-//! Not here: sessions (the server binds them to the identity), TLS client
-//! certificates (coming).
+//! Not here: sessions (the server binds them to the principal), reading TLS
+//! client certificates (the server's TLS front builds their identity with
+//! [`Identity::certificate`]).
 
 mod api_key;
 mod cache;
@@ -22,8 +29,9 @@ use manifold_config::AuthSettings;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use api_key::hash_key;
-pub use cache::{KEY_TTL, MAX_CACHED_TOKENS};
+pub use api_key::{find_key, hash_key};
+pub use cache::{FAILURE_TTL, KEY_TTL, MAX_CACHED_REFUSALS, MAX_CACHED_TOKENS, REFUSAL_TTL};
+pub use introspect::{MAX_ANSWER_BYTES, MAX_INTROSPECTIONS_PER_SECOND};
 pub use jwt::{FETCH_TIMEOUT, MAX_JWKS_BYTES, MIN_REFETCH, RETRY_AFTER_FAILURE};
 
 /// How a caller was authenticated.
@@ -58,8 +66,15 @@ impl AuthMethod {
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Identity {
-    /// The token's `sub`, or the API key's `name`; `anonymous` without credentials.
+    /// The token's `sub` (`client:<client_id>` for an introspected token that
+    /// names no subject), the API key's `name`, the certificate's typed name
+    /// (`cn:alice`, `dns:…`, `email:…`, `uri:…`), the local user;
+    /// `anonymous` without credentials.
     pub subject: String,
+    /// Which source vouched for `subject`: the `[[auth.jwt]]` or
+    /// `[[auth.introspection]]` name, `local` for the local user; empty for
+    /// API keys, certificates and anonymous callers (their kind is the source).
+    pub source: String,
     pub groups: Vec<String>,
     pub scopes: Vec<String>,
     pub method: AuthMethod,
@@ -69,6 +84,7 @@ impl Identity {
     pub fn anonymous() -> Identity {
         Identity {
             subject: "anonymous".into(),
+            source: String::new(),
             groups: Vec::new(),
             scopes: Vec::new(),
             method: AuthMethod::Anonymous,
@@ -79,18 +95,39 @@ impl Identity {
     pub fn local(user: &str) -> Identity {
         Identity {
             subject: user.to_string(),
+            source: manifold_config::auth::LOCAL_SOURCE.to_string(),
             groups: Vec::new(),
             scopes: Vec::new(),
             method: AuthMethod::Local,
         }
     }
 
-    /// How audit records and logs name the caller: `jwt:alice`,
-    /// `api_key:ci-bot`, or `anonymous`. Never a token.
+    /// A verified client certificate's principal: `kind` is one of
+    /// [`manifold_config::principals::CERT_NAME_TYPES`] (`cn`, `dns`, `email`,
+    /// `uri`), so a certificate for the host `alice` is not the person `alice`.
+    pub fn certificate(kind: &str, name: &str) -> Identity {
+        Identity {
+            subject: format!("{kind}:{name}"),
+            source: String::new(),
+            groups: Vec::new(),
+            scopes: Vec::new(),
+            method: AuthMethod::Mtls,
+        }
+    }
+
+    /// The principal, qualified by its source, as audit records, logs, metrics,
+    /// rate-limit buckets and session ownership name it:
+    /// `jwt:<source>:<sub>`, `introspection:<source>:<sub>`, `key:<name>`,
+    /// `cert:<type>:<name>`, `local:<user>`, or `anonymous`. Never a token.
     pub fn display_name(&self) -> String {
         match self.method {
             AuthMethod::Anonymous => "anonymous".into(),
-            m => format!("{}:{}", m.as_str(), self.subject),
+            AuthMethod::Jwt | AuthMethod::Introspection => {
+                format!("{}:{}:{}", self.method.as_str(), self.source, self.subject)
+            }
+            AuthMethod::ApiKey => format!("key:{}", self.subject),
+            AuthMethod::Mtls => format!("cert:{}", self.subject),
+            AuthMethod::Local => format!("local:{}", self.subject),
         }
     }
 }
@@ -110,21 +147,29 @@ pub enum AuthError {
     /// Valid, but without the scopes every request needs.
     #[error("the access token lacks the scope(s) {}", .0.join(" "))]
     InsufficientScope(Vec<String>),
+    /// The identity provider that would vouch for the token could not be asked
+    /// (unreachable, failing, or over this gateway's bound on requests to it):
+    /// the token may be good; the caller should retry later.
+    #[error("the access token could not be checked: {0}")]
+    Unavailable(String),
 }
 
 impl AuthError {
-    /// The HTTP status: 403 for missing scopes, 401 otherwise.
+    /// The HTTP status: 403 for missing scopes, 503 when the identity
+    /// provider could not be asked, 401 otherwise.
     pub fn http_status(&self) -> http::StatusCode {
         match self {
             AuthError::InsufficientScope(_) => http::StatusCode::FORBIDDEN,
+            AuthError::Unavailable(_) => http::StatusCode::SERVICE_UNAVAILABLE,
             _ => http::StatusCode::UNAUTHORIZED,
         }
     }
 
-    /// The RFC 6750 `error` code (none when credentials were simply absent).
+    /// The RFC 6750 `error` code (none when credentials were simply absent, or
+    /// could not be checked: the token was not found wanting).
     pub fn bearer_error(&self) -> Option<&'static str> {
         match self {
-            AuthError::Missing => None,
+            AuthError::Missing | AuthError::Unavailable(_) => None,
             AuthError::Malformed => Some("invalid_request"),
             AuthError::Invalid(_) => Some("invalid_token"),
             AuthError::InsufficientScope(_) => Some("insufficient_scope"),
@@ -196,17 +241,18 @@ impl Authenticator {
         };
         let token = bearer_token(value).ok_or(AuthError::Malformed)?;
         let identity = match self.cache.get(token) {
-            Some(id) => id,
+            Some(Ok(id)) => id,
+            Some(Err(refusal)) => return Err(refusal),
             None => {
-                let (identity, expires) = if jwt::looks_like_jwt(token) {
+                let (identity, until) = if jwt::looks_like_jwt(token) {
                     self.verify_jwt(token).await?
                 } else if let Some(id) = self.keys.check(token) {
-                    (id, None)
+                    (id, std::time::SystemTime::now() + KEY_TTL)
                 } else {
                     self.introspect(token).await?
                 };
                 let identity = Arc::new(identity);
-                self.cache.put(token, identity.clone(), expires);
+                self.cache.put(token, identity.clone(), until);
                 identity
             }
         };
@@ -223,25 +269,42 @@ impl Authenticator {
         Ok(identity)
     }
 
-    /// An opaque token: the first introspection endpoint that knows it.
+    /// An opaque token: the first introspection endpoint that vouches for it.
+    /// Without one, the refusal is kept for the token a little while (see
+    /// `cache`), unless only this gateway's own bound stopped it.
     async fn introspect(
         &self,
         token: &str,
-    ) -> Result<(Identity, Option<std::time::SystemTime>), AuthError> {
-        let mut refusal = AuthError::Invalid("unknown API key".into());
+    ) -> Result<(Identity, std::time::SystemTime), AuthError> {
+        if self.introspection.is_empty() {
+            return Err(AuthError::Invalid("unknown API key".into()));
+        }
+        let mut worst: Option<introspect::Refusal> = None;
         for i in &self.introspection {
             match i.check(token).await {
-                Ok((id, until)) => return Ok((id, Some(until))),
-                Err(e) => refusal = e,
+                Ok(found) => return Ok(found),
+                // A provider that could not be asked outranks one that said no:
+                // the token may be good there.
+                Err(r) => {
+                    if worst.as_ref().is_none_or(|w| r.rank() > w.rank()) {
+                        worst = Some(r);
+                    }
+                }
             }
         }
-        Err(refusal)
+        let refusal = worst.unwrap_or(introspect::Refusal::Busy(AuthError::Unavailable(
+            "no introspection endpoint answered".into(),
+        )));
+        if let Some(ttl) = refusal.keep_for() {
+            self.cache.refuse(token, refusal.error().clone(), ttl);
+        }
+        Err(refusal.into_error())
     }
 
     async fn verify_jwt(
         &self,
         token: &str,
-    ) -> Result<(Identity, Option<std::time::SystemTime>), AuthError> {
+    ) -> Result<(Identity, std::time::SystemTime), AuthError> {
         if self.jwt.is_empty() {
             return Err(AuthError::Invalid(
                 "a JWT was presented but no [[auth.jwt]] issuer is configured".into(),
@@ -280,7 +343,7 @@ fn https_client() -> HttpsClient {
 }
 
 /// The token of `Bearer <token>` (the scheme is case-insensitive).
-fn bearer_token(value: &str) -> Option<&str> {
+pub fn bearer_token(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
@@ -319,6 +382,7 @@ mod tests {
                 403,
                 Some("insufficient_scope"),
             ),
+            (AuthError::Unavailable("x".into()), 503, None),
         ];
         for (e, status, code) in rows {
             assert_eq!(e.http_status().as_u16(), status, "{e}");

@@ -1,22 +1,30 @@
-//! The admin listener (`[admin] listen`): `/metrics` (Prometheus text format),
-//! `/healthz` and `/readyz`, on a separate port from the MCP endpoint so it can be
-//! exposed to a scraper without exposing tools.
+//! The admin listener (`[admin] listen`), on a separate port from the MCP
+//! endpoint. Two kinds of endpoint:
 //!
-//! - `/healthz`: 200 while the process serves (it answers, so it is alive).
-//! - `/readyz`: 200 when every upstream marked `required = true` is ready, the
-//!   audit log (if any) is not refusing calls and shutdown has not begun, else
-//!   503; the JSON body lists every upstream's state, last error and restarts
-//!   (the facts `manifold check` prints), and the cluster's Redis connection
-//!   (reported, never failing readiness: Redis down is down for every replica
-//!   at once, and each still serves what needs no relay). A child that died is
-//!   `down`, never ready.
+//! - open to whoever reaches the port (the kubelet, Prometheus):
+//!   - `/metrics` (Prometheus text format);
+//!   - `/healthz`: 200 while the process serves (it answers, so it is alive);
+//!   - `/readyz`: 200 when every upstream marked `required = true` is ready,
+//!     the audit log (if any) is not refusing calls and shutdown has not
+//!     begun, else 503; the JSON body lists every upstream's state, last
+//!     error and restarts (the facts `manifold check` prints), and the
+//!     cluster's Redis connection (reported, never failing readiness: Redis
+//!     down is down for every replica at once, and each still serves what
+//!     needs no relay). A child that died is `down`, never ready.
+//! - control and inspection, for the credentials `[admin]` names (see
+//!   `admin_auth`):
+//!   - `/config`, `/upstreams`, `/catalog?as=WHO`: JSON for operators (see
+//!     `inspect`); a bad `as` is a 400 saying why;
+//!   - `POST /reload`: reloads the configuration file (see
+//!     `runtime::reload`): 200 with what changed, 400 with why nothing did.
 //!
-//! - `/config`, `/upstreams`, `/catalog?as=WHO`: JSON for operators (see
-//!   `inspect`); a bad `as` is a 400 saying why.
-//! - `POST /reload`: reloads the configuration file (see `runtime::reload`):
-//!   200 with what changed, 400 with why nothing did.
+//! Invariants: `Host` and `Origin` are checked on every request; only the
+//! paths [`Endpoint::is_open`] names skip authorization — any other path,
+//! known or not (so an endpoint added later), is authorized before it is
+//! even routed; a state change is never a cross-site form.
 //!
-//! Not here: authentication (bind it to loopback or a private interface).
+//! Not here: who may do what (`admin_auth`), what the views contain
+//! (`inspect`).
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -29,12 +37,13 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
+use super::admin_auth::{self, AdminPrincipal};
 use crate::state::Gateway;
 
 /// Serves until the gateway shuts down.
 pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "admin listener (/metrics, /healthz, /readyz, /config, /upstreams, /catalog)");
+        tracing::info!(%addr, "admin listener (open: /metrics, /healthz, /readyz; with credentials: /config, /upstreams, /catalog, /reload)");
     }
     let builder = Arc::new(super::http::builder(&gw.cfg().limits));
     loop {
@@ -52,12 +61,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
         gw.tasks.spawn(async move {
             let svc = service_fn(move |req| {
                 let gw = gw2.clone();
-                async move {
-                    if req.uri().path() == "/reload" {
-                        return Ok::<_, Infallible>(reload(&gw, req.method()).await);
-                    }
-                    Ok::<_, Infallible>(handle(&gw, &req))
-                }
+                async move { Ok::<_, Infallible>(handle(&gw, req).await) }
             });
             let conn = builder.serve_connection(TokioIo::new(stream), svc);
             tokio::select! {
@@ -66,6 +70,60 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
             }
         });
     }
+}
+
+/// What a path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Metrics,
+    Healthz,
+    Readyz,
+    Config,
+    Upstreams,
+    Catalog,
+    Reload,
+    /// Nothing: answered 404, after authorization like any control path.
+    Unknown,
+}
+
+impl Endpoint {
+    fn of(path: &str) -> Endpoint {
+        match path {
+            "/metrics" => Endpoint::Metrics,
+            "/healthz" => Endpoint::Healthz,
+            "/readyz" => Endpoint::Readyz,
+            "/config" => Endpoint::Config,
+            "/upstreams" => Endpoint::Upstreams,
+            "/catalog" => Endpoint::Catalog,
+            "/reload" => Endpoint::Reload,
+            _ => Endpoint::Unknown,
+        }
+    }
+
+    /// Served without credentials: the probes and the metrics, which the
+    /// orchestrator and the scraper read. Everything else is authorized.
+    fn is_open(self) -> bool {
+        matches!(
+            self,
+            Endpoint::Metrics | Endpoint::Healthz | Endpoint::Readyz
+        )
+    }
+}
+
+async fn handle(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let endpoint = Endpoint::of(req.uri().path());
+    let authority = req.uri().authority().map(|a| a.as_str());
+    if let Err(r) = admin_auth::check_origin_and_host(gw, req.headers(), authority) {
+        return r.response();
+    }
+    if endpoint.is_open() {
+        return open(gw, endpoint, req.method());
+    }
+    let principal = match admin_auth::authorize(gw, req.headers()).await {
+        Ok(p) => p,
+        Err(r) => return r.response(),
+    };
+    control(gw, endpoint, &req, &principal).await
 }
 
 fn reply(status: StatusCode, ctype: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
@@ -77,22 +135,15 @@ fn reply(status: StatusCode, ctype: &str, body: impl Into<Bytes>) -> Response<Fu
     r
 }
 
-/// `POST /reload`: 200 with what changed, or 400 with why nothing did.
-async fn reload(gw: &Arc<Gateway>, method: &Method) -> Response<Full<Bytes>> {
-    if method != Method::POST {
-        return reply(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "text/plain",
-            "POST /reload\n",
-        );
-    }
-    match gw.reload_from_file().await {
-        Ok(report) => json_reply(
-            StatusCode::OK,
-            &serde_json::to_value(&report).unwrap_or_default(),
-        ),
-        Err(e) => json_reply(StatusCode::BAD_REQUEST, &json!({ "error": e.to_string() })),
-    }
+fn not_allowed(allow: &'static str) -> Response<Full<Bytes>> {
+    let mut r = reply(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "text/plain",
+        format!("{allow} only\n"),
+    );
+    r.headers_mut()
+        .insert(http::header::ALLOW, http::HeaderValue::from_static(allow));
+    r
 }
 
 fn json_reply(status: StatusCode, v: &serde_json::Value) -> Response<Full<Bytes>> {
@@ -101,18 +152,19 @@ fn json_reply(status: StatusCode, v: &serde_json::Value) -> Response<Full<Bytes>
     reply(status, "application/json", body)
 }
 
-fn handle(gw: &Gateway, req: &Request<Incoming>) -> Response<Full<Bytes>> {
-    if req.method() != Method::GET {
-        return reply(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "GET only\n");
+/// The probes and the metrics.
+fn open(gw: &Gateway, endpoint: Endpoint, method: &Method) -> Response<Full<Bytes>> {
+    if method != Method::GET {
+        return not_allowed("GET");
     }
-    match req.uri().path() {
-        "/metrics" => reply(
+    match endpoint {
+        Endpoint::Metrics => reply(
             StatusCode::OK,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             gw.metrics.render(gw),
         ),
-        "/healthz" => reply(StatusCode::OK, "text/plain", "ok\n"),
-        "/readyz" => {
+        Endpoint::Healthz => reply(StatusCode::OK, "text/plain", "ok\n"),
+        _ => {
             let (ready, body) = readiness(gw);
             let status = if ready {
                 StatusCode::OK
@@ -121,17 +173,49 @@ fn handle(gw: &Gateway, req: &Request<Incoming>) -> Response<Full<Bytes>> {
             };
             reply(status, "application/json", body.to_string())
         }
-        "/config" => json_reply(StatusCode::OK, &super::inspect::config(gw)),
-        "/upstreams" => json_reply(StatusCode::OK, &super::inspect::upstreams(gw)),
-        "/catalog" => match super::inspect::catalog(gw, req.uri().query()) {
+    }
+}
+
+/// The control and inspection endpoints, for an authorized `principal`.
+async fn control(
+    gw: &Arc<Gateway>,
+    endpoint: Endpoint,
+    req: &Request<Incoming>,
+    principal: &AdminPrincipal,
+) -> Response<Full<Bytes>> {
+    if endpoint == Endpoint::Reload {
+        if req.method() != Method::POST {
+            return not_allowed("POST");
+        }
+        if let Err(r) = admin_auth::not_a_form(req.headers()) {
+            return r.response();
+        }
+        tracing::info!(principal = %principal.display_name(), "POST /reload");
+        return match gw.reload_from_file().await {
+            Ok(report) => json_reply(
+                StatusCode::OK,
+                &serde_json::to_value(&report).unwrap_or_default(),
+            ),
+            Err(e) => json_reply(StatusCode::BAD_REQUEST, &json!({ "error": e.to_string() })),
+        };
+    }
+    if endpoint == Endpoint::Unknown {
+        return reply(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "not found: try /metrics, /healthz, /readyz, /config, /upstreams, /catalog?as=WHO or POST /reload\n",
+        );
+    }
+    if req.method() != Method::GET {
+        return not_allowed("GET");
+    }
+    match endpoint {
+        Endpoint::Config => json_reply(StatusCode::OK, &super::inspect::config(gw)),
+        Endpoint::Upstreams => json_reply(StatusCode::OK, &super::inspect::upstreams(gw)),
+        _ => match super::inspect::catalog(gw, req.uri().query()) {
             Ok(v) => json_reply(StatusCode::OK, &v),
             Err(e) => json_reply(StatusCode::BAD_REQUEST, &json!({ "error": e })),
         },
-        _ => reply(
-            StatusCode::NOT_FOUND,
-            "text/plain",
-            "not found: try /metrics, /healthz, /readyz, /config, /upstreams or /catalog?as=WHO\n",
-        ),
     }
 }
 

@@ -3,7 +3,8 @@
 //! refusals follow the MCP authorization specification — 401 with
 //! `WWW-Authenticate: Bearer resource_metadata="…"` (and `error`,
 //! `error_description` when credentials were presented), 403 with
-//! `error="insufficient_scope"` and the `scope` needed — with the protected
+//! `error="insufficient_scope"` and the `scope` needed, 503 with `Retry-After`
+//! when the identity provider could not be asked — with the protected
 //! resource metadata (RFC 9728) served at its well-known URIs so clients can
 //! find the authorization server.
 //!
@@ -44,7 +45,8 @@ fn resource(gw: &Gateway, headers: &HeaderMap) -> String {
     if s.resource_explicit {
         return s.resource.clone();
     }
-    let scheme = if gw.cfg().server.tls.is_some() {
+    // The TLS in force (a reload cannot turn it on or off).
+    let scheme = if gw.started.server.tls.is_some() {
         "https"
     } else {
         "http"
@@ -139,8 +141,27 @@ pub(crate) async fn authenticate(
     }
 }
 
-/// 401 or 403 with the `WWW-Authenticate` challenge and an OAuth-style body.
+/// How long a caller refused because its identity provider could not be asked
+/// is told to wait (`Retry-After`): the introspection bound refills within a
+/// second, a failed answer is kept a few (`manifold_policy::identity::FAILURE_TTL`).
+pub(crate) const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 1;
+
+/// 401 or 403 with the `WWW-Authenticate` challenge and an OAuth-style body;
+/// 503 with `Retry-After` when the identity provider could not be asked (the
+/// token was not found wanting, so no challenge tells the client to drop it).
 fn challenge(gw: &Gateway, headers: &HeaderMap, e: &AuthError) -> Response<Body> {
+    if let AuthError::Unavailable(_) = e {
+        let body = json!({
+            "error": "temporarily_unavailable",
+            "error_description": e.to_string(),
+        });
+        return Response::builder()
+            .status(e.http_status())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::RETRY_AFTER, UNAVAILABLE_RETRY_AFTER_SECS)
+            .body(sse::full(body.to_string().into_bytes()))
+            .unwrap_or_else(|_| empty(StatusCode::INTERNAL_SERVER_ERROR));
+    }
     let mut params = vec![format!(
         "resource_metadata=\"{}\"",
         metadata_url(gw, headers)

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
-use super::auth;
 use super::sse::{self, Body, SseBody};
+use super::{auth, origin};
 use crate::era::Era;
 use crate::exchange::{Accepts, Arrival, Front};
 use crate::pipeline;
@@ -354,96 +354,30 @@ async fn post(
     respond(pipeline::serve(&gw, arrival, &bytes).await)
 }
 
-fn is_loopback_host(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    h.eq_ignore_ascii_case("localhost")
-        || h.parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// Splits `host[:port]` (IPv6 in brackets) and returns the host part.
-fn host_part(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("");
-    }
-    authority
-        .rsplit_once(':')
-        .map(|(h, _)| h)
-        .unwrap_or(authority)
-}
-
-/// DNS-rebinding protection. A rebinding page controls both `Host` and `Origin`
-/// (they name its own domain), so neither proves anything about the other:
-/// - `Host` (or HTTP/2 `:authority`) must be in `server.allowed_hosts` (`"*"`:
-///   any); a loopback listener also accepts loopback hosts;
-/// - an `Origin`, when sent, must be in `server.allowed_origins`; a loopback
-///   listener also accepts loopback origins.
+/// DNS-rebinding protection with `[server]`'s rules (see `origin`). The
+/// listener's address is the one in force (a reload cannot move it).
 fn check_origin_and_host(
     gw: &Gateway,
     headers: &HeaderMap,
     authority: Option<&str>,
 ) -> Result<(), Refusal> {
     let cfg = &gw.cfg().server;
-    let host = headers
-        .get(http::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .or(authority)
-        .unwrap_or("");
-    let listener_loopback = cfg.listen.ip().is_loopback();
-    let host_listed = cfg.allowed_hosts.iter().any(|h| {
-        h == "*" || h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(host_part(host))
-    });
-    if listener_loopback {
-        if !host.is_empty() && !is_loopback_host(host_part(host)) && !host_listed {
-            return Err(Refusal::HostNotAllowed {
-                host: host.to_string(),
-            });
-        }
-    } else if !host_listed {
-        return Err(Refusal::HostNotListed {
-            host: host.to_string(),
-        });
-    }
-    if let Some(origin) = headers.get(http::header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or("");
-        let authority = origin
-            .split_once("://")
-            .map(|(_, rest)| rest.trim_end_matches('/'))
-            .unwrap_or("");
-        let listed = cfg.allowed_origins.iter().any(|o| {
-            o.trim_end_matches('/')
-                .eq_ignore_ascii_case(origin.trim_end_matches('/'))
-        });
-        let loopback_origin = listener_loopback && is_loopback_host(host_part(authority));
-        if !(listed || loopback_origin) {
-            return Err(Refusal::OriginNotAllowed {
-                origin: origin.to_string(),
-            });
-        }
-    }
-    Ok(())
+    let rules = origin::Rules {
+        loopback_listener: gw.listening_on().ip().is_loopback(),
+        allowed_hosts: &cfg.allowed_hosts,
+        allowed_origins: &cfg.allowed_origins,
+        literal_hosts: false,
+    };
+    origin::check(&rules, headers, authority).map_err(|r| match r {
+        origin::Rejected::HostNotAllowed(host) => Refusal::HostNotAllowed { host },
+        origin::Rejected::HostNotListed(host) => Refusal::HostNotListed { host },
+        origin::Rejected::OriginNotAllowed(origin) => Refusal::OriginNotAllowed { origin },
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_parsing() {
-        for (auth, host) in [
-            ("localhost:8080", "localhost"),
-            ("127.0.0.1", "127.0.0.1"),
-            ("[::1]:9", "::1"),
-            ("evil.example.com", "evil.example.com"),
-        ] {
-            assert_eq!(host_part(auth), host);
-        }
-        assert!(is_loopback_host("localhost"));
-        assert!(is_loopback_host("127.0.0.2"));
-        assert!(is_loopback_host("::1"));
-        assert!(!is_loopback_host("evil.example.com"));
-        assert!(!is_loopback_host("localhost.evil.com"));
-    }
 
     #[test]
     fn accept_headers_decide_the_response_forms() {

@@ -63,7 +63,11 @@ pub(crate) fn catalog(gw: &Gateway, query: Option<&str>) -> Result<Value, String
         .find_map(|p| p.strip_prefix("as="))
         .map(percent_decode)
         .transpose()?;
-    let viewer = spec.as_deref().map(who::identity_for).transpose()?;
+    let sources = manifold_config::IdentitySources::of(&gw.cfg());
+    let viewer = spec
+        .as_deref()
+        .map(|s| who::identity_for(s, &sources))
+        .transpose()?;
     let catalog = gw.catalog();
     let policy = gw.policy();
     let key = viewer.as_ref().map(|id| policy.view_key(id));

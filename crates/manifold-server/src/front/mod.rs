@@ -2,7 +2,8 @@
 //! Streamable-HTTP endpoint (`http`, framing in `sse`, authentication in `auth`),
 //! the admin listener
 //! (`admin`: `/metrics`, `/healthz`, `/readyz`; `inspect`: `/config`,
-//! `/upstreams`, `/catalog`), the stdio front door (`stdio`:
+//! `/upstreams`, `/catalog`; `admin_auth`: who may use it), the Host and
+//! Origin rules both listeners apply (`origin`), the stdio front door (`stdio`:
 //! `manifold stdio`, one client per process), and the local operator
 //! (`operator`: `manifold call`).
 //!
@@ -13,10 +14,12 @@
 //! Not here: the pipeline.
 
 pub(crate) mod admin;
+pub(crate) mod admin_auth;
 pub(crate) mod auth;
 pub(crate) mod http;
 pub(crate) mod inspect;
 pub(crate) mod operator;
+pub(crate) mod origin;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 pub(crate) mod tls;

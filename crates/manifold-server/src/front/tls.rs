@@ -1,15 +1,19 @@
 //! HTTPS on the listener (`[server.tls]`): rustls with the aws-lc-rs provider,
 //! TLS 1.2 and 1.3, HTTP/1.1 and HTTP/2 by ALPN. With `client_ca`, client
-//! certificates are verified against it and the certificate's subject becomes
-//! the connection's principal (`mtls:<CN>`, or the first DNS name, e-mail or URI
-//! of its subject alternative names when it has no CN).
+//! certificates are verified against it (and against the revocation lists of
+//! `client_crl`: a revoked certificate fails the handshake) and the
+//! certificate's name becomes the connection's principal, tagged with its
+//! type: `cert:cn:<CN>`, or, without a CN, `cert:dns:…`, `cert:email:…` or
+//! `cert:uri:…` for the first such subject alternative name.
 //!
-//! The certificate, key and CA files are read again when they change
+//! The certificate, key, CA and CRL files are read again when they change
 //! (checked every [`RELOAD_CHECK`]): new connections get the new ones; a file
 //! that fails to load is logged and the previous configuration kept.
 //!
 //! Invariants: a handshake is bounded by `limits.header_read_timeout`; the
-//! principal comes only from a certificate rustls verified.
+//! principal comes only from a certificate rustls verified; with CRLs, a
+//! certificate whose revocation status they cannot tell (no CRL from its
+//! issuer) is refused, not waved through.
 //!
 //! Not here: bearer tokens (`auth`), what a principal may do.
 
@@ -18,9 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use manifold_config::TlsConfig;
-use manifold_policy::{AuthMethod, Identity};
+use manifold_policy::Identity;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
@@ -42,6 +46,7 @@ fn stamps(c: &TlsConfig) -> Stamps {
     [Some(&c.cert), Some(&c.key), c.client_ca.as_ref()]
         .into_iter()
         .flatten()
+        .chain(&c.client_crl)
         .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
         .collect()
 }
@@ -62,6 +67,32 @@ fn read_certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, S
         ));
     }
     Ok(certs)
+}
+
+/// The revocation lists of one `client_crl` file; a list whose `nextUpdate`
+/// has passed is still used (better than none) and logged, so it gets renewed.
+fn read_crls(path: &Path) -> Result<Vec<CertificateRevocationListDer<'static>>, String> {
+    let what = "server.tls.client_crl";
+    let crls: Vec<_> = CertificateRevocationListDer::pem_file_iter(path)
+        .map_err(|e| format!("{what} `{}`: {e}", path.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{what} `{}`: {e}", path.display()))?;
+    if crls.is_empty() {
+        return Err(format!(
+            "{what} `{}` holds no PEM revocation list (`-----BEGIN X509 CRL-----`)",
+            path.display()
+        ));
+    }
+    for crl in &crls {
+        let next = x509_parser::parse_x509_crl(crl.as_ref())
+            .ok()
+            .and_then(|(_, c)| c.next_update());
+        if next.is_some_and(|n| n < x509_parser::time::ASN1Time::now()) {
+            tracing::warn!(file = %path.display(),
+                "server.tls.client_crl: a revocation list is past its nextUpdate; renew it");
+        }
+    }
+    Ok(crls)
 }
 
 /// Builds the rustls configuration from the files.
@@ -85,12 +116,24 @@ fn load(c: &TlsConfig) -> Result<TlsAcceptor, String> {
                 Arc::new(roots),
                 provider(),
             );
+            let mut crls = Vec::new();
+            for path in &c.client_crl {
+                crls.extend(read_crls(path)?);
+            }
+            let v = if crls.is_empty() {
+                v
+            } else {
+                v.with_crls(crls)
+            };
             let v = if c.require_client_cert {
                 v
             } else {
                 v.allow_unauthenticated()
             };
-            builder.with_client_cert_verifier(v.build().map_err(|e| e.to_string())?)
+            builder.with_client_cert_verifier(
+                v.build()
+                    .map_err(|e| format!("server.tls.client_ca / client_crl: {e}"))?,
+            )
         }
     };
     let mut config = builder
@@ -172,7 +215,9 @@ impl Tls {
     }
 }
 
-/// The principal a verified client certificate names.
+/// The principal a verified client certificate names: its common name, else
+/// its first DNS name, e-mail address or URI, each tagged with its type so
+/// that a certificate for the host `alice` is not the person `alice`.
 fn identity_of(der: &[u8]) -> Option<Identity> {
     use x509_parser::extensions::GeneralName;
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
@@ -181,21 +226,17 @@ fn identity_of(der: &[u8]) -> Option<Identity> {
         .iter_common_name()
         .next()
         .and_then(|cn| cn.as_str().ok())
-        .map(str::to_owned);
+        .filter(|s| !s.is_empty())
+        .map(|s| ("cn", s.to_owned()));
     let san = || {
         let names = cert.subject_alternative_name().ok()??;
         names.value.general_names.iter().find_map(|n| match n {
-            GeneralName::DNSName(s) | GeneralName::RFC822Name(s) | GeneralName::URI(s) => {
-                Some(s.to_string())
-            }
+            GeneralName::DNSName(s) => Some(("dns", s.to_string())),
+            GeneralName::RFC822Name(s) => Some(("email", s.to_string())),
+            GeneralName::URI(s) => Some(("uri", s.to_string())),
             _ => None,
         })
     };
-    let subject = cn.filter(|s| !s.is_empty()).or_else(san)?;
-    Some(Identity {
-        subject,
-        groups: Vec::new(),
-        scopes: Vec::new(),
-        method: AuthMethod::Mtls,
-    })
+    let (kind, name) = cn.or_else(san)?;
+    Some(Identity::certificate(kind, &name))
 }

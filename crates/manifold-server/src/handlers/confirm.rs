@@ -7,7 +7,10 @@
 //! - A 2026-07-28 client that declared form elicitation gets an
 //!   `InputRequiredResult` whose `confirm` input request is the question; its
 //!   retry carries the answer (`inputResponses.confirm`) and a single-use
-//!   `requestState` bound to the request (`state::held_calls`).
+//!   `requestState` bound to the request and the principal
+//!   (`state::held_calls`). When its 2026-07-28 upstream then asks for input,
+//!   the upstream's state is wrapped (`confirmed.`, bound the same way,
+//!   expiring, single-use) so the retry is not asked about again.
 //! - A client that cannot be asked is refused with -32021 naming the missing
 //!   capability, or, with `without_elicitation = "allow"`, the call proceeds
 //!   unconfirmed. The local operator (`manifold call`) is the human: not asked.
@@ -206,10 +209,15 @@ fn wrap_input_round(x: &Exchange, digest: &str, reply: Reply) -> Reply {
                 return None;
             }
             let inner = result.get("requestState")?.as_str()?.to_string();
-            result.insert(
-                "requestState".into(),
-                Value::String(x.gw.held.wrap_confirmed(digest, &inner)),
-            );
+            let principal = x.principal.audit_name();
+            // With no room for the wrapper the round goes out as the upstream
+            // wrote it: its retry is then asked about again, never let through.
+            let Some(wrapped) = x.gw.held.wrap_confirmed(digest, &principal, &inner) else {
+                tracing::warn!(limit = x.gw.held.max,
+                    "no room for a confirmed call's wrapper (limits.max_held_calls); its retry will be confirmed again");
+                return None;
+            };
+            result.insert("requestState".into(), Value::String(wrapped));
             serde_json::to_vec(&Value::Object(msg)).ok()
         });
     Reply::Message {
@@ -231,22 +239,19 @@ fn retry_answer(
         return Ok(None);
     };
     // The retry of a confirmed call's own input round (a 2026-07-28 upstream
-    // asked something): the upstream's state goes back to it, no new question.
+    // asked something): the upstream's state goes back to it, no new
+    // question — once, before the wrapper expires, for this caller only.
     let wrapped = params
         .get("requestState")
         .and_then(Value::as_str)
         .filter(|s| s.starts_with(CONFIRMED_PREFIX))
         .map(|s| x.gw.held.unwrap_confirmed(s, &c.digest).map(str::to_string));
     match wrapped {
-        Some(Some(inner)) => {
+        Some(Ok(inner)) => {
             params.insert("requestState".into(), Value::String(inner));
             return Ok(Some(Decision::Accept));
         }
-        Some(None) => {
-            return Err(Refusal::InvalidRequestState(
-                "it was altered, or belongs to a different request",
-            ))
-        }
+        Some(Err(why)) => return Err(Refusal::InvalidRequestState(why)),
         None => {}
     }
     let Some(state) = params

@@ -77,10 +77,13 @@ pub(crate) async fn listen(x: &mut Exchange, params: Map<String, Value>) -> Resu
     let wanted = filter(&params)?;
     // URIs the caller's `[[policy]]` view excludes are not honoured, like URIs
     // nobody owns.
-    let access = x.access();
+    // Under resource rules a URI is honoured in the canonical form they
+    // matched; an ambiguous one is not honoured.
+    let (access, base) = (x.access(), gw.catalog());
+    let mut seen = std::collections::HashSet::new();
     let uris: Vec<String> = (wanted.uris.iter())
-        .filter(|u| access.may_read(&gw.catalog(), u))
-        .cloned()
+        .filter_map(|u| access.resource_uri(&base, u).ok())
+        .filter(|u| access.may_read(&base, u) && seen.insert(u.clone()))
         .collect();
     let (tx, rx) = mpsc::channel(gw.cfg().limits.stream_queue);
     // Registered before the upstream subscriptions, unacknowledged: an update

@@ -1,8 +1,11 @@
 //! `resources/read`, `resources/subscribe` and `resources/unsubscribe`, each routed
 //! to the upstream that owns the URI (see `state::ownership`).
 //!
-//! Invariants: URIs are never renamed; a read of a URI nobody owns is the spec's
-//! resource-not-found error (-32002); unsubscribing twice is harmless.
+//! Invariants: URIs are never renamed, but under resource rules a URI is read
+//! and subscribed in the canonical form the rules matched (an ambiguous one is
+//! -32602, see `state::views::Access::resource_uri`); a read of a URI nobody
+//! owns is the spec's resource-not-found error (-32002); unsubscribing twice
+//! is harmless.
 //!
 //! Not here: the shared subscription table (`state::subscriptions`).
 
@@ -15,13 +18,16 @@ use crate::relay::{self, resolve};
 use crate::reply::Reply;
 
 /// `resources/read`.
-pub(crate) async fn read(x: &mut Exchange, params: Map<String, Value>) -> Result<Reply, Refusal> {
+pub(crate) async fn read(
+    x: &mut Exchange,
+    mut params: Map<String, Value>,
+) -> Result<Reply, Refusal> {
     let uri = resolve::required_str(&params, "uri", &x.method)?;
     if let Some(o) = x.observation() {
         o.name = Some(uri.clone());
         o.original = Some(uri.clone());
     }
-    let target = resolve::resource(&x.gw, &x.access(), &x.method, &uri)?;
+    let target = resolve::resource(&x.gw, &x.access(), &x.method, &mut params)?;
     relay::forward(x, params, target).await
 }
 
@@ -38,11 +44,14 @@ pub(crate) async fn subscribe(
     x: &mut Exchange,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
-    let uri = resolve::required_str(&params, "uri", &x.method)?;
+    let asked = resolve::required_str(&params, "uri", &x.method)?;
     let who = subscriber(x)?;
-    if !x.access().may_read(&x.gw.catalog(), &uri) {
+    let (access, base) = (x.access(), x.gw.catalog());
+    // Under resource rules, the form they match is the one subscribed.
+    let uri = access.resource_uri(&base, &asked)?;
+    if !access.may_read(&base, &uri) {
         // As for a URI nobody owns: the rule goes by pattern, not existence.
-        return Err(Refusal::ResourceNotFound { uri });
+        return Err(Refusal::ResourceNotFound { uri: asked });
     }
     let limit = x.gw.cfg().limits.max_subscriptions_per_session;
     x.gw.subscribe(&who, &uri, Some(limit)).await?;
@@ -54,8 +63,13 @@ pub(crate) async fn unsubscribe(
     x: &mut Exchange,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
-    let uri = resolve::required_str(&params, "uri", &x.method)?;
+    let asked = resolve::required_str(&params, "uri", &x.method)?;
     let who = subscriber(x)?;
+    // The form `subscribe` kept; a URI without one was never subscribed.
+    let uri = x
+        .access()
+        .resource_uri(&x.gw.catalog(), &asked)
+        .unwrap_or(asked);
     x.gw.unsubscribe(&who, &uri).await;
     Ok(empty(x))
 }

@@ -250,7 +250,11 @@ fn stateless(
         None => LogFilter::Off,
     };
     let client_info = meta.get(meta::CLIENT_INFO).cloned().unwrap_or(Value::Null);
-    let digest = params_digest(method, jsonrpc::params(msg).unwrap_or(&empty));
+    let digest = params_digest(
+        method,
+        jsonrpc::params(msg).unwrap_or(&empty),
+        &principal.audit_name(),
+    );
     Ok(Caller::Stateless(Arc::new(StatelessCaller {
         client_info,
         capabilities: caps,

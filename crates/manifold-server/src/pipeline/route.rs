@@ -19,8 +19,10 @@
 //!
 //! For a 2026-07-28 request to a forwarded method, two things happen before its
 //! handler: a retry carrying `requestState` for a call Manifold holds resumes that
-//! call (`relay::input_required`), and the `_meta` keys of this era, which are for
-//! Manifold, are taken off the params the upstream will see.
+//! call (`relay::input_required`) — after the caller's current view is checked
+//! for its target, so a reload that hid a tool stops its held calls — and the
+//! `_meta` keys of this era, which are for Manifold, are taken off the params the
+//! upstream will see.
 //!
 //! Not here: admission (`admit`), the handlers themselves (`handlers`).
 
@@ -138,10 +140,18 @@ pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Resu
             !s.as_str()
                 .is_some_and(|s| s.starts_with(CONFIRM_PREFIX) || s.starts_with(CONFIRMED_PREFIX))
         });
-        if retry
-            && !resolve::upstream_of(&x.gw, &x.access(), &x.method, &params)
-                .is_some_and(|u| u.is_modern())
-        {
+        // Resumed only while the caller's view (now, not when the call was
+        // held) still holds the target: one a reload hid is answered by the
+        // handler as any hidden item is, and its held call ends.
+        let resumable = retry
+            && match resolve::upstream_of(&x.gw, &x.access(), &x.method, &params) {
+                Some(upstream) => !upstream.is_modern(),
+                None => {
+                    input_required::abandon(x, &params);
+                    false
+                }
+            };
+        if resumable {
             if let Some(reply) = input_required::resume(x, &params).await {
                 // A retry that resumed nothing (a forged, expired or reused
                 // state) is its own request and gets its own record.

@@ -7,8 +7,10 @@
 //!   `limits.held_call_ttl`; then it is cancelled upstream and recorded as
 //!   cancelled.
 //! - States are minted and checked by `state::held_calls` (HMAC-bound to the
-//!   request, expiring, single-use); a resumed call gets a fresh state if it asks
-//!   again.
+//!   request and the principal, expiring, single-use); a resumed call gets a
+//!   fresh state if it asks again. A retry is resumed only while its target is
+//!   in the caller's view (`pipeline::route` checks; [`abandon`] ends the call
+//!   otherwise).
 //! - A client that did not declare the capability the upstream needs gets 400 +
 //!   -32021 with `requiredCapabilities`, and the call is cancelled upstream.
 //! - Questions an upstream asks together share one round (`input_1` … `input_n`,
@@ -295,6 +297,22 @@ fn retag(bytes: &[u8], id: &RequestId) -> Vec<u8> {
     serde_json::to_vec(&Value::Object(v)).unwrap_or_else(|_| bytes.to_vec())
 }
 
+/// A retry whose target the caller may no longer see (a reload hid it): the
+/// call its state holds here for this caller is not resumed but ended —
+/// cancelled upstream, recorded as cancelled. What the retry is answered is
+/// the handler's (as for any hidden item). A state that does not verify ends
+/// nothing.
+pub(crate) fn abandon(x: &Exchange, params: &Map<String, Value>) {
+    let Some(state) = params.get("requestState").and_then(Value::as_str) else {
+        return;
+    };
+    let digest = params_digest(&x.method, params, &x.principal.audit_name());
+    // Dropping the sender wakes the holder with nothing: it cancels the call.
+    if x.gw.held.take(state, &digest).is_ok() {
+        tracing::info!(method = %x.method, "a held call's target left the caller's view; the call is cancelled");
+    }
+}
+
 /// A retry carrying `requestState`: resumes its held call and waits for the
 /// answer. `None` when the request carries no state (a first attempt).
 pub(crate) async fn resume(
@@ -305,7 +323,7 @@ pub(crate) async fn resume(
     let Some(state) = state.as_str() else {
         return Some(Err(Refusal::InvalidRequestState("it must be a string")));
     };
-    let digest = params_digest(&x.method, params);
+    let digest = params_digest(&x.method, params, &x.principal.audit_name());
     let responses = params
         .get("inputResponses")
         .and_then(Value::as_object)

@@ -4,7 +4,8 @@
 //! themselves, and the caller's token itself is never sent upstream.
 //!
 //! Invariants: only a bearer token the front door validated (`[auth]` JWT or
-//! introspection) is exchanged; a caller without one, or whose exchange the
+//! introspection) is exchanged, and only at an authorization server that
+//! may receive it (manifold-credentials refuses the others before sending); a caller without one, or whose exchange the
 //! authorization server refuses, is refused before anything reaches the
 //! upstream, with a message saying why; the exchange is bounded by the
 //! upstream's `timeout`.
@@ -26,27 +27,30 @@ pub(crate) async fn authorization(
     let Some(tokens) = upstream.tokens().filter(|t| t.exchanges()) else {
         return Ok(None);
     };
-    let bearer = match &x.principal {
-        Principal::Caller(id)
-            if matches!(id.method, AuthMethod::Jwt | AuthMethod::Introspection) =>
-        {
-            x.arrival
-                .front
-                .header(http::header::AUTHORIZATION.as_str())
-                .and_then(|v| v.split_once(' '))
-                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-                .map(|(_, t)| t.trim().to_string())
-        }
+    let via = match &x.principal {
+        Principal::Caller(id) => match id.method {
+            AuthMethod::Jwt => Some(manifold_credentials::Validated::Jwt),
+            AuthMethod::Introspection => Some(manifold_credentials::Validated::Introspection),
+            _ => None,
+        },
         _ => None,
     };
-    let Some(bearer) = bearer else {
+    let bearer = via.and_then(|via| {
+        x.arrival
+            .front
+            .header(http::header::AUTHORIZATION.as_str())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| (t.trim().to_string(), via))
+    });
+    let Some((bearer, via)) = bearer else {
         return Err(Refusal::NoTokenToExchange {
             upstream: upstream.name().to_string(),
         });
     };
     // Bounded like the call itself (the client's disconnection drops it).
     let within = upstream.config().timeout;
-    match tokio::time::timeout(within, tokens.exchange(&bearer)).await {
+    match tokio::time::timeout(within, tokens.exchange(&bearer, via)).await {
         Ok(Ok(t)) => Ok(Some(("authorization".to_string(), format!("Bearer {t}")))),
         Ok(Err(e)) => Err(Refusal::ExchangeRefused {
             upstream: upstream.name().to_string(),

@@ -133,27 +133,34 @@ pub(crate) fn named(
     })
 }
 
-/// `resources/read`: the URI to its owner (URIs are never renamed).
+/// `resources/read`: the URI to its owner (URIs are never renamed). Under
+/// resource rules `params.uri` becomes the form the rules matched
+/// ([`Access::resource_uri`]): what is checked is what the upstream reads.
 pub(crate) fn resource(
     gw: &Gateway,
     access: &Access,
     method: &str,
-    uri: &str,
+    params: &mut Map<String, Value>,
 ) -> Result<Target, Refusal> {
+    let asked = required_str(params, "uri", method)?;
+    let base = gw.catalog();
+    let uri = access.resource_uri(&base, &asked)?;
     let owner = access
-        .may_read(&gw.catalog(), uri)
-        .then(|| gw.owner_of(uri))
+        .may_read(&base, &uri)
+        .then(|| gw.owner_of(&uri))
         .flatten();
     let Some(upstream) = owner else {
-        return Err(Refusal::ResourceNotFound {
-            uri: uri.to_string(),
-        });
+        // The URI as asked: a hidden URI answers exactly as an unknown one.
+        return Err(Refusal::ResourceNotFound { uri: asked });
     };
+    if uri != asked {
+        params.insert("uri".into(), Value::String(uri.clone()));
+    }
     Ok(Target {
         upstream,
-        headers: standard_headers(method, Some(uri)),
+        headers: standard_headers(method, Some(&uri)),
         shape: ResultShape::Read,
-        original: Some(uri.to_string()),
+        original: Some(uri),
         output_check: None,
         permit: None,
         injected: None,
@@ -190,11 +197,22 @@ pub(crate) fn completion(
             };
             // URI rules go by pattern: refusing here tells nothing of what
             // exists.
-            let by_template = gw.catalog.load().resources.template_owner(uri).cloned();
-            match by_template {
-                _ if !access.may_use_uri(uri) => None,
-                Some(name) => gw.upstream(&name),
-                None => gw.owner_of(uri),
+            let base = gw.catalog();
+            match base.resources.template_owner(uri).cloned() {
+                // A template the upstream listed goes back as it listed it.
+                Some(name) => access
+                    .may_use_uri(uri)
+                    .then(|| gw.upstream(&name))
+                    .flatten(),
+                None => {
+                    let uri = access.resource_uri(&base, uri)?;
+                    let owner = access
+                        .may_use_uri(&uri)
+                        .then(|| gw.owner_of(&uri))
+                        .flatten();
+                    reference.insert("uri".into(), Value::String(uri));
+                    owner
+                }
             }
         }
         other => {
@@ -217,9 +235,11 @@ pub(crate) fn completion(
     })
 }
 
-/// The upstream a `tools/call`, `prompts/get` or `resources/read` would go to,
-/// without rewriting anything (a 2026-07-28 retry asks whose `requestState` it
-/// carries).
+/// The upstream a `tools/call`, `prompts/get`, `resources/read` or
+/// `completion/complete` would go to in the caller's view, without rewriting
+/// anything (a 2026-07-28 retry asks whose `requestState` it carries, and
+/// whether the caller may still reach it); `None` when it names nothing the
+/// caller may use.
 pub(crate) fn upstream_of(
     gw: &Gateway,
     access: &Access,
@@ -231,11 +251,18 @@ pub(crate) fn upstream_of(
         m::TOOLS_CALL => Kind::Tools,
         m::PROMPTS_GET => Kind::Prompts,
         m::RESOURCES_READ => {
-            let uri = name("uri")?;
+            let base = gw.catalog();
+            let uri = access.resource_uri(&base, name("uri")?).ok()?;
             return access
-                .may_read(&gw.catalog(), uri)
-                .then(|| gw.owner_of(uri))
+                .may_read(&base, &uri)
+                .then(|| gw.owner_of(&uri))
                 .flatten();
+        }
+        m::COMPLETION_COMPLETE => {
+            // Resolved on a copy: the real resolution rewrites the reference.
+            return completion(gw, access, &mut params.clone())
+                .ok()
+                .map(|t| t.upstream);
         }
         _ => return None,
     };

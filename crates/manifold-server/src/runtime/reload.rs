@@ -85,7 +85,10 @@ pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
             "server.watch_config",
             old.server.watch_config != new.server.watch_config,
         ),
-        ("admin.listen", old.admin != new.admin),
+        (
+            "admin.listen",
+            old.admin.as_ref().map(|a| a.listen) != new.admin.as_ref().map(|a| a.listen),
+        ),
         ("cluster", old.cluster != new.cluster),
         ("tracing", old.tracing != new.tracing),
         (
@@ -165,11 +168,16 @@ impl Gateway {
         };
         // What was read, good or bad: the watcher reloads only on a new change.
         *crate::lock(&self.config_stamp) = stamp(&path);
+        // Judged with the listener and TLS in force: a reload cannot change
+        // them, so the file's own `[server.tls]` proves nothing yet.
+        let in_force = &self.started.server;
         let loaded = manifold_config::load(&path)
             .map_err(|e| e.to_string())
-            .and_then(|c| match c.exposure_problem() {
-                Some(p) => Err(format!("{}: {p}", path.display())),
-                None => Ok(c),
+            .and_then(|c| {
+                match c.exposure_problem_in_force(in_force.listen, in_force.tls.as_ref()) {
+                    Some(p) => Err(format!("{}: {p}", path.display())),
+                    None => Ok(c),
+                }
             });
         let result = match loaded {
             Ok(cfg) => self.reload(cfg).await,
@@ -191,8 +199,10 @@ impl Gateway {
     pub async fn reload(self: &Arc<Self>, new: GatewayConfig) -> Result<ReloadReport, ReloadError> {
         let _one_at_a_time = self.reloading.lock().await;
         let old = self.live();
+        // Against what is in force: a setting an earlier reload changed
+        // still waits for the restart.
         let mut report = ReloadReport {
-            needs_restart: fixed_at_start(&old.config, &new),
+            needs_restart: fixed_at_start(&self.started, &new),
             ..ReloadReport::default()
         };
         let new = Arc::new(new);

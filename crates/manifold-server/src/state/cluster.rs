@@ -10,6 +10,11 @@
 //! | an upstream's `list_changed` | every replica's own connection | `ListChanged` |
 //! | a 2026-07-28 retry for a call not held here | the held call | `Resume`, answered by `Resumed` |
 //!
+//! What arrives here was signed by a replica holding the session key and is
+//! taken once (manifold-cluster's `auth`); even so, an answer is delivered
+//! only to the session (by digest) and pending request (by its unguessable
+//! id) it names, and a `Resumed` only to the replica and retry it names.
+//!
 //! Invariants: publishing is bounded by manifold-cluster's `OP_TIMEOUT`; a
 //! retry sent to the bus waits [`RESUME_TAKE_TIMEOUT`] for a holder to take
 //! it, then at most [`Gateway::resume_answer_bound`] between two parts of the
@@ -61,20 +66,31 @@ pub(crate) struct Cluster {
 const RATE_FALLBACKS_LOGGED: u32 = 5;
 
 impl Cluster {
-    /// The cluster of `[cluster]`, when it names a Redis server.
-    pub(crate) fn new(settings: &manifold_config::cluster::ClusterSettings) -> Option<Cluster> {
-        let url = settings.redis.as_deref()?;
-        match Bus::new(url, &settings.redis_channel) {
-            Ok(bus) => Some(Cluster {
-                bus,
-                resumes: Mutex::new(HashMap::new()),
-                rate_fallbacks: manifold_upstream::Noise::new(RATE_FALLBACKS_LOGGED),
-            }),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot use [cluster] redis; relays between replicas are off");
-                None
-            }
-        }
+    /// The cluster of `[cluster]` (`None` when it names no Redis server): its
+    /// messages signed with keys derived from the session keys. `Err` when the
+    /// URL or the CA file cannot be used.
+    pub(crate) fn new(
+        settings: &manifold_config::cluster::ClusterSettings,
+    ) -> Result<Option<Cluster>, String> {
+        let Some(url) = settings.redis.as_deref() else {
+            return Ok(None);
+        };
+        let ca = match &settings.redis_ca {
+            Some(p) => Some(
+                std::fs::read(p)
+                    .map_err(|e| format!("key `cluster.redis_ca`: `{}`: {e}", p.display()))?,
+            ),
+            None => None,
+        };
+        let keys =
+            manifold_cluster::Keys::new(&settings.session_key, &settings.previous_session_keys);
+        let bus = Bus::new(url, &settings.redis_channel, keys, ca.as_deref())
+            .map_err(|e| e.to_string())?;
+        Ok(Some(Cluster {
+            bus,
+            resumes: Mutex::new(HashMap::new()),
+            rate_fallbacks: manifold_upstream::Noise::new(RATE_FALLBACKS_LOGGED),
+        }))
     }
 }
 
@@ -198,7 +214,14 @@ impl Gateway {
         responses: Map<String, Value>,
     ) -> Option<Result<Reply, Refusal>> {
         let c = self.cluster.as_ref()?;
-        let corr = manifold_cluster::random_id();
+        let Some(corr) = manifold_cluster::random_id() else {
+            return Some(Err(Refusal::ClusterUnavailable {
+                what: "the retry resuming a held call",
+                error: manifold_cluster::ClusterError::Unavailable(
+                    "no randomness for a correlation id".into(),
+                ),
+            }));
+        };
         let (tx, mut rx) = mpsc::channel(RESUME_QUEUE);
         lock(&c.resumes).insert(corr.clone(), tx);
         let forwarded = Forwarded {

@@ -3,20 +3,27 @@
 //!
 //! `requestState` is `<id>.<expiry>.<mac>`: an HMAC-SHA-256 (keyed with the
 //! SHA-256 of `server.request_state_key`, or a key generated at start) over the
-//! id, the expiry and a digest of the request's params (without `_meta`,
-//! `inputResponses`, `requestState`), so a tampered, expired or
-//! replayed-elsewhere state is refused before anything is looked up.
+//! id, the expiry and a digest of the principal and the request's params
+//! (without `_meta`, `inputResponses`, `requestState`; see [`params_digest`]),
+//! so a tampered, expired, replayed-elsewhere or other principal's state is
+//! refused before anything is looked up — and is not used up by the attempt.
 //!
 //! A `[confirm]` question to a 2026-07-28 client holds no call: its state is
 //! `confirm.<id>.<expiry>.<mac>` (the MAC over the same fields, in its own
 //! domain, so neither kind of state passes for the other), and only its id is
-//! kept until it is answered or expires.
+//! kept until it is answered or expires. A confirmed call's own input round
+//! (its 2026-07-28 upstream asked something) gets the upstream's state
+//! wrapped as `confirmed.<id>.<expiry>.<mac>.<upstream state>`, MAC in a third
+//! domain over the same fields and the upstream state, kept like a question:
+//! it too expires and is used once.
 //!
 //! Invariants: at most `limits.max_held_calls` calls, and as many open
-//! confirmations, are kept; a state is used once (taking it removes the call or
-//! the confirmation); the mutex is never held across `.await`.
+//! confirmations and wrappers together, are kept; a state is used once (taking
+//! it removes the call, the confirmation or the wrapper); the mutex is never
+//! held across `.await`.
 //!
-//! Not here: holding and resuming the call itself (`relay/input_required.rs`).
+//! Not here: holding and resuming the call itself (`relay/input_required.rs`);
+//! re-checking the caller's view before a resume (`pipeline::route`).
 
 use hmac::digest::KeyInit;
 use hmac::{Hmac, Mac};
@@ -58,7 +65,8 @@ pub(crate) struct HeldCalls {
     key: [u8; 32],
     /// Held calls by state id, with the principal each is held for.
     calls: Mutex<HashMap<String, (oneshot::Sender<Resume>, String)>>,
-    /// Open confirmation questions: id → expiry (seconds since the epoch).
+    /// Open confirmation questions and `confirmed.` wrappers: id → (expiry in
+    /// seconds since the epoch, principal).
     confirmations: Mutex<HashMap<String, (u64, String)>>,
     /// Held calls and open confirmations one principal may have.
     pub per_principal: usize,
@@ -68,16 +76,21 @@ pub(crate) struct HeldCalls {
     pub max: usize,
 }
 
-/// A digest of what identifies the request across retries: its members but
-/// `_meta`, `inputResponses` and `requestState`, in name order (a client may
-/// put the retry's members anywhere, e.g. first, as the Python SDK does).
-pub(crate) fn params_digest(method: &str, params: &Map<String, Value>) -> String {
+/// A digest of what a state is bound to across retries: the principal that
+/// presents it (as audit records name it) and the request — its method and its
+/// members but `_meta`, `inputResponses` and `requestState`, in name order (a
+/// client may put the retry's members anywhere, e.g. first, as the Python SDK
+/// does). Another principal's retry has another digest, so its MAC fails.
+pub(crate) fn params_digest(method: &str, params: &Map<String, Value>, principal: &str) -> String {
     let mut members: Vec<(&String, &Value)> = params
         .iter()
         .filter(|(k, _)| !matches!(k.as_str(), "_meta" | "inputResponses" | "requestState"))
         .collect();
     members.sort_by(|a, b| a.0.cmp(b.0));
     let mut h = Sha256::new();
+    // Length-prefixed: no principal can end where a method begins.
+    h.update((principal.len() as u64).to_be_bytes());
+    h.update(principal.as_bytes());
     h.update(method.as_bytes());
     for (k, v) in members {
         h.update(b"\n");
@@ -204,7 +217,21 @@ impl HeldCalls {
     /// asked for `principal`; `None` when as many confirmations as held calls
     /// are open (the caller checks [`Self::full_for`] first).
     pub(crate) fn ask_confirmation(&self, digest: &str, principal: &str) -> Option<String> {
-        let now = now_secs();
+        let (id, expiry, mac) = self.open(CONFIRM_PREFIX, digest, "", principal, now_secs())?;
+        Some(format!("{CONFIRM_PREFIX}{id}.{expiry}.{mac}"))
+    }
+
+    /// Registers a single-use id in `domain`, for `principal`, and its MAC
+    /// over the id, its expiry, `digest` and `suffix`; `None` when as many as
+    /// held calls are open.
+    fn open(
+        &self,
+        domain: &str,
+        digest: &str,
+        suffix: &str,
+        principal: &str,
+        now: u64,
+    ) -> Option<(String, u64, String)> {
         let mut open = lock(&self.confirmations);
         open.retain(|_, (expiry, _)| *expiry >= now);
         if open.len() >= self.max {
@@ -215,38 +242,60 @@ impl HeldCalls {
         let id = hex::encode(raw);
         let expiry = now + self.ttl.as_secs();
         let mac = self
-            .mac(&format!("{CONFIRM_PREFIX}{id}.{expiry}.{digest}"))
+            .mac(&format!("{domain}{id}.{expiry}.{digest}{suffix}"))
             .finalize()
             .into_bytes();
         open.insert(id.clone(), (expiry, principal.to_string()));
-        Some(format!(
-            "{CONFIRM_PREFIX}{id}.{expiry}.{}",
-            hex::encode(mac)
-        ))
+        Some((id, expiry, hex::encode(mac)))
     }
 
     /// Wraps the state a 2026-07-28 upstream gave a call a human confirmed,
-    /// bound to the request: its retry goes on without asking again.
-    pub(crate) fn wrap_confirmed(&self, digest: &str, upstream_state: &str) -> String {
-        let mac = self
-            .mac(&format!("{CONFIRMED_PREFIX}{digest}.{upstream_state}"))
-            .finalize()
-            .into_bytes();
-        format!("{CONFIRMED_PREFIX}{}.{upstream_state}", hex::encode(mac))
+    /// bound to the request and the principal (`digest`), expiring with
+    /// `limits.held_call_ttl` and single-use: its retry goes on without asking
+    /// again, once. `None` when as many as held calls are open.
+    pub(crate) fn wrap_confirmed(
+        &self,
+        digest: &str,
+        principal: &str,
+        upstream_state: &str,
+    ) -> Option<String> {
+        self.wrap_confirmed_at(digest, principal, upstream_state, now_secs())
     }
 
-    /// The upstream's state inside a [`Self::wrap_confirmed`] state, when it is
-    /// authentic and for this request.
-    pub(crate) fn unwrap_confirmed<'a>(&self, state: &'a str, digest: &str) -> Option<&'a str> {
-        if self.key == [0u8; 32] {
-            return None;
-        }
-        let (mac, inner) = state.strip_prefix(CONFIRMED_PREFIX)?.split_once('.')?;
-        let got = hex::decode(mac).ok()?;
-        self.mac(&format!("{CONFIRMED_PREFIX}{digest}.{inner}"))
-            .verify_slice(&got)
-            .ok()?;
-        Some(inner)
+    fn wrap_confirmed_at(
+        &self,
+        digest: &str,
+        principal: &str,
+        upstream_state: &str,
+        now: u64,
+    ) -> Option<String> {
+        let suffix = format!(".{upstream_state}");
+        let (id, expiry, mac) = self.open(CONFIRMED_PREFIX, digest, &suffix, principal, now)?;
+        Some(format!("{CONFIRMED_PREFIX}{id}.{expiry}.{mac}{suffix}"))
+    }
+
+    /// The upstream's state inside a [`Self::wrap_confirmed`] state, taken
+    /// (single use), when the wrapper is authentic, unexpired and for this
+    /// request and principal.
+    pub(crate) fn unwrap_confirmed<'a>(
+        &self,
+        state: &'a str,
+        digest: &str,
+    ) -> Result<&'a str, &'static str> {
+        let forged = "it is not a state this gateway issued";
+        let rest = state.strip_prefix(CONFIRMED_PREFIX).ok_or(forged)?;
+        let mut parts = rest.splitn(4, '.');
+        let (Some(id), Some(expiry), Some(mac), Some(inner)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(forged);
+        };
+        let bound = format!("{id}.{expiry}.{mac}");
+        let id = self.verify_in(CONFIRMED_PREFIX, &bound, &format!("{digest}.{inner}"))?;
+        lock(&self.confirmations)
+            .remove(&id)
+            .map(|_| inner)
+            .ok_or("it was already used")
     }
 
     /// Takes the confirmation a state names (single use), when the state is
@@ -282,7 +331,7 @@ impl HeldCalls {
         // Constant time: `verify_slice` compares without an early exit.
         self.mac(&format!("{domain}{id}.{expiry}.{digest}"))
             .verify_slice(&got)
-            .map_err(|_| "it was altered, or belongs to a different request")?;
+            .map_err(|_| "it was altered, or belongs to another request or caller")?;
         let expiry: u64 = expiry.parse().map_err(|_| "it is malformed")?;
         if now_secs() > expiry {
             return Err("it expired");
@@ -345,14 +394,77 @@ mod tests {
     #[test]
     fn confirmed_wrappers_carry_the_upstream_state_for_their_request_only() {
         let held = held(None);
-        let w = held.wrap_confirmed("d", "upstream.state.with.dots");
+        let w = held
+            .wrap_confirmed("d", "p", "upstream.state.with.dots")
+            .expect("room");
+        assert!(w.starts_with(CONFIRMED_PREFIX) && w.ends_with(".upstream.state.with.dots"));
+        assert!(
+            held.unwrap_confirmed(&w, "other").is_err(),
+            "another request"
+        );
+        assert!(held.unwrap_confirmed("confirmed.00.forged", "d").is_err());
+        assert!(HeldCalls::new(None, TTL, 8)
+            .unwrap_confirmed(&w, "d")
+            .is_err());
+        // Another state of the same shape in another domain does not pass.
+        let question = held.ask_confirmation("d", "p").expect("room");
+        let dressed = question.replacen(CONFIRM_PREFIX, CONFIRMED_PREFIX, 1) + ".inner";
+        assert!(held.unwrap_confirmed(&dressed, "d").is_err());
+        // A failed attempt does not use it up; a good one does.
         assert_eq!(
             held.unwrap_confirmed(&w, "d"),
-            Some("upstream.state.with.dots")
+            Ok("upstream.state.with.dots")
         );
-        assert_eq!(held.unwrap_confirmed(&w, "other"), None);
-        assert_eq!(held.unwrap_confirmed("confirmed.00.forged", "d"), None);
-        assert_eq!(HeldCalls::new(None, TTL, 8).unwrap_confirmed(&w, "d"), None);
+        assert_eq!(held.unwrap_confirmed(&w, "d"), Err("it was already used"));
+    }
+
+    #[test]
+    fn confirmed_wrappers_expire_and_are_bounded() {
+        let held = held(None);
+        let old = held
+            .wrap_confirmed_at("d", "p", "s", now_secs() - 2 * TTL.as_secs())
+            .expect("room");
+        assert_eq!(held.unwrap_confirmed(&old, "d"), Err("it expired"));
+        // The expiry is under the MAC: moving it forward breaks it.
+        let (id_part, rest) = old.split_at(CONFIRMED_PREFIX.len() + 33);
+        let expiry: u64 = rest.split('.').next().unwrap().parse().unwrap();
+        let moved = format!(
+            "{id_part}{}{}",
+            expiry + 10 * TTL.as_secs(),
+            &rest[expiry.to_string().len()..]
+        );
+        assert!(held.unwrap_confirmed(&moved, "d").is_err());
+        let small = HeldCalls::new(None, TTL, 1);
+        assert!(small.wrap_confirmed("a", "p", "s").is_some());
+        assert!(small.wrap_confirmed("b", "p", "s").is_none(), "bounded");
+        assert!(
+            small.ask_confirmation("c", "p").is_none(),
+            "one bound for both"
+        );
+    }
+
+    #[test]
+    fn states_are_bound_to_the_principal() {
+        let params: Map<String, Value> =
+            serde_json::from_value(json!({"name": "t", "arguments": {"x": 1}})).unwrap();
+        let alice = params_digest("tools/call", &params, "api_key:alice");
+        let bob = params_digest("tools/call", &params, "api_key:bob");
+        assert_ne!(alice, bob);
+        let held = held(None);
+        let (_, state, _rx) = held.hold(&alice, "api_key:alice");
+        assert!(held.take(&state, &bob).is_err(), "another principal");
+        assert!(held.take(&state, &alice).is_ok(), "not used up by bob");
+        let question = held.ask_confirmation(&alice, "api_key:alice").unwrap();
+        assert!(held.take_confirmation(&question, &bob).is_err());
+        assert!(held.take_confirmation(&question, &alice).is_ok());
+        let w = held.wrap_confirmed(&alice, "api_key:alice", "s").unwrap();
+        assert!(held.unwrap_confirmed(&w, &bob).is_err());
+        assert_eq!(held.unwrap_confirmed(&w, &alice), Ok("s"));
+        // A principal cannot end where the method begins.
+        assert_ne!(
+            params_digest("tools/call", &params, "a"),
+            params_digest("ls/call", &params, "a-too")
+        );
     }
 
     #[test]
@@ -419,8 +531,8 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            params_digest("tools/call", &a),
-            params_digest("tools/call", &b)
+            params_digest("tools/call", &a, "p"),
+            params_digest("tools/call", &b, "p")
         );
         // The retry's members first (the Python SDK's order) change nothing.
         let c: Map<String, Value> = serde_json::from_value(json!({
@@ -428,12 +540,12 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            params_digest("tools/call", &a),
-            params_digest("tools/call", &c)
+            params_digest("tools/call", &a, "p"),
+            params_digest("tools/call", &c, "p")
         );
         assert_ne!(
-            params_digest("tools/call", &a),
-            params_digest("prompts/get", &a)
+            params_digest("tools/call", &a, "p"),
+            params_digest("prompts/get", &a, "p")
         );
     }
 }

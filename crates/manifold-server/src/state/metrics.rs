@@ -92,6 +92,10 @@ struct OutcomeOnly {
     outcome: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindReason {
     kind: &'static str,
     reason: &'static str,
@@ -120,6 +124,8 @@ pub(crate) struct Metrics {
     audit_queue: Gauge,
     request_bytes: Family<MethodLabel, Counter>,
     response_bytes: Family<MethodLabel, Counter>,
+    /// Mirrors the bus's own counts (manifold-cluster `Rejection`).
+    cluster_rejected: Family<ReasonLabel, Counter>,
     /// Tools that have their own latency series.
     tool_series: Mutex<HashSet<String>>,
     max_tool_series: usize,
@@ -261,6 +267,12 @@ impl Metrics {
             "Bytes of responses to forwarded calls",
             response_bytes.clone(),
         );
+        let cluster_rejected = Family::<ReasonLabel, Counter>::default();
+        r.register(
+            "cluster_rejected",
+            "Messages from the cluster's Redis bus refused, by reason: unsigned, bad_mac, expired, future, replayed, too_many_senders, too_large, unreadable",
+            cluster_rejected.clone(),
+        );
         Metrics {
             registry: r,
             requests,
@@ -283,6 +295,7 @@ impl Metrics {
             audit_queue,
             request_bytes,
             response_bytes,
+            cluster_rejected,
             tool_series: Mutex::new(HashSet::new()),
             max_tool_series,
             by_principal,
@@ -444,6 +457,16 @@ impl Metrics {
                         reason: reason_label(&lo.reason),
                     })
                     .inc();
+            }
+        }
+        if let Some(c) = &gw.cluster {
+            // The bus counts; the counters mirror it (a store, so two scrapes
+            // at once cannot count twice).
+            for (reason, n) in c.bus.rejected() {
+                self.cluster_rejected
+                    .get_or_create(&ReasonLabel { reason })
+                    .inner()
+                    .store(n, std::sync::atomic::Ordering::Relaxed);
             }
         }
         if let Some(a) = &gw.auditor {

@@ -67,6 +67,10 @@ pub(crate) struct Live {
 pub struct Gateway {
     /// The configuration and what is built from it; swapped by a reload.
     pub(crate) live: ArcSwap<Live>,
+    /// The configuration the gateway started with: the settings fixed at
+    /// start (the listeners' addresses, `[server.tls]`, table sizes) in force,
+    /// whatever a reloaded file says of them.
+    pub(crate) started: Arc<GatewayConfig>,
     /// The configuration file, for reloads (`set_config_path`).
     pub(crate) config_path: OnceLock<std::path::PathBuf>,
     /// The configuration file as last read (modified time, size), for
@@ -175,6 +179,10 @@ impl Gateway {
             .collect();
         out.sort();
         out
+    }
+    /// The MCP listener's address in force (`server.listen` at start).
+    pub(crate) fn listening_on(&self) -> SocketAddr {
+        self.started.server.listen
     }
     /// The admin listener's address once bound.
     pub fn admin_addr(&self) -> Option<SocketAddr> {

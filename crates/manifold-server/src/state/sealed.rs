@@ -142,6 +142,7 @@ mod tests {
             session_key: current.into(),
             previous_session_keys: previous.iter().map(|s| s.to_string()).collect(),
             redis: None,
+            redis_ca: None,
             redis_channel: manifold_config::cluster::DEFAULT_REDIS_CHANNEL.into(),
         })
         .unwrap()
@@ -152,7 +153,7 @@ mod tests {
             protocol_version: "2025-11-25".into(),
             client_info: json!({"name": "c", "version": "1"}),
             capabilities: json!({"sampling": {}}).as_object().cloned().unwrap(),
-            owner: Some("api_key:alice".into()),
+            owner: Some("key:alice".into()),
             expires,
         }
     }

@@ -33,6 +33,9 @@ use crate::lock;
 pub const SESSION_ID_BYTES: usize = 32;
 /// Server→client requests awaiting answers per session; more are refused.
 pub const MAX_PENDING_CLIENT_REQUESTS: usize = 64;
+/// Random bytes in a server→client request id after its prefix (base64url):
+/// 128 bits, so an answer cannot be aimed at a question nobody showed you.
+pub const PENDING_ID_BYTES: usize = 16;
 
 /// How a session appears in audit records, spans and on the cluster's bus: the
 /// first 16 hex digits of the SHA-256 of its id. Records of one session
@@ -47,9 +50,10 @@ pub(crate) fn session_ref(id: &str) -> Option<String> {
 }
 
 /// What every server→client request id a gateway mints starts with: `mf-`
-/// and 8 random hex digits chosen when it starts, so replicas serving one
-/// session never mint the same id, and an answer to an id that is not ours is
-/// known to be another replica's.
+/// and 8 random hex digits chosen when it starts, so an answer to an id that
+/// is not ours is known to be another replica's. The rest of the id is
+/// [`PENDING_ID_BYTES`] random bytes (`mf-<prefix>-<22 base64url>`): ids are
+/// unguessable, not counted.
 fn pending_prefix() -> Arc<str> {
     let mut raw = [0u8; 4];
     let _ = getrandom::fill(&mut raw);
@@ -84,7 +88,6 @@ pub(crate) struct ClientSession {
     max_calls: usize,
     created: Instant,
     last_seen_ms: AtomicU64,
-    next_request: AtomicU64,
     /// The gateway's [`pending_prefix`].
     pending_prefix: Arc<str>,
     get_stream: Mutex<Option<mpsc::Sender<Bytes>>>,
@@ -117,7 +120,6 @@ impl ClientSession {
             max_calls,
             created: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
-            next_request: AtomicU64::new(1),
             pending_prefix,
             get_stream: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
@@ -182,17 +184,25 @@ impl ClientSession {
         self.capabilities.contains_key(name)
     }
 
-    /// Mints an id for a server→client request and keeps its responder.
+    /// Mints an id for a server→client request and keeps its responder;
+    /// gives it back at [`MAX_PENDING_CLIENT_REQUESTS`] (or, never seen in
+    /// practice, when the OS has no randomness for the id).
     pub fn add_pending(&self, responder: Responder) -> Result<String, Responder> {
-        let mut p = lock(&self.pending);
-        if p.len() >= MAX_PENDING_CLIENT_REQUESTS {
+        use base64::Engine;
+        let mut raw = [0u8; PENDING_ID_BYTES];
+        if getrandom::fill(&mut raw).is_err() {
+            tracing::error!("no randomness for a server→client request id");
             return Err(responder);
         }
         let id = format!(
             "{}{}",
             self.pending_prefix,
-            self.next_request.fetch_add(1, Ordering::Relaxed)
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
         );
+        let mut p = lock(&self.pending);
+        if p.len() >= MAX_PENDING_CLIENT_REQUESTS {
+            return Err(responder);
+        }
         p.insert(id.clone(), responder);
         Ok(id)
     }
@@ -431,5 +441,65 @@ impl Sessions {
     /// The most verbose `logging/setLevel` of any live session, if any set one.
     pub fn most_verbose_log_level(&self) -> Option<LogLevel> {
         self.map.iter().filter_map(|e| e.value().log_level()).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    fn session(prefix: Arc<str>) -> ClientSession {
+        let opening = Opening {
+            protocol_version: "2025-11-25".into(),
+            client_info: Value::Null,
+            capabilities: Map::new(),
+            peer: None,
+            owner: None,
+            viewer: None,
+            keep_alive: false,
+            expires: None,
+        };
+        ClientSession::new("s".into(), opening, 8, prefix)
+    }
+
+    #[test]
+    fn server_to_client_ids_carry_128_random_bits_after_the_replica_prefix() {
+        let prefix = pending_prefix();
+        let s = session(prefix.clone());
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..MAX_PENDING_CLIENT_REQUESTS {
+            let (r, _rx) = Responder::local();
+            let id = s.add_pending(r).map_err(|_| "refused").unwrap();
+            assert!(s.minted_here(&id), "{id}");
+            let tail = id.strip_prefix(&*prefix).unwrap();
+            let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(tail)
+                .unwrap();
+            assert_eq!(raw.len(), PENDING_ID_BYTES, "{id}");
+            assert!(seen.insert(tail.to_string()), "{id} twice");
+        }
+        // Not a counter: the ids share no common tail pattern, and each of the
+        // 128 bit positions takes both values across 64 ids (a counter's high
+        // bits never would).
+        let mut ones = [0u32; PENDING_ID_BYTES * 8];
+        for t in &seen {
+            let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(t)
+                .unwrap();
+            for (i, b) in raw.iter().enumerate() {
+                for bit in 0..8 {
+                    ones[i * 8 + bit] += u32::from(b >> bit & 1);
+                }
+            }
+        }
+        let n = seen.len() as u32;
+        let stuck = ones.iter().filter(|&&c| c == 0 || c == n).count();
+        assert!(stuck == 0, "{stuck} bit positions never changed");
+        // Another replica's prefix is not ours.
+        let other = session(pending_prefix());
+        let (r, _rx) = Responder::local();
+        let id = other.add_pending(r).map_err(|_| "refused").unwrap();
+        assert!(!s.minted_here(&id), "{id}");
     }
 }

@@ -13,6 +13,10 @@
 //! kept per catalogue; a view is built outside the map's lock (once, by the
 //! first caller that needs it).
 //!
+//! Resource URIs are decided in canonical form (`manifold_policy::authz`),
+//! and [`Access::resource_uri`] gives handlers that same form to forward, so
+//! what the upstream receives is what the rules matched.
+//!
 //! Not here: deciding what a rule allows (`manifold_policy::authz`); what a
 //! handler answers for a hidden item (it answers as for an unknown one).
 
@@ -21,10 +25,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use manifold_catalog::uri::canonical;
 use manifold_catalog::{Catalog, Item};
 use manifold_policy::{Identity, ItemKind, Policy, ViewKey};
 
 use crate::lock;
+use crate::refusal::Refusal;
 
 /// Distinct views kept per catalogue. Past it the cache starts over (views are
 /// rebuilt as callers come).
@@ -139,6 +145,27 @@ impl Access {
     /// about an upstream (its instructions, its log messages) follows.
     pub(crate) fn shows_upstream(&self, upstream: &str) -> bool {
         self.key.is_none() || holds_upstream(&self.catalog, upstream)
+    }
+
+    /// The URI a read, subscription or completion names, as rules match it
+    /// and the upstream receives it. When a rule can apply to the caller (any
+    /// `[[policy]]`): its canonical form (`manifold_catalog::uri`), or the
+    /// spelling the owning upstream listed for that form; a URI with no
+    /// canonical form is refused (-32602). Otherwise the URI as sent
+    /// (lossless).
+    pub(crate) fn resource_uri(&self, base: &Catalog, uri: &str) -> Result<String, Refusal> {
+        if self.key.is_none() {
+            return Ok(uri.to_string());
+        }
+        let canonical = canonical(uri).map_err(|why| {
+            Refusal::InvalidParams(format!(
+                "Invalid resource URI `{uri}`: {why}; resource rules apply only to URIs with one meaning"
+            ))
+        })?;
+        Ok(match base.resources.listed_spelling(&canonical) {
+            Some(listed) => listed.to_string(),
+            None => canonical,
+        })
     }
 
     /// Whether the caller may read, subscribe to or complete `uri` (a
@@ -278,6 +305,7 @@ mod tests {
     fn member(group: &str) -> Option<Identity> {
         Some(Identity {
             subject: format!("someone-in-{group}"),
+            source: "corp".into(),
             groups: vec![group.into()],
             scopes: vec![],
             method: AuthMethod::Jwt,

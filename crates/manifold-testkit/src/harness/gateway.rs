@@ -83,7 +83,8 @@ impl TestGateway {
     /// Starts a gateway from a validated configuration. It always listens on
     /// `127.0.0.1:0`; `server.listen` gets the bound port, and keeps its IP when that
     /// is not loopback (e.g. `0.0.0.0`), so the gateway applies the rules of a
-    /// non-loopback listener while tests reach it on loopback.
+    /// non-loopback listener while tests reach it on loopback. A non-loopback
+    /// `[admin] listen` is likewise served on `127.0.0.1:0`.
     pub async fn start_config(mut config: GatewayConfig) -> Result<TestGateway> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
@@ -96,8 +97,20 @@ impl TestGateway {
         };
         let url = format!("http://{addr}{}", config.server.path);
         let shutdown = CancellationToken::new();
+        let admin_ip = config.admin.as_ref().map(|a| a.listen.ip());
         let gateway = Gateway::launch(config, shutdown.clone()).await?;
-        gateway.bind_admin().await?;
+        match admin_ip {
+            // Reached on loopback, judged by the configured address.
+            Some(ip) if !ip.is_loopback() => {
+                let l = TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .context("binding 127.0.0.1:0 for [admin]")?;
+                gateway.adopt_admin_listener(l)?;
+            }
+            _ => {
+                gateway.bind_admin().await?;
+            }
+        }
         // wait_ready is bounded itself; the outer timeout is a safety net.
         if tokio::time::timeout(WAIT + Duration::from_secs(1), gateway.wait_ready(WAIT))
             .await

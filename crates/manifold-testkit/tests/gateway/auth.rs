@@ -193,7 +193,7 @@ async fn a_session_belongs_to_the_principal_that_opened_it() -> Result<()> {
             .iter()
             .find(|l| l["arguments"]["text"] == "mine")
             .context("alice's record")?;
-        assert_eq!(rec["principal"], "api_key:alice", "{rec}");
+        assert_eq!(rec["principal"], "key:alice", "{rec}");
         assert!(
             !lines.iter().any(|l| l.to_string().contains(ALICE)),
             "a key in the audit log"
@@ -253,7 +253,7 @@ async fn a_clients_authorization_never_reaches_an_upstream() -> Result<()> {
 #[tokio::test]
 async fn requests_are_counted_by_principal_when_asked() -> Result<()> {
     bounded(async {
-        for (mode, want) in [("subject", "api_key:alice"), ("group", "none")] {
+        for (mode, want) in [("subject", "key:alice"), ("group", "none")] {
             let f = Setup {
                 extra: format!(
                     "{}\n[admin]\nlisten = \"127.0.0.1:0\"\n\n[metrics]\nprincipal_label = \"{mode}\"\n",

@@ -7,7 +7,8 @@
 //! `list_changed` only one replica's connection heard, a 2026-07-28 retry for
 //! a held call — and rate limits are shared. With Redis stopped, calls that
 //! need no relay still work, relays fail with a clear 503, and `/readyz`
-//! says why.
+//! says why. The bus seen by an attacker who can reach Redis is in
+//! `cluster_bus`, which shares these helpers.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -22,22 +23,34 @@ use tokio::process::{Child, Command};
 use crate::{bin, bounded, text_of, Setup};
 use manifold_testkit::harness::{stateless_request, toml_string, DemoHttp, McpClient, TestGateway};
 
-const KEY: &str = "cluster-redis-key-0123456789abcdef0123";
+pub(crate) const KEY: &str = "cluster-redis-key-0123456789abcdef0123";
 const STATE_KEY: &str = "cluster-request-state-key-0123456789";
 
 /// A `redis-server` on a free loopback port, stopped when dropped.
-struct Redis {
+pub(crate) struct Redis {
     child: Child,
     port: u16,
 }
 
+/// A free loopback port.
+pub(crate) fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
 impl Redis {
-    async fn start() -> Result<Redis> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
+    pub(crate) async fn start() -> Result<Redis> {
+        Redis::start_with(&[]).await
+    }
+
+    /// A server started with more `args` (a password, ACL users, TLS). Its
+    /// plain port answers PING (or says it wants a password) once it is up.
+    pub(crate) async fn start_with(args: &[String]) -> Result<Redis> {
+        let port = free_port()?;
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(args)
             .args([
                 "--save",
                 "",
@@ -69,10 +82,10 @@ impl Redis {
         let mut buf = [0u8; 7];
         s.write_all(b"PING\r\n").await.is_ok()
             && s.read_exact(&mut buf).await.is_ok()
-            && &buf == b"+PONG\r\n"
+            && (&buf == b"+PONG\r\n" || &buf == b"-NOAUTH")
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
@@ -83,22 +96,27 @@ impl Redis {
 }
 
 /// A replica of a deployment fronting the HTTP upstream at `remote`.
-async fn replica(redis: &str, remote: &str, extra: &str) -> Result<TestGateway> {
-    let setup = Setup {
-        server: format!("request_state_key = {}", toml_string(STATE_KEY)),
-        extra: format!(
-            "[admin]\nlisten = \"127.0.0.1:0\"\n\n\
-             [cluster]\nsession_key = {}\nredis = {}\n\n{extra}",
-            toml_string(KEY),
-            toml_string(redis)
-        ),
-        ..Setup::default()
-    };
-    let gw = TestGateway::start(&setup.render(remote)).await?;
+pub(crate) async fn replica(redis: &str, remote: &str, extra: &str) -> Result<TestGateway> {
+    let gw = replica_with(&format!("redis = {}", toml_string(redis)), remote, extra).await?;
     // The bus connects in the background: wait for it, as a pod waits to be
     // ready before it gets traffic.
     until_connected(&gw, true, Duration::from_secs(10)).await?;
     Ok(gw)
+}
+
+/// A replica whose `[cluster]` has the deployment's key and `cluster`'s
+/// lines; started, not waited for.
+pub(crate) async fn replica_with(cluster: &str, remote: &str, extra: &str) -> Result<TestGateway> {
+    let setup = Setup {
+        server: format!("request_state_key = {}", toml_string(STATE_KEY)),
+        extra: format!(
+            "[admin]\nlisten = \"127.0.0.1:0\"\n\n\
+             [cluster]\nsession_key = {}\n{cluster}\n\n{extra}",
+            toml_string(KEY),
+        ),
+        ..Setup::default()
+    };
+    TestGateway::start(&setup.render(remote)).await
 }
 
 /// `/readyz`'s body.
@@ -109,7 +127,7 @@ pub(crate) async fn readyz(gw: &TestGateway) -> Result<(StatusCode, Value)> {
         .await?
         .context("no admin listener")?;
     let mut s = TcpStream::connect(addr).await?;
-    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .await?;
     let mut text = String::new();
     s.read_to_string(&mut text).await?;
@@ -127,7 +145,7 @@ async fn redis_connected(gw: &TestGateway) -> Result<bool> {
 }
 
 /// Waits until `/readyz` says the replica's bus is `connected` (or not).
-async fn until_connected(gw: &TestGateway, want: bool, within: Duration) -> Result<()> {
+pub(crate) async fn until_connected(gw: &TestGateway, want: bool, within: Duration) -> Result<()> {
     let deadline = tokio::time::Instant::now() + within;
     while redis_connected(gw).await? != want {
         if tokio::time::Instant::now() > deadline {
@@ -139,7 +157,7 @@ async fn until_connected(gw: &TestGateway, want: bool, within: Duration) -> Resu
 }
 
 /// A client of `gw` presenting the session `id`.
-fn on(gw: &TestGateway, id: &str) -> McpClient {
+pub(crate) fn on(gw: &TestGateway, id: &str) -> McpClient {
     let c = gw.client();
     c.set_session_id(Some(id));
     c.set_protocol_version(Some("2025-11-25"));

@@ -548,6 +548,16 @@ async fn a_confirmed_call_to_a_modern_upstream_can_ask_for_input_too() -> Result
             r#"you answered {"name":"Lin"}"#,
             "{done}"
         );
+        // Single use: replaying the wrapper does not reach the upstream again.
+        let (status, replayed) = post(modern_call(
+            5,
+            name,
+            json!({"requestState": wrapped,
+                   "inputResponses": {"answer": {"action": "accept", "content": {"name": "Eve"}}}}),
+        ))
+        .await?;
+        assert_eq!(status, http::StatusCode::BAD_REQUEST, "{replayed}");
+        assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
         let (status, forged) = post(modern_call(
             4,
             name,
@@ -556,6 +566,91 @@ async fn a_confirmed_call_to_a_modern_upstream_can_ask_for_input_too() -> Result
         ))
         .await?;
         assert_eq!(status, http::StatusCode::BAD_REQUEST, "{forged}");
+        Ok(())
+    })
+    .await
+}
+
+/// A `confirmed.` wrapper is bound to the principal it was issued to and
+/// expires with `limits.held_call_ttl`: another caller presenting it, or its
+/// owner after the expiry, is refused, and the upstream is not reached.
+#[tokio::test]
+async fn a_confirmed_wrapper_is_for_its_principal_and_expires() -> Result<()> {
+    bounded(async {
+        let (alice_key, bob_key) = ("alice-key-0123456789", "bob-key-0123456789");
+        let extra = format!(
+            "[auth]\n[[auth.api_keys]]\nname = \"alice\"\nhash = \"{}\"\n\n\
+             [[auth.api_keys]]\nname = \"bob\"\nhash = \"{}\"\n\n\
+             [limits]\nheld_call_ttl = \"2s\"\n\n[confirm]\ntools = [\"mlocal__ask\"]\n",
+            manifold_policy::hash_key(alice_key),
+            manifold_policy::hash_key(bob_key),
+        );
+        let m = start_with(&[], &extra).await?;
+        let name = "mlocal__ask";
+        let headers = [
+            ("mcp-protocol-version", V),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", name),
+        ];
+        let post = |key: &'static str, body: Value| {
+            let client = m.gw.client();
+            client.set_bearer(Some(key));
+            async move {
+                let r = client.post_raw(body.to_string(), &headers).await?;
+                Ok::<_, anyhow::Error>((r.status, serde_json::from_slice::<Value>(&r.body)?))
+            }
+        };
+        let (_, first) = post(alice_key, modern_call(1, name, json!({}))).await?;
+        let state = first["result"]["requestState"].clone();
+        let (_, second) = post(
+            alice_key,
+            modern_call(
+                2,
+                name,
+                json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept"}}}),
+            ),
+        )
+        .await?;
+        let wrapped = second["result"]["requestState"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(wrapped.starts_with("confirmed."), "{second}");
+        let retry = |id: u64| {
+            modern_call(
+                id,
+                name,
+                json!({"requestState": wrapped,
+                       "inputResponses": {"answer": {"action": "accept", "content": {"name": "Lin"}}}}),
+            )
+        };
+        let (status, stolen) = post(bob_key, retry(3)).await?;
+        assert_eq!(status, http::StatusCode::BAD_REQUEST, "bob used alice's wrapper: {stolen}");
+        assert_eq!(stolen["error"]["code"], -32602, "{stolen}");
+
+        // `confirmed.<id>.<expiry>.…`: wait for the clock to pass the expiry.
+        let expiry: u64 = wrapped
+            .split('.')
+            .nth(2)
+            .and_then(|e| e.parse().ok())
+            .unwrap_or(u64::MAX);
+        let now = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while now() <= expiry {
+            anyhow::ensure!(std::time::Instant::now() < deadline, "{wrapped} never expired");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let (status, late) = post(alice_key, retry(4)).await?;
+        assert_eq!(status, http::StatusCode::BAD_REQUEST, "an expired wrapper was used: {late}");
+        assert!(
+            late["error"]["message"].as_str().unwrap_or_default().contains("expired"),
+            "{late}"
+        );
         Ok(())
     })
     .await

@@ -34,34 +34,20 @@ pub(crate) async fn admin_get(addr: std::net::SocketAddr, path: &str) -> Result<
     admin_request(addr, "GET", path).await
 }
 
-/// A body-less request on the admin listener: (status, body).
+/// A body-less request on the admin listener, as an operator's tool sends it
+/// (a `POST` says `Content-Type: application/json`): (status, body).
 pub(crate) async fn admin_request(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,
 ) -> Result<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await?;
-    s.write_all(
-        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            .as_bytes(),
-    )
-    .await?;
-    let mut buf = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await??;
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let status: u16 = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| anyhow!("no status in {text}"))?;
-    // Bodies may be chunked; the assertions below look for substrings/JSON.
-    let body = text
-        .split("\r\n\r\n")
-        .skip(1)
-        .collect::<Vec<_>>()
-        .join("\r\n\r\n");
-    Ok((status, body))
+    let headers: &[(&str, &str)] = if method == "POST" {
+        &[("Content-Type", "application/json")]
+    } else {
+        &[]
+    };
+    let r = crate::admin::admin_call(addr, method, path, headers, "").await?;
+    Ok((r.status, r.body))
 }
 
 /// The value of one sample line (`name{labels} value`) in the text format.

@@ -258,9 +258,9 @@ async fn list_changed_reaches_only_the_sessions_whose_view_changed() -> Result<(
     .await
 }
 
-/// The admin listener's operator views: `/catalog?as=WHO` (what `manifold
-/// check --as` prints), `/upstreams`, and `/config` with every secret
-/// redacted.
+/// The admin listener's operator views, for an operator `[admin] who` names
+/// (alice, in group `ops`): `/catalog?as=WHO` (what `manifold check --as`
+/// prints), `/upstreams`, and `/config` with every secret redacted.
 #[tokio::test]
 async fn admin_endpoints_show_a_callers_catalog_the_upstreams_and_a_redacted_config() -> Result<()>
 {
@@ -269,13 +269,30 @@ async fn admin_endpoints_show_a_callers_catalog_the_upstreams_and_a_redacted_con
             remote:
                 "timeout = \"20s\"\nheaders = { Authorization = \"Bearer s3cret-upstream-token\" }"
                     .into(),
-            extra: format!("[admin]\nlisten = \"127.0.0.1:0\"\n\n{}", config()),
+            extra: format!(
+                "[admin]\nlisten = \"127.0.0.1:0\"\nwho = [\"group:ops\"]\n\n{}",
+                config()
+            ),
             ..Setup::default()
         }
         .start()
         .await?;
         let admin = f.gw.gateway().admin_addr().context("admin address")?;
-        let get = |path: &'static str| crate::observe::admin_get(admin, path);
+        let bearer = format!("Bearer {OPS}");
+        let get = |path: &'static str| {
+            let bearer = bearer.clone();
+            async move {
+                let r = crate::admin::admin_call(
+                    admin,
+                    "GET",
+                    path,
+                    &[("Authorization", bearer.as_str())],
+                    "",
+                )
+                .await?;
+                anyhow::Ok((r.status, r.body))
+            }
+        };
 
         let (status, body) = get("/catalog?as=key%3Aci").await?;
         assert_eq!(status, 200, "{body}");

@@ -3,7 +3,8 @@
 //! a policy changes; a call to a removed upstream gets the documented error; an
 //! invalid file changes nothing and `POST /reload` says why; a watched file is
 //! reloaded when it changes; `list_changed` reaches exactly the sessions whose
-//! view changed.
+//! view changed; a reload that would leave the listener in force open is
+//! refused.
 
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
@@ -335,6 +336,77 @@ async fn a_reload_that_hides_a_uri_ends_its_subscriptions() -> Result<()> {
             true,
             "still subscribed upstream: {r}"
         );
+        Ok(())
+    })
+    .await
+}
+
+/// A reload's exposure check reads the listener's address and `[server.tls]`
+/// in force, never the file's (neither changes before a restart): a file that
+/// drops `[auth]` while adding `client_ca`, or while moving the listener to
+/// loopback, is refused, and the endpoint keeps asking for credentials.
+#[tokio::test]
+async fn a_reload_is_judged_by_the_listener_and_tls_in_force() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("reload-exposure")?;
+        let key = "reload-client-key-0123456789abcdef";
+        let server = "listen = \"0.0.0.0:0\"\nallowed_hosts = [\"*\"]";
+        let upstream = format!(
+            "[upstreams.local]\ncommand = {}\nargs = [\"--faults\"]\n",
+            toml_string(bin())
+        );
+        let guarded = format!(
+            "[server]\n{server}\n\n[auth]\n\n[[auth.api_keys]]\nname = \"c\"\nhash = \"{}\"\n\n{upstream}",
+            manifold_policy::hash_key(key)
+        );
+        let gw = TestGateway::start(&guarded).await?;
+        let file = dir.0.join("gateway.toml");
+        gw.gateway().set_config_path(file.clone());
+        // Readable files pass validation; a reload never loads them.
+        let pem = |name: &str| -> Result<String> {
+            let p = dir.0.join(name);
+            std::fs::write(&p, "placeholder")?;
+            Ok(toml_string(&p.to_string_lossy()))
+        };
+        let tls = format!(
+            "[server.tls]\ncert = {}\nkey = {}\nclient_ca = {}\n",
+            pem("cert.pem")?,
+            pem("key.pem")?,
+            pem("ca.pem")?
+        );
+        for (what, text) in [
+            (
+                "[auth] dropped, client_ca added",
+                format!("[server]\n{server}\n\n{tls}\n{upstream}"),
+            ),
+            (
+                "[auth] dropped, the listener moved to loopback",
+                format!("[server]\nlisten = \"127.0.0.1:0\"\n\n{upstream}"),
+            ),
+        ] {
+            std::fs::write(&file, &text)?;
+            let err = gw.gateway().reload_from_file().await.expect_err(what);
+            let err = err.to_string();
+            assert!(
+                err.contains("no authentication is configured") && err.contains("in force"),
+                "{what}: {err}"
+            );
+        }
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}})
+        .to_string();
+        let r = gw.client().post_raw(init.clone(), &[]).await?;
+        assert_eq!(r.status, 401, "still guarded");
+        let bearer = format!("Bearer {key}");
+        let r = gw
+            .client()
+            .post_raw(init, &[("authorization", bearer.as_str())])
+            .await?;
+        assert_eq!(r.status, 200);
+        // A file that keeps [auth] reloads.
+        std::fs::write(&file, &guarded)?;
+        gw.gateway().reload_from_file().await?;
         Ok(())
     })
     .await

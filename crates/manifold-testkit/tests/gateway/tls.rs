@@ -1,16 +1,22 @@
 //! HTTPS on the listener (`[server.tls]`) with certificates made here: a client
 //! that trusts the CA is served; with `client_ca`, a client certificate is
-//! required and its subject is the principal on audit records; without one the
-//! handshake fails; with `require_client_cert = false` a client without one
-//! authenticates by `[auth]`; a replaced certificate is served to new
-//! connections without a restart.
+//! required and its typed name is the principal on audit records
+//! (`cert:cn:alice`); without one the handshake fails; with
+//! `require_client_cert = false` a client without one authenticates by
+//! `[auth]`; a certificate's CN is neither a token subject nor a SAN; a
+//! replaced certificate is served to new connections without a restart, and a
+//! certificate `client_crl` revokes is refused at the handshake once the list
+//! is renewed.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertificateRevocationListParams, DistinguishedName,
+    DnType, IsCa, KeyIdMethod, KeyPair, RevocationReason, RevokedCertParams, SerialNumber,
+};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::{json, Value};
@@ -39,12 +45,48 @@ impl Pki {
 
     /// A leaf for `names` (SANs) with common name `cn`: (cert PEM, key PEM).
     fn leaf(&self, cn: &str, names: &[&str]) -> Result<(String, String)> {
+        self.leaf_with(Some(cn), names, None)
+    }
+
+    /// A leaf with common name `cn` (none: a subject without one) and
+    /// serial number `serial` (none: random).
+    fn leaf_with(
+        &self,
+        cn: Option<&str>,
+        names: &[&str],
+        serial: Option<u64>,
+    ) -> Result<(String, String)> {
         let mut p =
             CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
-        p.distinguished_name.push(DnType::CommonName, cn);
+        p.distinguished_name = DistinguishedName::new();
+        if let Some(cn) = cn {
+            p.distinguished_name.push(DnType::CommonName, cn);
+        }
+        p.serial_number = serial.map(SerialNumber::from);
         let key = KeyPair::generate()?;
         let cert = p.signed_by(&key, &self.ca, &self.ca_key)?;
         Ok((cert.pem(), key.serialize_pem()))
+    }
+
+    /// A revocation list (PEM), number `number`, revoking `serials`.
+    fn crl(&self, number: u64, serials: &[u64]) -> Result<String> {
+        let params = CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2024, 1, 1),
+            next_update: rcgen::date_time_ymd(2100, 1, 1),
+            crl_number: SerialNumber::from(number),
+            issuing_distribution_point: None,
+            revoked_certs: serials
+                .iter()
+                .map(|s| RevokedCertParams {
+                    serial_number: SerialNumber::from(*s),
+                    revocation_time: rcgen::date_time_ymd(2024, 1, 1),
+                    reason_code: Some(RevocationReason::KeyCompromise),
+                    invalidity_date: None,
+                })
+                .collect(),
+            key_identifier_method: KeyIdMethod::Sha256,
+        };
+        Ok(params.signed_by(&self.ca, &self.ca_key)?.pem()?)
     }
 }
 
@@ -222,7 +264,7 @@ async fn client_certificates_name_the_principal_and_certificates_reload() -> Res
             .iter()
             .find(|l| l["arguments"]["text"] == "over tls")
             .context("the call's record")?;
-        assert_eq!(rec["principal"], "mtls:alice", "{rec}");
+        assert_eq!(rec["principal"], "cert:cn:alice", "{rec}");
         Ok(())
     })
     .await
@@ -269,6 +311,172 @@ async fn an_optional_client_certificate_leaves_the_rest_to_auth() -> Result<()> 
         )
         .await?;
         assert_eq!(status, 200, "a certificate is credentials enough: {reply}");
+        Ok(())
+    })
+    .await
+}
+
+/// A 2026-07-28 `tools/call` of `tool` over TLS (one connection): the status
+/// and the reply.
+async fn call(
+    addr: std::net::SocketAddr,
+    config: rustls::ClientConfig,
+    tool: &str,
+    arguments: Value,
+    auth: Option<&str>,
+) -> Result<(u16, Value)> {
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": tool, "arguments": arguments,
+        "_meta": manifold_testkit::harness::stateless_meta(json!({}))}});
+    let bearer = auth.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", tool),
+    ];
+    if let Some(b) = &bearer {
+        headers.push(("Authorization", b.as_str()));
+    }
+    let (status, reply, _) = post(addr, config, &call, &headers).await?;
+    Ok((status, reply))
+}
+
+/// Once principals carry their source, a client certificate with the CN
+/// `alice` is not the token subject `alice` of `subject:okta:alice`, and a
+/// certificate whose only name is the DNS name `bob` is not `cert:cn:bob`.
+#[tokio::test]
+async fn a_certificate_is_neither_a_token_subject_nor_its_san_a_cn() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("tls-principals")?;
+        let pki = Pki::new()?;
+        let ca_pem = pki.ca.pem();
+        let (cert, key) = pki.leaf("gateway", &["localhost", "127.0.0.1"])?;
+        let idp = crate::issuers::Idp::start(&[]).await?;
+        let gw = TestGateway::start(&format!(
+            "[server.tls]\ncert = {}\nkey = {}\nclient_ca = {}\nrequire_client_cert = false\n\n\
+             [auth]\nresource = \"{}\"\n\n{}\
+             [[policy]]\nwho = [\"subject:okta:alice\"]\ntools = {{ allow = [\"demo__echo\"] }}\n\n\
+             [[policy]]\nwho = [\"cert:cn:bob\"]\ntools = {{ allow = [\"demo__add\"] }}\n\n\
+             [upstreams.demo]\ncommand = {}\n",
+            write(&dir.0, "cert.pem", &cert)?,
+            write(&dir.0, "key.pem", &key)?,
+            write(&dir.0, "ca.pem", &ca_pem)?,
+            crate::issuers::AUDIENCE,
+            idp.introspection_section("okta"),
+            toml_string(bin()),
+        ))
+        .await?;
+        let plain = client_config(&ca_pem, None)?;
+        let echo = json!({"text": "hi"});
+        // The token user `alice` (an introspection `username`): her rule applies.
+        let (status, reply) = call(
+            gw.addr(),
+            plain.clone(),
+            "demo__echo",
+            echo.clone(),
+            Some("user-alice"),
+        )
+        .await?;
+        assert_eq!(
+            (status, &reply["result"]["content"][0]["text"]),
+            (200, &json!("hi")),
+            "{reply}"
+        );
+        // A certificate with the CN `alice`: not her.
+        let cn_alice = client_config(&ca_pem, Some(&pki.leaf("alice", &[])?))?;
+        let (_, reply) = call(
+            gw.addr(),
+            cn_alice.clone(),
+            "demo__echo",
+            echo.clone(),
+            None,
+        )
+        .await?;
+        // Hidden: answered exactly as a tool that does not exist.
+        let (_, unknown) = call(gw.addr(), cn_alice, "demo__nope", echo.clone(), None).await?;
+        assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+        assert_eq!(
+            reply["error"]["code"], unknown["error"]["code"],
+            "a CN passed for a token subject: {reply}"
+        );
+        // The CN `bob` is `cert:cn:bob`; a certificate naming `bob` only as a DNS name is not.
+        let add = json!({"a": 1, "b": 2});
+        let cn_bob = client_config(&ca_pem, Some(&pki.leaf("bob", &[])?))?;
+        let (_, reply) = call(gw.addr(), cn_bob, "demo__add", add.clone(), None).await?;
+        assert!(reply.get("result").is_some(), "{reply}");
+        let san_bob = client_config(&ca_pem, Some(&pki.leaf_with(None, &["bob"], None)?))?;
+        let (_, reply) = call(gw.addr(), san_bob, "demo__add", add, None).await?;
+        assert_eq!(
+            reply["error"]["code"], -32602,
+            "a SAN passed for a CN: {reply}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// `client_crl`: a certificate the list revokes is refused at the handshake;
+/// a renewed list is read without a restart, like the certificates.
+#[tokio::test]
+async fn a_revoked_client_certificate_is_refused_at_the_handshake() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("tls-crl")?;
+        let pki = Pki::new()?;
+        let ca_pem = pki.ca.pem();
+        let (cert, key) = pki.leaf("gateway", &["localhost", "127.0.0.1"])?;
+        let alice = pki.leaf_with(Some("alice"), &[], Some(1001))?;
+        let mallory = pki.leaf_with(Some("mallory"), &[], Some(6666))?;
+        let stolen = pki.leaf_with(Some("carol"), &[], Some(7777))?;
+        let gw = TestGateway::start(&format!(
+            "[server.tls]\ncert = {}\nkey = {}\nclient_ca = {}\nclient_crl = [{}]\n\n\
+             [upstreams.demo]\ncommand = {}\n",
+            write(&dir.0, "cert.pem", &cert)?,
+            write(&dir.0, "key.pem", &key)?,
+            write(&dir.0, "ca.pem", &ca_pem)?,
+            write(&dir.0, "crl.pem", &pki.crl(1, &[6666])?)?,
+            toml_string(bin()),
+        ))
+        .await?;
+        let hello = |who: &(String, String)| -> Result<rustls::ClientConfig> {
+            client_config(&ca_pem, Some(who))
+        };
+        let (status, reply, _) = post(gw.addr(), hello(&alice)?, &initialize(), &[]).await?;
+        assert_eq!(status, 200, "{reply}");
+        let refused = post(gw.addr(), hello(&mallory)?, &initialize(), &[]).await;
+        assert!(
+            refused.is_err(),
+            "a revoked certificate was served: {refused:?}"
+        );
+        // Carol's key leaks; the CA revokes her certificate and the list is renewed.
+        post(gw.addr(), hello(&stolen)?, &initialize(), &[]).await?;
+        write(&dir.0, "crl.pem", &pki.crl(2, &[6666, 7777])?)?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while post(gw.addr(), hello(&stolen)?, &initialize(), &[])
+            .await
+            .is_ok()
+        {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the renewed revocation list was never applied"
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let (status, _, _) = post(gw.addr(), hello(&alice)?, &initialize(), &[]).await?;
+        assert_eq!(
+            status, 200,
+            "a certificate the list does not name is still served"
+        );
+        // A list means nothing without the CA whose certificates it revokes.
+        let e = TestGateway::config(&format!(
+            "[server.tls]\ncert = {}\nkey = {}\nclient_crl = {}\n\n[upstreams.demo]\ncommand = {}\n",
+            write(&dir.0, "cert.pem", &cert)?,
+            write(&dir.0, "key.pem", &key)?,
+            write(&dir.0, "crl-alone.pem", &pki.crl(3, &[])?)?,
+            toml_string(bin()),
+        ))
+        .err()
+        .context("client_crl without client_ca was accepted")?;
+        assert!(e.to_string().contains("client_crl"), "{e}");
         Ok(())
     })
     .await

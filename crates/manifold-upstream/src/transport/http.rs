@@ -335,9 +335,20 @@ impl HttpLink {
             .await
         {
             Refusal::Retry => {
-                let token = tokens.token().await.ok();
+                // Bounded like the first; its failure (a refused refresh, a
+                // credential request the gateway would not send) is the reason.
+                let token = match tokio::time::timeout(self.wire.timeout, tokens.token()).await {
+                    Ok(Ok(t)) => t,
+                    Ok(Err(e)) => return Err(self.needs_login(e.to_string())),
+                    Err(_) => {
+                        return Err(UpstreamError::unavailable(
+                            name,
+                            format!("getting a token took longer than {:?}", self.wire.timeout),
+                        ))
+                    }
+                };
                 let resp = self
-                    .send_once(method, body, extra, last_event_id, token.as_deref())
+                    .send_once(method, body, extra, last_event_id, Some(&token))
                     .await?;
                 let status = resp.status();
                 if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {

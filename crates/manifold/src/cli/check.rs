@@ -32,17 +32,20 @@ pub fn run(
     as_json: bool,
     as_who: Option<&str>,
 ) -> ExitCode {
-    let viewer = match as_who.map(|w| who::identity_for(w).map(|id| (w.to_string(), id))) {
+    let cfg = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    // `subject:` is qualified by the configuration's identity sources.
+    let sources = manifold_config::IdentitySources::of(&cfg);
+    let viewer = match as_who.map(|w| who::identity_for(w, &sources).map(|id| (w.to_string(), id)))
+    {
         None => None,
         Some(Ok(v)) => Some(v),
         Some(Err(e)) => {
             eprintln!("manifold check --as: {e}");
             return ExitCode::from(super::USAGE);
         }
-    };
-    let cfg = match load_config(config) {
-        Ok(c) => c,
-        Err(code) => return code,
     };
     let facts = rt.block_on(async {
         let core = InProcess::start(cfg).await;
@@ -143,6 +146,11 @@ struct UpstreamFacts {
     restarts: u64,
     last_error: Option<String>,
     last_exit_code: Option<i32>,
+    /// `[upstreams.x.auth] type` (HTTP upstreams).
+    auth: Option<&'static str>,
+    /// The authorization server its tokens come from, and whether
+    /// `auth.issuer` pins it (else the one `manifold login` recorded).
+    issuer: Option<(String, bool)>,
 }
 
 impl Facts {
@@ -202,6 +210,11 @@ impl Facts {
                     restarts: st.restarts,
                     last_error: st.last_error.clone(),
                     last_exit_code: st.last_exit_code,
+                    auth: match &u.config().transport {
+                        manifold_config::Transport::Http { auth, .. } => Some(auth.kind()),
+                        manifold_config::Transport::Stdio { .. } => None,
+                    },
+                    issuer: u.tokens().and_then(|t| t.issuer()),
                 }
             })
             .collect();
@@ -343,6 +356,7 @@ impl Facts {
             "PROTOCOL",
             "TOOLS",
             "RESTARTS",
+            "ISSUER",
             "LAST ERROR",
         ]);
         for u in &self.upstreams {
@@ -353,6 +367,11 @@ impl Facts {
                 u.protocol_version.clone().unwrap_or_default(),
                 u.tools.map(|n| n.to_string()).unwrap_or_default(),
                 u.restarts.to_string(),
+                match &u.issuer {
+                    Some((i, true)) => i.clone(),
+                    Some((i, false)) => format!("{i} (from login)"),
+                    None => String::new(),
+                },
                 u.last_error.clone().unwrap_or_default(),
             ]);
         }
@@ -430,6 +449,9 @@ impl Facts {
                     "restarts": u.restarts,
                     "last_error": u.last_error,
                     "last_exit_code": u.last_exit_code,
+                    "auth": u.auth,
+                    "issuer": u.issuer.as_ref().map(|(i, _)| i),
+                    "issuer_pinned": u.issuer.as_ref().map(|(_, p)| p),
                 })
             })
             .collect();

@@ -3,9 +3,13 @@
 //! `[credentials]` store, where a running gateway finds them (it reads the
 //! store again when the upstream refuses its token).
 //!
-//! The authorization URL is printed on stdout (one line, `open: <url>`) and,
-//! unless `--no-browser`, handed to the desktop's opener; the browser comes
-//! back to a loopback address this command listens on.
+//! The authorization server is printed on stdout (`issuer: <url>`, with
+//! whether `auth.issuer` pinned it or the upstream named it), then the
+//! authorization URL (`open: <url>`), which, unless `--no-browser`, is handed
+//! to the desktop's opener only when it is `https://` (or `http://` to a
+//! loopback host); the browser comes back to a loopback address this command
+//! listens on. The issuer is recorded with the tokens: `serve` uses them with
+//! that issuer only.
 //!
 //! Exit codes: 0 logged in, 1 the flow failed (the message says where), 2 a
 //! configuration error or an upstream that is not an `oauth` one.
@@ -46,16 +50,27 @@ pub fn run(rt: &tokio::runtime::Runtime, config: &Path, upstream: &str, browser:
         eprintln!("manifold login: `[credentials]` is missing");
         return ExitCode::from(super::USAGE);
     };
+    let pinned = client.issuer.is_some();
     let options = manifold_credentials::LoginOptions {
         upstream: upstream.to_string(),
         url,
         client,
         store,
-        show: Box::new(move |auth_url: &str| {
+        show: Box::new(move |issuer: &str, auth_url: &str| {
+            println!(
+                "issuer: {issuer} ({})",
+                if pinned {
+                    "pinned by auth.issuer"
+                } else {
+                    "named by the upstream; pin it with auth.issuer"
+                }
+            );
             println!("open: {auth_url}");
             use std::io::Write;
             let _ = std::io::stdout().flush();
-            if browser {
+            // The flow refuses other schemes before this; checked again where
+            // the URL meets the desktop's opener.
+            if browser && manifold_credentials::browsable(auth_url) {
                 for opener in ["xdg-open", "open"] {
                     if std::process::Command::new(opener)
                         .arg(auth_url)
@@ -73,7 +88,10 @@ pub fn run(rt: &tokio::runtime::Runtime, config: &Path, upstream: &str, browser:
     match rt.block_on(manifold_credentials::login(options)) {
         Ok(r) => {
             println!(
-                "logged in to `{upstream}`{}",
+                "logged in to `{upstream}`{}{}",
+                r.authorization_server
+                    .map(|i| format!(" at {i}"))
+                    .unwrap_or_default(),
                 r.scope
                     .map(|s| format!(" (scope: {s})"))
                     .unwrap_or_default()

@@ -33,6 +33,13 @@ async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Resu
         "http"
     };
     let url = format!("{scheme}://{addr}{}", cfg.server.path);
+    let control = match &cfg.admin {
+        Some(a) if a.has_credentials() => "/config, /upstreams, /catalog, /reload with credentials",
+        Some(a) if a.listen.ip().is_loopback() => {
+            "/config, /upstreams, /catalog, /reload for local processes"
+        }
+        _ => "control endpoints off: configure [[admin.tokens]] or [admin] who",
+    };
     let connect_timeout = cfg.limits.connect_timeout;
     let upstreams = cfg.upstreams.len();
     let shutdown = CancellationToken::new();
@@ -53,7 +60,7 @@ async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Resu
     // One plain line on stdout, for people and for scripts that bind port 0.
     println!("Manifold listening on {url} ({ready}/{upstreams} upstreams ready, {tools} tools)");
     if let Some(a) = admin {
-        println!("Manifold admin on http://{a} (/metrics, /healthz, /readyz)");
+        println!("Manifold admin on http://{a} (/metrics, /healthz, /readyz; {control})");
     }
     Arc::clone(&gw).serve(listener).await;
     crate::cli::stop_telemetry(telemetry).await;

@@ -121,7 +121,8 @@ fn check_prints_the_catalog_left_out_items_and_status_and_exits_0() {
         assert!(
             has_row(
                 &stdout,
-                &[name, "stdio", "ready", "2025-11-25", "15", "0", "-"]
+                // No issuer (a stdio upstream), no last error.
+                &[name, "stdio", "ready", "2025-11-25", "15", "0", "-", "-"]
             ),
             "{stdout}"
         );
@@ -260,6 +261,58 @@ resources = { allow = ["demo://readme"] }
     );
 }
 
+/// `check --as` with two identity sources: a subject is named with its
+/// source (`subject:corp:alice`), a certificate with its name type; a bare
+/// `subject:alice` could be either issuer's and is refused with the forms to
+/// write instead.
+#[test]
+fn check_as_takes_principals_qualified_by_their_source() {
+    let dir = TempDir::new("check-as-qualified");
+    let auth = r#"
+[auth]
+resource = "http://mcp.test/mcp"
+
+[[auth.jwt]]
+name = "corp"
+issuer = "https://corp.test"
+jwks_url = "http://127.0.0.1:9/corp/certs"
+
+[[auth.jwt]]
+name = "partner"
+issuer = "https://partner.test"
+jwks_url = "http://127.0.0.1:9/partner/certs"
+
+[[policy]]
+who = ["subject:corp:alice"]
+tools = { allow = ["demo__*"] }
+"#;
+    let cfg = dir.write("gateway.toml", &format!("{DEMO}{auth}"));
+    let exposed = |who: &str| -> Vec<String> {
+        let out = run(&cfg, &["check", "--json", "--as", who]);
+        assert_eq!(out.status.code(), Some(0), "{who}: {}", text(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+        v["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["exposed"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(!exposed("subject:corp:alice").is_empty());
+    assert!(
+        exposed("subject:partner:alice").is_empty(),
+        "another issuer's alice"
+    );
+    assert!(exposed("cert:cn:alice").is_empty(), "a certificate's CN");
+    let out = run(&cfg, &["check", "--as", "subject:alice"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`subject:corp:alice`") && err.contains("`subject:partner:alice`"),
+        "{err}"
+    );
+}
+
 #[test]
 fn check_exits_1_when_an_upstream_is_not_ready() {
     let dir = TempDir::new("check-down");
@@ -278,6 +331,43 @@ fn check_exits_1_when_an_upstream_is_not_ready() {
         has_row(&stdout, &["demo__echo", "demo", "echo", "-"]),
         "{stdout}"
     );
+}
+
+#[test]
+fn check_shows_each_upstreams_pinned_issuer() {
+    let dir = TempDir::new("check-issuer");
+    // Nothing listens on port 9: the upstream is down, its issuer still shown.
+    let cfg = dir.write(
+        "gateway.toml",
+        r#"
+[upstreams.api]
+url = "http://127.0.0.1:9/mcp"
+timeout = "2s"
+
+[upstreams.api.auth]
+type = "client_credentials"
+client_id = "gateway"
+client_secret = "not-a-real-secret"
+issuer = "https://login.example.com/tenant"
+"#,
+    );
+    let out = run(&cfg, &["check"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("ISSUER"), "{stdout}");
+    let api = stdout
+        .lines()
+        .find(|l| l.starts_with("api "))
+        .unwrap_or_else(|| panic!("api's status row: {stdout}"));
+    assert!(api.contains("https://login.example.com/tenant"), "{api}");
+    let out = run(&cfg, &["check", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let api = &v["upstreams"][0];
+    assert_eq!(api["name"], "api", "{v}");
+    assert_eq!(api["auth"], "client_credentials", "{api}");
+    assert_eq!(api["issuer"], "https://login.example.com/tenant", "{api}");
+    assert_eq!(api["issuer_pinned"], true, "{api}");
+    assert!(!text(&out.stdout).contains("not-a-real-secret"));
 }
 
 #[test]

@@ -1,0 +1,236 @@
+//! Principals that carry their source: which identity sources a configuration
+//! has ([`IdentitySources`]) and the `who` entries of `[[policy]]` and
+//! `[[rate_limit]]` rewritten so that each names one source's callers.
+//!
+//! A principal is written `jwt:<source>:<sub>`, `introspection:<source>:<sub>`
+//! (`…:client:<client_id>` for a token with no subject), `key:<name>`,
+//! `cert:<type>:<name>` (`cn`, `dns`, `email`, `uri`), `local:<user>`,
+//! `anonymous` or `operator`. In `who`, `subject:<source>:<sub>` names a token
+//! subject of one `[[auth.jwt]]` or `[[auth.introspection]]` source (or
+//! `subject:local:<user>`, `manifold stdio`'s user), `cert:<type>:<name>` a
+//! client certificate, `key:<name>` an API key.
+//!
+//! Invariants: after [`qualify_rules`], every `subject:` entry is qualified
+//! (`subject:<source>:<sub>`, the source configured or `local`); an unqualified
+//! `subject:<sub>` is accepted only when at most one source could name a
+//! subject (a configuration with one issuer keeps working), and is then
+//! rewritten to that source (plus the local user); with several, it is an error
+//! that says how to qualify it.
+//!
+//! Not here: matching a caller against an entry (manifold-policy `who`).
+
+use crate::auth::LOCAL_SOURCE;
+use crate::snapshot::GatewayConfig;
+
+/// The name types of a client certificate's principal: its subject's common
+/// name, or (without one) the first DNS name, e-mail address or URI of its
+/// subject alternative names.
+pub const CERT_NAME_TYPES: &[&str] = &["cn", "dns", "email", "uri"];
+
+/// The sources a `subject:` entry may name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IdentitySources {
+    /// `[[auth.jwt]]` then `[[auth.introspection]]` names, in file order; the
+    /// flag says introspection.
+    pub subjects: Vec<(String, bool)>,
+    /// `[server.tls] client_ca` is set: client certificates name principals.
+    pub certificates: bool,
+}
+
+impl IdentitySources {
+    /// The sources of `cfg`.
+    pub fn of(cfg: &GatewayConfig) -> IdentitySources {
+        IdentitySources {
+            subjects: cfg
+                .auth
+                .as_ref()
+                .map(|a| {
+                    a.subject_sources()
+                        .into_iter()
+                        .map(|(n, i)| (n.to_string(), i))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            certificates: cfg
+                .server
+                .tls
+                .as_ref()
+                .is_some_and(|t| t.client_ca.is_some()),
+        }
+    }
+
+    /// Whether `name` is a configured subject source (or `local`).
+    pub fn is_source(&self, name: &str) -> bool {
+        name == LOCAL_SOURCE || self.subjects.iter().any(|(n, _)| n == name)
+    }
+
+    /// `entry` in its qualified form(s), or why it cannot be (a message
+    /// without a key, for the caller to prefix). An unqualified `subject:<sub>`
+    /// becomes `subject:<the one source>:<sub>`, `cert:<type>:<sub>` for each
+    /// name type when client certificates are the one source (what it named
+    /// before principals were qualified: the certificate's name), and
+    /// `subject:local:<sub>`.
+    pub fn qualify(&self, entry: &str) -> Result<Vec<String>, String> {
+        if let Some(rest) = entry.strip_prefix("cert:") {
+            return match rest.split_once(':') {
+                Some((t, v)) if CERT_NAME_TYPES.contains(&t) && !v.is_empty() => {
+                    Ok(vec![entry.to_string()])
+                }
+                _ => Err(format!(
+                    "`{entry}` is not `cert:<type>:<name>` with a type among {}",
+                    CERT_NAME_TYPES.join(", ")
+                )),
+            };
+        }
+        let Some(sub) = entry.strip_prefix("subject:") else {
+            return Ok(vec![entry.to_string()]);
+        };
+        if let Some((source, rest)) = sub.split_once(':') {
+            if !rest.is_empty() && self.is_source(source) {
+                return Ok(vec![entry.to_string()]);
+            }
+        }
+        let sources = self.subjects.len() + usize::from(self.certificates);
+        if sources > 1 {
+            return Err(self.ambiguous(sub));
+        }
+        let mut out = Vec::new();
+        if let Some((name, _)) = self.subjects.first() {
+            out.push(format!("subject:{name}:{sub}"));
+        }
+        if self.certificates {
+            out.extend(CERT_NAME_TYPES.iter().map(|t| format!("cert:{t}:{sub}")));
+        }
+        out.push(format!("subject:{LOCAL_SOURCE}:{sub}"));
+        Ok(out)
+    }
+
+    fn ambiguous(&self, sub: &str) -> String {
+        let mut named: Vec<String> = self
+            .subjects
+            .iter()
+            .map(|(n, i)| format!("{} `{n}`", if *i { "introspection" } else { "jwt issuer" }))
+            .collect();
+        let mut forms: Vec<String> = self
+            .subjects
+            .iter()
+            .map(|(n, _)| format!("`subject:{n}:{sub}`"))
+            .collect();
+        if self.certificates {
+            named.push("client certificates".into());
+            forms.push(format!(
+                "`cert:cn:{sub}` (a client certificate's common name)"
+            ));
+        }
+        let typo = sub
+            .split_once(':')
+            .map(|(s, _)| format!(" (`{s}` is not a source's name)"))
+            .unwrap_or_default();
+        format!(
+            "`subject:{sub}` could name a caller of any of {} identity sources ({}){typo}: \
+             one source's `{sub}` is not another's. Qualify it with its source: {}",
+            named.len(),
+            named.join(", "),
+            forms.join(", or ")
+        )
+    }
+
+    /// Every entry of `who` qualified; `at` names the key in messages.
+    pub fn qualify_all(&self, at: &str, who: &[String]) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        for w in who {
+            for q in self
+                .qualify(w)
+                .map_err(|e| format!("key `{at}.who`: {e}"))?
+            {
+                if !out.contains(&q) {
+                    out.push(q);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Qualifies the `who` of every `[[policy]]`, `[[rate_limit]]` and `[admin]` of `cfg`.
+pub(crate) fn qualify_rules(cfg: &mut GatewayConfig) -> Result<(), String> {
+    let sources = IdentitySources::of(cfg);
+    if let Some(admin) = cfg.admin.as_mut() {
+        admin.who = sources.qualify_all("admin", &admin.who)?;
+    }
+    for (i, r) in cfg.policy.iter_mut().enumerate() {
+        r.who = sources.qualify_all(&format!("policy[{i}]"), &r.who)?;
+    }
+    for (i, r) in cfg.rate_limits.iter_mut().enumerate() {
+        r.who = sources.qualify_all(&format!("rate_limit[{i}]"), &r.who)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sources(names: &[&str], certificates: bool) -> IdentitySources {
+        IdentitySources {
+            subjects: names.iter().map(|n| (n.to_string(), false)).collect(),
+            certificates,
+        }
+    }
+
+    #[test]
+    fn one_source_keeps_unqualified_subjects_working() {
+        let one = sources(&["corp"], false);
+        assert_eq!(
+            one.qualify("subject:alice").unwrap(),
+            ["subject:corp:alice", "subject:local:alice"]
+        );
+        assert_eq!(
+            one.qualify("subject:corp:alice").unwrap(),
+            ["subject:corp:alice"]
+        );
+        // A subject with a colon that does not name a source stays a subject.
+        assert_eq!(
+            one.qualify("subject:urn:x").unwrap(),
+            ["subject:corp:urn:x", "subject:local:urn:x"]
+        );
+        assert_eq!(
+            sources(&[], false).qualify("subject:alice").unwrap(),
+            ["subject:local:alice"]
+        );
+        let certs = sources(&[], true).qualify("subject:alice").unwrap();
+        assert_eq!(certs[0], "cert:cn:alice");
+        assert_eq!(certs.len(), CERT_NAME_TYPES.len() + 1);
+        for other in ["group:ops", "key:ci", "scope:s", "*", "cert:dns:a.example"] {
+            assert_eq!(one.qualify(other).unwrap(), [other]);
+        }
+    }
+
+    #[test]
+    fn several_sources_need_a_qualified_subject() {
+        let two = sources(&["corp", "partner"], false);
+        let e = two.qualify("subject:alice").expect_err("ambiguous");
+        assert!(
+            e.contains("`subject:corp:alice`") && e.contains("`subject:partner:alice`"),
+            "{e}"
+        );
+        assert!(two.qualify("subject:partner:alice").is_ok());
+        assert!(two.qualify("subject:local:alice").is_ok());
+        let e = two.qualify("subject:crop:alice").expect_err("typo");
+        assert!(e.contains("`crop` is not a source"), "{e}");
+        let e = sources(&["corp"], true)
+            .qualify("subject:alice")
+            .expect_err("a token subject or a certificate?");
+        assert!(
+            e.contains("client certificates") && e.contains("cert:cn:alice"),
+            "{e}"
+        );
+        for bad in ["cert:alice", "cert:cn:", "cert:ou:x"] {
+            assert!(two.qualify(bad).is_err(), "{bad}");
+        }
+        let e = two
+            .qualify_all("policy[2]", &["group:x".into(), "subject:bob".into()])
+            .expect_err("ambiguous");
+        assert!(e.starts_with("key `policy[2].who`"), "{e}");
+    }
+}

@@ -1,0 +1,416 @@
+//! The admin plane from the attacker's side: a DNS-rebinding page or a
+//! foreign origin never reaches the control endpoints; no credential, a wrong
+//! one, or an MCP API key that is not an admin credential gets 401/403 on
+//! each of them; a cross-site form cannot reload; without admin credentials
+//! the control endpoints are off unless the listener is on loopback; the
+//! probes and `/metrics` stay open; `/config` shows `${VAR}` references,
+//! never a secret written in `args` or a URL's query; a reload is judged by
+//! the listener and TLS in force.
+
+use anyhow::{anyhow, Context, Result};
+use manifold_policy::hash_key;
+use manifold_testkit::harness::{toml_string, TestGateway};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::observe::{sample, Scratch};
+use crate::{bin, bounded};
+
+/// An `[[admin.tokens]]` token.
+const OPS_TOKEN: &str = "ops-admin-token-0123456789abcdef";
+/// An MCP client's API key: valid at the MCP endpoint, not an admin credential.
+const CLIENT_KEY: &str = "client-api-key-0123456789abcdef";
+/// An API key in group `platform`, which `[admin] who` names.
+const PLATFORM_KEY: &str = "platform-api-key-0123456789abcdef";
+
+/// One admin request's answer.
+pub(crate) struct AdminReply {
+    pub status: u16,
+    /// The status line and headers, as sent.
+    pub head: String,
+    pub body: String,
+}
+
+impl std::fmt::Display for AdminReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}\n\n{}", self.head, self.body)
+    }
+}
+
+/// One request on the admin listener with `headers` (a `Host` naming the
+/// listener unless `headers` gives one) and `body`.
+pub(crate) async fn admin_call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<AdminReply> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut req = format!("{method} {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(req.as_bytes()).await?;
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await??;
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow!("no header end in {text}"))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| anyhow!("no status in {text}"))?;
+    Ok(AdminReply {
+        status,
+        head: head.to_string(),
+        body: body.to_string(),
+    })
+}
+
+/// A gateway with the demo upstream over stdio, one `[[policy]]` hiding a
+/// tool, and `admin` as the `[admin]` section's body; `auth`: also `[auth]`
+/// with the client and platform keys.
+fn config(admin: &str, auth: bool) -> String {
+    let auth = if auth {
+        format!(
+            "[auth]\n\n[[auth.api_keys]]\nname = \"client\"\nhash = \"{}\"\n\n\
+             [[auth.api_keys]]\nname = \"platform-bot\"\nhash = \"{}\"\ngroups = [\"platform\"]\n",
+            hash_key(CLIENT_KEY),
+            hash_key(PLATFORM_KEY)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "[upstreams.local]\ncommand = {}\nargs = [\"--faults\"]\n\n{auth}\n\
+         [[policy]]\nwho = [\"*\"]\ntools = {{ deny = [\"local__crash\"] }}\n\n\
+         [admin]\n{admin}\n",
+        toml_string(bin())
+    )
+}
+
+/// `[admin]` with the ops token and `who = ["group:platform"]`.
+fn guarded_admin(listen: &str) -> String {
+    format!(
+        "listen = \"{listen}\"\nwho = [\"group:platform\"]\n\n\
+         [[admin.tokens]]\nname = \"ops\"\nhash = \"{}\"\n",
+        hash_key(OPS_TOKEN)
+    )
+}
+
+/// A gateway from `text`, also written to a file it reloads from.
+async fn start(dir: &Scratch, text: &str) -> Result<(TestGateway, SocketAddr)> {
+    let file = dir.0.join("gateway.toml");
+    std::fs::write(&file, text)?;
+    let gw = TestGateway::start(text).await?;
+    gw.gateway().set_config_path(file);
+    let admin = gw.gateway().admin_addr().context("admin address")?;
+    Ok((gw, admin))
+}
+
+/// The control endpoints, as (method, path).
+const CONTROL: [(&str, &str); 4] = [
+    ("GET", "/config"),
+    ("GET", "/upstreams"),
+    ("GET", "/catalog?as=key%3Aclient"),
+    ("POST", "/reload"),
+];
+
+/// The headers of a request to `method` (`POST` sends JSON, as an operator's
+/// tool would) with `auth` as its `Authorization`.
+fn with_auth<'a>(method: &str, auth: Option<&'a str>) -> Vec<(&'static str, &'a str)> {
+    let mut h = Vec::new();
+    if method == "POST" {
+        h.push(("Content-Type", "application/json"));
+    }
+    if let Some(a) = auth {
+        h.push(("Authorization", a));
+    }
+    h
+}
+
+#[tokio::test]
+async fn control_endpoints_refuse_missing_wrong_and_mcp_credentials() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("admin-creds")?;
+        let (_gw, admin) = start(&dir, &config(&guarded_admin("127.0.0.1:0"), true)).await?;
+        let ops = format!("Bearer {OPS_TOKEN}");
+        let platform = format!("Bearer {PLATFORM_KEY}");
+        let client = format!("Bearer {CLIENT_KEY}");
+        for (method, path) in CONTROL {
+            for (auth, want) in [
+                (None, 401),
+                (Some("Bearer wrong-token-0123456789abcdef"), 401),
+                (Some("Basic b3BzOm9wcw=="), 401),
+                (Some(client.as_str()), 403),
+                (Some(ops.as_str()), 200),
+                (Some(platform.as_str()), 200),
+            ] {
+                let r = admin_call(admin, method, path, &with_auth(method, auth), "").await?;
+                assert_eq!(r.status, want, "{method} {path} with {auth:?}: {r}");
+                if want == 401 {
+                    assert!(
+                        r.head
+                            .to_ascii_lowercase()
+                            .contains("www-authenticate: bearer realm=\"manifold-admin\""),
+                        "{r}"
+                    );
+                }
+                for secret in [OPS_TOKEN, CLIENT_KEY, PLATFORM_KEY, "wrong-token"] {
+                    assert!(
+                        !r.body.contains(secret) || want == 200,
+                        "{secret} echoed: {r}"
+                    );
+                }
+            }
+        }
+        // A path nobody routed is authorized first (so is any endpoint added
+        // later), and only then not found.
+        let r = admin_call(admin, "GET", "/console", &[], "").await?;
+        assert_eq!(r.status, 401, "{r}");
+        let r = admin_call(admin, "GET", "/console", &with_auth("GET", Some(&ops)), "").await?;
+        assert_eq!(r.status, 404, "{r}");
+        // The probes and the metrics need nothing.
+        for path in ["/healthz", "/readyz", "/metrics"] {
+            let r = admin_call(admin, "GET", path, &[], "").await?;
+            assert_eq!(r.status, 200, "{path}: {r}");
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_rebinding_page_or_a_foreign_origin_never_reaches_the_admin_listener() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("admin-rebind")?;
+        // No admin credentials, on loopback: served to local processes, so
+        // only Host and Origin stand between a web page and the endpoints.
+        let (_gw, admin) = start(&dir, &config("listen = \"127.0.0.1:0\"", false)).await?;
+        let port = admin.port();
+        let evil_host = format!("attacker.example:{port}");
+        let evil_origin = format!("http://attacker.example:{port}");
+        let json = ("Content-Type", "application/json");
+        for (method, path) in [
+            ("GET", "/config"),
+            ("GET", "/catalog"),
+            ("POST", "/reload"),
+            ("GET", "/metrics"),
+        ] {
+            for headers in [
+                vec![
+                    ("Host", evil_host.as_str()),
+                    ("Origin", evil_origin.as_str()),
+                ],
+                vec![("Host", evil_host.as_str())],
+                vec![("Origin", "http://attacker.example")],
+            ] {
+                let mut headers = headers;
+                headers.push(json);
+                let r = admin_call(admin, method, path, &headers, "").await?;
+                assert_eq!(r.status, 403, "{method} {path} {headers:?}: {r}");
+            }
+        }
+        // What an operator sends: an address or localhost.
+        for host in [admin.to_string(), format!("localhost:{port}")] {
+            let r = admin_call(admin, "GET", "/config", &[("Host", host.as_str())], "").await?;
+            assert_eq!(r.status, 200, "{host}: {r}");
+        }
+        let r = admin_call(
+            admin,
+            "GET",
+            "/catalog",
+            &[("Origin", &format!("http://127.0.0.1:{port}"))],
+            "",
+        )
+        .await?;
+        assert_eq!(
+            r.status, 200,
+            "a loopback origin on a loopback listener: {r}"
+        );
+        drop(_gw);
+
+        // A name the operator lists, and an origin.
+        let (_gw, admin) = start(
+            &dir,
+            &config(
+                "listen = \"127.0.0.1:0\"\nallowed_hosts = [\"admin.internal\"]\n\
+                 allowed_origins = [\"https://console.internal\"]",
+                false,
+            ),
+        )
+        .await?;
+        let listed = format!("admin.internal:{}", admin.port());
+        for origin in [None, Some("https://console.internal")] {
+            let mut headers = vec![("Host", listed.as_str())];
+            headers.extend(origin.map(|o| ("Origin", o)));
+            let r = admin_call(admin, "GET", "/config", &headers, "").await?;
+            assert_eq!(r.status, 200, "{headers:?}: {r}");
+        }
+        let r = admin_call(
+            admin,
+            "GET",
+            "/config",
+            &[
+                ("Host", "other.internal"),
+                ("Origin", "https://console.internal"),
+            ],
+            "",
+        )
+        .await?;
+        assert_eq!(r.status, 403, "{r}");
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_cross_site_form_cannot_reload() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("admin-form")?;
+        let (_gw, admin) = start(&dir, &config("listen = \"127.0.0.1:0\"", false)).await?;
+        let reloads = |metrics: &str| {
+            sample(metrics, "manifold_config_reloads_total{outcome=\"ok\"}").unwrap_or(0.0)
+        };
+        // What an HTML form can send without a CORS preflight.
+        for ctype in [
+            None,
+            Some("application/x-www-form-urlencoded"),
+            Some("multipart/form-data; boundary=x"),
+            Some("text/plain"),
+        ] {
+            let headers: Vec<(&str, &str)> = ctype.iter().map(|c| ("Content-Type", *c)).collect();
+            let r = admin_call(admin, "POST", "/reload", &headers, "a=b").await?;
+            assert_eq!(r.status, 415, "{ctype:?}: {r}");
+            assert!(r.body.contains("application/json"), "{r}");
+        }
+        let r = admin_call(admin, "GET", "/metrics", &[], "").await?;
+        assert_eq!(reloads(&r.body), 0.0, "a form reloaded: {}", r.body);
+        let r = admin_call(admin, "GET", "/reload", &[], "").await?;
+        assert_eq!(r.status, 405, "{r}");
+        let r = admin_call(
+            admin,
+            "POST",
+            "/reload",
+            &[("Content-Type", "application/json")],
+            "",
+        )
+        .await?;
+        assert_eq!(r.status, 200, "{r}");
+        let r = admin_call(admin, "GET", "/metrics", &[], "").await?;
+        assert_eq!(reloads(&r.body), 1.0, "{}", r.body);
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn without_admin_credentials_control_is_off_unless_the_listener_is_on_loopback() -> Result<()>
+{
+    bounded(async {
+        let dir = Scratch::new("admin-off")?;
+        // Bound to every interface (served here on 127.0.0.1, judged as
+        // configured), as a pod's admin listener is for its probes.
+        let (_gw, admin) = start(&dir, &config("listen = \"0.0.0.0:0\"", false)).await?;
+        for (method, path) in CONTROL {
+            let r = admin_call(admin, method, path, &with_auth(method, None), "").await?;
+            assert_eq!(r.status, 403, "{method} {path}: {r}");
+            assert!(
+                r.body.contains("[[admin.tokens]]") && r.body.contains("manifold auth hash-key"),
+                "the refusal says how to turn them on: {r}"
+            );
+        }
+        // The kubelet and Prometheus come by the pod's address.
+        for host in [admin.to_string(), "10.1.2.3:9090".into()] {
+            for path in ["/healthz", "/readyz", "/metrics"] {
+                let r = admin_call(admin, "GET", path, &[("Host", host.as_str())], "").await?;
+                assert_eq!(r.status, 200, "{host} {path}: {r}");
+            }
+        }
+        drop(_gw);
+
+        // The same listener with a token: the control endpoints answer it.
+        let dir = Scratch::new("admin-on")?;
+        let (_gw, admin) = start(&dir, &config(&guarded_admin("0.0.0.0:0"), true)).await?;
+        let ops = format!("Bearer {OPS_TOKEN}");
+        for (method, path) in CONTROL {
+            let r = admin_call(admin, method, path, &with_auth(method, Some(&ops)), "").await?;
+            assert_eq!(r.status, 200, "{method} {path}: {r}");
+        }
+
+        // On loopback without credentials: open to local processes.
+        let dir = Scratch::new("admin-loopback")?;
+        let (_gw, admin) = start(&dir, &config("listen = \"127.0.0.1:0\"", false)).await?;
+        for (method, path) in CONTROL {
+            let r = admin_call(admin, method, path, &with_auth(method, None), "").await?;
+            assert_eq!(r.status, 200, "{method} {path}: {r}");
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn config_shows_references_never_secrets_in_args_or_query_strings() -> Result<()> {
+    bounded(async {
+        let text = format!(
+            "{}\n\
+             [upstreams.gh]\ncommand = \"/nonexistent/npx\"\n\
+             args = [\"-y\", \"mcp-remote\", \"https://mcp.example.com/sse\", \
+                     \"--header\", \"Authorization: Bearer bearer-literal-secret\", \
+                     \"-e\", \"GITHUB_TOKEN=ghp_literal0123456789\", \
+                     \"-e\", \"GITHUB_TOKEN=${{GITHUB_TOKEN}}\", \"${{GITHUB_TOKEN}}\"]\n\n\
+             [upstreams.q]\nurl = \"http://127.0.0.1:9/mcp?api_key=query-literal-secret&key2=${{API_KEY}}\"\n",
+            config("listen = \"127.0.0.1:0\"", false)
+        );
+        // `${VAR}`s expand from this environment: the effective view must
+        // still show the reference, never the value.
+        let cfg = manifold_config::load_str(
+            std::path::Path::new("gateway.toml"),
+            &text,
+            |name| match name {
+                "GITHUB_TOKEN" => Some("ghp_expanded0123456789".into()),
+                "API_KEY" => Some("expanded-api-key".into()),
+                _ => None,
+            },
+            figment::providers::Env::raw().only(&[] as &[&str]),
+        )?;
+        let gw = TestGateway::start_config(cfg).await?;
+        let admin = gw.gateway().admin_addr().context("admin address")?;
+        let r = admin_call(admin, "GET", "/config", &[], "").await?;
+        assert_eq!(r.status, 200, "{r}");
+        for secret in [
+            "bearer-literal-secret",
+            "ghp_literal",
+            "query-literal-secret",
+            "ghp_expanded",
+            "expanded-api-key",
+            "mcp.example.com",
+        ] {
+            assert!(!r.body.contains(secret), "`{secret}` in /config: {}", r.body);
+        }
+        let v: serde_json::Value = serde_json::from_str(&r.body)?;
+        let args = &v["upstreams"]["gh"]["args"];
+        assert_eq!(args[9], "${GITHUB_TOKEN}", "{args}");
+        assert_eq!(args[8], "[REDACTED]${GITHUB_TOKEN}", "{args}");
+        assert_eq!(args[4], "[REDACTED]", "{args}");
+        assert_eq!(
+            v["upstreams"]["q"]["url"],
+            "http://127.0.0.1:9/mcp?api_key=[REDACTED]&key2=${API_KEY}"
+        );
+        assert_eq!(v["upstreams"]["gh"]["command"], "/nonexistent/npx");
+        Ok(())
+    })
+    .await
+}
