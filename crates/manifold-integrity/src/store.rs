@@ -476,8 +476,10 @@ impl Pending {
     }
 }
 
-/// What one decision asks of the store, for one upstream.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// What one decision asks of the store, for one upstream (serializable, so
+/// a replica can send it to the others).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Update {
     pub upstream: String,
     pub ops: Vec<Op>,
@@ -490,7 +492,8 @@ impl Update {
 }
 
 /// One change to the store.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Op {
     /// Pin at first sight ([`TRUST_ON_FIRST_USE`]), unless the item has a
     /// pin by now.
@@ -599,7 +602,11 @@ mod tests {
     #[test]
     fn the_json_round_trips_and_a_damaged_store_is_refused_with_the_reason() {
         let mut s = PinStore::new();
-        s.apply(&update(vec![pin_op("a", "A"), pend_op("b", "B", "t")]));
+        let u = update(vec![pin_op("a", "A"), pend_op("b", "B", "t")]);
+        let sent: Update = serde_json::from_slice(&serde_json::to_vec(&u).expect("json"))
+            .expect("an update reads back");
+        assert_eq!(sent, u);
+        s.apply(&u);
         let bytes = s.to_vec().expect("json");
         let text = String::from_utf8(bytes.clone()).expect("utf-8");
         assert!(text.contains("\"format\": \"manifold-pins-v1\""), "{text}");
