@@ -12,9 +12,11 @@
 //! - a collision or an invalid item is reported in [`NamedList::left_out`], never fatal.
 //!
 //! Not here: fetching lists (the upstream layer), deciding when to rebuild (the
-//! server). Resources are keyed by URI, not renamed: see [`resources`].
+//! server). Resources are keyed by URI, not renamed: see [`resources`]. Tool
+//! fingerprints and their diffs are [`fingerprint`].
 
 pub mod filter;
+pub mod fingerprint;
 pub mod naming;
 pub mod overrides;
 mod page;
@@ -29,6 +31,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 pub use filter::{Glob, ItemFilter};
+pub use fingerprint::Fingerprint;
 pub use naming::NameChange;
 pub use overrides::{Adjust, Override, Overrides};
 pub use page::CursorError;
