@@ -38,6 +38,7 @@ mod tests;
 mod text;
 
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 use crate::NamedList;
 
@@ -303,6 +304,9 @@ pub struct SearchIndex {
     names: Vec<Box<str>>,
     /// Tool ids ordered by name, for [`SearchIndex::id`].
     by_name: Vec<ToolId>,
+    /// Each tool's place in name order: ties are broken by comparing these, not
+    /// the names.
+    rank: Vec<u32>,
     /// The vocabulary, sorted; term i's postings are
     /// `postings[offsets[i]..offsets[i + 1]]`, in tool order.
     terms: Vec<Box<str>>,
@@ -341,7 +345,7 @@ impl SearchIndex {
         docs: impl IntoIterator<Item = ToolDoc<'a>>,
         ranking: Ranking,
     ) -> SearchIndex {
-        let mut vocabulary: std::collections::HashMap<String, u32> = Default::default();
+        let mut interner = Interner::default();
         let mut names = Vec::new();
         let mut tools: Vec<Counted> = Vec::new();
         let mut pairs: Vec<(u32, usize)> = Vec::new();
@@ -349,15 +353,11 @@ impl SearchIndex {
         for doc in docs.into_iter().take(ToolId::MAX as usize) {
             pairs.clear();
             let mut lengths = [0u32; FIELDS];
-            for (field, terms) in fields_of(&doc).into_iter().enumerate() {
-                lengths[field] = terms.len() as u32;
-                for term in terms {
-                    let next = vocabulary.len() as u32;
-                    let id = *vocabulary.entry(term).or_insert(next);
-                    pairs.push((id, field));
-                    if field == NAME || field == TITLE {
-                        named_old.insert(id);
-                    }
+            interner.fields(&doc, &mut pairs);
+            for &(id, field) in &pairs {
+                lengths[field] += 1;
+                if field == NAME || field == TITLE {
+                    named_old.insert(id);
                 }
             }
             pairs.sort_unstable();
@@ -386,7 +386,7 @@ impl SearchIndex {
             *avg = if n > 0.0 && *avg > 0.0 { *avg / n } else { 1.0 };
         }
         // The vocabulary in sorted order: old id → new id.
-        let mut sorted: Vec<(String, u32)> = vocabulary.into_iter().collect();
+        let mut sorted: Vec<(String, u32)> = interner.terms.into_iter().collect();
         sorted.sort_unstable();
         let mut remap = vec![0u32; sorted.len()];
         for (new, (_, old)) in sorted.iter().enumerate() {
@@ -439,10 +439,15 @@ impl SearchIndex {
             }
         }
         let mut by_name: Vec<ToolId> = (0..names.len() as ToolId).collect();
-        by_name.sort_by(|a, b| names[*a as usize].cmp(&names[*b as usize]));
+        by_name.sort_by(|a, b| names[*a as usize].cmp(&names[*b as usize]).then(a.cmp(b)));
+        let mut rank = vec![0u32; names.len()];
+        for (place, id) in by_name.iter().enumerate() {
+            rank[*id as usize] = place as u32;
+        }
         SearchIndex {
             names,
             by_name,
+            rank,
             terms: sorted
                 .into_iter()
                 .map(|(t, _)| t.into_boxed_str())
@@ -495,8 +500,7 @@ impl SearchIndex {
         let order = |a: &ToolId, b: &ToolId| {
             let (x, y) = (scores[*a as usize], scores[*b as usize]);
             y.total_cmp(&x)
-                .then_with(|| self.names[*a as usize].cmp(&self.names[*b as usize]))
-                .then(a.cmp(b))
+                .then(self.rank[*a as usize].cmp(&self.rank[*b as usize]))
         };
         let limit = request.limit.max(1);
         if touched.len() > limit {
@@ -558,6 +562,7 @@ impl SearchIndex {
         strings(&self.names)
             + strings(&self.terms)
             + self.by_name.capacity() * size_of::<ToolId>()
+            + self.rank.capacity() * size_of::<u32>()
             + self.named.bits.capacity() * size_of::<u64>()
             + self.offsets.capacity() * size_of::<usize>()
             + self.postings.capacity() * size_of::<Posting>()
@@ -573,50 +578,80 @@ fn str_of(v: Option<&Value>) -> Option<&str> {
     v.and_then(Value::as_str)
 }
 
-/// The terms of each field of `doc`, each capped at [`MAX_FIELD_TERMS`].
-fn fields_of(doc: &ToolDoc<'_>) -> [Vec<String>; FIELDS] {
-    let mut fields: [Vec<String>; FIELDS] = Default::default();
-    // The name without the upstream's prefix: that is the upstream field's.
-    let name = text::term_list(doc.name, text::Mode::Index);
-    let prefix = text::term_list(doc.upstream, text::Mode::Index);
-    let own = if name.len() > prefix.len() && name.starts_with(&prefix) {
-        &name[prefix.len()..]
-    } else {
-        &name[..]
-    };
-    fields[NAME] = own.iter().take(MAX_FIELD_TERMS).cloned().collect();
-    let mut add = |field: usize, text: &str| {
-        let out = &mut fields[field];
-        text::terms(text, text::Mode::Index, &mut |t| {
-            if out.len() < MAX_FIELD_TERMS {
-                out.push(t);
-            }
-        });
-    };
-    let title = str_of(doc.tool.get("title"));
-    let annotated = str_of(doc.tool.get("annotations").and_then(|a| a.get("title")));
-    for t in [title, annotated.filter(|a| Some(*a) != title)]
-        .into_iter()
-        .flatten()
-    {
-        add(TITLE, t);
+/// Term ids while building: each term once, and each word's term (stemming a
+/// word once, however often it occurs).
+#[derive(Default)]
+struct Interner {
+    terms: HashMap<String, u32>,
+    words: HashMap<String, u32>,
+}
+
+impl Interner {
+    fn term(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.terms.get(term) {
+            return id;
+        }
+        let id = self.terms.len() as u32;
+        self.terms.insert(term.to_string(), id);
+        id
     }
-    if let Some(d) = str_of(doc.tool.get("description")) {
-        add(DESCRIPTION, d);
+
+    fn word(&mut self, word: &str) -> u32 {
+        if let Some(&id) = self.words.get(word) {
+            return id;
+        }
+        let id = self.term(&text::stem(word));
+        self.words.insert(word.to_string(), id);
+        id
     }
-    let properties = doc
-        .tool
-        .get("inputSchema")
-        .and_then(|s| s.get("properties"))
-        .and_then(Value::as_object);
-    for (key, schema) in properties.into_iter().flatten() {
-        add(PARAMETERS, key);
-        for member in ["title", "description"] {
-            if let Some(t) = str_of(schema.get(member)) {
-                add(PARAMETERS, t);
+
+    /// Pushes (term, field) for every term of `doc`, at most [`MAX_FIELD_TERMS`]
+    /// per field.
+    fn fields(&mut self, doc: &ToolDoc<'_>, out: &mut Vec<(u32, usize)>) {
+        // The name without the upstream's prefix: that is the upstream field's.
+        let name = text::term_list(doc.name, text::Mode::Index);
+        let prefix = text::term_list(doc.upstream, text::Mode::Index);
+        let own = if name.len() > prefix.len() && name.starts_with(&prefix) {
+            &name[prefix.len()..]
+        } else {
+            &name[..]
+        };
+        for term in own.iter().take(MAX_FIELD_TERMS) {
+            out.push((self.term(term), NAME));
+        }
+        let mut counts = [0usize; FIELDS];
+        let mut add = |field: usize, text: &str| {
+            text::words(text, text::Mode::Index, &mut |w| {
+                if counts[field] < MAX_FIELD_TERMS {
+                    counts[field] += 1;
+                    out.push((self.word(w), field));
+                }
+            });
+        };
+        let title = str_of(doc.tool.get("title"));
+        let annotated = str_of(doc.tool.get("annotations").and_then(|a| a.get("title")));
+        for t in [title, annotated.filter(|a| Some(*a) != title)]
+            .into_iter()
+            .flatten()
+        {
+            add(TITLE, t);
+        }
+        if let Some(d) = str_of(doc.tool.get("description")) {
+            add(DESCRIPTION, d);
+        }
+        let properties = doc
+            .tool
+            .get("inputSchema")
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object);
+        for (key, schema) in properties.into_iter().flatten() {
+            add(PARAMETERS, key);
+            for member in ["title", "description"] {
+                if let Some(t) = str_of(schema.get(member)) {
+                    add(PARAMETERS, t);
+                }
             }
         }
+        add(UPSTREAM, doc.upstream);
     }
-    add(UPSTREAM, doc.upstream);
-    fields
 }

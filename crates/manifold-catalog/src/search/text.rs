@@ -38,6 +38,13 @@ const STOPWORDS: &[&str] = &[
     "where", "which", "who", "whom", "whose", "why", "will", "with", "would", "you", "your",
 ];
 
+/// The longest stopword: longer words skip the table.
+const MAX_STOPWORD_BYTES: usize = 6;
+
+fn is_stopword(word: &str) -> bool {
+    word.len() <= MAX_STOPWORD_BYTES && STOPWORDS.binary_search(&word).is_ok()
+}
+
 /// Words that stand for one intent in tool descriptions; a query word of a group
 /// also searches for the others.
 const GROUPS: &[&[&str]] = &[
@@ -114,75 +121,100 @@ pub enum Mode {
     Query,
 }
 
-/// Calls `emit` with each term of `text`, in order (repeats included).
-pub fn terms(text: &str, mode: Mode, emit: &mut dyn FnMut(String)) {
-    let mut run: Vec<char> = Vec::new();
+/// Calls `emit` with each word of `text` that can be a term, lowercased but not
+/// yet stemmed ([`stem`] it), in order, repeats included.
+pub fn words(text: &str, mode: Mode, emit: &mut dyn FnMut(&str)) {
+    let mut buffers = Buffers::default();
     for word in text.split_whitespace() {
         if word.contains("://") {
-            emit("url".to_string());
+            emit("url");
             continue;
         }
         for c in word.chars().chain(std::iter::once(' ')) {
             if c.is_alphanumeric() {
-                run.push(c);
-            } else if !run.is_empty() {
-                split_run(&run, mode, emit);
-                run.clear();
+                buffers.run.push(c);
+            } else if !buffers.run.is_empty() {
+                buffers.split_run(mode, emit);
+                buffers.run.clear();
             }
         }
     }
 }
 
-/// The terms of `text`, collected.
+/// The term a word stands for.
+pub fn stem(word: &str) -> String {
+    porter::stem(word)
+}
+
+/// The terms of `text` (stemmed), collected.
 pub fn term_list(text: &str, mode: Mode) -> Vec<String> {
     let mut out = Vec::new();
-    terms(text, mode, &mut |t| out.push(t));
+    words(text, mode, &mut |w| out.push(stem(w)));
     out
 }
 
-fn split_run(run: &[char], mode: Mode, emit: &mut dyn FnMut(String)) {
-    let mut cuts = Vec::new();
-    let (mut mixed, mut cases) = (false, 0);
-    for i in 1..run.len() {
-        let (prev, cur) = (run[i - 1], run[i]);
-        let digit_edge = prev.is_ascii_digit() != cur.is_ascii_digit();
-        let camel = prev.is_lowercase() && cur.is_uppercase();
-        // The last capital of an acronym starts the next word (`HTTPServer`), unless
-        // what follows is a plural `s` (`APIs`).
-        let acronym_end = prev.is_uppercase()
-            && cur.is_uppercase()
-            && run.get(i + 1).is_some_and(|n| n.is_lowercase())
-            && !(run[i + 1] == 's' && i + 2 == run.len());
-        if digit_edge || camel || acronym_end {
-            mixed |= digit_edge;
-            cases += usize::from(!digit_edge);
-            cuts.push(i);
+/// Reused between runs, so splitting allocates only when a buffer grows.
+#[derive(Default)]
+struct Buffers {
+    run: Vec<char>,
+    cuts: Vec<usize>,
+    word: String,
+}
+
+impl Buffers {
+    fn split_run(&mut self, mode: Mode, emit: &mut dyn FnMut(&str)) {
+        let run = &self.run;
+        self.cuts.clear();
+        let (mut mixed, mut cases) = (false, 0);
+        for i in 1..run.len() {
+            let (prev, cur) = (run[i - 1], run[i]);
+            let digit_edge = prev.is_ascii_digit() != cur.is_ascii_digit();
+            let camel = prev.is_lowercase() && cur.is_uppercase();
+            // The last capital of an acronym starts the next word (`HTTPServer`),
+            // unless what follows is a plural `s` (`APIs`).
+            let acronym_end = prev.is_uppercase()
+                && cur.is_uppercase()
+                && run.get(i + 1).is_some_and(|n| n.is_lowercase())
+                && !(run[i + 1] == 's' && i + 2 == run.len());
+            if digit_edge || camel || acronym_end {
+                mixed |= digit_edge;
+                cases += usize::from(!digit_edge);
+                self.cuts.push(i);
+            }
         }
-    }
-    let brand = !mixed && cases == 1;
-    if !(brand && mode == Mode::Query) {
-        let mut start = 0;
-        for cut in cuts.iter().copied().chain(std::iter::once(run.len())) {
-            part(&run[start..cut], emit);
-            start = cut;
+        let brand = !mixed && cases == 1;
+        if !(brand && mode == Mode::Query) {
+            let mut start = 0;
+            for k in 0..=self.cuts.len() {
+                let end = self.cuts.get(k).copied().unwrap_or(run.len());
+                part(&run[start..end], &mut self.word, emit);
+                start = end;
+            }
         }
-    }
-    // Whole runs too: `k8s`, `oauth2`, and two-part names written in camel case
-    // (`GitHub`, `MongoDB`), which are also written in one word (`github`).
-    if mixed || brand {
-        part(run, emit);
+        // Whole runs too: `k8s`, `oauth2`, and two-part names written in camel case
+        // (`GitHub`, `MongoDB`), which are also written in one word (`github`).
+        if mixed || brand {
+            part(run, &mut self.word, emit);
+        }
     }
 }
 
-fn part(chars: &[char], emit: &mut dyn FnMut(String)) {
-    let word: String = chars.iter().flat_map(|c| c.to_lowercase()).collect();
-    if word.len() > MAX_TERM_BYTES
-        || (chars.len() == 1 && chars[0].is_alphabetic())
-        || STOPWORDS.binary_search(&word.as_str()).is_ok()
-    {
+fn part(chars: &[char], word: &mut String, emit: &mut dyn FnMut(&str)) {
+    if chars.len() == 1 && chars[0].is_alphabetic() {
         return;
     }
-    emit(porter::stem(&word));
+    word.clear();
+    for c in chars {
+        if c.is_ascii() {
+            word.push(c.to_ascii_lowercase());
+        } else {
+            word.extend(c.to_lowercase());
+        }
+    }
+    if word.len() > MAX_TERM_BYTES || is_stopword(word) {
+        return;
+    }
+    emit(word);
 }
 
 /// The terms a query term also searches for (stemmed), or none.
@@ -246,6 +278,7 @@ mod tests {
     #[test]
     fn tables_are_sorted() {
         assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(STOPWORDS.iter().all(|w| w.len() <= MAX_STOPWORD_BYTES));
         assert!(ABBREVIATIONS.windows(2).all(|w| w[0].0 < w[1].0));
         assert!(PHRASES.windows(2).all(|w| w[0].0 < w[1].0));
     }
