@@ -21,6 +21,7 @@ pub mod naming;
 pub mod overrides;
 mod page;
 mod resources;
+pub mod search;
 pub mod template;
 pub mod uri;
 
@@ -36,6 +37,7 @@ pub use naming::NameChange;
 pub use overrides::{Adjust, Override, Overrides};
 pub use page::CursorError;
 pub use resources::{Resources, UriList};
+pub use search::{SearchIndex, SearchRequest, ToolSet};
 
 /// How prefixes are applied (mirrors `[naming] prefix_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
