@@ -16,6 +16,7 @@ pub mod cluster;
 pub mod credentials;
 pub mod effective;
 mod expand;
+pub mod integrity;
 pub mod limits;
 mod model;
 pub mod overrides;
@@ -29,6 +30,7 @@ pub use admin::{AdminSection, AdminSettings, AdminTokenSection};
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
 pub use expand::expand;
+pub use integrity::{IntegrityMode, IntegritySettings, NewTools};
 pub use limits::{BucketKey, RateLimitRule};
 pub use model::*;
 pub use overrides::ToolOverride;
@@ -68,6 +70,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "tracing",
     "cluster",
     "credentials",
+    "integrity",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

@@ -133,6 +133,12 @@ enum Command {
         #[command(subcommand)]
         command: AuthCommand,
     },
+    /// Tool integrity: the approved tool, prompt and template definitions in
+    /// `[integrity] store`, and the held ones waiting for approval.
+    Pins {
+        #[command(subcommand)]
+        command: cli::pins::PinsCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -217,6 +223,10 @@ fn main() -> ExitCode {
     {
         return cli::auth::hash_key();
     }
+    let cli = match cli.command {
+        Command::Pins { command } => return cli::pins::run(command),
+        command => Cli { command, ..cli },
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -228,9 +238,10 @@ fn main() -> ExitCode {
         }
     };
     let code = match cli.command {
-        Command::DemoUpstream { .. } | Command::Audit { .. } | Command::Auth { .. } => {
-            ExitCode::SUCCESS
-        }
+        Command::DemoUpstream { .. }
+        | Command::Audit { .. }
+        | Command::Auth { .. }
+        | Command::Pins { .. } => ExitCode::SUCCESS,
         Command::Serve { config } => cli::serve::run(&rt, &config.config),
         Command::Stdio { config } => cli::stdio::run(&rt, &config.config),
         Command::Check {

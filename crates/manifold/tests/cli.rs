@@ -1,6 +1,6 @@
 //! The binary's contract: the shipped gateway.toml serves the demo upstreams,
 //! configuration errors exit 2 naming the key, SIGTERM stops cleanly; the one-shot
-//! commands (`check`, `tools`, `call`, `audit verify`) keep their output format and
+//! commands (`check`, `tools`, `call`, `audit verify`, `pins`) keep their output format and
 //! exit codes (see the modules below).
 
 // Under cli/ so Cargo does not build them as test binaries of their own.
@@ -8,6 +8,8 @@
 mod audit;
 #[path = "cli/commands.rs"]
 mod commands;
+#[path = "cli/pins.rs"]
+mod pins;
 #[path = "cli/stdio.rs"]
 mod stdio;
 #[path = "cli/tracing.rs"]
