@@ -1,7 +1,8 @@
 //! `manifold-load`: measures `tools/call` and `tools/list` through Manifold against
 //! the same upstream called directly, and prints a Markdown table for
 //! docs/benchmarks.md; with `--soak MINUTES`, a long mixed run reporting RSS and
-//! file-descriptor slopes instead (see `soak`).
+//! file-descriptor slopes instead (see `soak`); with `--search-index TOOLS`, the
+//! tool search index alone, in-process (see `search_index`).
 //!
 //! The upstream is the demo upstream over Streamable HTTP (`manifold demo-upstream
 //! --http`), started once; the gateway fronts it, so the only difference between the
@@ -20,6 +21,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod search_index;
 mod soak;
 
 #[derive(Parser)]
@@ -56,6 +58,14 @@ struct Args {
     /// reporting the gateway's RSS and file-descriptor slopes.
     #[arg(long, value_name = "MINUTES")]
     soak: Option<u64>,
+    /// Instead of the comparison: the tool search index alone, in this process,
+    /// over a catalogue of this many tools (the real catalogue copied under new
+    /// names): build time, bytes per tool, query p50/p99 (see `search_index`).
+    #[arg(long, value_name = "TOOLS")]
+    search_index: Option<usize>,
+    /// The real tool catalogue `--search-index` copies (catalog.json shape).
+    #[arg(long, default_value = "../shared/data/tool-catalog/catalog.json")]
+    catalog: PathBuf,
 }
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
@@ -285,6 +295,9 @@ async fn measure(
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
+    if let Some(tools) = args.search_index {
+        return search_index::run(&args.catalog, tools);
+    }
     let exe = std::fs::canonicalize(&args.manifold).context("the manifold binary")?;
     let dir = std::env::temp_dir().join(format!("manifold-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;

@@ -12,13 +12,16 @@
 //! - a collision or an invalid item is reported in [`NamedList::left_out`], never fatal.
 //!
 //! Not here: fetching lists (the upstream layer), deciding when to rebuild (the
-//! server). Resources are keyed by URI, not renamed: see [`resources`].
+//! server). Resources are keyed by URI, not renamed: see [`resources`]. Tool
+//! fingerprints and their diffs are [`fingerprint`].
 
 pub mod filter;
+pub mod fingerprint;
 pub mod naming;
 pub mod overrides;
 mod page;
 mod resources;
+pub mod search;
 pub mod template;
 pub mod uri;
 
@@ -29,10 +32,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 pub use filter::{Glob, ItemFilter};
+pub use fingerprint::Fingerprint;
 pub use naming::NameChange;
 pub use overrides::{Adjust, Override, Overrides};
 pub use page::CursorError;
 pub use resources::{Resources, UriList};
+pub use search::{SearchIndex, SearchRequest, ToolSet};
 
 /// How prefixes are applied: `[naming] prefix_mode` (manifold-config parses
 /// the key into this type).

@@ -68,4 +68,8 @@ pub struct FileConfig {
     /// Where upstream tokens are kept at rest (`oauth` upstreams need it).
     #[serde(default)]
     pub credentials: Option<crate::credentials::CredentialsSection>,
+    /// Tool integrity: approved fingerprints and what a change does (its
+    /// defaults apply without the section: `mode = "warn"`).
+    #[serde(default)]
+    pub integrity: crate::integrity::IntegritySection,
 }

@@ -20,6 +20,7 @@ pub mod credentials;
 pub mod effective;
 mod expand;
 mod file;
+pub mod integrity;
 pub mod limits;
 pub mod metrics;
 pub mod naming;
@@ -41,6 +42,7 @@ pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
 pub use expand::expand;
 pub use file::FileConfig;
+pub use integrity::{IntegrityMode, IntegritySettings, NewTools};
 pub use limits::*;
 pub use metrics::*;
 pub use naming::*;
@@ -82,6 +84,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "tracing",
     "cluster",
     "credentials",
+    "integrity",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

@@ -46,6 +46,8 @@ pub struct GatewayConfig {
     pub cluster: Option<crate::cluster::ClusterSettings>,
     /// `[credentials]`: where upstream tokens are kept.
     pub credentials: Option<crate::credentials::StoreSettings>,
+    /// `[integrity]` (its defaults without the section).
+    pub integrity: crate::integrity::IntegritySettings,
     /// `[stdio] principal`, when set.
     pub stdio_principal: Option<String>,
     /// The file after defaults and environment overrides, unexpanded, every

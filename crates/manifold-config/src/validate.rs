@@ -90,6 +90,9 @@ pub(crate) fn validate(
             })?),
             None => None,
         },
+        integrity: crate::integrity::validate(&file.integrity, &|field: &str, v: &str| {
+            expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))
+        })?,
         tracing: match &file.tracing {
             Some(t) => Some(crate::telemetry::validate(t)?),
             None => None,

@@ -4,6 +4,14 @@
 //! The binary's `main` only calls [`main`], so the flags are documented and
 //! tested in one place.
 //!
+//! Catalogue mode, `--catalog PATH --catalog-server NAME`: the server plays one
+//! server of a catalogue of real tool definitions (the shape of
+//! `../shared/data/tool-catalog/catalog.json`), listing its tools exactly as given
+//! and answering any call of one with `{"tool": NAME, "arguments": {...}}` as text;
+//! see the `catalog` module. For example, twenty of them behind one gateway:
+//! `manifold demo-upstream --http 127.0.0.1:0 --catalog catalog.json
+//! --catalog-server github`.
+//!
 //! Invariants: stdout belongs to the protocol (stdio) or to the single
 //! `listening on …` line (HTTP); diagnostics go to stderr. Exit codes: 0 on
 //! stdin EOF, 1 on startup/IO errors, 2 on bad flags (clap), `crash`'s `code`
@@ -107,6 +115,25 @@ pub struct Args {
     /// the `rogue` module for what each mode does.
     #[arg(long, value_enum, value_name = "MODE")]
     pub misbehave: Vec<super::rogue::Misbehaviour>,
+
+    /// Catalogue mode: play the server `--catalog-server` of this catalogue of
+    /// real tool definitions (`{"servers": [{"name", "tools": [...]}]}`, the shape
+    /// of ../shared/data/tool-catalog/catalog.json). Its tools are listed exactly
+    /// as the file gives them, instead of the demo's own, and a call of any of
+    /// them answers with the text `{"tool": NAME, "arguments": {...}}`. For memory,
+    /// list-size and search tests of a gateway in front of many servers: run one
+    /// demo per server.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "catalog_server",
+        conflicts_with = "synthetic_tools"
+    )]
+    pub catalog: Option<std::path::PathBuf>,
+
+    /// The server of `--catalog` to play (its `name`).
+    #[arg(long, value_name = "NAME", requires = "catalog")]
+    pub catalog_server: Option<String>,
 }
 
 impl Args {
@@ -128,7 +155,18 @@ impl Args {
             docs: self.docs,
             notify_caller_only: self.notify_caller_only,
             misbehave: super::rogue::Rogue(self.misbehave.clone()),
+            catalog: None,
         }
+    }
+
+    /// [`Args::config`] with the catalogue of `--catalog` read, or why it could not be.
+    pub fn load(&self) -> Result<DemoConfig, String> {
+        let mut config = self.config();
+        if let (Some(path), Some(server)) = (&self.catalog, &self.catalog_server) {
+            let served = super::catalog::ServedCatalog::load(path, server)?;
+            config.catalog = Some(std::sync::Arc::new(served));
+        }
+        Ok(config)
     }
 }
 
@@ -158,7 +196,13 @@ fn run(args: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let config = args.config();
+    let config = match args.load() {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("{SERVER_NAME}: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let outcome = runtime.block_on(async {
         match &args.http {
             Some(addr) => super::http::run(config, addr).await,

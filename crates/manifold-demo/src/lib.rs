@@ -27,6 +27,7 @@
 //! What not: no batching (removed from MCP in 2025-06-18; batches are answered
 //! with -32600), no resumable streams, no authorization, no MCP SDK.
 
+pub mod catalog;
 pub mod cli;
 pub mod http;
 pub mod modern;
@@ -108,6 +109,9 @@ pub struct DemoConfig {
     pub notify_caller_only: bool,
     /// Fault modes (`--misbehave`), see [`rogue`].
     pub misbehave: rogue::Rogue,
+    /// Catalogue mode (`--catalog`, `--catalog-server`): these tools instead of
+    /// the demo's own, see [`catalog`].
+    pub catalog: Option<Arc<catalog::ServedCatalog>>,
 }
 
 impl DemoConfig {
@@ -144,6 +148,7 @@ impl Default for DemoConfig {
             docs: false,
             notify_caller_only: false,
             misbehave: rogue::Rogue::default(),
+            catalog: None,
         }
     }
 }
@@ -329,11 +334,14 @@ impl DemoServer {
         config.misbehave.flood_stderr();
         Arc::new(Self {
             grandchild,
-            tools: tools::Catalog::with_diagnostics(
-                config.synthetic_tools,
-                config.faults,
-                &diagnostics,
-            ),
+            tools: match &config.catalog {
+                Some(served) => tools::Catalog::listing(served.tools().to_vec()),
+                None => tools::Catalog::with_diagnostics(
+                    config.synthetic_tools,
+                    config.faults,
+                    &diagnostics,
+                ),
+            },
             config,
             transport,
             events,

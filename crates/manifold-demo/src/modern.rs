@@ -122,12 +122,19 @@ pub(crate) async fn dispatch(
         "subscriptions/listen" => listen(session, id, params, ctx).await,
         "tools/list" => {
             let mut list = session.list_tools(params)?;
+            // Catalogue mode lists the catalogue's tools only.
+            let catalogue = session.server.config.catalog.is_some();
             if let Some(tools) = list.get_mut("tools").and_then(Value::as_array_mut) {
-                tools.extend(extra_tools());
+                if !catalogue {
+                    tools.extend(extra_tools());
+                }
             }
             list["ttlMs"] = json!(ttl);
             list["cacheScope"] = json!("public");
             Ok(complete(list))
+        }
+        "tools/call" if session.server.config.catalog.is_some() => {
+            session.dispatch(method, params, ctx).await.map(complete)
         }
         "tools/call" => match params.get("name").and_then(Value::as_str) {
             Some("whoami") => Ok(complete(json!({

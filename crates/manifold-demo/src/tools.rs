@@ -94,6 +94,21 @@ impl Catalog {
         }
     }
 
+    /// Exactly `tools`, nothing else (catalogue mode, see [`super::catalog`]).
+    pub(super) fn listing(tools: Vec<Value>) -> Self {
+        let fixed_names = tools
+            .iter()
+            .filter_map(|tool| tool.get("name").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
+        Self {
+            fixed: tools,
+            fixed_names,
+            synthetic: 0,
+            dynamic: Mutex::new(Vec::new()),
+        }
+    }
+
     /// The page starting at `offset` (`page_size` 0 = everything) and the
     /// offset of the next page, or `None` when `offset` is past the end.
     pub(super) fn page(
@@ -361,6 +376,11 @@ pub(super) async fn call(
         .and_then(|meta| meta.get("progressToken"))
         .filter(|token| token.is_string() || token.is_number());
     let server = session.server();
+    if let Some(served) = &server.config().catalog {
+        return served
+            .call(name, args)
+            .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")));
+    }
     if let Some(out) = &ctx.outbound {
         server.config().misbehave.flood_progress(params, out);
     }

@@ -1,9 +1,12 @@
 //! Black-box tests of the `manifold-demo-upstream` binary over stdio
-//! (`demo_upstream/stdio.rs`) and Streamable HTTP (`demo_upstream/http.rs`).
+//! (`demo_upstream/stdio.rs`) and Streamable HTTP (`demo_upstream/http.rs`), and
+//! of its catalogue mode (`demo_upstream/catalog.rs`).
 //! Every wait is bounded by a timeout and every child is killed (or waited
 //! for) before the test ends.
 
 // A test crate root looks up submodules beside itself, hence the paths.
+#[path = "demo_upstream/catalog.rs"]
+mod catalog;
 #[path = "demo_upstream/http.rs"]
 mod http;
 #[path = "demo_upstream/stdio.rs"]

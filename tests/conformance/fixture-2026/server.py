@@ -16,7 +16,10 @@ upstream of a gateway:
   - http-header-validation and http-custom-header-server-validation (test_custom_headers,
     whose parameters carry `x-mcp-header`; the SDK validates Mcp-Name / Mcp-Param-*);
   - input-required-result-* (the test_input_required_result_* tools and prompt; the
-    inputRequests keys are the ones the scenarios document, see MRTR TOOLS below).
+    inputRequests keys are the ones the scenarios document, see MRTR TOOLS below);
+  - the ten tasks-* scenarios of the io.modelcontextprotocol/tasks extension (SEP-2663), which
+    the SDK does not implement: tasks_ext.py (task store, tasks/get|update|cancel, listen
+    taskIds, -32021 and Mcp-Name checks) and task_tools.py (greet, slow_compute, ...).
 Plus test_passthrough, whose definition and result carry members no schema knows, to check
 that a gateway passes unknown fields through, and test_trigger_resource_update, which sends
 notifications/resources/updated to listen streams subscribed to test://watched-resource.
@@ -26,14 +29,21 @@ handshake version) goes to its stateless single-exchange entry; no header or a 2
 goes to the ordinary stateful transport, so a legacy client can still `initialize` here. On
 that legacy path the MRTR tools ask their questions as ordinary server->client requests; the
 legacy-only features (logging/setLevel, resources/subscribe, the 0.1.16 sampling/elicitation
-tools) are not offered, tests/conformance/fixture/server.ts covers those.
+tools) are not offered, tests/conformance/fixture/server.ts covers those. Tasks are 2026-07-28
+only: on the legacy path task tools run inline or answer -32021, and tasks/* answer -32601.
+
+Modules next to this one (imported by name: the script's directory is on sys.path): mrtr.py
+(MRTR plumbing for both eras), tasks_ext.py and task_tools.py (the Tasks extension).
+Not here: tasks_selfcheck.py, a client-side check of what the tasks-* scenarios leave out.
 
 Run (prints one line on stdout once it accepts connections; logs go to stderr):
   PORT=0 .peers/py-client/bin/python tests/conformance/fixture-2026/server.py
   -> conformance-fixture-2026: listening on http://127.0.0.1:<port>/mcp
-Test it directly:
+Test it directly (tests/conformance/run fixture-2026 does all of this):
   . .peers/env.sh && "$MANIFOLD_NODE" "$MANIFOLD_NODE_MODULES/conformance-alpha/dist/index.js" \
       server --url http://127.0.0.1:<port>/mcp --suite all --spec-version 2026-07-28 -o /tmp/out
+  and each tasks-* scenario by itself, without --spec-version (extension scenarios are not on
+  the spec timeline): ... server --url ... --scenario tasks-lifecycle -o /tmp/out
 """
 
 from __future__ import annotations
@@ -51,26 +61,37 @@ from typing import Any
 import anyio
 import mcp_types as types
 import uvicorn
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp.server import CacheHint, Server, ServerRequestContext
+import tasks_ext
+from mcp.server import CacheHint, Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
-    ListenHandler,
     PromptsListChanged,
     ResourceUpdated,
     ToolsListChanged,
 )
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.shared.message import ServerMessageMetadata
+from mrtr import (
+    ROOTS,
+    Ctx,
+    Interactive,
+    NeedInput,
+    answered,
+    elicit,
+    root_uris,
+    run_interactive,
+    sample,
+    sampled_text,
+    text,
+)
+from task_tools import TASK_TOOLS
 
 # Logging is deprecated at 2026-07-28 (SEP-2577) but server-stateless still probes it; the
 # per-call DeprecationWarning would only clutter stderr.
 warnings.simplefilter("ignore", MCPDeprecationWarning)
 
 NAME = "manifold-conformance-fixture-2026"
-Ctx = ServerRequestContext[Any, Any]
 
 # ------------------------------------------------------------------ fixed test data
 PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -128,119 +149,8 @@ PASSTHROUGH_TOOL_EXTRA = {"x-vendor": {"tier": "gold", "flags": [1, 2]}}
 PASSTHROUGH_RESULT_EXTRA = {"x-vendor-result": {"trace": "abc123"}}
 
 
-def text(t: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": t}]}
-
-
 def user_text(t: str) -> dict[str, Any]:
     return {"role": "user", "content": {"type": "text", "text": t}}
-
-
-# ------------------------------------------------------------------ MRTR plumbing
-@dataclass
-class NeedInput:
-    """What an interactive handler returns while it still needs answers from the client.
-
-    `requests` maps the server-chosen key to the embedded request ({"method", "params"});
-    `state` is the plaintext requestState (the SDK's RequestStateBoundary seals it on the way
-    out and unseals and verifies the echo on the way in, so handlers only see plaintext).
-    """
-
-    requests: dict[str, dict[str, Any]]
-    state: str | None = None
-
-
-# handler(ctx, arguments, responses, state) -> wire result dict | NeedInput
-Interactive = Callable[[Ctx, dict[str, Any], dict[str, Any], "str | None"], Awaitable["dict[str, Any] | NeedInput"]]
-
-CAPABILITY_FOR = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
-LEGACY_MODELS: dict[str, tuple[Any, Any]] = {
-    "elicitation/create": (types.ElicitRequest, types.ElicitResult),
-    "sampling/createMessage": (types.CreateMessageRequest, types.CreateMessageResult),
-    "roots/list": (types.ListRootsRequest, types.ListRootsResult),
-}
-LEGACY_MAX_ROUNDS = 8
-
-
-def elicit(message: str, prop: str, typ: str = "string") -> dict[str, Any]:
-    schema = {"type": "object", "properties": {prop: {"type": typ}}, "required": [prop]}
-    return {"method": "elicitation/create", "params": {"message": message, "requestedSchema": schema}}
-
-
-def sample(prompt: str, max_tokens: int) -> dict[str, Any]:
-    messages = [{"role": "user", "content": {"type": "text", "text": prompt}}]
-    return {"method": "sampling/createMessage", "params": {"messages": messages, "maxTokens": max_tokens}}
-
-
-ROOTS = {"method": "roots/list", "params": {}}
-
-
-def sampled_text(res: dict[str, Any]) -> str:
-    c = res.get("content")
-    c = c[0] if isinstance(c, list) and c else c
-    return c.get("text", json.dumps(c)) if isinstance(c, dict) else json.dumps(c)
-
-
-def answered(res: dict[str, Any]) -> str:
-    return f"action={res.get('action')}, content={json.dumps(res.get('content') or {})}"
-
-
-def root_uris(res: dict[str, Any]) -> str:
-    return ", ".join(r.get("uri", "?") for r in res.get("roots", [])) or "(none)"
-
-
-def require_capabilities(ctx: Ctx, requests: dict[str, dict[str, Any]]) -> None:
-    """-32021 (HTTP 400) when a question needs a capability the client did not declare.
-
-    A 2026-07-28 server MUST NOT rely on undeclared client capabilities; the error data names
-    the missing ones as a ClientCapabilities object ({"sampling": {}}), as server-stateless
-    checks.
-    """
-    caps = ctx.session.client_capabilities
-    declared = caps.model_dump(exclude_none=True) if caps is not None else {}
-    missing = {CAPABILITY_FOR[r["method"]] for r in requests.values()} - set(declared)
-    if missing:
-        raise MCPError(
-            code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
-            message=f"Missing required client capability: {', '.join(sorted(missing))}",
-            data={"requiredCapabilities": {m: {} for m in sorted(missing)}},
-        )
-
-
-async def run_interactive(ctx: Ctx, handler: Interactive, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Drive an interactive handler in whichever era the request came in."""
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        # Raw params (not the parsed model): the answers stay exactly as the client sent them.
-        # The SDK has already rejected malformed ones (e.g. a number) with -32602.
-        params = ctx.params or {}
-        out = await handler(ctx, arguments, dict(params.get("inputResponses") or {}), params.get("requestState"))
-        if not isinstance(out, NeedInput):
-            return out
-        require_capabilities(ctx, out.requests)
-        result: dict[str, Any] = {"resultType": "input_required", "inputRequests": out.requests}
-        if out.state is not None:
-            result["requestState"] = out.state
-        return result
-    # Legacy (initialize) session: same handler, questions asked over the back-channel on the
-    # call's own stream, state kept in memory between rounds. (The capability check stays:
-    # asking a client for what it did not declare is wrong in either era.)
-    responses: dict[str, Any] = {}
-    state: str | None = None
-    for _ in range(LEGACY_MAX_ROUNDS):
-        out = await handler(ctx, arguments, responses, state)
-        if not isinstance(out, NeedInput):
-            return out
-        require_capabilities(ctx, out.requests)
-        responses, state = {}, out.state
-        for key, req in out.requests.items():
-            request_model, result_model = LEGACY_MODELS[req["method"]]
-            res = await ctx.session.send_request(
-                request_model.model_validate(req),
-                result_model,
-                metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
-            )
-            responses[key] = res.model_dump(by_alias=True, mode="json", exclude_none=True)
-    raise MCPError(code=types.INTERNAL_ERROR, message="too many input rounds")
 
 
 # ------------------------------------------------------------------ MRTR TOOLS (SEP-2322)
@@ -420,7 +330,8 @@ async def passthrough(ctx: Ctx, args: dict[str, Any]) -> dict[str, Any]:
 DYNAMIC = {"tool": False, "prompt": False}
 WATCHED = {"version": 0}  # bumped by test_trigger_resource_update
 BUS = InMemorySubscriptionBus()
-LISTEN = ListenHandler(BUS)
+# The SDK's ListenHandler, plus notifications.taskIds (notifications/tasks) for the extension.
+LISTEN = tasks_ext.TasksListen(BUS, tasks_ext.STORE)
 
 
 def toggle(kind: str, event: Any) -> Callable[[Ctx, dict[str, Any]], Awaitable[dict[str, Any]]]:
@@ -542,6 +453,8 @@ TOOLS: dict[str, ToolDef] = {
     "test_input_required_result_capabilities": ToolDef(
         "Asks only for what the request's _meta declares (sampling, elicitation)", interactive(ir_capabilities)
     ),
+    # The tasks-* scenarios' tools (task_tools.py), after the others: tools[0] stays test_simple_text.
+    **{name: ToolDef(t.description, t.handler, t.input_schema) for name, t in TASK_TOOLS.items()},
 }
 
 
@@ -728,7 +641,11 @@ def build_server() -> Server[Any]:
         on_completion=wire(complete),
         # Serving subscriptions/listen is what makes discover advertise listChanged/subscribe.
         on_subscriptions_listen=LISTEN,
+        # Runs the jobs of the io.modelcontextprotocol/tasks extension for the server's lifetime.
+        lifespan=tasks_ext.lifespan,
     )
+    # io.modelcontextprotocol/tasks: advertised in server/discover; tasks/get, update, cancel.
+    tasks_ext.install(server)
     # The lowlevel Server does not seal requestState by itself (MCPServer does). An
     # in-process key: state minted before a restart is rejected, which suits a test fixture.
     server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=NAME))

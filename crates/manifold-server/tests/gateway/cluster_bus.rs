@@ -18,8 +18,6 @@ use manifold_cluster::Keys;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::cluster_redis::{
     free_port, on, readyz, replica, replica_with, until_connected, Redis, KEY,
@@ -43,30 +41,19 @@ fn now_ms() -> u64 {
     manifold_cluster::now_ms()
 }
 
-/// `/metrics` of `gw`'s admin listener.
-async fn metrics(gw: &TestGateway) -> Result<String> {
+/// `manifold_cluster_rejected_total{reason}` of `gw`.
+async fn rejected(gw: &TestGateway, reason: &str) -> Result<u64> {
     let addr = gw
         .gateway()
         .bind_admin()
         .await?
         .context("no admin listener")?;
-    let mut s = TcpStream::connect(addr).await?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .await?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).await?;
-    Ok(text)
-}
-
-/// `manifold_cluster_rejected_total{reason}` of `gw`.
-async fn rejected(gw: &TestGateway, reason: &str) -> Result<u64> {
-    let needle = format!("manifold_cluster_rejected_total{{reason=\"{reason}\"}} ");
-    let text = metrics(gw).await?;
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(&needle))
-        .with_context(|| format!("no {needle} in /metrics"))?;
-    Ok(line[needle.len()..].trim().parse()?)
+    let (status, text) = crate::observe::admin_request(addr, "GET", "/metrics").await?;
+    anyhow::ensure!(status == 200, "/metrics answered {status}: {text}");
+    let series = format!("manifold_cluster_rejected_total{{reason=\"{reason}\"}}");
+    let value = crate::observe::sample(&text, &series)
+        .with_context(|| format!("no {series} in /metrics"))?;
+    Ok(value as u64)
 }
 
 /// Waits until `gw` has refused `n` messages for `reason`.

@@ -2,7 +2,8 @@
 //! gateway for one client on stdin/stdout), `check` and
 //! `tools` (what the gateway would expose), `call` (one tool call through the name
 //! table), `audit verify` (the audit log's hash chain), `auth hash-key` (the digest
-//! of an API key for `[[auth.api_keys]]`).
+//! of an API key for `[[auth.api_keys]]`), `pins` (approved tool definitions,
+//! `[integrity] store`).
 //!
 //! Invariants: stdout carries only a command's answer (tables, names, JSON); errors
 //! and logs go to stderr. Exit codes are a contract: [`FAILED`] for a runtime
@@ -16,6 +17,7 @@ pub mod call;
 pub mod check;
 mod inproc;
 pub mod login;
+pub mod pins;
 pub mod serve;
 pub mod stdio;
 mod table;

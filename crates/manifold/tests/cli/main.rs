@@ -1,10 +1,11 @@
 //! The binary's contract: the shipped gateway.toml serves the demo upstreams,
 //! configuration errors exit 2 naming the key, SIGTERM stops cleanly; the one-shot
-//! commands (`check`, `tools`, `call`, `audit verify`) keep their output format and
+//! commands (`check`, `tools`, `call`, `audit verify`, `pins`) keep their output format and
 //! exit codes (see the modules below).
 
 mod audit;
 mod commands;
+mod pins;
 mod stdio;
 mod tracing;
 

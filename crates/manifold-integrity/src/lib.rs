@@ -1,0 +1,139 @@
+//! Tool integrity (`[integrity]`): what an operator approved of each upstream's
+//! tools, prompts and resource templates (pins: a fingerprint and the approved
+//! definition), what the upstream publishes now that differs (pending items),
+//! and the decision for each item of a fresh list — approved, changed, new.
+//!
+//! Modules:
+//! - [`store`]: the store as a value ([`PinStore`]) and its JSON format
+//!   (documented there); bounded by [`MAX_STORE_BYTES`].
+//! - [`decide`](mod@decide): the pure decision over (store, an upstream's
+//!   fresh lists, rules, now) → per-item [`Decision`]s and an [`Update`] to
+//!   apply to the store.
+//! - [`approve`]: approvals and revocations by a principal (`manifold pins`,
+//!   the admin plane), name lookup, and the journal a gateway audits.
+//! - [`file`]: the store file — loaded with clear errors, written atomically
+//!   under a lock, watched for changes another process made.
+//!
+//! How a gateway uses it: keep the [`PinStore`] in memory (loaded from the
+//! file when `[integrity] store` is set); after each successful list fetch of
+//! an upstream, [`decide()`] over its lists, withhold the held items (mode
+//! `quarantine`) or log them (`warn`), and apply the [`Update`] (in memory, and
+//! through [`file::StoreFile::modify`] when there is a file); when the store
+//! changes underneath ([`file::Watch::poll`], a reload, another replica),
+//! swap it in, decide again for every upstream, and audit its new
+//! [`JournalEntry`]s ([`PinStore::journal_after`]).
+//!
+//! Invariants: the fingerprint is always of what the upstream sent (never of
+//! what an override made of it); a pin is only ever created by first sight
+//! under the rules, or by an approval naming a principal; nothing here
+//! touches the network.
+//!
+//! Not here: fingerprints and diffs (manifold-catalog `fingerprint`), the
+//! settings (manifold-config `integrity`), hiding items from lists and
+//! refusing calls (manifold-server).
+
+pub mod approve;
+pub mod decide;
+pub mod file;
+pub mod store;
+mod time;
+
+pub use approve::{Approval, ApproveError, Names, Revocation, Selection, Wanted};
+pub use decide::{decide, Decision, Decisions, PinReason, Rules, Verdict};
+pub use file::{StoreError, StoreFile, Watch};
+pub use manifold_catalog::fingerprint::{DefinitionDiff, Fingerprint};
+pub use store::{
+    InvalidStore, JournalEntry, Op, Pending, PendingReason, Pin, PinStore, Update, UpstreamPins,
+    FORMAT, MAX_JOURNAL, MAX_STORE_BYTES,
+};
+pub use time::rfc3339;
+
+use serde::{Deserialize, Serialize};
+
+/// Who approved a pin made at first sight (`trust_on_first_use`, or
+/// `new_tools = "allow"` for an upstream that already has pins).
+pub const TRUST_ON_FIRST_USE: &str = "trust-on-first-use";
+
+/// What an item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    Tool,
+    Prompt,
+    ResourceTemplate,
+}
+
+impl ItemKind {
+    pub const ALL: [ItemKind; 3] = [ItemKind::Tool, ItemKind::Prompt, ItemKind::ResourceTemplate];
+
+    /// As written in the store, on the command line and in metrics labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Tool => "tool",
+            ItemKind::Prompt => "prompt",
+            ItemKind::ResourceTemplate => "resource_template",
+        }
+    }
+
+    /// The member of a definition that names the item: tools and prompts
+    /// by `name`, templates by `uriTemplate` (their `name` is a label that
+    /// need not be unique).
+    pub fn key_member(self) -> &'static str {
+        match self {
+            ItemKind::Tool | ItemKind::Prompt => "name",
+            ItemKind::ResourceTemplate => "uriTemplate",
+        }
+    }
+
+    /// The item's name in a definition, when it has a string one.
+    pub fn name_of(self, definition: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+        definition.get(self.key_member())?.as_str()
+    }
+}
+
+impl std::fmt::Display for ItemKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ItemKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ItemKind, String> {
+        ItemKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("`{s}` is not one of tool, prompt, resource_template"))
+    }
+}
+
+/// One item of one upstream, by the upstream's own name for it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ItemRef {
+    pub upstream: String,
+    pub kind: ItemKind,
+    pub name: String,
+}
+
+impl ItemRef {
+    pub fn new(upstream: &str, kind: ItemKind, name: &str) -> ItemRef {
+        ItemRef {
+            upstream: upstream.to_string(),
+            kind,
+            name: name.to_string(),
+        }
+    }
+}
+
+/// `upstream/name (kind)`, the form `manifold pins` prints.
+impl std::fmt::Display for ItemRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}/{} ({})",
+            self.upstream,
+            manifold_catalog::fingerprint::printable(&self.name),
+            self.kind
+        )
+    }
+}
