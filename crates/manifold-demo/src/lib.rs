@@ -87,7 +87,7 @@ pub struct DemoConfig {
     /// HTTP: POST bodies over this many bytes get 400 with a null-id error.
     pub bad_request_over: Option<usize>,
     /// List and serve the fault tools (`fail`, `sleep`, `crash`; see
-    /// [`tools::FAULT_TOOLS`]). Tests pass `--faults`; the shipped catalogue has none.
+    /// the registry's fault tools, `tools`). Tests pass `--faults`; the shipped catalogue has none.
     pub faults: bool,
     /// Fault mode: a hung server. `tools/call` (and `notifications/cancelled`) is
     /// taken and never answered: over HTTP the POST stays open unanswered; over
