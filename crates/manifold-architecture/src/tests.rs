@@ -1,6 +1,7 @@
 //! The checker on small crates written to a temporary folder.
 
 use super::*;
+use std::path::PathBuf;
 
 /// A crate under a fresh temporary folder, removed on drop.
 struct Tree(PathBuf);
