@@ -498,3 +498,31 @@ fn upstream_credentials_pin_their_authorization_server() {
         load_with(&format!("{}{store}", up(auth)), &[]).unwrap();
     }
 }
+
+/// Each section says what a reload cannot change; the gateway reads them all,
+/// in the order of the file, by value.
+#[test]
+fn each_section_declares_what_a_reload_cannot_change() {
+    let base = "[server]\nlisten = \"127.0.0.1:8080\"\n\n[limits]\nmax_sessions = 10\n\n\
+                [naming]\nseparator = \"__\"\n\n[metrics]\nmax_tool_series = 5\n\n\
+                [stdio]\nprincipal = \"a\"\n";
+    let old = load_with(base, &[]).expect("base");
+    assert_eq!(old.fixed_at_start(&old), Vec::<String>::new());
+    let changed = base
+        .replace("127.0.0.1:8080", "127.0.0.1:9090")
+        .replace("max_sessions = 10", "max_sessions = 11")
+        .replace("separator = \"__\"", "separator = \"-\"")
+        .replace("max_tool_series = 5", "max_tool_series = 6")
+        .replace("principal = \"a\"", "principal = \"b\"");
+    let new = load_with(&changed, &[]).expect("changed");
+    assert_eq!(
+        old.fixed_at_start(&new),
+        [
+            "server.listen",
+            "stdio.principal",
+            "metrics.max_tool_series",
+            "limits.max_sessions"
+        ],
+        "the separator reloads; the rest is fixed at start"
+    );
+}
