@@ -193,6 +193,12 @@ pub struct AuditRecord {
     pub injected: Option<Value>,
     /// The human's answer, for a call under `[confirm]`.
     pub confirmation: Option<Confirmation>,
+    /// The `[[endpoint]]` path the request came through (`None`: the default
+    /// endpoint).
+    pub endpoint: Option<String>,
+    /// How the tool was called when not directly: `call_tool` (the search
+    /// endpoints' meta-tool).
+    pub via: Option<String>,
     pub outcome: Outcome,
     pub latency_us: u64,
     pub request_bytes: u64,
@@ -217,6 +223,8 @@ impl AuditRecord {
             arguments: None,
             injected: None,
             confirmation: None,
+            endpoint: None,
+            via: None,
             outcome: Outcome::Ok,
             latency_us: 0,
             request_bytes: 0,
@@ -271,6 +279,12 @@ impl AuditRecord {
         }
         if let Some(c) = self.confirmation {
             m.insert("confirmation".into(), Value::String(c.as_str().into()));
+        }
+        if let Some(e) = self.endpoint {
+            m.insert("endpoint".into(), Value::String(cap.cap_text(e)));
+        }
+        if let Some(v) = self.via {
+            m.insert("via".into(), Value::String(v));
         }
         m.insert(
             "outcome".into(),
@@ -365,6 +379,8 @@ mod tests {
             arguments: Some(json!({"title": "t", "Token": "secret"})),
             injected: None,
             confirmation: None,
+            endpoint: None,
+            via: None,
             outcome: Outcome::ProtocolError { code: -32602 },
             latency_us: 1500,
             request_bytes: 200,

@@ -18,6 +18,7 @@ pub mod auth;
 pub mod cluster;
 pub mod credentials;
 pub mod effective;
+pub mod endpoint;
 mod expand;
 mod file;
 pub mod integrity;
@@ -40,6 +41,7 @@ pub use admin::{AdminSection, AdminSettings, AdminTokenSection};
 pub use audit::AuditSection;
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
+pub use endpoint::{DiscoveryMode, DiscoverySettings, EndpointConfig};
 pub use expand::expand;
 pub use file::FileConfig;
 pub use integrity::{IntegrityMode, IntegritySettings, NewTools};
@@ -85,6 +87,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "cluster",
     "credentials",
     "integrity",
+    "endpoint",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

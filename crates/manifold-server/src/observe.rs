@@ -56,6 +56,10 @@ pub(crate) struct Observed {
     pub injected: Option<Value>,
     /// The human's answer, for a call under `[confirm]`.
     pub confirmation: Option<manifold_audit::Confirmation>,
+    /// The `[[endpoint]]` the request came through (`None`: the default one).
+    pub endpoint: Option<Arc<str>>,
+    /// `call_tool`, for a tool called through the search meta-tool.
+    pub via: Option<&'static str>,
     pub arguments: Option<Value>,
     in_flight: Option<Gauge>,
     finished: bool,
@@ -87,6 +91,8 @@ impl Observed {
             original: None,
             injected: None,
             confirmation: None,
+            endpoint: None,
+            via: None,
             arguments: None,
             in_flight: None,
             finished: false,
@@ -206,6 +212,8 @@ impl Observed {
         rec.original = self.original.take();
         rec.injected = self.injected.take();
         rec.confirmation = self.confirmation.take();
+        rec.endpoint = self.endpoint.as_ref().map(|e| e.to_string());
+        rec.via = self.via.map(str::to_string);
         rec.arguments = self.arguments.take();
         rec.outcome = outcome;
         rec.latency_us = elapsed.as_micros() as u64;

@@ -93,6 +93,9 @@ pub(crate) struct Arrival {
     pub identity: Option<Arc<Identity>>,
     /// The client's address (`None` for the operator).
     pub peer: Option<std::net::IpAddr>,
+    /// The endpoint's path (`[server] path` or an `[[endpoint]]`'s; stdio
+    /// and the operator use the default endpoint).
+    pub endpoint: Arc<str>,
     pub accepts: Accepts,
 }
 
@@ -300,9 +303,22 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// What this request's caller may see and use (its `[[policy]]` view).
+    /// What this request's caller may see and use (its `[[policy]]` view of
+    /// its endpoint).
     pub(crate) fn access(&self) -> crate::state::views::Access {
-        self.gw.access(self.principal.identity().as_deref())
+        self.gw
+            .access(&self.arrival.endpoint, self.principal.identity().as_deref())
+    }
+
+    /// The request's endpoint as the views in force know it (`None`: a
+    /// reload removed it).
+    pub(crate) fn access_endpoint(&self) -> Option<Arc<crate::state::endpoints::Endpoint>> {
+        self.gw
+            .views
+            .load()
+            .endpoints()
+            .at(&self.arrival.endpoint)
+            .cloned()
     }
 
     /// The request, owned, for a phase that answers after its handler has

@@ -122,7 +122,8 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
     let owner = access
         .may_read(&base, &uri)
         .then(|| gw.owner_of(&uri))
-        .flatten();
+        .flatten()
+        .filter(|u| access.reaches(u.name()));
     let Some(upstream) = owner else {
         // The URI as asked: a hidden URI answers exactly as an unknown one.
         return Err(Refusal::ResourceNotFound { uri: asked });
@@ -202,13 +203,15 @@ fn completion_target(
                 Some(name) => access
                     .may_use_uri(uri)
                     .then(|| gw.upstream(&name))
-                    .flatten(),
+                    .flatten()
+                    .filter(|u| access.reaches(u.name())),
                 None => {
                     let uri = access.resource_uri(&base, uri)?;
                     let owner = access
                         .may_use_uri(&uri)
                         .then(|| gw.owner_of(&uri))
-                        .flatten();
+                        .flatten()
+                        .filter(|u| access.reaches(u.name()));
                     reference.insert("uri".into(), Value::String(uri));
                     owner
                 }
@@ -244,7 +247,8 @@ pub(crate) fn upstream_of(
             return access
                 .may_read(&base, &uri)
                 .then(|| gw.owner_of(&uri))
-                .flatten();
+                .flatten()
+                .filter(|u| access.reaches(u.name()));
         }
         m::COMPLETION_COMPLETE => {
             // Resolved on a copy: the real resolution rewrites the reference.

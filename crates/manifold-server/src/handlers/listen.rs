@@ -96,6 +96,7 @@ pub(crate) async fn listen(x: &mut Request, params: Map<String, Value>) -> Resul
             wanted,
             tx.clone(),
             x.principal.identity(),
+            x.arrival.endpoint.clone(),
         )
         .ok_or(Refusal::TooManyListens {
             limit: gw.cfg().limits.max_listens,

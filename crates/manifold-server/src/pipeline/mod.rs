@@ -92,6 +92,9 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
     match msg {
         Incoming::Request { id, method, msg } => {
             let mut obs = Observed::start(gw, &arrival.request_id, arrival.bytes, &method);
+            if *arrival.endpoint != *gw.default_endpoint() {
+                obs.endpoint = Some(arrival.endpoint.clone());
+            }
             let admission = crate::tracectx::phase(crate::tracectx::Phase::Admission);
             let admitted = admission.in_scope(|| admit::request(gw, &arrival, era, &method, &msg));
             let admitted = match admitted {

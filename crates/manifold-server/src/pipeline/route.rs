@@ -34,6 +34,7 @@ use serde_json::{Map, Value};
 
 use crate::call::{self, resolve};
 use crate::era::Era;
+use crate::handlers::discovery::{self, Meta};
 use crate::handlers::{listen, mcp_logging, resources, surface};
 use crate::refusal::Refusal;
 use crate::reply::Reply;
@@ -135,6 +136,23 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
     let Some(method) = lookup(&x.method).filter(|m| m.serves(x.era)) else {
         return Err(Refusal::MethodNotFound(x.method.clone()));
     };
+    // A search endpoint's meta-tools: `call_tool` becomes the direct call of
+    // the tool it names, before anything else looks at the call (a retry's
+    // held call is the real tool's); `search_tools` is answered here.
+    let meta = match method.handler {
+        Handler::Tool => discovery::meta(x, &params),
+        _ => None,
+    };
+    if meta == Some(Meta::Call) {
+        if let Err(r) = discovery::unwrap_call(x, &mut params) {
+            let arguments = params.get("arguments").cloned();
+            if let Some(o) = x.observation() {
+                o.audit(arguments);
+                o.name = Some(discovery::CALL_TOOL.into());
+            }
+            return Err(r);
+        }
+    }
     if x.era == Era::Stateless && method.forwarded() {
         // A retry resumes the held call, unless the target upstream is stateless:
         // then the state is its own and goes to it byte-exact. The held call's
@@ -167,6 +185,12 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
         if let Some(o) = x.observation() {
             o.audit(arguments);
         }
+    }
+    if meta == Some(Meta::Search) {
+        if let Some(o) = x.observation() {
+            o.name = Some(discovery::SEARCH_TOOLS.into());
+        }
+        return discovery::search(x, &params);
     }
     match method.handler {
         Handler::Initialize => surface::initialize(x, &params),

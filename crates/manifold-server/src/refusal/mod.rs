@@ -161,6 +161,12 @@ pub(crate) enum Refusal {
     Tool(ToolError),
 }
 
+impl From<ToolError> for Refusal {
+    fn from(e: ToolError) -> Self {
+        Refusal::Tool(e)
+    }
+}
+
 impl Refusal {
     /// The JSON-RPC error code; `None` for a tool error, which is a result.
     pub(crate) fn code(&self) -> Option<ErrorCode> {

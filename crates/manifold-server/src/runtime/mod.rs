@@ -174,6 +174,7 @@ impl Gateway {
             views: arc_swap::ArcSwap::from_pointee(views::Views::new(
                 catalog.clone(),
                 live.policy.clone(),
+                live.endpoints.clone(),
             )),
             catalog: arc_swap::ArcSwap::new(catalog),
             live: arc_swap::ArcSwap::from_pointee(live),

@@ -14,6 +14,7 @@
 //! starting and serving (`runtime`).
 
 pub(crate) mod cluster;
+pub(crate) mod endpoints;
 pub(crate) mod held_calls;
 pub(crate) mod learned;
 pub(crate) mod listeners;
@@ -65,6 +66,8 @@ pub(crate) struct Live {
     pub rate_limits: Arc<manifold_policy::RateLimits>,
     /// `[confirm]`, compiled.
     pub confirm: Arc<manifold_policy::ConfirmRules>,
+    /// The default endpoint and `[[endpoint]]`, compiled.
+    pub endpoints: Arc<endpoints::Endpoints>,
     /// Stops the authenticator's key refreshers when a reload replaces it.
     pub auth_stop: CancellationToken,
 }
@@ -171,6 +174,14 @@ impl Gateway {
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.load_full()
     }
+    /// The catalogue the endpoint at `path` holds (the default endpoint's is
+    /// the whole catalog; before any caller's `[[policy]]`); `None` when no
+    /// endpoint is served there.
+    pub fn endpoint_catalog(&self, path: &str) -> Option<Arc<Catalog>> {
+        let views = self.views.load_full();
+        views.endpoints().at(path)?;
+        Some(views.endpoint_catalog(path))
+    }
     /// `[[policy]]`, compiled.
     pub fn policy(&self) -> Arc<manifold_policy::Policy> {
         self.live.load().policy.clone()
@@ -276,7 +287,11 @@ impl Gateway {
         }
         self.validators.store(Arc::new(v));
         let new = Arc::new(new);
-        let views = Arc::new(views::Views::new(new.clone(), live.policy.clone()));
+        let views = Arc::new(views::Views::new(
+            new.clone(),
+            live.policy.clone(),
+            live.endpoints.clone(),
+        ));
         let old = self.catalog.swap(new.clone());
         let old_views = self.views.swap(views.clone());
         let changed = [
@@ -289,6 +304,7 @@ impl Gateway {
         // every list is compared view by view (`announce`).
         .filter(|method| {
             !Arc::ptr_eq(old_views.policy(), views.policy())
+                || !Arc::ptr_eq(old_views.endpoints(), views.endpoints())
                 || views::lists_differ(&old, &new, method)
         })
         .collect();
@@ -341,38 +357,45 @@ impl Gateway {
 
 impl Gateway {
     /// Sends each changed list's `list_changed` to the sessions and listen
-    /// streams whose own view of it changed (everyone's, without rules). Views
-    /// are compared once per distinct key, not per client.
+    /// streams whose own view of it changed: on their own endpoint, under
+    /// their own rules. Views are compared once per distinct (endpoint, key),
+    /// not per client.
     pub(crate) fn announce(&self, rebuilt: &Rebuilt) {
         for &method in &rebuilt.changed {
             let note = Bytes::from(manifold_protocol::jsonrpc::notification_bytes(method, None));
-            // Keyed by the viewer's key under the old and the new policy (a
-            // reload may change the rules).
-            type Keys = (Option<ViewKey>, Option<ViewKey>);
+            // Keyed by the endpoint and the viewer's key under the old and the
+            // new policy (a reload may change the rules and the endpoints).
+            type Keys = (Arc<str>, Option<ViewKey>, Option<ViewKey>);
             let mut memo: HashMap<Keys, bool> = HashMap::new();
-            let mut sees = |viewer: Option<&Identity>| {
+            let mut sees = |endpoint: &Arc<str>, viewer: Option<&Identity>| {
                 let old = views::key_of(rebuilt.old.policy(), viewer);
                 let new = views::key_of(rebuilt.new.policy(), viewer);
-                if old.is_none() && new.is_none() {
-                    return true;
-                }
-                *memo.entry((old.clone(), new.clone())).or_insert_with(|| {
-                    let (a, b) = (rebuilt.old.get(old.as_ref()), rebuilt.new.get(new.as_ref()));
-                    views::lists_differ(&a, &b, method)
-                })
+                *memo
+                    .entry((endpoint.clone(), old.clone(), new.clone()))
+                    .or_insert_with(|| {
+                        let a = rebuilt.old.get(endpoint, old.as_ref());
+                        let b = rebuilt.new.get(endpoint, new.as_ref());
+                        views::lists_differ(&a, &b, method)
+                    })
             };
             let sent = self
                 .sessions
-                .broadcast(&note, &mut |s| sees(s.viewer().as_deref()))
+                .broadcast(&note, &mut |s| sees(&s.endpoint, s.viewer().as_deref()))
                 + self.listeners.list_changed(method, &mut sees);
             self.metrics.list_changed_sent(method, sent);
             tracing::info!(%method, sessions = sent, "merged list changed");
         }
     }
 
-    /// What `viewer` may see and use right now (`None`: the local operator).
-    pub(crate) fn access(&self, viewer: Option<&Identity>) -> Access {
-        Access::of(&self.views.load_full(), viewer)
+    /// What `viewer` may see and use on the endpoint at `endpoint` right now
+    /// (`None`: the local operator).
+    pub(crate) fn access(&self, endpoint: &str, viewer: Option<&Identity>) -> Access {
+        Access::of(&self.views.load_full(), endpoint, viewer)
+    }
+
+    /// The default endpoint's path (`[server] path` in force).
+    pub(crate) fn default_endpoint(&self) -> Arc<str> {
+        self.live.load().endpoints.default_endpoint().path.clone()
     }
 }
 

@@ -16,6 +16,7 @@ mod cluster_bus;
 mod cluster_redis;
 mod confirm;
 mod disconnect;
+mod endpoints;
 mod errors;
 mod exits;
 mod failures;
