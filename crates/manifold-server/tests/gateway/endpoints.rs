@@ -445,3 +445,105 @@ async fn discovery_expand_adds_found_tools_to_the_sessions_list() -> Result<()> 
     })
     .await
 }
+
+#[tokio::test]
+async fn each_endpoint_has_its_protected_resource_metadata() -> Result<()> {
+    bounded(async {
+        let auth = format!(
+            "[auth]\n\n[[auth.api_keys]]\nname = \"alice\"\nhash = \"{}\"\n\n\
+             [[endpoint]]\npath = \"/mcp/own\"\nresource = \"https://mcp.example.com/own\"\n",
+            hash_key(OPS_KEY)
+        );
+        let f = start(&auth).await?;
+        let base = format!("http://{}", f.gw.addr());
+        for (path, metadata, resource) in [
+            (
+                "/mcp/ops",
+                format!("{base}/.well-known/oauth-protected-resource/mcp/ops"),
+                format!("{base}/mcp"),
+            ),
+            (
+                "/mcp/own",
+                "https://mcp.example.com/.well-known/oauth-protected-resource/own".to_string(),
+                "https://mcp.example.com/own".to_string(),
+            ),
+        ] {
+            // The 401 of the endpoint points at its own metadata.
+            let c = at(&f, path);
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+            let r = c.post_raw(body.to_string(), &[]).await?;
+            assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+            let www = r
+                .headers
+                .get(http::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            assert!(www.contains(&format!("resource_metadata=\"{metadata}\"")), "{www}");
+            // Served at the path-suffixed URL of this listener.
+            let suffix = metadata.split(".well-known/oauth-protected-resource").nth(1).unwrap_or("");
+            let (status, doc) = crate::observe::admin_get(
+                f.gw.addr(),
+                &format!("/.well-known/oauth-protected-resource{suffix}"),
+            )
+            .await?;
+            assert_eq!(status, 200, "{path}");
+            let doc: Value = serde_json::from_str(&doc)?;
+            assert_eq!(doc["resource"], resource, "{doc}");
+            // With the key, the endpoint serves.
+            c.set_bearer(Some(OPS_KEY));
+            c.initialize("2025-11-25", json!({})).await?;
+        }
+        // The default endpoint's stays where it was.
+        let (status, doc) =
+            crate::observe::admin_get(f.gw.addr(), "/.well-known/oauth-protected-resource/mcp")
+                .await?;
+        assert_eq!(status, 200);
+        assert_eq!(serde_json::from_str::<Value>(&doc)?["resource"], format!("{base}/mcp"));
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_reload_adds_changes_and_removes_endpoints() -> Result<()> {
+    bounded(async {
+        let f = start("").await?;
+        let url = f.remote.url.clone();
+        let ops = session_at(&f, "/mcp/ops").await?;
+        let mut stream = ops.open_get_stream().await?;
+        // Changed: /mcp/ops now also hides `local__echo`; its session hears it.
+        let changed = Setup {
+            extra: endpoints().replace(
+                "deny = [\"local__crash\"]",
+                "deny = [\"local__crash\", \"local__echo\"]",
+            ) + "\n[[endpoint]]\npath = \"/mcp/new\"\nupstreams = [\"remote\"]\n",
+            ..Setup::default()
+        };
+        f.gw.gateway()
+            .reload(manifold_testkit::harness::TestGateway::config(
+                &changed.render(&url),
+            )?)
+            .await?;
+        stream
+            .wait_for(|m| m["method"] == "notifications/tools/list_changed")
+            .await?;
+        let listed = names_of(&ops.list_all_tools().await?);
+        assert!(!listed.contains(&"local__echo".to_string()), "{listed:?}");
+        // Added.
+        let new = session_at(&f, "/mcp/new").await?;
+        let listed = names_of(&new.list_all_tools().await?);
+        assert!(listed.iter().all(|n| n.starts_with("remote__")) && !listed.is_empty());
+        // Removed: the path is gone, and its session with it.
+        let removed = Setup::default();
+        f.gw.gateway()
+            .reload(manifold_testkit::harness::TestGateway::config(
+                &removed.render(&url),
+            )?)
+            .await?;
+        assert_eq!(list_status(&new).await?, StatusCode::NOT_FOUND);
+        assert_eq!(list_status(&ops).await?, StatusCode::NOT_FOUND);
+        Ok(())
+    })
+    .await
+}
