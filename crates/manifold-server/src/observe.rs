@@ -164,6 +164,9 @@ impl Observed {
         if let Some(p) = &self.principal_label {
             metrics.answered_for(p, outcome.as_str());
         }
+        if let Some(e) = &self.endpoint {
+            metrics.answered_at(e, outcome.as_str());
+        }
         if let Some(up) = &self.upstream {
             // Only tools and prompts name a series; URIs would use up the bound.
             let tool = match (&self.original, self.method.as_str()) {
@@ -239,6 +242,9 @@ impl Drop for Observed {
         );
         if let Some(p) = &self.principal_label {
             self.gw.metrics.answered_for(p, Outcome::Cancelled.as_str());
+        }
+        if let Some(e) = &self.endpoint {
+            self.gw.metrics.answered_at(e, Outcome::Cancelled.as_str());
         }
         let elapsed = self.started.elapsed();
         let Some(rec) = self.record(Outcome::Cancelled, elapsed, 0) else {

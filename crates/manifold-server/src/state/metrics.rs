@@ -81,6 +81,11 @@ struct PrincipalOutcome {
     outcome: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointOutcome {
+    endpoint: String,
+    outcome: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UpstreamTool {
     upstream: String,
     tool: String,
@@ -144,7 +149,15 @@ pub(crate) struct Metrics {
     by_principal: Option<Family<PrincipalOutcome, Counter>>,
     principal_series: Mutex<HashSet<String>>,
     max_principal_series: usize,
+    /// Requests through an `[[endpoint]]`, by its path (at most
+    /// [`MAX_ENDPOINT_SERIES`] paths; later ones count as `other`).
+    by_endpoint: Family<EndpointOutcome, Counter>,
+    endpoint_series: Mutex<HashSet<String>>,
 }
+
+/// Distinct `endpoint` labels of `manifold_endpoint_requests_total`: the
+/// paths come from the configuration, but reloads may add new ones for ever.
+pub const MAX_ENDPOINT_SERIES: usize = 64;
 
 impl Metrics {
     pub(crate) fn new(config: &manifold_config::GatewayConfig) -> Metrics {
@@ -160,6 +173,12 @@ impl Metrics {
                 );
                 f
             });
+        let by_endpoint = Family::<EndpointOutcome, Counter>::default();
+        r.register(
+            "endpoint_requests",
+            "Requests answered through an [[endpoint]], by its path and outcome",
+            by_endpoint.clone(),
+        );
         let requests = Family::<MethodOutcome, Counter>::default();
         r.register(
             "requests",
@@ -312,6 +331,8 @@ impl Metrics {
             by_principal,
             principal_series: Mutex::new(HashSet::new()),
             max_principal_series: config.max_principal_series,
+            by_endpoint,
+            endpoint_series: Mutex::new(HashSet::new()),
         }
     }
 
@@ -332,6 +353,22 @@ impl Metrics {
         };
         family
             .get_or_create(&PrincipalOutcome { principal, outcome })
+            .inc();
+    }
+
+    /// One request through the `[[endpoint]]` at `path` answered.
+    pub(crate) fn answered_at(&self, path: &str, outcome: &'static str) {
+        let endpoint = {
+            let mut seen = self.endpoint_series.lock();
+            if seen.contains(path) || seen.len() < MAX_ENDPOINT_SERIES {
+                seen.insert(path.to_string());
+                path.to_string()
+            } else {
+                "other".to_string()
+            }
+        };
+        self.by_endpoint
+            .get_or_create(&EndpointOutcome { endpoint, outcome })
             .inc();
     }
 

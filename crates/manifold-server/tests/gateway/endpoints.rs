@@ -365,7 +365,7 @@ async fn call_tool_is_audited_once_naming_the_real_tool() -> Result<()> {
         let dir = Scratch::new("endpoints")?;
         let audit = dir.0.join("audit.jsonl");
         let f = start(&format!(
-            "[audit]\npath = {}\nfsync = \"always\"\n",
+            "[admin]\nlisten = \"127.0.0.1:0\"\n\n[audit]\npath = {}\nfsync = \"always\"\n",
             manifold_testkit::harness::toml_string(&audit.to_string_lossy())
         ))
         .await?;
@@ -398,6 +398,18 @@ async fn call_tool_is_audited_once_naming_the_real_tool() -> Result<()> {
         assert!(
             direct.get("via").is_none() && direct.get("endpoint").is_none(),
             "{direct}"
+        );
+        // Counted by endpoint: the initialize and the call on /mcp/find.
+        let admin =
+            f.gw.gateway()
+                .admin_addr()
+                .ok_or_else(|| anyhow!("admin"))?;
+        let (_, metrics) = crate::observe::admin_get(admin, "/metrics").await?;
+        let series = "manifold_endpoint_requests_total{endpoint=\"/mcp/find\",outcome=\"ok\"}";
+        assert_eq!(
+            crate::observe::sample(&metrics, series),
+            Some(2.0),
+            "{metrics}"
         );
         Ok(())
     })
