@@ -2,7 +2,8 @@
 //! the same upstream called directly, and prints a Markdown table for
 //! docs/benchmarks.md; with `--soak MINUTES`, a long mixed run reporting RSS and
 //! file-descriptor slopes instead (see `soak`); with `--search-index TOOLS`, the
-//! tool search index alone, in-process (see `search_index`).
+//! tool search index alone, in-process (see `search_index`); the `search`
+//! scenario measures a search endpoint through the gateway (`search_endpoint`).
 //!
 //! The upstream is the demo upstream over Streamable HTTP (`manifold demo-upstream
 //! --http`), started once; the gateway fronts it, so the only difference between the
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod search_endpoint;
 mod search_index;
 mod soak;
 
@@ -40,7 +42,9 @@ struct Args {
     /// 1,000 tools), `auth` (tools/call through Manifold without `[auth]` vs with a
     /// bearer API key), `policy` (tools/list and tools/call through a bare Manifold vs
     /// one with `[auth]`, 100 `[[policy]]` views and validation). Running one alone is
-    /// handy under a profiler.
+    /// handy under a profiler. `search`: a `discovery = "search"` endpoint
+    /// (`search_endpoint`): tools/list bytes, call_tool vs a direct call,
+    /// search_tools over 10,000 tools.
     #[arg(long, value_delimiter = ',', default_value = "call,list")]
     scenarios: Vec<String>,
     /// Give the gateway a CPU of its own, as a sidecar with its own CPU budget has:
@@ -370,8 +374,8 @@ async fn main() -> Result<()> {
     println!("| measurement | concurrency | direct calls/s | via Manifold calls/s | ratio | direct p50 / p99 (µs) | via Manifold p50 / p99 (µs) | added p50 (µs) |");
     println!("|---|---|---|---|---|---|---|---|");
     for scenario in &args.scenarios {
-        if !["call", "list", "auth", "policy"].contains(&scenario.as_str()) {
-            bail!("unknown scenario {scenario:?}: expected call, list, auth or policy");
+        if !["call", "list", "auth", "policy", "search"].contains(&scenario.as_str()) {
+            bail!("unknown scenario {scenario:?}: expected call, list, auth, policy or search");
         }
     }
     let run = |s: &str| args.scenarios.iter().any(|x| x == s);
@@ -462,6 +466,9 @@ async fn main() -> Result<()> {
                 );
             }
         }
+    }
+    if run("search") {
+        search_endpoint::run(&client, &exe, &dir, &upstreams, &args).await?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
