@@ -1,5 +1,6 @@
 //! Interop: the official TypeScript and Python SDK clients list and call tools, and
-//! use prompts, resources, subscriptions, completion and logging (see
+//! use prompts, resources, subscriptions, completion and logging, and search and
+//! call through a search endpoint (see
 //! tests/interop/README.md, "The Rust suites"), through Manifold in front of `@modelcontextprotocol/server-everything` (stdio and
 //! Streamable HTTP) and `mcp-server-time` (stdio), all pinned and installed by
 //! `scripts/peers`. Every message Manifold sends the clients is validated against
@@ -440,5 +441,6 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
 mod auth;
 mod cluster;
 mod confirm;
+mod search;
 mod stdio;
 mod surface;
