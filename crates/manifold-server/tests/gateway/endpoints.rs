@@ -411,6 +411,26 @@ async fn call_tool_is_audited_once_naming_the_real_tool() -> Result<()> {
             Some(2.0),
             "{metrics}"
         );
+        // What the endpoint holds, as the admin listener shows it.
+        let (status, body) =
+            crate::observe::admin_get(admin, "/catalog?endpoint=%2Fmcp%2Fops").await?;
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body)?;
+        assert_eq!(v["endpoint"], "/mcp/ops");
+        let exposed: Vec<&str> = v["tools"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|t| t["exposed"].as_str()).collect())
+            .unwrap_or_default();
+        assert!(
+            exposed.contains(&"local__echo") && !exposed.contains(&"local__crash"),
+            "{exposed:?}"
+        );
+        assert!(
+            exposed.iter().all(|n| n.starts_with("local__")),
+            "{exposed:?}"
+        );
+        let (status, _) = crate::observe::admin_get(admin, "/catalog?endpoint=%2Fnope").await?;
+        assert_eq!(status, 400);
         Ok(())
     })
     .await
