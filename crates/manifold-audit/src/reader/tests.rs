@@ -116,13 +116,16 @@ fn pages_go_newest_to_oldest_across_rotated_files_without_gaps() {
     }
 }
 
+/// Which record indexes a filter should keep.
+type Keep = Box<dyn Fn(usize) -> bool>;
+
 #[test]
 fn filters_keep_exactly_the_matching_records() {
     let dir = TempDir::new();
     let n = 600;
     let path = rotated_log(&dir, n);
     let time = |i: usize| crate::record::rfc3339_micros(record(i).time);
-    let cases: Vec<(Filter, Box<dyn Fn(usize) -> bool>)> = vec![
+    let cases: Vec<(Filter, Keep)> = vec![
         (
             Filter {
                 principal: Some("carol".into()),
