@@ -192,6 +192,10 @@ impl Gateway {
             }
         }
         self.metrics.reloaded(result.is_ok());
+        self.console.reloaded(match &result {
+            Ok(report) => Ok(serde_json::to_value(report).unwrap_or_default()),
+            Err(e) => Err(e.to_string()),
+        });
         result
     }
 

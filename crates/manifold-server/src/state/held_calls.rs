@@ -340,6 +340,14 @@ impl HeldCalls {
     }
 }
 
+/// For the console's overview.
+impl HeldCalls {
+    /// Calls held for a client's input, and open confirmation questions.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (lock(&self.calls).len(), lock(&self.confirmations).len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
