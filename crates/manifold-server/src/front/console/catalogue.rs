@@ -178,10 +178,7 @@ fn row(catalog: &manifold_catalog::Catalog, kind: &str, v: &Value) -> Row {
         e.change
             .as_ref()
             .map(|c| c.describe().to_string())
-            .or_else(|| {
-                (e.exposed != e.original)
-                    .then(|| "prefixed with its upstream ([naming])".to_string())
-            })
+            .or_else(|| (e.exposed != e.original).then(|| "prefixed ([naming])".to_string()))
     });
     Row {
         upstream: text("upstream").unwrap_or_default(),

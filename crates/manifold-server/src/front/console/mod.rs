@@ -15,7 +15,7 @@
 //!
 //! Invariants: every response carries a strict Content-Security-Policy (no
 //! inline script or style; nothing from another origin), `X-Frame-Options:
-//! DENY`, `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`
+//! DENY`, `X-Content-Type-Options: nosniff`, `Referrer-Policy: same-origin`
 //! and `Cache-Control: no-store`; every page but the login form and the two
 //! static files is authenticated (`session`) before it is built; every POST
 //! carries the viewer's CSRF token and comes from the console's own origin;
@@ -344,7 +344,9 @@ fn secure(r: &mut Response<Full<Bytes>>) {
         ("content-security-policy", CSP),
         ("x-frame-options", "DENY"),
         ("x-content-type-options", "nosniff"),
-        ("referrer-policy", "no-referrer"),
+        // Not `no-referrer`: with it a browser sends `Origin: null` on a form
+        // POST, and the same-origin check needs the real one.
+        ("referrer-policy", "same-origin"),
         ("cache-control", "no-store"),
         ("cross-origin-opener-policy", "same-origin"),
         ("cross-origin-resource-policy", "same-origin"),

@@ -145,12 +145,12 @@ fn row(gw: &Gateway, u: &manifold_upstream::Upstream, config_path: Option<&str>)
                 @if let Some(code) = st.last_exit_code { div.muted { "last exit code " (code) } }
             }
             td { (era.unwrap_or("—")) }
-            td { (facts.map(|f| f.protocol_version.as_str()).unwrap_or("—")) }
+            td.nowrap { (facts.map(|f| f.protocol_version.as_str()).unwrap_or("—")) }
             td {
                 @match &lists {
                     Some(l) => {
-                        (l.tools.len()) " tools, " (l.prompts.len()) " prompts, "
-                        (l.resources.len()) " resources, " (l.resource_templates.len()) " templates"
+                        (count(l.tools.len(), "tool")) ", " (count(l.prompts.len(), "prompt")) ", "
+                        (count(l.resources.len(), "resource")) ", " (count(l.resource_templates.len(), "template"))
                     }
                     None => span.muted { "not fetched" },
                 }
@@ -169,4 +169,9 @@ fn row(gw: &Gateway, u: &manifold_upstream::Upstream, config_path: Option<&str>)
             td.num { (st.restarts) }
         }
     }
+}
+
+/// `1 tool`, `3 tools`.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
