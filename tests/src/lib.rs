@@ -201,7 +201,7 @@ impl Schema {
         let errors: Vec<String> = validator
             .iter_errors(v)
             .take(3)
-            .map(|e| format!("{e} at {}", e.instance_path))
+            .map(|e| format!("{e} at {}", e.instance_path()))
             .collect();
         if errors.is_empty() {
             Ok(())

@@ -31,4 +31,4 @@ pub use identity::{
     bearer_token, find_key, hash_key, AuthError, AuthMethod, Authenticator, Identity,
 };
 pub use limits::{Bucket, Limited, Permit, RateLimits};
-pub use validation::ArgumentValidators;
+pub use validation::{ArgumentValidators, Checks};

@@ -262,22 +262,22 @@ impl Gateway {
                 tracing::warn!(upstream = %lo.upstream, name = %lo.original, reason = %lo.reason, "item left out of the merged list");
             }
         }
-        let output = live.config.validate_output != manifold_config::OutputMode::Off;
-        if live.config.validate_arguments || output {
-            let v = manifold_policy::ArgumentValidators::build(
-                new.tools
-                    .entries()
-                    .iter()
-                    .map(|e| (e.exposed.as_str(), &e.json()[..])),
-                output,
-            );
-            for (tool, why) in v.skipped() {
-                tracing::debug!(%tool, %why, "arguments of this tool are not validated");
-            }
-            self.validators.store(Arc::new(v));
-        } else {
-            self.validators.store(Arc::default());
+        let checks = manifold_policy::Checks {
+            arguments: live.config.validate_arguments,
+            output: live.config.validate_output != manifold_config::OutputMode::Off,
+        };
+        let v = manifold_policy::ArgumentValidators::build(
+            new.tools
+                .entries()
+                .iter()
+                .map(|e| (e.exposed.as_str(), &e.json()[..])),
+            checks,
+            &self.validators.load(),
+        );
+        for (tool, why) in v.skipped() {
+            tracing::debug!(%tool, %why, "arguments of this tool are not validated");
         }
+        self.validators.store(Arc::new(v));
         let new = Arc::new(new);
         let views = Arc::new(views::Views::new(new.clone(), live.policy.clone()));
         let old = self.catalog.swap(new.clone());
