@@ -277,7 +277,14 @@ async fn login(gw: &Arc<Gateway>, req: Request<Incoming>, query: &Query) -> Resp
 /// Where to go after logging in: a console path, never another site.
 fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(n) if owns(n.split('?').next().unwrap_or("")) && !n.contains("//") => n.to_string(),
+        Some(n)
+            if owns(n.split('?').next().unwrap_or(""))
+                && !n.contains("//")
+                && !n.contains('\\')
+                && !n.chars().any(char::is_control) =>
+        {
+            n.to_string()
+        }
         _ => PREFIX.to_string(),
     }
 }
@@ -373,6 +380,8 @@ mod tests {
             "https://evil.example/ui",
             "//evil.example/ui",
             "/ui//evil",
+            "/ui/\\evil.example",
+            "/ui\r\nSet-Cookie: x=1",
             "/metrics",
             "/uix",
         ] {
