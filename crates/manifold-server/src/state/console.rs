@@ -13,13 +13,13 @@
 
 use hmac::digest::KeyInit;
 use hmac::{Hmac, Mac};
+use parking_lot::Mutex;
 use sha2::Sha256;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::recent::RecentCalls;
-use crate::lock;
 
 /// The longest a console login lasts, however busy.
 pub const CONSOLE_SESSION_LIFETIME: Duration = Duration::from_secs(8 * 3600);
@@ -127,7 +127,7 @@ impl ConsoleState {
         let mut id = [0u8; 16];
         getrandom::fill(&mut id).ok()?;
         let now = Instant::now();
-        let mut logins = lock(&self.logins);
+        let mut logins = self.logins.lock();
         logins.retain(|_, l| live(l, now));
         if logins.len() >= MAX_CONSOLE_SESSIONS {
             if let Some(oldest) = logins.iter().min_by_key(|(_, l)| l.used).map(|(k, _)| *k) {
@@ -148,7 +148,7 @@ impl ConsoleState {
     /// The credential of a live login, which counts as used now.
     pub(crate) fn login(&self, id: &LoginId) -> Option<Credential> {
         let now = Instant::now();
-        let mut logins = lock(&self.logins);
+        let mut logins = self.logins.lock();
         let l = logins.get_mut(id)?;
         if !live(l, now) {
             logins.remove(id);
@@ -160,23 +160,23 @@ impl ConsoleState {
 
     /// Ends a login (logout, or a credential no longer accepted).
     pub(crate) fn log_out(&self, id: &LoginId) {
-        lock(&self.logins).remove(id);
+        self.logins.lock().remove(id);
     }
 
     /// Logins held now (expired ones included until the next login sweeps).
     pub(crate) fn logins(&self) -> usize {
-        lock(&self.logins).len()
+        self.logins.lock().len()
     }
 
     pub(crate) fn reloaded(&self, result: Result<serde_json::Value, String>) {
-        *lock(&self.last_reload) = Some(LastReload {
+        *self.last_reload.lock() = Some(LastReload {
             at: SystemTime::now(),
             result,
         });
     }
 
     pub(crate) fn last_reload(&self) -> Option<LastReload> {
-        lock(&self.last_reload).clone()
+        self.last_reload.lock().clone()
     }
 }
 

@@ -19,9 +19,10 @@
 //! (`observe`).
 
 use arc_swap::ArcSwap;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Seconds one slot covers.
@@ -163,7 +164,7 @@ impl RecentCalls {
         if let Some(r) = self.rings.load().get(upstream) {
             return r.clone();
         }
-        let _one = crate::lock(&self.adding);
+        let _one = self.adding.lock();
         let current = self.rings.load_full();
         if let Some(r) = current.get(upstream) {
             return r.clone();

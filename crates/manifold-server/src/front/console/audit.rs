@@ -19,10 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::answer::Query;
 use super::layout;
 use super::session::Viewer;
-use super::Query;
-use crate::lock;
 use crate::state::Gateway;
 
 /// Records per page.
@@ -140,7 +139,7 @@ fn filters(gw: &Gateway, q: &Query) -> Markup {
 /// Starts a check of the chain unless one is running.
 fn refresh_chain(gw: &Arc<Gateway>, path: PathBuf) {
     let known = {
-        let mut c = lock(&gw.console.chain);
+        let mut c = gw.console.chain.lock();
         if c.running {
             return;
         }
@@ -153,7 +152,7 @@ fn refresh_chain(gw: &Arc<Gateway>, path: PathBuf) {
             .await
             .map_err(|e| e.to_string())
             .and_then(|r| r);
-        let mut c = lock(&g.console.chain);
+        let mut c = g.console.chain.lock();
         c.running = false;
         c.checked_at = Some(SystemTime::now());
         match checked {
@@ -198,7 +197,7 @@ fn check_all(
 
 fn chain(gw: &Gateway, path: &Path) -> Markup {
     let (mut files, running, checked_at, error) = {
-        let c = lock(&gw.console.chain);
+        let c = gw.console.chain.lock();
         (
             c.files.values().cloned().collect::<Vec<_>>(),
             c.running,

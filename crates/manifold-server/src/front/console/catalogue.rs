@@ -20,9 +20,9 @@ use http::StatusCode;
 use maud::{html, Markup};
 use serde_json::Value;
 
+use super::answer::Query;
 use super::layout;
 use super::session::Viewer;
-use super::Query;
 use crate::state::Gateway;
 
 /// Which endpoint's view a page shows (one today: the MCP endpoint).

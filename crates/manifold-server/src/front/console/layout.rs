@@ -153,7 +153,7 @@ pub(crate) fn refused(
             }
         }
     };
-    let mut r = super::html(status, markup);
+    let mut r = super::answer::html(status, markup);
     if let Some(j) = json {
         if let Some(c) = j.headers().get(http::header::WWW_AUTHENTICATE) {
             r.headers_mut()

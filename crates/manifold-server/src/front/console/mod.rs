@@ -19,12 +19,13 @@
 //! and `Cache-Control: no-store`; every page but the login form and the two
 //! static files is authenticated (`session`) before it is built; every POST
 //! carries the viewer's CSRF token and comes from the console's own origin;
-//! a form body is read up to [`MAX_FORM_BYTES`]; pages read state, and change
+//! a form body is read up to [`answer::MAX_FORM_BYTES`]; pages read state, and change
 //! it only through a POST (reload, approve, revoke, login, logout).
 //!
 //! Not here: the admin listener's Host/Origin rules (`admin_auth`, applied
 //! before this), what `/config` and `/catalog` show (`inspect`, reused here).
 
+mod answer;
 mod audit;
 mod catalogue;
 mod layout;
@@ -35,16 +36,13 @@ mod settings;
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::body::Incoming;
-use maud::Markup;
 use std::sync::Arc;
 
 use crate::state::Gateway;
+use answer::{html, read_form, redirect, Query};
 use session::{Denied, Viewer};
-
-/// The largest form body read (login, approve, revoke, reload).
-pub const MAX_FORM_BYTES: usize = 16 * 1024;
 
 /// Where the console lives on the admin listener.
 pub(crate) const PREFIX: &str = "/ui";
@@ -60,38 +58,6 @@ const SCRIPT: &str = include_str!("assets/console.js");
 /// Whether `path` is the console's.
 pub(crate) fn owns(path: &str) -> bool {
     path == PREFIX || path.starts_with("/ui/")
-}
-
-/// A request's path, query and decoded query pairs.
-pub(crate) struct Query {
-    pairs: Vec<(String, String)>,
-}
-
-impl Query {
-    fn parse(raw: Option<&str>) -> Query {
-        let pairs = raw
-            .unwrap_or("")
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .filter_map(|p| {
-                let (k, v) = p.split_once('=').unwrap_or((p, ""));
-                Some((
-                    super::inspect::percent_decode(k).ok()?,
-                    super::inspect::percent_decode(v).ok()?,
-                ))
-            })
-            .collect();
-        Query { pairs }
-    }
-
-    /// The value of `key`, trimmed; `None` when absent or empty.
-    pub(crate) fn get(&self, key: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.trim())
-            .filter(|v| !v.is_empty())
-    }
 }
 
 /// Serves a console path (the admin listener routes here first).
@@ -292,25 +258,14 @@ fn safe_next(next: Option<&str>) -> String {
 /// The login form, to come back to `path`.
 fn login_link(path: &str, query: &Query, ended: bool) -> String {
     let mut back = path.to_string();
-    if !query.pairs.is_empty() {
+    if !query.pairs().is_empty() {
         back.push('?');
         back.push_str(&layout::query_string(
-            query.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            query.pairs().iter().map(|(k, v)| (k.as_str(), v.as_str())),
         ));
     }
     let ended = if ended { "&ended=1" } else { "" };
     format!("/ui/login?next={}{ended}", layout::encode(&back))
-}
-
-/// Reads a form body (`application/x-www-form-urlencoded`), bounded.
-async fn read_form(req: Request<Incoming>) -> Result<Query, String> {
-    let body = Limited::new(req.into_body(), MAX_FORM_BYTES)
-        .collect()
-        .await
-        .map_err(|_| format!("a console form is at most {MAX_FORM_BYTES} bytes"))?
-        .to_bytes();
-    let text = std::str::from_utf8(&body).map_err(|_| "the form is not UTF-8".to_string())?;
-    Ok(Query::parse(Some(text)))
 }
 
 fn asset(method: &Method, ctype: &'static str, body: &'static str) -> Response<Full<Bytes>> {
@@ -320,27 +275,6 @@ fn asset(method: &Method, ctype: &'static str, body: &'static str) -> Response<F
     let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
     r.headers_mut()
         .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(ctype));
-    r
-}
-
-/// A page.
-pub(crate) fn html(status: StatusCode, markup: Markup) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from(markup.into_string())));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    r
-}
-
-/// `303 See Other` to a console path.
-pub(crate) fn redirect(to: &str) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::new()));
-    *r.status_mut() = StatusCode::SEE_OTHER;
-    if let Ok(v) = HeaderValue::from_str(to) {
-        r.headers_mut().insert(http::header::LOCATION, v);
-    }
     r
 }
 
@@ -388,13 +322,5 @@ mod tests {
             assert_eq!(safe_next(Some(bad)), "/ui", "{bad}");
         }
         assert_eq!(safe_next(None), "/ui");
-    }
-
-    #[test]
-    fn queries_decode() {
-        let q = Query::parse(Some("as=group%3Aops&q=&x=a+b"));
-        assert_eq!(q.get("as"), Some("group:ops"));
-        assert_eq!(q.get("q"), None);
-        assert_eq!(q.get("x"), Some("a b"));
     }
 }

@@ -121,7 +121,7 @@ fn row(gw: &Gateway, u: &manifold_upstream::Upstream, config_path: Option<&str>)
     let recent = gw.console.recent.summary(u.name());
     let state = st.state.as_str();
     let era = facts.map(|f| {
-        if f.is_modern() {
+        if f.is_stateless() {
             "2026-07-28 (stateless)"
         } else {
             "session"

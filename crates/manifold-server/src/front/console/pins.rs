@@ -23,9 +23,9 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::answer::Query;
 use super::layout;
 use super::session::Viewer;
-use super::Query;
 use crate::state::Gateway;
 
 /// Journal entries shown, newest first.

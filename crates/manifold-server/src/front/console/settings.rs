@@ -15,9 +15,9 @@ use http_body_util::Full;
 use maud::{html, Markup};
 use std::sync::Arc;
 
+use super::answer::Query;
 use super::layout;
 use super::session::Viewer;
-use super::Query;
 use crate::state::Gateway;
 
 pub(super) fn page(
@@ -98,7 +98,7 @@ fn report_list(report: &serde_json::Value) -> Markup {
 pub(super) async fn reload(gw: &Arc<Gateway>, viewer: &Viewer) -> Response<Full<Bytes>> {
     tracing::info!(principal = %viewer.principal.display_name(), "console: reload");
     let ok = gw.reload_from_file().await.is_ok();
-    super::redirect(if ok {
+    super::answer::redirect(if ok {
         "/ui/config?reloaded=ok"
     } else {
         "/ui/config?reloaded=failed"
