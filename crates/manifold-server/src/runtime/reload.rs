@@ -184,6 +184,7 @@ impl Gateway {
             .filter(|(u, _)| !staying.contains(&&**u.name()))
             .map(|(u, _)| u.name().to_string())
             .collect();
+        self.console.recent.keep_only(&staying);
         kept.extend(fresh);
         let live = Arc::new(Live::new(new, kept, Some(&old), &self.stop));
         // A new `[auth]`: its keys are fetched (and kept fresh) before it

@@ -11,7 +11,10 @@
 //!
 //! Invariants: no lock on the recording path (the upstream's ring is found
 //! through an `ArcSwap` of a map, replaced only when an upstream is first
-//! seen); memory per upstream is fixed (about 20 KiB); the numbers are
+//! seen or removed); memory per upstream is fixed (about 20 KiB), and each
+//! reload keeps only its upstreams' rings, so there are at most as many as
+//! the configuration has upstreams, plus removed ones whose last calls
+//! finished after the reload (until the next); the numbers are
 //! approximate by design — a call recorded at the instant its slot turns
 //! over may be lost with the previous period's counts.
 //!
@@ -178,6 +181,19 @@ impl RecentCalls {
         ring
     }
 
+    /// Keeps the rings of the `upstreams` a reload leaves in force and drops
+    /// the others (one added again later starts from nothing).
+    pub(crate) fn keep_only(&self, upstreams: &[&str]) {
+        let _one = self.adding.lock();
+        let current = self.rings.load_full();
+        if current.keys().all(|name| upstreams.contains(&&**name)) {
+            return;
+        }
+        let mut next = (*current).clone();
+        next.retain(|name, _| upstreams.contains(&&**name));
+        self.rings.store(Arc::new(next));
+    }
+
     /// A call to `upstream` ended after `latency`.
     pub(crate) fn record(&self, upstream: &Arc<str>, ended: Ended, latency: Duration) {
         self.record_at(upstream, ended, latency, Instant::now());
@@ -314,5 +330,26 @@ mod tests {
         let s = r.summary_at("demo", later);
         assert_eq!((s.calls, s.failed), (1, 0));
         assert_eq!(s.covered, RECENT_WINDOW);
+    }
+
+    #[test]
+    fn a_removed_upstream_takes_its_ring_with_it() {
+        let start = Instant::now();
+        let r = RecentCalls::new(start);
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("b"));
+        let at = start + Duration::from_secs(1);
+        r.record_at(&a, Ended::Ok, Duration::from_micros(10), at);
+        r.record_at(&b, Ended::Ok, Duration::from_micros(10), at);
+        r.keep_only(&["b", "c"]);
+        assert_eq!(r.rings.load().len(), 1);
+        assert_eq!(r.summary_at("a", at).calls, 0);
+        assert_eq!(r.summary_at("b", at).calls, 1);
+        // Added again, it counts from nothing.
+        r.record_at(&a, Ended::Failed, Duration::from_micros(10), at);
+        assert_eq!(r.summary_at("a", at).calls, 1);
+        r.keep_only(&["a", "b"]);
+        assert_eq!(r.rings.load().len(), 2);
+        r.keep_only(&[]);
+        assert!(r.rings.load().is_empty());
     }
 }
