@@ -170,7 +170,7 @@ pub struct AuditRecord {
     /// When the request arrived.
     pub time: SystemTime,
     pub request_id: String,
-    /// The downstream session id (legacy eras), if any.
+    /// The downstream session id (session eras), if any.
     pub session: Option<String>,
     pub principal: String,
     pub client: Option<ClientInfo>,

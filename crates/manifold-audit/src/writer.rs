@@ -37,9 +37,10 @@ use crate::redact::Redactor;
 use crate::sink::{FileSink, Sink, StreamSink};
 use crate::AuditError;
 use crate::{AuditSettings, Fsync, OnFailure, RETRY_INTERVAL};
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -72,7 +73,6 @@ impl Shared {
     fn reason(&self) -> String {
         self.failure
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .clone()
             .unwrap_or_else(|| "the audit sink is failing".into())
     }
@@ -230,7 +230,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Option<T> {
     let state = state.clone();
     let job = tokio::task::spawn_blocking(move || {
-        let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut st = state.lock();
         f(&mut st)
     });
     match job.await {
@@ -263,7 +263,7 @@ async fn run(
                 blocking(&state, move |st| st.write_batch(jobs)).await;
             }
             _ = tick.tick() => {
-                let needed = state.lock().unwrap_or_else(PoisonError::into_inner).needs_tick();
+                let needed = state.lock().needs_tick();
                 if needed {
                     blocking(&state, WriterState::tick).await;
                 }
@@ -521,11 +521,7 @@ impl WriterState {
         self.shared
             .failing
             .store(reason.is_some(), Ordering::Release);
-        *self
-            .shared
-            .failure
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = reason;
+        *self.shared.failure.lock() = reason;
     }
 }
 

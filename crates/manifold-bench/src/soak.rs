@@ -39,7 +39,7 @@ struct Counts {
     sessions: AtomicU64,
     crashes: AtomicU64,
     /// Why requests failed, by reason (at most `MAX_REASONS` kept).
-    reasons: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+    reasons: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 /// Distinct failure reasons kept for the report.
@@ -48,7 +48,7 @@ const MAX_REASONS: usize = 20;
 impl Counts {
     fn failed(&self, why: String) {
         self.failed.fetch_add(1, Ordering::Relaxed);
-        let mut r = self.reasons.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = self.reasons.lock();
         let why: String = why.chars().take(160).collect();
         if r.len() < MAX_REASONS || r.contains_key(&why) {
             *r.entry(why).or_insert(0) += 1;
@@ -313,7 +313,7 @@ fn report(samples: &[Sample], counts: &Counts, took: Duration) {
         "| fd slope after warm-up | {:+.2} /min |",
         per_min(|s| s.fds)
     );
-    let reasons = counts.reasons.lock().unwrap_or_else(|p| p.into_inner());
+    let reasons = counts.reasons.lock();
     for (why, n) in reasons.iter() {
         println!("| failed: {} | {n} |", why.replace('|', "/"));
     }

@@ -39,7 +39,8 @@ pub use page::CursorError;
 pub use resources::{Resources, UriList};
 pub use search::{SearchIndex, SearchRequest, ToolSet};
 
-/// How prefixes are applied (mirrors `[naming] prefix_mode`).
+/// How prefixes are applied: `[naming] prefix_mode` (manifold-config parses
+/// the key into this type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrefixMode {
     Always,

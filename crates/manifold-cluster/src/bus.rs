@@ -13,8 +13,9 @@
 //! Not here: the messages' meaning (`message`, and the server), the MAC and
 //! the replay window (`auth`).
 
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -24,11 +25,12 @@ use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{now_ms, Keys, Rejection, Replay};
-use crate::rate::{self, RateCheck};
+use crate::rate;
 use crate::{
     random_id, unavailable, ClusterError, Envelope, Message, LIVENESS_INTERVAL, MAX_BACKOFF,
     MAX_MESSAGE_BYTES, OP_TIMEOUT, QUEUE,
 };
+use manifold_foundation::rate::{Bucket, SharedBuckets, Taken};
 
 /// The first pause after a failed connection; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -65,10 +67,6 @@ pub struct Bus {
     replay: Mutex<Replay>,
     /// Refused messages, by [`Rejection::index`].
     rejected: [AtomicU64; Rejection::ALL.len()],
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Bus {
@@ -131,8 +129,8 @@ impl Bus {
 
     pub fn health(&self) -> Health {
         Health {
-            connected: lock(&self.conn).is_some(),
-            last_error: lock(&self.last_error).clone(),
+            connected: self.conn.lock().is_some(),
+            last_error: self.last_error.lock().clone(),
             dropped: self.dropped.load(Ordering::Relaxed),
             rejected: self
                 .rejected
@@ -226,14 +224,14 @@ impl Bus {
             .await?;
         let mut pubsub = self.client.get_async_pubsub().await?;
         pubsub.subscribe(&self.channel).await?;
-        *lock(&self.conn) = Some(conn);
-        *lock(&self.last_error) = None;
+        *self.conn.lock() = Some(conn);
+        *self.last_error.lock() = None;
         Ok(pubsub)
     }
 
     fn lost(&self, why: String) {
-        *lock(&self.conn) = None;
-        *lock(&self.last_error) = Some(why);
+        *self.conn.lock() = None;
+        *self.last_error.lock() = Some(why);
     }
 
     fn take(&self, payload: &[u8], tx: &mpsc::Sender<Envelope>) {
@@ -258,7 +256,7 @@ impl Bus {
         if env.from == self.replica {
             return Ok(None);
         }
-        lock(&self.replay).check(&env, now)?;
+        self.replay.lock().check(&env, now)?;
         Ok(Some(env))
     }
 
@@ -270,9 +268,10 @@ impl Bus {
     }
 
     fn conn(&self) -> Result<MultiplexedConnection, ClusterError> {
-        lock(&self.conn).clone().ok_or_else(|| {
+        self.conn.lock().clone().ok_or_else(|| {
             ClusterError::Unavailable(
-                lock(&self.last_error)
+                self.last_error
+                    .lock()
                     .clone()
                     .unwrap_or_else(|| "not connected".into()),
             )
@@ -333,10 +332,7 @@ impl Bus {
 
     /// Takes a place in every bucket of `checks`, or in none: `None` when all
     /// had one, else the refusing check's rule and how long until it has one.
-    pub async fn rate(
-        &self,
-        checks: &[RateCheck],
-    ) -> Result<Option<(usize, Duration)>, ClusterError> {
+    pub async fn rate(&self, checks: &[Bucket]) -> Result<Option<(usize, Duration)>, ClusterError> {
         if checks.is_empty() {
             return Ok(None);
         }
@@ -360,6 +356,17 @@ impl Bus {
                 "unexpected rate script answer {r:?}"
             ))),
         }
+    }
+}
+
+/// The rate buckets every replica shares: manifold-policy asks the bus, and
+/// falls back to this replica's own buckets when Redis cannot decide.
+impl SharedBuckets for Bus {
+    fn take<'a>(
+        &'a self,
+        buckets: &'a [Bucket],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Taken> + Send + 'a>> {
+        Box::pin(async move { self.rate(buckets).await.map_err(|e| e.to_string()) })
     }
 }
 

@@ -40,7 +40,6 @@ pub use auth::{
 };
 pub use bus::{Bus, Health};
 pub use message::{Envelope, Message, ResumeEvent};
-pub use rate::RateCheck;
 
 use std::time::Duration;
 

@@ -7,23 +7,11 @@
 //! callers leave nothing behind; one decision is one round trip (`EVALSHA`,
 //! plus one `SCRIPT LOAD` the first time a server sees the script).
 //!
-//! Not here: which buckets apply (manifold-policy), what happens when Redis
-//! cannot decide (the server falls back to its local buckets).
+//! Not here: the bucket type and the seam (manifold-foundation `rate`), which
+//! buckets apply and what happens when Redis cannot decide (manifold-policy
+//! `limits`: this replica's own buckets decide).
 
-use std::time::Duration;
-
-/// One bucket a call needs a place in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RateCheck {
-    /// The rule's index in the file, returned when it refuses.
-    pub rule: usize,
-    /// The bucket within the rule (a principal, a group, or empty).
-    pub key: String,
-    /// One place comes back every `period`.
-    pub period: Duration,
-    /// Places available at once.
-    pub burst: u32,
-}
+use manifold_foundation::rate::Bucket;
 
 /// KEYS: one per bucket. ARGV: period in microseconds and burst, per bucket.
 /// Returns `{0, 0}` when every bucket had a place (all taken), else `{i, wait}`
@@ -50,6 +38,6 @@ return {0, 0}
 "#;
 
 /// The Redis key of a bucket.
-pub(crate) fn key(channel: &str, c: &RateCheck) -> String {
+pub(crate) fn key(channel: &str, c: &Bucket) -> String {
     format!("{channel}:rl:{}:{}", c.rule, c.key)
 }

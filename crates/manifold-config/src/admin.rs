@@ -129,6 +129,12 @@ pub(crate) fn validate(
     })
 }
 
+/// What a reload cannot change in `[admin]`: the admin listener's address.
+pub(crate) const FIXED_AT_START: &[crate::snapshot::Fixed] = &[crate::snapshot::Fixed {
+    key: "admin.listen",
+    changed: |a, b| a.admin.as_ref().map(|a| a.listen) != b.admin.as_ref().map(|a| a.listen),
+}];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,9 +7,12 @@
 //! with (a sink, a queue of at least one, a positive rotation size).
 //!
 //! Not here: parsing TOML or environment variables (`validate`), writing the log.
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
+
+use crate::snapshot::Fixed;
 
 pub const DEFAULT_INCLUDE_ARGUMENTS: bool = true;
 /// Why audit settings are invalid.
@@ -181,6 +184,87 @@ impl AuditSettings {
         }
         Ok(())
     }
+}
+
+/// What a reload cannot change in `[audit]`: the writer runs from start to
+/// shutdown with the settings it started with.
+pub(crate) const FIXED_AT_START: &[Fixed] = &[Fixed {
+    key: "audit",
+    changed: |a, b| a.audit != b.audit,
+}];
+
+/// `[audit]`: one JSON line per call, hash-chained. See docs/audit.md.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSection {
+    /// Append records to this file (rotated at `max_bytes`).
+    pub path: Option<String>,
+    /// Also write records to stdout.
+    #[serde(default)]
+    pub stdout: bool,
+    /// Argument keys whose values are replaced by "[REDACTED]", at any depth,
+    /// ignoring case. Default: common secret names (password, token, api_key, …).
+    pub redact: Option<Vec<String>>,
+    /// Keep the (redacted) arguments in records; false keeps only their digest.
+    /// Default true.
+    pub include_arguments: Option<bool>,
+    /// Rotate the file when it reaches this size. Default 100 MiB.
+    pub max_bytes: Option<u64>,
+    /// Rotated files kept (`audit.jsonl.1` … `.keep`). Default 10.
+    pub keep: Option<usize>,
+    /// `always` (a call's response waits for its record on disk), `interval`
+    /// (fsync every second: a crash may lose the last second), `never` (the OS
+    /// decides). Default `interval`.
+    pub fsync: Option<String>,
+    /// When the sink fails: `reject` new calls until it recovers, or `continue`
+    /// serving and count lost records. Default `reject`.
+    pub on_failure: Option<String>,
+    /// Records queued for the writer; when full, calls wait. Default 1024.
+    pub queue: Option<usize>,
+    /// The largest argument value or text member written as is
+    /// (`DEFAULT_MAX_VALUE_BYTES`); larger ones become their size and digest.
+    pub max_value_bytes: Option<usize>,
+    /// Also export every record as an OTLP log record to `[tracing] endpoint`
+    /// (default false); the file stays the record of truth.
+    #[serde(default)]
+    pub otlp: bool,
+}
+
+pub(crate) fn validate_section(
+    a: &AuditSection,
+    ex: impl Fn(&str, &str) -> Result<String, String>,
+) -> Result<crate::audit::AuditSettings, String> {
+    let d = AuditSettings::default();
+    let path = match &a.path {
+        Some(p) => Some(std::path::PathBuf::from(ex("audit.path", p)?)),
+        None => None,
+    };
+    let parse = |v: &Option<String>| v.as_ref().map(|s| s.trim().to_string());
+    let settings = AuditSettings {
+        path,
+        stdout: a.stdout,
+        redact: a.redact.clone().unwrap_or(d.redact),
+        include_arguments: a.include_arguments.unwrap_or(d.include_arguments),
+        max_bytes: a.max_bytes.unwrap_or(d.max_bytes),
+        keep: a.keep.unwrap_or(d.keep),
+        fsync: match parse(&a.fsync) {
+            Some(s) => s.parse().map_err(|e| format!("key `audit.fsync`: {e}"))?,
+            None => d.fsync,
+        },
+        on_failure: match parse(&a.on_failure) {
+            Some(s) => s
+                .parse()
+                .map_err(|e| format!("key `audit.on_failure`: {e}"))?,
+            None => d.on_failure,
+        },
+        queue: a.queue.unwrap_or(d.queue),
+        max_value_bytes: a.max_value_bytes.unwrap_or(d.max_value_bytes),
+        otlp: a.otlp,
+    };
+    settings
+        .validate()
+        .map_err(|e| format!("section `[audit]`: {e}"))?;
+    Ok(settings)
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ const SECRET_KEYS: &[&str] = &[
 const SECRET_CONTAINERS: &[&str] = &["headers", "env", "args"];
 
 /// The file model as JSON, redacted.
-pub(crate) fn render(file: &crate::model::FileConfig) -> Value {
+pub(crate) fn render(file: &crate::file::FileConfig) -> Value {
     let mut v = serde_json::to_value(file).unwrap_or(Value::Null);
     redact(&mut v, false);
     v

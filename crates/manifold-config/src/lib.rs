@@ -1,6 +1,9 @@
 //! `gateway.toml`: the file model, its defaults, loading (TOML, then `MANIFOLD_`
 //! environment overrides through figment) and validation into an immutable
-//! [`GatewayConfig`] snapshot that the rest of Manifold reads.
+//! [`GatewayConfig`] snapshot that the rest of Manifold reads. One file per
+//! section: its keys and defaults, its validated form, its validation, and
+//! what a reload cannot change (`FIXED_AT_START`, read by
+//! [`GatewayConfig::fixed_at_start`]).
 //!
 //! Invariants: every struct denies unknown keys; every default is a named constant
 //! documented in `docs/configuration.md` and the README; a [`GatewayConfig`] that
@@ -16,31 +19,42 @@ pub mod cluster;
 pub mod credentials;
 pub mod effective;
 mod expand;
+mod file;
 pub mod integrity;
 pub mod limits;
-mod model;
+pub mod metrics;
+pub mod naming;
 pub mod overrides;
 pub mod policy;
 pub mod principals;
+pub mod rate_limit;
+pub mod server;
 mod snapshot;
+pub mod stdio;
 pub mod telemetry;
+pub mod upstreams;
 mod validate;
+pub mod validation;
 
 pub use admin::{AdminSection, AdminSettings, AdminTokenSection};
+pub use audit::AuditSection;
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
 pub use expand::expand;
+pub use file::FileConfig;
 pub use integrity::{IntegrityMode, IntegritySettings, NewTools};
-pub use limits::{BucketKey, RateLimitRule};
-pub use model::*;
+pub use limits::*;
+pub use metrics::*;
+pub use naming::*;
 pub use overrides::ToolOverride;
 pub use policy::{AllowDeny, ConfirmSection, PolicyRule, WithoutElicitation};
 pub use principals::IdentitySources;
-pub use snapshot::{
-    Filter, GatewayConfig, LimitsConfig, NamingConfig, PrefixMode, ServerConfig, TlsConfig,
-    Transport, UpstreamConfig, UpstreamProtocol, UpstreamTls,
-};
-pub use validate::is_valid_upstream_name;
+pub use rate_limit::{BucketKey, RateLimitRule};
+pub use server::*;
+pub use snapshot::GatewayConfig;
+pub use stdio::StdioSection;
+pub use upstreams::*;
+pub use validation::*;
 
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;

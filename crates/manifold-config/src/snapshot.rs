@@ -1,21 +1,27 @@
 //! The validated configuration: what the rest of Manifold reads. Every value here
-//! has passed validation (`validate`); the file model it comes from is `model`.
+//! has passed validation (each section's own file; `validate` puts them
+//! together); the file model it comes from is `file`.
+//!
+//! What a reload cannot change is declared by each section ([`Fixed`] rows in
+//! its `FIXED_AT_START`); [`GatewayConfig::fixed_at_start`] reads them all, in
+//! the order of the file.
 //!
 //! Invariants: immutable once built (shared behind an `Arc`); durations parsed,
-//! `${VAR}` expanded, names checked.
+//! `${VAR}` expanded, names checked; settings are compared by value, never by
+//! their debug text.
 //!
-//! Not here: parsing or checking (`validate`), defaults (`model`).
+//! Not here: parsing or checking (the sections, `validate`).
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::Duration;
+
+use crate::server::TlsConfig;
 
 /// The validated configuration. Immutable; shared behind an `Arc`.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
-    pub server: ServerConfig,
-    pub naming: NamingConfig,
-    pub limits: LimitsConfig,
+    pub server: crate::server::ServerConfig,
+    pub naming: crate::naming::NamingConfig,
+    pub limits: crate::limits::LimitsConfig,
     /// The audit log, when `[audit]` names a sink.
     pub audit: Option<crate::audit::AuditSettings>,
     /// Client authentication (`[auth]`); `None`: every client is anonymous.
@@ -27,7 +33,7 @@ pub struct GatewayConfig {
     /// `[validation] arguments`.
     pub validate_arguments: bool,
     /// `[[rate_limit]]`, in file order.
-    pub rate_limits: Vec<crate::limits::RateLimitRule>,
+    pub rate_limits: Vec<crate::rate_limit::RateLimitRule>,
     /// `[[policy]]`, in file order (empty: everyone sees everything).
     pub policy: Vec<crate::policy::PolicyRule>,
     /// `[confirm]`.
@@ -48,169 +54,48 @@ pub struct GatewayConfig {
     /// secret redacted (`/config`); `null` when not loaded from a file.
     pub effective: serde_json::Value,
     /// `[validation] output`.
-    pub validate_output: crate::model::OutputMode,
+    pub validate_output: crate::validation::OutputMode,
     /// `[metrics] principal_label` and `max_principal_series`.
-    pub principal_label: crate::model::PrincipalLabel,
+    pub principal_label: crate::metrics::PrincipalLabel,
     pub max_principal_series: usize,
     /// Sorted by name: the order in which collisions are resolved.
-    pub upstreams: Vec<UpstreamConfig>,
+    pub upstreams: Vec<crate::upstreams::UpstreamConfig>,
 }
 
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    pub listen: SocketAddr,
-    pub path: String,
-    pub page_size: usize,
-    pub allowed_origins: Vec<String>,
-    pub allowed_hosts: Vec<String>,
-    /// `server.allow_unauthenticated`.
-    pub allow_unauthenticated: bool,
-    /// `server.watch_config`: reload when the file changes.
-    pub watch_config: bool,
-    /// `server.shutdown_grace`.
-    pub shutdown_grace: Duration,
-    /// `server.request_state_key`, expanded (`None`: generate one at start).
-    pub request_state_key: Option<String>,
-    /// `[server.tls]`: HTTPS on the listener.
-    pub tls: Option<TlsConfig>,
+/// A setting a running gateway keeps from its start: a reload that changes it
+/// is refused (it names the key), and a restart takes the new value.
+pub(crate) struct Fixed {
+    /// The key as the file writes it (`server.listen`), or a whole section.
+    pub key: &'static str,
+    /// Whether it differs between the configuration in force and a new one.
+    pub changed: fn(&GatewayConfig, &GatewayConfig) -> bool,
 }
 
-/// `[server.tls]`, validated: the files exist when the configuration is loaded
-/// (their contents are parsed when the listener starts, and again when they
-/// change).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TlsConfig {
-    pub cert: std::path::PathBuf,
-    pub key: std::path::PathBuf,
-    pub client_ca: Option<std::path::PathBuf>,
-    /// Whether a client certificate is required (only with `client_ca`).
-    pub require_client_cert: bool,
-    /// Certificate revocation lists (PEM) client certificates are checked
-    /// against (only with `client_ca`).
-    pub client_crl: Vec<std::path::PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrefixMode {
-    Always,
-    Multiple,
-    Never,
-}
-
-#[derive(Debug, Clone)]
-pub struct NamingConfig {
-    pub separator: String,
-    pub prefix_mode: PrefixMode,
-    pub max_length: usize,
-}
-
-#[derive(Debug, Clone)]
-pub struct LimitsConfig {
-    pub max_body_bytes: usize,
-    pub max_message_bytes: usize,
-    pub max_pending_per_upstream: usize,
-    pub max_sessions: usize,
-    pub session_idle_timeout: Duration,
-    pub connect_timeout: Duration,
-    pub stream_queue: usize,
-    pub held_call_ttl: Duration,
-    pub max_held_calls: usize,
-    /// Held calls and open `[confirm]` questions one principal may have.
-    pub max_held_calls_per_principal: usize,
-    pub max_connections: usize,
-    pub header_read_timeout: Duration,
-    pub body_read_timeout: Duration,
-    pub stream_write_timeout: Duration,
-    pub max_client_info_bytes: usize,
-    pub max_sessions_per_peer: usize,
-    pub max_subscriptions_per_session: usize,
-    pub max_listens: usize,
-    pub max_calls_per_session: usize,
-    pub max_list_items: usize,
-}
-
-#[derive(Debug, Clone)]
-pub struct UpstreamConfig {
-    pub name: String,
-    pub transport: Transport,
-    pub timeout: Duration,
-    /// Liveness pings (`ping_interval`); `None` when turned off.
-    pub ping_interval: Option<Duration>,
-    pub required: bool,
-    /// The prefix used in exposed names (the name unless `prefix` is set).
-    pub prefix: String,
-    /// `tools.allow` / `tools.deny` globs.
-    pub tools: Filter,
-    /// `prompts.allow` / `prompts.deny` globs.
-    pub prompts: Filter,
-    /// The protocol era spoken to this upstream.
-    pub protocol: UpstreamProtocol,
-    /// `overrides.<tool>`, by the upstream's own tool name.
-    pub overrides: std::collections::BTreeMap<String, crate::overrides::ToolOverride>,
-}
-
-/// `upstreams.<name>.protocol`: which era Manifold speaks to an upstream.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum UpstreamProtocol {
-    /// Probe with `server/discover`; any answer that is not a 2026-07-28 discover
-    /// result falls back to `initialize`.
-    #[default]
-    Auto,
-    /// `initialize` only (2025-11-25 and older).
-    Legacy,
-    /// 2026-07-28 only: a failed probe is a failed start.
-    Modern,
-}
-
-/// Validated `allow` / `deny` globs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Filter {
-    pub allow: Vec<String>,
-    pub deny: Vec<String>,
-}
-
-// One per upstream, built once per configuration and never moved on a hot
-// path: boxing the HTTP side's OAuth client would only complicate every match.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Transport {
-    Stdio {
-        command: String,
-        args: Vec<String>,
-        env: BTreeMap<String, String>,
-        cwd: Option<String>,
-        /// Pass the gateway's whole environment, not only `PATH`, `HOME`, `LANG`.
-        inherit_env: bool,
-    },
-    Http {
-        url: String,
-        headers: BTreeMap<String, String>,
-        /// `auth`: static headers, or an OAuth client.
-        auth: crate::credentials::UpstreamAuth,
-        /// `ca`, `client_cert`, `client_key`.
-        tls: UpstreamTls,
-    },
-}
-
-/// TLS towards one HTTP upstream, beyond the built-in web roots.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UpstreamTls {
-    /// More CA certificates to trust (PEM).
-    pub ca: Option<std::path::PathBuf>,
-    /// A client certificate chain and its key (PEM), presented to the upstream.
-    pub client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
-}
-
-impl Transport {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Transport::Stdio { .. } => "stdio",
-            Transport::Http { .. } => "http",
-        }
-    }
-}
+/// Every section's settings fixed at start, in the order of the file.
+const FIXED_AT_START: [&[Fixed]; 8] = [
+    crate::server::FIXED_AT_START,
+    crate::admin::FIXED_AT_START,
+    crate::cluster::FIXED_AT_START,
+    crate::telemetry::FIXED_AT_START,
+    crate::stdio::FIXED_AT_START,
+    crate::audit::FIXED_AT_START,
+    crate::metrics::FIXED_AT_START,
+    crate::limits::FIXED_AT_START,
+];
 
 impl GatewayConfig {
+    /// The settings `new` changes that a running gateway started with `self`
+    /// cannot change: listeners, TLS, the audit writer, metrics label bounds,
+    /// the limits its tables were sized with (each section says which).
+    pub fn fixed_at_start(&self, new: &GatewayConfig) -> Vec<String> {
+        FIXED_AT_START
+            .iter()
+            .flat_map(|section| section.iter())
+            .filter(|f| (f.changed)(self, new))
+            .map(|f| f.key.to_string())
+            .collect()
+    }
+
     /// Whether `server.listen` may be served as configured: a listener that is
     /// not on a loopback address needs authentication (`[auth]` without
     /// `allow_anonymous`), or the explicit `server.allow_unauthenticated = true`,

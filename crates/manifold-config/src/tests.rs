@@ -235,7 +235,7 @@ fn request_state_key_expands_and_must_be_long_enough() {
 }
 
 #[test]
-fn upstream_protocol_is_auto_legacy_or_2026_07_28() {
+fn upstream_protocol_is_auto_session_era_or_2026_07_28() {
     let load = |p: &str| {
         load_str(
             Path::new("g.toml"),
@@ -250,11 +250,11 @@ fn upstream_protocol_is_auto_legacy_or_2026_07_28() {
     );
     assert_eq!(
         load("protocol = \"legacy\"\n").expect("ok").upstreams[0].protocol,
-        UpstreamProtocol::Legacy
+        UpstreamProtocol::Session
     );
     assert_eq!(
         load("protocol = \"2026-07-28\"\n").expect("ok").upstreams[0].protocol,
-        UpstreamProtocol::Modern
+        UpstreamProtocol::Stateless
     );
     let err = load("protocol = \"modern\"\n").expect_err("bad value");
     assert!(err.to_string().contains("upstreams.a.protocol"), "{err}");
@@ -497,4 +497,32 @@ fn upstream_credentials_pin_their_authorization_server() {
     ] {
         load_with(&format!("{}{store}", up(auth)), &[]).unwrap();
     }
+}
+
+/// Each section says what a reload cannot change; the gateway reads them all,
+/// in the order of the file, by value.
+#[test]
+fn each_section_declares_what_a_reload_cannot_change() {
+    let base = "[server]\nlisten = \"127.0.0.1:8080\"\n\n[limits]\nmax_sessions = 10\n\n\
+                [naming]\nseparator = \"__\"\n\n[metrics]\nmax_tool_series = 5\n\n\
+                [stdio]\nprincipal = \"a\"\n";
+    let old = load_with(base, &[]).expect("base");
+    assert_eq!(old.fixed_at_start(&old), Vec::<String>::new());
+    let changed = base
+        .replace("127.0.0.1:8080", "127.0.0.1:9090")
+        .replace("max_sessions = 10", "max_sessions = 11")
+        .replace("separator = \"__\"", "separator = \"-\"")
+        .replace("max_tool_series = 5", "max_tool_series = 6")
+        .replace("principal = \"a\"", "principal = \"b\"");
+    let new = load_with(&changed, &[]).expect("changed");
+    assert_eq!(
+        old.fixed_at_start(&new),
+        [
+            "server.listen",
+            "stdio.principal",
+            "metrics.max_tool_series",
+            "limits.max_sessions"
+        ],
+        "the separator reloads; the rest is fixed at start"
+    );
 }

@@ -17,45 +17,25 @@
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::connect::HttpConnector;
+use http_body_util::Full;
+use hyper_util::client::legacy::connect::dns::GaiResolver;
+use manifold_foundation::http::{self as bounded, FetchError, Options};
 use serde_json::Value;
 
 use crate::guard::{self, Guarded};
 use crate::{CredentialError, HTTP_TIMEOUT, MAX_BODY};
 
-type Hyper<R> =
-    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector<R>>, Full<Bytes>>;
-
 /// The client of one flow: where it may go, and how it gets there.
 #[derive(Clone)]
 pub(crate) struct Client {
     /// For origins written in the configuration, and for `manifold login`.
-    open: Hyper<hyper_util::client::legacy::connect::dns::GaiResolver>,
+    open: bounded::Client<GaiResolver>,
     /// For any other origin: its names resolve to public addresses only.
-    guarded: Hyper<Guarded>,
+    guarded: bounded::Client<Guarded>,
     /// Origins (`scheme://host:port`) written in the configuration.
     written: Vec<String>,
     /// A person runs the flow (`manifold login`): every origin is open.
     attended: bool,
-}
-
-fn hyper<R>(resolver: R) -> Hyper<R>
-where
-    R: Clone + Send + Sync + 'static,
-    HttpConnector<R>: tower_service::Service<http::Uri>,
-    hyper_rustls::HttpsConnector<HttpConnector<R>>:
-        hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
-{
-    let mut tcp = HttpConnector::new_with_resolver(resolver);
-    tcp.enforce_http(false);
-    tcp.set_connect_timeout(Some(HTTP_TIMEOUT));
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_webpki_roots()
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(tcp);
-    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build(https)
 }
 
 impl Client {
@@ -73,9 +53,10 @@ impl Client {
     }
 
     fn new(written: Vec<String>, attended: bool) -> Client {
+        let options = Options::new(HTTP_TIMEOUT);
         Client {
-            open: hyper(hyper_util::client::legacy::connect::dns::GaiResolver::new()),
-            guarded: hyper(Guarded),
+            open: bounded::client(&options),
+            guarded: bounded::client_with_resolver(Guarded, &options),
             written,
             attended,
         }
@@ -139,18 +120,6 @@ pub(crate) fn allowed(url: &str) -> bool {
     }
 }
 
-/// The error and its causes, one line (a refused address is in a cause).
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cause = c.source();
-    }
-    s
-}
-
 pub(crate) async fn send(
     c: &Client,
     method: Method,
@@ -193,41 +162,27 @@ pub(crate) async fn send(
     let req = b
         .body(body)
         .map_err(|e| CredentialError::Server(format!("{url}: {e}")))?;
-    let fetch = async {
-        let resp = if written {
-            c.open.request(req).await
-        } else {
-            c.guarded.request(req).await
-        };
-        let resp = resp.map_err(|e| {
-            let why = with_causes(&e);
-            // The guard's refusal is the client's safety, not an outage.
-            if why.contains(guard::REFUSAL_MARK) {
-                CredentialError::Refused(format!("{url}: {why}"))
-            } else {
-                CredentialError::Server(format!("{url}: {why}"))
-            }
-        })?;
-        let status = resp.status();
-        let challenge = resp
-            .headers()
+    let fetched = if written {
+        bounded::fetch(&c.open, req, MAX_BODY, HTTP_TIMEOUT).await
+    } else {
+        bounded::fetch(&c.guarded, req, MAX_BODY, HTTP_TIMEOUT).await
+    };
+    let answer = fetched.map_err(|e| match e {
+        // The guard's refusal is the client's safety, not an outage.
+        FetchError::Send(why) if why.contains(guard::REFUSAL_MARK) => {
+            CredentialError::Refused(format!("{url}: {why}"))
+        }
+        e => CredentialError::Server(format!("{url}: {e}")),
+    })?;
+    Ok(Answer {
+        status: answer.status,
+        challenge: answer
+            .headers
             .get(http::header::WWW_AUTHENTICATE)
             .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let body = Limited::new(resp.into_body(), MAX_BODY)
-            .collect()
-            .await
-            .map_err(|e| CredentialError::Server(format!("{url}: reading the answer: {e}")))?
-            .to_bytes();
-        Ok(Answer {
-            status,
-            challenge,
-            body,
-        })
-    };
-    tokio::time::timeout(HTTP_TIMEOUT, fetch)
-        .await
-        .map_err(|_| CredentialError::Server(format!("{url}: no answer within {HTTP_TIMEOUT:?}")))?
+            .map(str::to_string),
+        body: answer.body,
+    })
 }
 
 /// A form body (`application/x-www-form-urlencoded`).

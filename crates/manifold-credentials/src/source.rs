@@ -22,9 +22,9 @@
 //!
 //! Not here: the flows' HTTP (`login`), the store's format (`store`).
 
+use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
 
 use manifold_config::credentials::{OAuthClient, UpstreamAuth};
 
@@ -73,10 +73,6 @@ pub struct TokenSource {
     pub(crate) exchanged: Mutex<std::collections::HashMap<String, (String, u64)>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl TokenSource {
     /// The source for `auth`; `None` for `static` (headers only).
     pub fn new(upstream: &str, url: &str, auth: &UpstreamAuth) -> Option<TokenSource> {
@@ -121,8 +117,8 @@ impl TokenSource {
 
     pub(crate) fn lock_exchanged(
         &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, (String, u64)>> {
-        lock(&self.exchanged)
+    ) -> parking_lot::MutexGuard<'_, std::collections::HashMap<String, (String, u64)>> {
+        self.exchanged.lock()
     }
 
     pub(crate) fn client(&self) -> &OAuthClient {
@@ -130,7 +126,7 @@ impl TokenSource {
     }
 
     pub(crate) fn current_record(&self) -> Option<Record> {
-        lock(&self.current).clone()
+        self.current.lock().clone()
     }
 
     /// The authorization server this upstream's tokens come from, and
@@ -141,7 +137,9 @@ impl TokenSource {
             return Some((i.clone(), true));
         }
         match &self.mode {
-            Mode::OAuth(store) => lock(&self.current)
+            Mode::OAuth(store) => self
+                .current
+                .lock()
                 .clone()
                 .or_else(|| store.load(&self.upstream).ok().flatten())
                 .and_then(|r| r.authorization_server)
@@ -186,14 +184,14 @@ impl TokenSource {
                 let r = store.load(&self.upstream)?;
                 if let Some(r) = &r {
                     if let Err(e) = self.check_issuer(r) {
-                        *lock(&self.current) = None;
+                        *self.current.lock() = None;
                         return Err(e);
                     }
                 }
-                *lock(&self.current) = r.clone();
+                *self.current.lock() = r.clone();
                 Ok(r)
             }
-            Mode::ClientCredentials | Mode::TokenExchange => Ok(lock(&self.current).clone()),
+            Mode::ClientCredentials | Mode::TokenExchange => Ok(self.current.lock().clone()),
         }
     }
 
@@ -210,14 +208,14 @@ impl TokenSource {
 
     /// The token to send now.
     pub async fn token(&self) -> Result<String, CredentialError> {
-        let cached = lock(&self.current).clone();
+        let cached = self.current.lock().clone();
         if let Some(r) = cached.as_ref().filter(|r| Self::fresh(r)) {
             return Ok(r.access_token.clone());
         }
         let _one = self.refreshing.lock().await;
         let r = match &self.mode {
             Mode::OAuth(_) => self.reload()?,
-            Mode::ClientCredentials | Mode::TokenExchange => lock(&self.current).clone(),
+            Mode::ClientCredentials | Mode::TokenExchange => self.current.lock().clone(),
         };
         match r {
             Some(r) if Self::fresh(&r) => Ok(r.access_token),
@@ -282,7 +280,7 @@ impl TokenSource {
         let token = r.access_token.clone();
         // Kept in memory first: a server that rotates refresh tokens has spent
         // the old one, so the new record must not be lost to a failed write.
-        *lock(&self.current) = Some(r.clone());
+        *self.current.lock() = Some(r.clone());
         if let Mode::OAuth(store) = &self.mode {
             if let Err(e) = store.save(&self.upstream, &r) {
                 tracing::error!(upstream = %self.upstream, error = %e,
@@ -295,14 +293,14 @@ impl TokenSource {
 
     pub(crate) async fn client_credentials(&self) -> Result<String, CredentialError> {
         // Discovered once; found again only after a grant with it failed.
-        let known = lock(&self.discovered).clone();
+        let known = self.discovered.lock().clone();
         let (d, challenge_scope) = match known {
             Some(k) => k,
             None => {
                 let challenge = probe(&self.http, &self.url).await?;
                 let d = discover(&self.http, &self.url, challenge.as_ref(), self.pins()).await?;
                 let k = (d, challenge.and_then(|c| c.scope));
-                *lock(&self.discovered) = Some(k.clone());
+                *self.discovered.lock() = Some(k.clone());
                 k
             }
         };
@@ -325,7 +323,7 @@ impl TokenSource {
         let v = token_request(&self.http, &d.server.token_endpoint, &id, secret.as_deref(), method, pairs)
             .await
             .map_err(|e| {
-                *lock(&self.discovered) = None;
+                *self.discovered.lock() = None;
                 CredentialError::NeedsLogin(format!(
                     "the client-credentials grant for `{}` failed ({e}); check `auth.client_id` and `auth.client_secret`",
                     self.upstream
@@ -343,7 +341,7 @@ impl TokenSource {
         take_tokens(&mut r, &v, scope.as_deref());
         r.refresh_token = None;
         let token = r.access_token.clone();
-        *lock(&self.current) = Some(r);
+        *self.current.lock() = Some(r);
         Ok(token)
     }
 
@@ -358,9 +356,9 @@ impl TokenSource {
         let c = challenge.and_then(parse_challenge).unwrap_or_default();
         let _one = self.refreshing.lock().await;
         if !matches!(self.mode, Mode::OAuth(_)) {
-            let had = lock(&self.current).take();
+            let had = self.current.lock().take();
             if had.as_ref().map(|r| r.access_token.as_str()) != sent && had.is_some() {
-                *lock(&self.current) = had;
+                *self.current.lock() = had;
                 return Refusal::Retry;
             }
             return match (status, self.client_credentials().await) {

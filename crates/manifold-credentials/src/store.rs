@@ -8,17 +8,19 @@
 //!
 //! Not here: what the tokens are for (`source`, `login`).
 
-use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use manifold_foundation::aead::{Keys, OpenError, SealError};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::CredentialError;
 
 /// What a store file starts with (the format's version).
 const MAGIC: &str = "manifold-tokens-v1\n";
+/// The key's own domain (manifold-foundation `aead`).
+const KEY_DOMAIN: &str = "manifold token store v1";
 
 /// What Manifold keeps for one upstream.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -61,7 +63,7 @@ pub struct Record {
 #[derive(Clone)]
 pub struct Store {
     dir: PathBuf,
-    key: [u8; 32],
+    keys: Arc<Keys>,
 }
 
 impl std::fmt::Debug for Store {
@@ -72,23 +74,14 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     pub fn new(settings: &manifold_config::credentials::StoreSettings) -> Store {
-        let mut h = Sha256::new();
-        h.update(b"manifold token store v1\0");
-        h.update(settings.key.as_bytes());
         Store {
             dir: settings.dir.clone(),
-            key: h.finalize().into(),
+            keys: Arc::new(Keys::new::<&str>(KEY_DOMAIN, &settings.key, &[])),
         }
     }
 
     fn path(&self, upstream: &str) -> PathBuf {
         self.dir.join(format!("{upstream}.tokens"))
-    }
-
-    fn sealing_key(&self) -> Result<LessSafeKey, CredentialError> {
-        UnboundKey::new(&AES_256_GCM, &self.key)
-            .map(LessSafeKey::new)
-            .map_err(|_| CredentialError::Store("the AES key was refused".into()))
     }
 
     /// The record of `upstream`; `None` when there is none yet.
@@ -116,21 +109,14 @@ impl Store {
         let raw = STANDARD
             .decode(body.trim())
             .map_err(|_| corrupt("not base64"))?;
-        if raw.len() < NONCE_LEN + AES_256_GCM.tag_len() {
-            return Err(corrupt("too short"));
-        }
-        let (nonce, sealed) = raw.split_at(NONCE_LEN);
-        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| corrupt("too short"))?;
-        let mut buf = sealed.to_vec();
         let plain = self
-            .sealing_key()?
-            .open_in_place(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(upstream.as_bytes()),
-                &mut buf,
-            )
-            .map_err(|_| corrupt("authentication failed"))?;
-        serde_json::from_slice(plain)
+            .keys
+            .open(upstream.as_bytes(), &raw)
+            .map_err(|e| match e {
+                OpenError::TooShort => corrupt("too short"),
+                OpenError::NotAuthentic => corrupt("authentication failed"),
+            })?;
+        serde_json::from_slice(&plain)
             .map(Some)
             .map_err(|_| corrupt("not a record"))
     }
@@ -141,20 +127,14 @@ impl Store {
             CredentialError::Store(format!("cannot write to {}: {e}", self.dir.display()))
         };
         std::fs::create_dir_all(&self.dir).map_err(fail)?;
-        let mut data =
-            serde_json::to_vec(record).map_err(|e| CredentialError::Store(e.to_string()))?;
-        let mut nonce = [0u8; NONCE_LEN];
-        getrandom::fill(&mut nonce)
-            .map_err(|_| CredentialError::Store("no OS randomness".into()))?;
-        self.sealing_key()?
-            .seal_in_place_append_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(upstream.as_bytes()),
-                &mut data,
-            )
-            .map_err(|_| CredentialError::Store("sealing failed".into()))?;
-        let mut raw = nonce.to_vec();
-        raw.extend_from_slice(&data);
+        let data = serde_json::to_vec(record).map_err(|e| CredentialError::Store(e.to_string()))?;
+        let raw = self
+            .keys
+            .seal(upstream.as_bytes(), data)
+            .map_err(|e| match e {
+                SealError::NoRandomness => CredentialError::Store("no OS randomness".into()),
+                SealError::Refused => CredentialError::Store("sealing failed".into()),
+            })?;
         let text = format!("{MAGIC}{}\n", STANDARD.encode(raw));
         let path = self.path(upstream);
         // Unique per write: replicas sharing a store may all be pid 1.

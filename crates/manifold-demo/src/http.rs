@@ -22,13 +22,14 @@
 //! What not: no resumability (Last-Event-ID is ignored), no auth, no TLS,
 //! no batches. Only `Origin`s on loopback hosts are accepted (DNS rebinding).
 
+use parking_lot::Mutex;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -45,7 +46,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{
-    classify, codes, lock, parse_error, rpc_error, CallContext, DemoConfig, DemoServer, Incoming,
+    classify, codes, parse_error, rpc_error, CallContext, DemoConfig, DemoServer, Incoming,
     Session, TransportKind, SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS,
 };
 
@@ -325,7 +326,7 @@ async fn initialize(state: Arc<State>, incoming: Incoming) -> Response<Body> {
             closed: CancellationToken::new(),
             standalone: Mutex::new(None),
         });
-        lock(&state.sessions).insert(session_id, http_session);
+        state.sessions.lock().insert(session_id, http_session);
     }
     reply
 }
@@ -400,7 +401,7 @@ fn get(state: Arc<State>, headers: &HeaderMap) -> Response<Body> {
         Err(error) => return error.response(),
     };
     let token = http_session.closed.child_token();
-    if let Some(previous) = lock(&http_session.standalone).replace(token.clone()) {
+    if let Some(previous) = http_session.standalone.lock().replace(token.clone()) {
         previous.cancel();
     }
     // Subscribe before answering so nothing sent after the client sees the
@@ -443,7 +444,7 @@ fn delete(state: Arc<State>, headers: &HeaderMap) -> Response<Body> {
         Ok(found) => found,
         Err(error) => return error.response(),
     };
-    if lock(&state.sessions).remove(&id).is_some() {
+    if state.sessions.lock().remove(&id).is_some() {
         http_session.closed.cancel();
         http_session.session.cancel_all();
     }
@@ -474,7 +475,7 @@ fn lookup_session(
 ) -> Result<(String, Arc<HttpSession>), SessionError> {
     let id = headers.get(SESSION_HEADER).ok_or(SessionError::Missing)?;
     let id = id.to_str().map_err(|_| SessionError::Unknown)?;
-    let session = lock(&state.sessions).get(id).cloned();
+    let session = state.sessions.lock().get(id).cloned();
     session
         .map(|session| (id.to_owned(), session))
         .ok_or(SessionError::Unknown)

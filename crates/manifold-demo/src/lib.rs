@@ -36,9 +36,10 @@ pub mod rogue;
 pub mod stdio;
 pub mod tools;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -86,7 +87,7 @@ pub struct DemoConfig {
     /// HTTP: POST bodies over this many bytes get 400 with a null-id error.
     pub bad_request_over: Option<usize>,
     /// List and serve the fault tools (`fail`, `sleep`, `crash`; see
-    /// [`tools::FAULT_TOOLS`]). Tests pass `--faults`; the shipped catalogue has none.
+    /// the registry's fault tools, `tools`). Tests pass `--faults`; the shipped catalogue has none.
     pub faults: bool,
     /// Fault mode: a hung server. `tools/call` (and `notifications/cancelled`) is
     /// taken and never answered: over HTTP the POST stays open unanswered; over
@@ -197,13 +198,6 @@ pub fn parse_error() -> Value {
 /// A notification message (no id).
 pub fn notification(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "method": method, "params": params})
-}
-
-/// Poison-tolerant lock: a panicking request task must not wedge the server.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Map key for a JSON-RPC id. Serialized form keeps `1` and `"1"` distinct.
@@ -418,7 +412,7 @@ struct RemoveOnDrop<'a, T> {
 
 impl<T> Drop for RemoveOnDrop<'_, T> {
     fn drop(&mut self) {
-        lock(self.map).remove(&self.key);
+        self.map.lock().remove(&self.key);
     }
 }
 
@@ -446,7 +440,7 @@ impl Session {
         }
         let token = CancellationToken::new();
         let key = id_key(&id);
-        lock(&self.in_flight).insert(key.clone(), token.clone());
+        self.in_flight.lock().insert(key.clone(), token.clone());
         let _registered = RemoveOnDrop {
             map: &self.in_flight,
             key,
@@ -465,7 +459,7 @@ impl Session {
     pub fn handle_notification(&self, method: &str, params: &Map<String, Value>) {
         if method == "notifications/cancelled" && self.server.config.misbehave.honours_cancel() {
             if let Some(id) = params.get("requestId") {
-                if let Some(token) = lock(&self.in_flight).get(&id_key(id)) {
+                if let Some(token) = self.in_flight.lock().get(&id_key(id)) {
                     token.cancel();
                 }
             }
@@ -476,7 +470,7 @@ impl Session {
     /// Deliver a client's response to the matching server→client request.
     /// Returns false when no such request is pending.
     pub fn handle_response(&self, id: &Value, message: Value) -> bool {
-        let waiter = lock(&self.pending).remove(&id_key(id));
+        let waiter = self.pending.lock().remove(&id_key(id));
         match waiter {
             Some(waiter) => {
                 let _ = waiter.send(message);
@@ -491,10 +485,10 @@ impl Session {
 
     /// Session end: cancel in-flight work and fail pending client requests.
     pub fn cancel_all(&self) {
-        for (_, token) in lock(&self.in_flight).drain() {
+        for (_, token) in self.in_flight.lock().drain() {
             token.cancel();
         }
-        lock(&self.pending).clear();
+        self.pending.lock().clear();
     }
 
     /// Send a server→client request over `ctx.outbound` and await the answer.
@@ -512,7 +506,7 @@ impl Session {
         let id = Value::String(format!("demo-srv-{n}"));
         let (tx, rx) = oneshot::channel();
         let key = id_key(&id);
-        lock(&self.pending).insert(key.clone(), tx);
+        self.pending.lock().insert(key.clone(), tx);
         let _registered = RemoveOnDrop {
             map: &self.pending,
             key,
@@ -535,7 +529,8 @@ impl Session {
     }
 
     fn client_has_capability(&self, name: &str) -> bool {
-        lock(&self.client_capabilities)
+        self.client_capabilities
+            .lock()
             .as_ref()
             .and_then(|caps| caps.get(name))
             .is_some()
@@ -554,7 +549,7 @@ impl Session {
             .and_then(Value::as_str)
             .filter(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(v))
             .unwrap_or(LATEST_PROTOCOL_VERSION);
-        *lock(&self.client_capabilities) = params.get("capabilities").cloned();
+        *self.client_capabilities.lock() = params.get("capabilities").cloned();
         let mut result = Map::new();
         result.insert("protocolVersion".into(), json!(version));
         result.insert(
@@ -680,7 +675,7 @@ fn get_prompt(params: &Map<String, Value>) -> Result<Value, RpcError> {
 fn set_log_level(server: &DemoServer, params: &Map<String, Value>) -> Result<Value, RpcError> {
     match params.get("level").and_then(Value::as_str) {
         Some(level) if manifold_protocol::logging::LogLevel::parse(level).is_some() => {
-            *lock(&server.log_level) = Some(level.to_string());
+            *server.log_level.lock() = Some(level.to_string());
             Ok(json!({}))
         }
         _ => Err(RpcError::invalid_params("Invalid log level")),

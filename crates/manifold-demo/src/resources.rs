@@ -13,7 +13,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{codes, lock, DemoServer, RpcError, DEFAULT_INSTRUCTIONS, README_URI};
+use super::{codes, DemoServer, RpcError, DEFAULT_INSTRUCTIONS, README_URI};
 
 pub(super) const TEMPLATE: &str = "demo://item/{id}";
 /// The `--docs` template.
@@ -74,7 +74,7 @@ pub(super) fn subscription(
     params: &Map<String, Value>,
 ) -> Result<Value, RpcError> {
     let uri = uri_of(params)?.to_string();
-    let mut subscribed = lock(&server.subscribed);
+    let mut subscribed = server.subscribed.lock();
     if method == "resources/subscribe" {
         subscribed.insert(uri);
     } else {
@@ -86,7 +86,7 @@ pub(super) fn subscription(
 /// Whether a subscription to `uri` is in force: a `resources/subscribe`, or an
 /// open listen stream's `resourceSubscriptions`.
 pub(super) fn is_subscribed(server: &DemoServer, uri: &str) -> bool {
-    lock(&server.subscribed).contains(uri) || lock(&server.watched).contains_key(uri)
+    server.subscribed.lock().contains(uri) || server.watched.lock().contains_key(uri)
 }
 
 /// The `resourceSubscriptions` of one open listen stream: counted in while it
@@ -98,7 +98,7 @@ pub(super) struct Watch<'a> {
 
 impl<'a> Watch<'a> {
     pub(super) fn new(server: &'a DemoServer, uris: Vec<String>) -> Watch<'a> {
-        let mut watched = lock(&server.watched);
+        let mut watched = server.watched.lock();
         for u in &uris {
             *watched.entry(u.clone()).or_default() += 1;
         }
@@ -112,7 +112,7 @@ impl<'a> Watch<'a> {
 
 impl Drop for Watch<'_> {
     fn drop(&mut self) {
-        let mut watched = lock(&self.server.watched);
+        let mut watched = self.server.watched.lock();
         for u in &self.uris {
             if let Some(n) = watched.get_mut(u) {
                 *n -= 1;

@@ -26,9 +26,9 @@
 
 use std::sync::Arc;
 
-use manifold_catalog::filter::Glob;
 use manifold_catalog::uri::{canonical, canonical_pattern, UriError};
 use manifold_config::{AllowDeny, PolicyRule};
+use manifold_foundation::glob::Glob;
 
 use crate::identity::Identity;
 

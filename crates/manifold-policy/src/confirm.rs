@@ -9,8 +9,8 @@
 //!
 //! Not here: asking the client (manifold-server).
 
-use manifold_catalog::filter::Glob;
 use manifold_config::{ConfirmSection, WithoutElicitation};
+use manifold_foundation::glob::Glob;
 use serde_json::Value;
 
 /// `[confirm]`, compiled.

@@ -1,22 +1,21 @@
-//! Who is calling, and (later) what they may do. The server asks
-//! [`identity::Authenticator`] for the caller's [`identity::Identity`] in its
-//! admission phase and answers the refusals this crate names.
+//! Who is calling and what they may do: the server's front door asks
+//! [`identity::Authenticator`] for the caller's [`identity::Identity`] before
+//! it reads the body (and answers 401/403 from the [`AuthError`] this crate
+//! names, with its status); the call chain asks the rest:
+//! - who sees and may use which items (`authz`, `[[policy]]`), with the `who`
+//!   grammar shared by every rule (`who`);
+//! - tool arguments against their `inputSchema`, results against their
+//!   `outputSchema` (`validation`);
+//! - which calls a human confirms first (`confirm`, `[confirm]`);
+//! - per-caller rate limits and concurrency caps (`limits`), with the shared
+//!   (Redis) decision behind manifold-foundation's `SharedBuckets`.
 //!
 //! Invariants: no HTTP server code and no knowledge of MCP messages; every
-//! await on a peer (the identity provider's key endpoint) is bounded; tokens and
-//! keys are never logged or kept, only their digests.
+//! await on a peer (the identity provider's key and introspection endpoints)
+//! is bounded; tokens and keys are never logged or kept, only their digests.
 //!
-//! Also: tool arguments checked against their `inputSchema` (`validation`).
-//!
-//! And per-caller rate limits and concurrency caps (`limits`).
-//!
-//! And which calls a human confirms first (`confirm`, `[confirm]`).
-//!
-//! And who sees and may use which items (`authz`, `[[policy]]`), with the
-//! `who` grammar shared by every rule (`who`).
-//!
-//! Not here: the 401/403 responses themselves, or answering a hidden item as an
-//! unknown one (manifold-server).
+//! Not here: the HTTP responses themselves, answering a hidden item as an
+//! unknown one, the order of the checks (manifold-server's call chain).
 
 pub mod authz;
 pub mod confirm;
@@ -30,5 +29,5 @@ pub use confirm::ConfirmRules;
 pub use identity::{
     bearer_token, find_key, hash_key, AuthError, AuthMethod, Authenticator, Identity,
 };
-pub use limits::{Bucket, Limited, Permit, RateLimits};
+pub use limits::{Bucket, Limited, Permit, RateLimits, SharedBuckets};
 pub use validation::{ArgumentValidators, Checks};

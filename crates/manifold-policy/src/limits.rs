@@ -7,29 +7,35 @@
 //! Invariants: a refusal says when to retry (the rate's next free slot, or
 //! [`CONCURRENCY_RETRY`] for a full concurrency cap); a [`Permit`] gives its
 //! concurrency places back when dropped, whatever the call's end; buckets are
-//! per process unless the server decides the rate buckets elsewhere
-//! ([`RateLimits::admit_concurrency`] gives it the [`Bucket`]s; concurrency
-//! caps stay per process).
+//! per process unless they are shared ([`RateLimits::admit_with`] hands the
+//! [`Bucket`]s to a [`SharedBuckets`] decider and falls back to its own when
+//! that cannot decide; concurrency caps stay per process).
 //!
 //! Not here: the refusal itself (the server answers 429 / its JSON-RPC code).
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
-use manifold_catalog::filter::Glob;
 use manifold_config::{BucketKey, RateLimitRule};
+use manifold_foundation::glob::Glob;
+use manifold_foundation::log_budget::LogBudget;
+pub use manifold_foundation::rate::{Bucket, SharedBuckets};
 
 use crate::identity::Identity;
 
 /// What a caller is told to wait when a concurrency cap is full (a call may
 /// end at any moment; there is no schedule to read).
 pub const CONCURRENCY_RETRY: Duration = Duration::from_secs(1);
+/// Warnings per log window about rate decisions made by this process's own
+/// buckets because the shared ones could not decide.
+pub const SHARED_FALLBACKS_LOGGED: u32 = 5;
 
 type Limiter<C> =
     RateLimiter<String, DefaultKeyedStateStore<String>, C, NoOpMiddleware<<C as Clock>::Instant>>;
@@ -69,7 +75,7 @@ pub struct Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         for (map, key) in self.held.drain(..) {
-            let mut m = map.lock().unwrap_or_else(|p| p.into_inner());
+            let mut m = map.lock();
             if let Some(n) = m.get_mut(&key) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
@@ -84,6 +90,8 @@ impl Drop for Permit {
 pub struct RateLimits<C: Clock = DefaultClock> {
     rules: Vec<Rule<C>>,
     clock: C,
+    /// Log budget for decisions made here because the shared buckets could not.
+    fallbacks: LogBudget,
 }
 
 impl RateLimits<DefaultClock> {
@@ -131,7 +139,11 @@ impl<C: Clock + Clone> RateLimits<C> {
                 }
             })
             .collect();
-        RateLimits { rules, clock }
+        RateLimits {
+            rules,
+            clock,
+            fallbacks: LogBudget::new(SHARED_FALLBACKS_LOGGED),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -146,11 +158,40 @@ impl<C: Clock + Clone> RateLimits<C> {
         Ok(permit)
     }
 
+    /// [`RateLimits::admit`], with the rate buckets decided by `shared` (every
+    /// replica's, through Redis) when there is one: one round trip, a place
+    /// in every bucket or in none. When `shared` cannot decide, this
+    /// process's own buckets do, so calls go on with per-process limits (a
+    /// warning says so, within [`SHARED_FALLBACKS_LOGGED`] per window).
+    pub async fn admit_with(
+        &self,
+        caller: &Identity,
+        tool: &str,
+        shared: Option<&dyn SharedBuckets>,
+    ) -> Result<Permit, Limited> {
+        let Some(shared) = shared else {
+            return self.admit(caller, tool);
+        };
+        let (permit, buckets) = self.admit_concurrency(caller, tool)?;
+        match shared.take(&buckets).await {
+            Ok(None) => {}
+            Ok(Some((rule, wait))) => return Err(self.limited(rule, wait)),
+            Err(e) => {
+                if let Some(suppressed) = self.fallbacks.allow() {
+                    tracing::warn!(error = %e, suppressed,
+                        "shared rate limits unavailable; this replica's own buckets decide");
+                }
+                self.check_local(&buckets)?;
+            }
+        }
+        Ok(permit)
+    }
+
     /// The concurrency places of every rule that applies, taken, and the rate
     /// buckets the call still needs a place in: for a caller that decides
     /// those elsewhere (shared by replicas through Redis), falling back to
     /// [`RateLimits::check_local`] when it cannot.
-    pub fn admit_concurrency(
+    fn admit_concurrency(
         &self,
         caller: &Identity,
         tool: &str,
@@ -169,7 +210,7 @@ impl<C: Clock + Clone> RateLimits<C> {
                 BucketKey::Global => String::new(),
             };
             if let Some(cap) = rule.concurrency {
-                let mut m = rule.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                let mut m = rule.in_flight.lock();
                 let n = m.entry(key.clone()).or_insert(0);
                 if *n >= cap {
                     return Err(self.limited(i, CONCURRENCY_RETRY));
@@ -191,7 +232,7 @@ impl<C: Clock + Clone> RateLimits<C> {
     }
 
     /// Takes a place in each of `buckets` in this process's own limiters.
-    pub fn check_local(&self, buckets: &[Bucket]) -> Result<(), Limited> {
+    fn check_local(&self, buckets: &[Bucket]) -> Result<(), Limited> {
         for b in buckets {
             let Some(l) = self.rules.get(b.rule).and_then(|r| r.limiter.as_ref()) else {
                 continue;
@@ -204,7 +245,7 @@ impl<C: Clock + Clone> RateLimits<C> {
     }
 
     /// The refusal of rule `rule`, to retry after `retry_after`.
-    pub fn limited(&self, rule: usize, retry_after: Duration) -> Limited {
+    fn limited(&self, rule: usize, retry_after: Duration) -> Limited {
         Limited {
             rule,
             retry_after,
@@ -215,19 +256,6 @@ impl<C: Clock + Clone> RateLimits<C> {
                 .unwrap_or_default(),
         }
     }
-}
-
-/// A rate bucket a call needs a place in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Bucket {
-    /// The rule's index in the file.
-    pub rule: usize,
-    /// The bucket within the rule: a principal, a group, or empty (global).
-    pub key: String,
-    /// One place comes back every `period`.
-    pub period: Duration,
-    /// Places available at once.
-    pub burst: u32,
 }
 
 #[cfg(test)]

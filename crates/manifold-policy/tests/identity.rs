@@ -6,8 +6,9 @@
 //! against a stand-in provider that counts what it is asked (audience, refresh
 //! tokens, client tokens, refusals kept, the per-second bound).
 
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
@@ -110,7 +111,7 @@ async fn jwks(keys: Vec<Jwk>) -> Result<Jwks> {
                 let _ = s.read(&mut buf).await;
                 f.fetch_add(1, Ordering::SeqCst);
                 let set = JwkSet {
-                    keys: k.lock().map(|k| k.clone()).unwrap_or_default(),
+                    keys: k.lock().clone(),
                 };
                 let body = serde_json::to_string(&set).unwrap_or_default();
                 let resp = format!(
@@ -276,7 +277,7 @@ async fn a_rotated_key_is_fetched_once_and_unknown_kids_cannot_flood_the_issuer(
         .await?;
     // The issuer rotates; a token signed with the new key arrives after the
     // rate-limit window of the start-up fetch.
-    j.keys.lock().map(|mut k| k.push(new.jwk.clone())).ok();
+    j.keys.lock().push(new.jwk.clone());
     tokio::time::sleep(manifold_policy::identity::MIN_REFETCH).await;
     let id = auth
         .authenticate(Some(&bearer(&sign(&new, &claims()))))

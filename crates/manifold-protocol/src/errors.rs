@@ -31,6 +31,36 @@ impl ErrorCode {
     /// Manifold: a `[[rate_limit]]` rule refused the call; `data.retryAfterMs`
     /// says when to try again.
     pub const RATE_LIMITED: ErrorCode = ErrorCode(-32060);
+
+    /// The `code` of an error object (`{"code": …, "message": …}`) as JSON
+    /// text, parsed: never a substring search, so a peer that echoes client
+    /// input in its message cannot steer what Manifold reads. `None` when it
+    /// is not an error object with an integer code.
+    pub fn of_error(error: &str) -> Option<ErrorCode> {
+        #[derive(serde::Deserialize)]
+        struct Code {
+            code: i64,
+        }
+        serde_json::from_str::<Code>(error)
+            .ok()
+            .map(|c| ErrorCode(c.code))
+    }
+
+    /// The `error.code` of a whole JSON-RPC error message as JSON text (see
+    /// [`ErrorCode::of_error`]); `None` for anything else.
+    pub fn of_message(message: &str) -> Option<ErrorCode> {
+        #[derive(serde::Deserialize)]
+        struct Code {
+            code: i64,
+        }
+        #[derive(serde::Deserialize)]
+        struct Message {
+            error: Code,
+        }
+        serde_json::from_str::<Message>(message)
+            .ok()
+            .map(|m| ErrorCode(m.error.code))
+    }
 }
 
 /// A JSON-RPC error object produced by Manifold (upstream errors pass through raw).
@@ -93,3 +123,30 @@ impl std::fmt::Display for RpcError {
 }
 
 impl std::error::Error for RpcError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_are_read_by_parsing_never_by_searching() {
+        assert_eq!(
+            ErrorCode::of_error(r#"{"code":-32021,"message":"m"}"#),
+            Some(ErrorCode::MISSING_CLIENT_CAPABILITY)
+        );
+        assert_eq!(ErrorCode::of_error(r#"{"message":"code: -32021"}"#), None);
+        assert_eq!(ErrorCode::of_error(r#"{"code":"-32021"}"#), None);
+        assert_eq!(
+            ErrorCode::of_message(
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x"}}"#
+            ),
+            Some(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION)
+        );
+        assert_eq!(
+            ErrorCode::of_message(
+                r#"{"jsonrpc":"2.0","id":1,"result":{"text":"\"error\":{\"code\":-32022}"}}"#
+            ),
+            None
+        );
+    }
+}

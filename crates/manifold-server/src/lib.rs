@@ -1,20 +1,24 @@
 //! The downstream side of Manifold: the front doors (the Streamable-HTTP endpoint
 //! for every revision, 2024-11-05 … 2025-11-25 with sessions and 2026-07-28
-//! stateless; the admin listener; the local operator), and the request spine every
-//! request goes through: decode → admit → route → handler → relay → finish.
+//! stateless; stdio; the admin listener; the local operator), and the request
+//! spine every request goes through: decode → admit → route → a handler, or the
+//! call chain (resolve → validate → confirm → limits → credentials → relay →
+//! check output → finish).
 //!
-//! Modules, top to bottom; imports point down only (`tests/architecture.rs`
-//! checks it):
+//! Modules, top to bottom; imports point down only, and no file imports a file
+//! that imports it (`tests/architecture.rs` checks both):
 //!
 //! | layer | modules | what |
 //! |---|---|---|
-//! | runtime | `runtime` | start, serve, catalog upkeep, idle sweep |
-//! | front door | `front` | HTTP endpoint and framing, admin listener, operator |
-//! | pipeline | `pipeline` | the phases in order (`decode`, `admit`, `route`) |
-//! | handlers | `handlers` | one file per method family |
-//! | relay | `relay` | resolve and forward, stream back, the input-required bridge |
-//! | request | `exchange` | the per-request context |
+//! | runtime | `runtime` | start, serve, catalog upkeep, idle sweep, reload |
+//! | front door | `front` | HTTP endpoint and framing, stdio, admin listener, operator |
+//! | pipeline | `pipeline` | the phases in order (`decode`, `admit`, `route`, finish) |
+//! | handlers | `handlers` | what Manifold answers itself, one file per method family |
+//! | call chain | `call` | forwarded requests, one file per step |
+//! | replicas | `replicas` | relays to and from the other replicas (`[cluster] redis`) |
+//! | request | `request` | the per-request context |
 //! | observation | `observe` | a request's metrics and audit record, finished once |
+//! | tracing | `tracectx` | the request's span, the trace context given upstream |
 //! | state | `state` | the `Gateway` and its shared tables |
 //! | values | `reply`, `refusal`, `era` | what a request is answered with, in one table |
 //!
@@ -27,37 +31,33 @@
 //! (manifold-catalog), configuration parsing (manifold-config), the audit writer
 //! (manifold-audit).
 
+mod call;
 mod era;
-mod exchange;
 mod front;
 mod handlers;
 mod observe;
 mod pipeline;
 mod refusal;
-mod relay;
+mod replicas;
 mod reply;
+mod request;
 mod runtime;
 mod state;
 mod tracectx;
 
+pub use call::GATHER_WINDOW;
+pub use call::STEPS as CALL_STEPS;
 pub use front::operator::ToolReply;
 pub use front::sse::SSE_KEEPALIVE;
 pub use handlers::listen::MAX_LISTEN_RESOURCES;
 pub use handlers::surface::{LIST_TTL_MS, SERVER_NAME, SERVER_VERSION};
-pub use relay::input_required::GATHER_WINDOW;
 pub use runtime::{
-    fixed_at_start, ReloadError, ReloadReport, StartError, SESSION_SWEEP_INTERVAL, SHUTDOWN_WAIT,
+    ReloadError, ReloadReport, StartError, SESSION_SWEEP_INTERVAL, SHUTDOWN_WAIT,
     UPSTREAM_EVENT_QUEUE, WATCH_INTERVAL,
 };
+pub use state::learned::LEARNED_URI_CAPACITY;
 pub use state::live::tool_overrides;
-pub use state::ownership::LEARNED_URI_CAPACITY;
 pub use state::sessions::{MAX_PENDING_CLIENT_REQUESTS, SESSION_ID_BYTES};
 pub use state::views::{MAX_CACHED_VIEWS, MAX_CACHED_VIEW_BYTES};
 pub use state::Gateway;
 pub use tracectx::enable_span_export;
-
-/// Locks a mutex, tolerating poison: a panic elsewhere leaves the tables
-/// consistent enough to go on, which beats propagating the panic.
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}

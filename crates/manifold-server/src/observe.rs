@@ -272,7 +272,9 @@ pub(crate) fn outcome_of(o: &CallOutcome) -> Outcome {
             _ => Outcome::Ok,
         },
         CallOutcome::Error(raw) => Outcome::ProtocolError {
-            code: probe(raw).and_then(|p| p.code).unwrap_or(-32603),
+            code: probe(raw)
+                .and_then(|p| p.code)
+                .unwrap_or(manifold_protocol::ErrorCode::INTERNAL_ERROR.0),
         },
         CallOutcome::Failed(e) => upstream_outcome(e),
     }

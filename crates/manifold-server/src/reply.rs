@@ -1,6 +1,6 @@
 //! [`Reply`]: what the pipeline answers a request with — one JSON-RPC message, a
 //! stream of them, or nothing — before any framing. The front door frames it: HTTP
-//! as a JSON body or an SSE stream; a stdio front door would write lines.
+//! as a JSON body or an SSE stream, stdio as lines, the operator as a value.
 //!
 //! Invariants: every message is one complete JSON-RPC text (no SSE `data:`
 //! prefix, no trailing newline); a stream ends when its sender is dropped.
@@ -59,6 +59,14 @@ impl Reply {
     pub(crate) fn empty_stream() -> Reply {
         let (_, rx) = mpsc::channel(1);
         Reply::Stream(rx)
+    }
+
+    /// The message's bytes (none for the other forms).
+    pub(crate) fn into_bytes(self) -> Bytes {
+        match self {
+            Reply::Message { bytes, .. } => bytes,
+            _ => Bytes::new(),
+        }
     }
 
     /// Bytes of the message, 0 for the other forms.

@@ -1,26 +1,81 @@
-//! The server crate's modules import one way, down these layers (the table in
-//! the crate's `//!`): front door → pipeline → handlers → relay → the request
-//! context → shared state → values. A handler never reaches back into the front
-//! door for a response builder, shared state never imports a handler, and the
-//! 2026-07-28 era never calls back into a router. A failure names the import to
-//! move.
+//! The server crate's structure, checked from its sources
+//! (manifold-architecture):
+//! - imports point one way, down the layers of the crate's `//!` table: front
+//!   door → pipeline → handlers → call chain → the request context → shared
+//!   state → values; a handler never reaches back into the front door for a
+//!   response builder, shared state never imports a handler;
+//! - no file imports a file that imports it back, directly or through others;
+//! - the call chain (`src/call/`) is one file per step, and every function of
+//!   it calls its steps in the order of [`CALL_STEPS`], which the docs show;
+//! - an observation is finished in two places only: the pipeline (answers made
+//!   on the request's own task) and the chain's `finish` (answers that arrive
+//!   later);
+//! - no JSON-RPC error number is written outside the refusal table.
+//!
+//! A failure names the file and the import (or call) to move.
 
-const LAYERS: manifold_testkit::architecture::Layers = &[
+use manifold_server::CALL_STEPS;
+use std::path::{Path, PathBuf};
+
+const LAYERS: manifold_architecture::Layers = &[
     &["runtime"],
     &["front"],
     &["pipeline"],
     &["handlers"],
-    &["relay"],
-    &["exchange"],
+    &["call"],
+    &["replicas"],
+    &["request"],
     &["observe"],
     &["tracectx"],
     &["state"],
     &["reply", "refusal", "era"],
 ];
 
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
 #[test]
-fn imports_point_down_the_layers() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let problems = manifold_testkit::architecture::check(&src, LAYERS);
+fn imports_point_down_the_layers_and_no_file_imports_one_that_imports_it() {
+    let problems = manifold_architecture::check(&src(), LAYERS);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_call_chain_runs_its_steps_in_the_documented_order() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let architecture = root.join("docs/architecture.md");
+    let pipeline = src().join("pipeline/README.md");
+    let chain = src().join("call/mod.rs");
+    let docs = [
+        (architecture.as_path(), "docs/architecture.md"),
+        (pipeline.as_path(), "src/pipeline/README.md"),
+        (chain.as_path(), "src/call/mod.rs"),
+    ];
+    let problems = manifold_architecture::chain(&src(), "call", &CALL_STEPS, &["context"], &docs);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn observations_are_finished_in_two_places() {
+    let sites = manifold_architecture::calls(&src(), ".finish(");
+    let files: Vec<&str> = sites
+        .iter()
+        .map(|s| s.split(':').next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        files,
+        ["call/finish.rs", "pipeline/mod.rs"],
+        "an observation is finished by the pipeline or the call chain's finish, once each: {sites:?}"
+    );
+}
+
+#[test]
+fn no_json_rpc_error_number_outside_the_refusal_table() {
+    let found = manifold_architecture::numbers(&src(), &[]);
+    assert!(
+        found.is_empty(),
+        "use manifold_protocol::ErrorCode or a refusal:\n{}",
+        found.join("\n")
+    );
 }

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use crate::connection::{Connection, Launched};
 use crate::message::{CallEvent, CallOutcome};
 use crate::transport::Driver;
-use crate::{Caller, ExtraHeaders, UpstreamError};
+use crate::{ClientFacts, ExtraHeaders, UpstreamError};
 
 /// One request in flight.
 pub(crate) struct Attempt {
@@ -41,7 +41,7 @@ impl Attempt {
         params: Option<serde_json::Map<String, serde_json::Value>>,
         headers: ExtraHeaders,
         timeout: Duration,
-        caller: Option<&Caller>,
+        caller: Option<&ClientFacts>,
     ) -> Result<Attempt, UpstreamError> {
         let l = conn
             .launch(method, params, headers, timeout, caller)

@@ -1,6 +1,6 @@
 //! [`Call`]: a request in flight to an upstream, as the gateway sees it — a stream
 //! of related notifications and server→client requests, then exactly one outcome.
-//! For a legacy caller of a modern upstream it hides the `InputRequiredResult`
+//! For a session-era caller of a 2026-07-28 upstream it hides the `InputRequiredResult`
 //! rounds behind ordinary server→client requests (see `input_bridge`).
 //!
 //! Dropping a [`Call`] before its outcome cancels the request upstream: nobody is
@@ -9,7 +9,6 @@
 //! Not here: sending and reading (`connection`, the transports), one request's
 //! lifecycle (`attempt`).
 
-use manifold_protocol::ErrorCode;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,13 +16,13 @@ use std::time::Duration;
 use crate::attempt::Attempt;
 use crate::connection::Connection;
 use crate::input_bridge::{self, Bridge};
-use crate::message::{CallEvent, CallOutcome};
-use crate::{Caller, ExtraHeaders, UpstreamError};
+use crate::message::{CallEvent, CallOutcome, NotRelayed};
+use crate::{ClientFacts, ExtraHeaders, UpstreamError};
 
 /// A request in flight.
 pub struct Call {
     attempt: Attempt,
-    /// Set for a legacy caller's call to a modern upstream (see `input_bridge`).
+    /// Set for a session-era caller's call to a 2026-07-28 upstream (see `input_bridge`).
     bridge: Option<Box<Bridge>>,
 }
 
@@ -35,10 +34,10 @@ impl Call {
         params: Option<Map<String, Value>>,
         headers: ExtraHeaders,
         timeout: Duration,
-        caller: Option<&Caller>,
+        caller: Option<&ClientFacts>,
     ) -> Result<Call, UpstreamError> {
         let bridge = match caller {
-            Some(c) if c.bridge_input && conn.is_modern() && input_bridge::applies(method) => {
+            Some(c) if c.bridge_input && conn.is_stateless() && input_bridge::applies(method) => {
                 Some(Box::new(Bridge::new(
                     method,
                     params.clone().unwrap_or_default(),
@@ -70,16 +69,7 @@ impl Call {
                 CallEvent::Done(outcome) => return outcome,
                 CallEvent::Request {
                     method, responder, ..
-                } => {
-                    responder
-                        .refuse(
-                            ErrorCode::METHOD_NOT_FOUND,
-                            &format!(
-                                "{method} is not available for a request Manifold makes itself"
-                            ),
-                        )
-                        .await
-                }
+                } => responder.refuse(NotRelayed::OwnRequest { method }).await,
                 // A log message the upstream tied to this call still reaches
                 // the clients that listen for logs.
                 CallEvent::Notification(msg) => self.attempt.conn.wire.router.unrouted(msg),
@@ -129,12 +119,7 @@ pub(crate) async fn request(
             CallEvent::Request {
                 responder, method, ..
             } => {
-                responder
-                    .refuse(
-                        ErrorCode::METHOD_NOT_FOUND,
-                        &format!("{method} is not available during setup"),
-                    )
-                    .await;
+                responder.refuse(NotRelayed::DuringSetup { method }).await;
             }
             CallEvent::Notification(_) => {}
         }

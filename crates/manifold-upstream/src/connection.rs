@@ -1,7 +1,7 @@
 //! [`Connection`]: one live connection to an upstream (a child process or an HTTP
 //! session) — the [`Wire`] its calls share and the [`Transport`] that moves its
 //! bytes. It turns a request into a message (id and progress token minted by the
-//! router; for a modern upstream the per-request `_meta`) and sends it.
+//! router; for a 2026-07-28 upstream the per-request `_meta`) and sends it.
 //!
 //! Invariants: nothing is sent on a closed connection; a request whose send fails
 //! leaves nothing registered.
@@ -21,7 +21,7 @@ use crate::message::{CallEvent, CallOutcome};
 use crate::router::Router;
 use crate::transport::{self, Driver, Ended, Outgoing, Transport};
 use crate::wire::{request_meta, Wire};
-use crate::{Caller, ExtraHeaders, UpstreamError};
+use crate::{ClientFacts, ExtraHeaders, UpstreamError};
 
 /// A live connection to an upstream.
 pub(crate) struct Connection {
@@ -76,8 +76,8 @@ impl Connection {
     }
 
     /// Whether this connection speaks the stateless era (decided by the probe).
-    pub(crate) fn is_modern(&self) -> bool {
-        self.wire.is_modern()
+    pub(crate) fn is_stateless(&self) -> bool {
+        self.wire.is_stateless()
     }
 
     /// Sends a notification or response upstream, best effort.
@@ -115,7 +115,7 @@ impl Connection {
     }
 
     /// Sends one request upstream. `params` is forwarded as given, except the
-    /// progress token and, for a modern upstream, the `_meta` that describes
+    /// progress token and, for a 2026-07-28 upstream, the `_meta` that describes
     /// `caller`.
     pub(crate) async fn launch(
         &self,
@@ -123,7 +123,7 @@ impl Connection {
         params: Option<Map<String, Value>>,
         headers: ExtraHeaders,
         timeout: Duration,
-        caller: Option<&Caller>,
+        caller: Option<&ClientFacts>,
     ) -> Result<Launched, UpstreamError> {
         if self.wire.closed.is_cancelled() {
             return Err(UpstreamError::unavailable(
@@ -140,7 +140,7 @@ impl Connection {
             .wire
             .protocol_version
             .get()
-            .filter(|_| self.is_modern())
+            .filter(|_| self.is_stateless())
         {
             // The upstream keeps no state: every request says who asks and how.
             let p = params.get_or_insert_with(Map::new);

@@ -3,11 +3,11 @@
 //!
 //! Era: unless the config pins one, Manifold first sends `server/discover` the
 //! 2026-07-28 way (`_meta` and headers). Only a discover result that lists a
-//! stateless revision Manifold speaks makes the upstream modern; any other answer
+//! stateless revision Manifold speaks makes the upstream stateless; any other answer
 //! (an error of any code, an HTTP error, a result of another shape, silence for
 //! [`PROBE_TIMEOUT`](crate::PROBE_TIMEOUT)) falls back to `initialize`. A dual-era
 //! server commits a stdio connection to the era of its first answer, so nothing is
-//! sent after a successful probe but modern requests.
+//! sent after a successful probe but stateless requests.
 //!
 //! Manifold declares to upstreams the client capabilities it can relay to the
 //! calling client (`sampling`, `elicitation`); a client that lacks one gets the
@@ -26,6 +26,7 @@ use crate::wire::request_meta;
 use crate::{ServerFacts, UpstreamError, UpstreamProtocol};
 use manifold_protocol::methods::{self as m, meta};
 use manifold_protocol::version;
+use manifold_protocol::ErrorCode;
 
 /// Finds the upstream's era (as configured, or probed) and sets the session up.
 pub(crate) async fn establish(
@@ -33,8 +34,8 @@ pub(crate) async fn establish(
     protocol: UpstreamProtocol,
 ) -> Result<ServerFacts, UpstreamError> {
     match protocol {
-        UpstreamProtocol::Legacy => initialize(session).await,
-        UpstreamProtocol::Modern => match probe(session).await? {
+        UpstreamProtocol::Session => initialize(session).await,
+        UpstreamProtocol::Stateless => match probe(session).await? {
             Ok(facts) => Ok(facts),
             Err(why) => Err(UpstreamError::protocol(
                 session.wire.upstream(),
@@ -52,20 +53,20 @@ pub(crate) async fn establish(
     }
 }
 
-/// Sends `server/discover`. `Ok(Ok(facts))`: a modern upstream (the session now
+/// Sends `server/discover`. `Ok(Ok(facts))`: a 2026-07-28 upstream (the session now
 /// speaks 2026-07-28). `Ok(Err(why))`: it is not one. `Err`: it cannot be reached.
 ///
-/// An `UnsupportedProtocolVersionError` (-32022) is a modern answer: the probe is
+/// An `UnsupportedProtocolVersionError` (-32022) is a 2026-07-28 answer: the probe is
 /// sent once more with a revision from its `supported` list that Manifold speaks.
 async fn probe(session: &Arc<Connection>) -> Result<Result<ServerFacts, String>, UpstreamError> {
-    let mut asking = version::LATEST_MODERN;
+    let mut asking = version::LATEST_STATELESS;
     for _ in 0..PROBE_ATTEMPTS {
         match discover(session, asking).await? {
             Discovered::Result(result) => return Ok(facts_of(session, &result)),
             // Once more, even with the same revision: a server may refuse a
             // request for a reason it fixes by itself (a restart mid-probe).
             Discovered::Retry(v) => asking = v,
-            Discovered::NotModern(why) => return Ok(Err(why)),
+            Discovered::NotStateless(why) => return Ok(Err(why)),
         }
     }
     Ok(Err(
@@ -80,7 +81,7 @@ enum Discovered {
     Result(Map<String, Value>),
     /// -32022 naming a stateless revision Manifold speaks.
     Retry(&'static str),
-    NotModern(String),
+    NotStateless(String),
 }
 
 async fn discover(session: &Arc<Connection>, asking: &str) -> Result<Discovered, UpstreamError> {
@@ -109,12 +110,13 @@ async fn discover(session: &Arc<Connection>, asking: &str) -> Result<Discovered,
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default();
-            let ours = version::MODERN_SUPPORTED
+            let ours = version::STATELESS_SUPPORTED
                 .iter()
                 .find(|v| supported.iter().any(|s| s.as_str() == Some(**v)));
-            return Ok(match (err.get("code").and_then(Value::as_i64), ours) {
-                (Some(-32022), Some(v)) => Discovered::Retry(v),
-                _ => Discovered::NotModern(format!(
+            let code = ErrorCode::of_error(raw.get());
+            return Ok(match (code, ours) {
+                (Some(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION), Some(v)) => Discovered::Retry(v),
+                _ => Discovered::NotStateless(format!(
                     "server/discover answered the error {}",
                     raw.get()
                 )),
@@ -122,7 +124,7 @@ async fn discover(session: &Arc<Connection>, asking: &str) -> Result<Discovered,
         }
         CallOutcome::Failed(e) if e.is_unavailable() => return Err(e),
         CallOutcome::Failed(e) => {
-            return Ok(Discovered::NotModern(format!(
+            return Ok(Discovered::NotStateless(format!(
                 "server/discover failed: {e}"
             )))
         }
@@ -130,7 +132,9 @@ async fn discover(session: &Arc<Connection>, asking: &str) -> Result<Discovered,
     Ok(
         match serde_json::from_str::<Map<String, Value>>(raw.get()) {
             Ok(result) => Discovered::Result(result),
-            Err(_) => Discovered::NotModern("the server/discover result is not an object".into()),
+            Err(_) => {
+                Discovered::NotStateless("the server/discover result is not an object".into())
+            }
         },
     )
 }
@@ -142,7 +146,7 @@ fn facts_of(session: &Connection, result: &Map<String, Value>) -> Result<ServerF
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let Some(chosen) = version::MODERN_SUPPORTED
+    let Some(chosen) = version::STATELESS_SUPPORTED
         .iter()
         .find(|v| offered.contains(v))
     else {
@@ -184,7 +188,7 @@ pub(crate) async fn initialize(session: &Arc<Connection>) -> Result<ServerFacts,
         .and_then(Value::as_str)
         .ok_or_else(|| UpstreamError::protocol(&name, "initialize result has no protocolVersion"))?
         .to_string();
-    if !manifold_protocol::version::is_supported_legacy(&version) {
+    if !manifold_protocol::version::is_supported_session(&version) {
         return Err(UpstreamError::protocol(
             &name,
             format!("it answered protocol version {version}, which Manifold does not speak"),
@@ -209,7 +213,7 @@ pub(crate) async fn initialize(session: &Arc<Connection>) -> Result<ServerFacts,
 }
 
 /// Fetches every page of every list the upstream declared.
-/// The lists, and how long they may be kept: the shortest `ttlMs` a modern
+/// The lists, and how long they may be kept: the shortest `ttlMs` a stateless
 /// upstream gave (never below [`MIN_LIST_TTL`](crate::MIN_LIST_TTL)); `None` when
 /// only `list_changed` ends them.
 pub(crate) async fn fetch_lists(

@@ -1,6 +1,6 @@
-//! Legacy client ↔ modern upstream: a 2026-07-28 upstream asks for client input
+//! Session-era client ↔ 2026-07-28 upstream: a 2026-07-28 upstream asks for client input
 //! with an `InputRequiredResult` instead of a server→client request. For a caller
-//! that speaks the legacy era, the call turns each `inputRequests` entry into a
+//! that speaks the session era, the call turns each `inputRequests` entry into a
 //! [`CallEvent::Request`] (which the gateway relays to the client like any
 //! upstream request), collects the answers under the same keys, and sends the
 //! request again with a new id, `inputResponses` and the `requestState` exactly
@@ -13,7 +13,7 @@
 //! refusal).
 //!
 //! Not here: relaying the questions to the client (manifold-server), and the
-//! other direction, a 2026-07-28 client of a legacy upstream (manifold-server
+//! other direction, a 2026-07-28 client of a session-era upstream (manifold-server
 //! `relay/input_required.rs`).
 
 use manifold_protocol::methods as m;
@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 
 use crate::attempt::Attempt;
 use crate::message::{CallEvent, CallOutcome, InputAnswer, Responder};
-use crate::{Caller, ExtraHeaders, UpstreamError, MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS};
+use crate::{ClientFacts, ExtraHeaders, UpstreamError, MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS};
 
 /// The methods on which a 2026-07-28 server may answer `InputRequiredResult`.
 pub(crate) fn applies(method: &str) -> bool {
@@ -37,7 +37,7 @@ pub(crate) struct Bridge {
     /// The request as the caller made it, resent on every round.
     params: Map<String, Value>,
     headers: ExtraHeaders,
-    caller: Caller,
+    caller: ClientFacts,
     rounds: usize,
     /// Questions of this round not yet handed to the caller.
     queued: VecDeque<CallEvent>,
@@ -55,7 +55,7 @@ impl Bridge {
         method: &str,
         params: Map<String, Value>,
         headers: ExtraHeaders,
-        caller: Caller,
+        caller: ClientFacts,
     ) -> Bridge {
         Bridge {
             method: method.to_string(),

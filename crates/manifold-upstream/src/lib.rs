@@ -5,10 +5,10 @@
 //! upstream, until their `ttlMs` runs out, restarts it with capped exponential
 //! backoff when it dies, and publishes its health.
 //!
-//! A 2026-07-28 (modern) upstream gets per-request `_meta` (the revision, the
+//! A 2026-07-28 (stateless) upstream gets per-request `_meta` (the revision, the
 //! capabilities of the client the request is made for, Manifold's client info),
 //! one `subscriptions/listen` kept open for its `list_changed` and resource
-//! updates, and, for a legacy caller, its `InputRequiredResult`s turned into
+//! updates, and, for a session-era caller, its `InputRequiredResult`s turned into
 //! server→client requests and retried (see `input_bridge`).
 //!
 //! Calls do not queue behind the actor: a [`Call`] goes straight to the live
@@ -19,7 +19,8 @@
 //! Modules, top to bottom (imports point down only; `tests/architecture.rs` checks):
 //! `upstream` (the handle and actor) → `handshake`, `listen` → `call` →
 //! `input_bridge` → `attempt` → `connection` → `transport` (the one seam: stdio,
-//! HTTP) → `wire` → `router` → `message` → `error`. Items of this root file are
+//! HTTP) → `probe` (the era check's messages) → `wire` → `router` → `message`
+//! → `error`. Items of this root file are
 //! shared by all.
 //!
 //! Invariants: a dead or hanging upstream never blocks another (each has its own
@@ -37,7 +38,7 @@ mod handshake;
 mod input_bridge;
 mod listen;
 mod message;
-mod noise;
+mod probe;
 mod router;
 mod transport;
 mod upstream;
@@ -46,8 +47,8 @@ mod wire;
 pub use call::Call;
 pub use error::UpstreamError;
 pub use manifold_config::UpstreamProtocol;
-pub use message::{Answer, CallEvent, CallOutcome, Responder};
-pub use noise::{Noise, GARBAGE_LINES_PER_WINDOW, NOISE_WINDOW, STDERR_LINES_PER_WINDOW};
+pub use manifold_foundation::log_budget::LOG_WINDOW;
+pub use message::{Answer, CallEvent, CallOutcome, NotRelayed, Responder};
 pub use upstream::{State, Upstream, UpstreamStatus};
 
 use serde_json::{Map, Value};
@@ -70,9 +71,9 @@ pub const BACKOFF_RESET_AFTER: std::time::Duration = std::time::Duration::from_s
 /// Longest wait for the answer to the `server/discover` probe (or the upstream's
 /// timeout, if shorter) before falling back to `initialize`.
 pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-/// A modern upstream's `subscriptions/listen` stream is reopened after this long.
+/// A 2026-07-28 upstream's `subscriptions/listen` stream is reopened after this long.
 pub const LISTEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
-/// Shortest time a modern upstream's lists are kept, whatever `ttlMs` it gives (a
+/// Shortest time a 2026-07-28 upstream's lists are kept, whatever `ttlMs` it gives (a
 /// `ttlMs` of 0 would otherwise mean refetching on every client request).
 pub const MIN_LIST_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 /// At most one refetch of an upstream's lists per this window: a `list_changed`
@@ -86,21 +87,27 @@ pub const LIVENESS_FAILURES: usize = 2;
 /// is dropped and logged, and never holds up a caller (cancellations are sent in
 /// the background).
 pub const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-/// Rounds of `InputRequiredResult` bridged for one legacy client's call before
+/// Rounds of `InputRequiredResult` bridged for one session-era client's call before
 /// Manifold gives up on an upstream that keeps asking.
 pub const MAX_INPUT_ROUNDS: usize = 16;
 /// Questions (`inputRequests` entries) one round may carry.
 pub const MAX_INPUT_REQUESTS: usize = 16;
+/// Lines about garbage from one upstream (not JSON-RPC, not UTF-8, over
+/// `limits.max_message_bytes`) logged per [`LOG_WINDOW`]: a broken or hostile
+/// upstream cannot flood the gateway's log (the rest are counted).
+pub const GARBAGE_LINES_PER_WINDOW: u32 = 10;
+/// Lines of one child's stderr logged per [`LOG_WINDOW`].
+pub const STDERR_LINES_PER_WINDOW: u32 = 200;
 
-/// On whose behalf a request is made; what a modern upstream is told about the
+/// On whose behalf a request is made; what a 2026-07-28 upstream is told about the
 /// client, and what the call may do for it.
 #[derive(Debug, Clone, Default)]
-pub struct Caller {
+pub struct ClientFacts {
     /// The downstream client's capabilities (`_meta` clientCapabilities).
     pub capabilities: Map<String, Value>,
     /// The log level the client asked for, if any (`_meta` logLevel).
     pub log_level: Option<String>,
-    /// The client speaks the legacy era: a modern upstream's
+    /// The client speaks the session era: a 2026-07-28 upstream's
     /// `InputRequiredResult` becomes [`CallEvent::Request`]s whose answers are
     /// sent back in a retry, instead of being returned as the result.
     pub bridge_input: bool,
@@ -135,17 +142,11 @@ pub struct ServerFacts {
 
 impl ServerFacts {
     /// Whether the upstream speaks the stateless era.
-    pub fn is_modern(&self) -> bool {
-        manifold_protocol::version::is_supported_modern(&self.protocol_version)
+    pub fn is_stateless(&self) -> bool {
+        manifold_protocol::version::is_supported_stateless(&self.protocol_version)
     }
 }
 
 /// Extra HTTP headers for one forwarded request (`Mcp-Method`, `Mcp-Name`,
 /// `Mcp-Param-*`). stdio upstreams ignore them.
 pub type ExtraHeaders = Vec<(String, String)>;
-
-/// Locks a mutex, tolerating poison: a panic elsewhere leaves the tables consistent
-/// enough to fail calls cleanly, which beats propagating the panic.
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}

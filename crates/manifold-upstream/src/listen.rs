@@ -1,4 +1,4 @@
-//! The one `subscriptions/listen` Manifold keeps open to each modern upstream.
+//! The one `subscriptions/listen` Manifold keeps open to each 2026-07-28 upstream.
 //!
 //! It asks for the `list_changed` kinds the upstream declared (`listChanged` in
 //! its capabilities) and, when it declared `resources.subscribe`, for the resource
@@ -21,7 +21,7 @@ use tokio::sync::watch;
 
 use crate::call::Call;
 use crate::connection::Connection;
-use crate::message::{CallEvent, CallOutcome};
+use crate::message::{CallEvent, CallOutcome, NotRelayed};
 use crate::{ServerFacts, LISTEN_TIMEOUT};
 
 /// Delay before reopening a listen that failed; doubles up to [`RETRY_MAX`].
@@ -116,7 +116,7 @@ async fn run(
                         }
                     }
                     CallEvent::Request { responder, method, .. } => {
-                        responder.refuse(manifold_protocol::ErrorCode::METHOD_NOT_FOUND, &format!("{method} is not answered on a subscription stream")).await;
+                        responder.refuse(NotRelayed::OnSubscription { method }).await;
                     }
                     CallEvent::Done(outcome) => {
                         // A final result ends it normally; anything else is a failure.

@@ -1,6 +1,7 @@
 //! What a request in flight yields to the gateway: [`CallEvent`]s (notifications
 //! and server→client requests tied to it), then one [`CallOutcome`]; and the
-//! [`Responder`] that answers a server→client request.
+//! [`Responder`] that answers a server→client request, refusing with a reason
+//! from one table ([`NotRelayed`]).
 //!
 //! Invariants: results and errors stay the upstream's bytes ([`RawValue`]); a
 //! responder answers exactly once (it is consumed).
@@ -66,7 +67,7 @@ impl std::fmt::Debug for dyn Outbound {
 pub(crate) type InputAnswer = (String, Result<Box<RawValue>, Box<RawValue>>);
 
 /// Answers one server→client request: back to the upstream that sent it (with
-/// that upstream's own id), or, for a question bridged from a modern upstream's
+/// that upstream's own id), or, for a question bridged from a 2026-07-28 upstream's
 /// `InputRequiredResult`, into the call's next retry.
 #[derive(Debug)]
 pub struct Responder {
@@ -139,10 +140,82 @@ impl Responder {
         }
     }
 
-    /// Refuses the request with a JSON-RPC error.
-    pub async fn refuse(self, code: manifold_protocol::ErrorCode, message: &str) {
-        let err = serde_json::json!({"code": code.0, "message": message}).to_string();
+    /// Refuses the request with the JSON-RPC error the table gives `why`.
+    pub async fn refuse(self, why: NotRelayed) {
+        let err = serde_json::json!({"code": why.code().0, "message": why.to_string()}).to_string();
         let raw = RawValue::from_string(err).unwrap_or_else(|_| RawValue::NULL.to_owned());
         self.respond(Err(raw)).await;
+    }
+}
+
+/// Why a request an upstream sent (sampling, elicitation, roots) is answered
+/// by Manifold with an error instead of by a client: the one table of those
+/// answers, each with its JSON-RPC code ([`NotRelayed::code`]) and message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotRelayed {
+    /// Manifold's own request (a handshake, a list fetch, a subscription).
+    #[error("{method} is not available during setup")]
+    DuringSetup { method: String },
+    #[error("{method} is not available for a request Manifold makes itself")]
+    OwnRequest { method: String },
+    #[error("{method} is not answered on a subscription stream")]
+    OnSubscription { method: String },
+    /// Outside any call: there is no one client to ask.
+    #[error("{method} is only relayed during a call, to the client that made it")]
+    OutsideCall { method: String },
+    /// The call's client takes one JSON answer, not a stream it could be asked on.
+    #[error("{method}: the client did not accept an SSE response, so it cannot be asked")]
+    NoStream { method: String },
+    #[error("{method}: the client that made this call has disconnected")]
+    ClientGone { method: String },
+    /// A stdio client closed its input: it can no longer answer.
+    #[error("the client closed its input")]
+    ClientClosedInput,
+    /// A 2026-07-28 client is asked with an `InputRequiredResult`, which
+    /// cannot follow a response that already streams.
+    #[error("{method} cannot reach a 2026-07-28 client after its response started streaming")]
+    AfterStreamStarted { method: String },
+    #[error(
+        "the client did not declare the `{capability}` capability, so {method} cannot be relayed"
+    )]
+    MissingCapability { capability: String, method: String },
+    /// A 2026-07-28 client's round: one of its questions needs a capability
+    /// the client lacks, so none is asked.
+    #[error("the client lacks a required capability")]
+    RoundMissesCapability,
+    #[error("too many requests are waiting for this client's answers")]
+    TooManyPending,
+    #[error("the call already ended")]
+    CallEnded,
+    #[error("too many calls are waiting for client input")]
+    HeldCallsFull,
+    #[error("too many calls of this principal are waiting for client input")]
+    HeldCallsFullForPrincipal,
+    #[error("the client's retry carried no response for this input request")]
+    NoResponseInRetry,
+}
+
+impl NotRelayed {
+    /// The JSON-RPC code of the answer.
+    pub fn code(&self) -> manifold_protocol::ErrorCode {
+        use manifold_protocol::ErrorCode;
+        use NotRelayed::*;
+        match self {
+            DuringSetup { .. }
+            | OwnRequest { .. }
+            | OnSubscription { .. }
+            | OutsideCall { .. }
+            | NoStream { .. }
+            | AfterStreamStarted { .. }
+            | MissingCapability { .. } => ErrorCode::METHOD_NOT_FOUND,
+            RoundMissesCapability => ErrorCode::MISSING_CLIENT_CAPABILITY,
+            NoResponseInRetry => ErrorCode::INVALID_PARAMS,
+            ClientGone { .. }
+            | ClientClosedInput
+            | TooManyPending
+            | CallEnded
+            | HeldCallsFull
+            | HeldCallsFullForPrincipal => ErrorCode::INTERNAL_ERROR,
+        }
     }
 }

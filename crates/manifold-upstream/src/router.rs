@@ -8,20 +8,21 @@
 //! - A message reaches at most one call. Server→client requests and log messages that
 //!   carry no routing key go to the call they arrived with (HTTP: the POST's stream;
 //!   stdio: the only call in flight), else to the gateway, never broadcast.
-//! - The `std::sync::Mutex` guards are never held across `.await`.
+//! - The lock guards are never held across `.await`.
 //!
 //! Not here: parsing what arrives (`wire`), reading or writing bytes (the
 //! transports), timeouts (`attempt`).
 
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::message::{CallEvent, CallOutcome, Responder};
-use crate::noise::{Noise, GARBAGE_LINES_PER_WINDOW};
-use crate::{lock, UpstreamError, UpstreamEvent};
+use crate::GARBAGE_LINES_PER_WINDOW;
+use crate::{UpstreamError, UpstreamEvent};
+use manifold_foundation::log_budget::LogBudget;
 
 /// Messages buffered per call between the upstream reader and the downstream writer.
 /// Progress beyond this is dropped (with a warning) rather than stalling the upstream
@@ -48,7 +49,10 @@ pub(crate) struct Router {
     /// call: it neither counts as in flight nor claims unaddressed messages.
     listen: AtomicU64,
     /// Log budget for what a broken upstream sends (garbage, floods).
-    pub(crate) noise: Noise,
+    pub(crate) noise: LogBudget,
+    /// Responses that came after their call had ended (cancelled, timed out):
+    /// dropped, counted.
+    late: AtomicU64,
 }
 
 /// What the router needs from the receiving end of a new call.
@@ -100,7 +104,8 @@ impl Router {
             gateway,
             refresh,
             listen: AtomicU64::new(0),
-            noise: Noise::new(GARBAGE_LINES_PER_WINDOW),
+            noise: LogBudget::new(GARBAGE_LINES_PER_WINDOW),
+            late: AtomicU64::new(0),
         }
     }
 
@@ -129,7 +134,7 @@ impl Router {
         let (etx, erx) = mpsc::channel(CALL_EVENT_QUEUE);
         let (dtx, drx) = oneshot::channel();
         {
-            let mut calls = lock(&self.calls);
+            let mut calls = self.calls.lock();
             if calls.len() >= self.max_pending {
                 return Err(UpstreamError::Busy {
                     upstream: self.upstream.to_string(),
@@ -137,7 +142,7 @@ impl Router {
                 });
             }
             if let Some((ours, _)) = &token {
-                lock(&self.tokens).insert(ours.clone(), id);
+                self.tokens.lock().insert(ours.clone(), id);
             }
             calls.insert(
                 id,
@@ -157,11 +162,11 @@ impl Router {
 
     /// Forgets a call (cancelled, timed out or dropped). True if it was in flight.
     pub(crate) fn forget(&self, id: u64) -> bool {
-        let slot = lock(&self.calls).remove(&id);
+        let slot = self.calls.lock().remove(&id);
         match slot {
             Some(s) => {
                 if let Some((t, _)) = s.token {
-                    lock(&self.tokens).remove(&t);
+                    self.tokens.lock().remove(&t);
                 }
                 true
             }
@@ -170,12 +175,17 @@ impl Router {
     }
 
     pub(crate) fn is_pending(&self, id: u64) -> bool {
-        lock(&self.calls).contains_key(&id)
+        self.calls.lock().contains_key(&id)
+    }
+
+    /// Responses dropped because their call had already ended.
+    pub(crate) fn late_responses(&self) -> u64 {
+        self.late.load(Ordering::Relaxed)
     }
 
     pub(crate) fn in_flight(&self) -> usize {
         let listen = self.listen.load(Ordering::Relaxed);
-        let calls = lock(&self.calls);
+        let calls = self.calls.lock();
         calls.len() - usize::from(calls.contains_key(&listen))
     }
 
@@ -183,7 +193,7 @@ impl Router {
     /// unaddressed server→client request belongs.
     pub(crate) fn sole_call(&self) -> Option<u64> {
         let listen = self.listen.load(Ordering::Relaxed);
-        let calls = lock(&self.calls);
+        let calls = self.calls.lock();
         let mut clients = calls.keys().filter(|id| **id != listen);
         match (clients.next(), clients.next()) {
             (Some(id), None) => Some(*id),
@@ -195,21 +205,22 @@ impl Router {
     pub(crate) fn complete(&self, id: &Value, outcome: CallOutcome) {
         let Some(id) = id.as_u64() else {
             // A null id answers a request the upstream could not parse or place (a
-            // legacy server refusing the era probe does this).
+            // session-era server refusing the era probe does this).
             tracing::debug!(upstream = %self.upstream, %id, "response with an id Manifold never sent; dropped");
             return;
         };
-        let slot = lock(&self.calls).remove(&id);
+        let slot = self.calls.lock().remove(&id);
         match slot {
             Some(mut s) => {
                 if let Some((t, _)) = s.token.take() {
-                    lock(&self.tokens).remove(&t);
+                    self.tokens.lock().remove(&t);
                 }
                 if let Some(done) = s.done.take() {
                     let _ = done.send(outcome);
                 }
             }
             None => {
+                self.late.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(upstream = %self.upstream, id, "late response for a finished call; dropped")
             }
         }
@@ -222,8 +233,8 @@ impl Router {
 
     /// Fails every call: the connection is gone.
     pub(crate) fn fail_all(&self, err: &UpstreamError) {
-        let drained: Vec<Slot> = lock(&self.calls).drain().map(|(_, s)| s).collect();
-        lock(&self.tokens).clear();
+        let drained: Vec<Slot> = self.calls.lock().drain().map(|(_, s)| s).collect();
+        self.tokens.lock().clear();
         for mut s in drained {
             if let Some(done) = s.done.take() {
                 let _ = done.send(CallOutcome::Failed(err.clone()));
@@ -235,7 +246,7 @@ impl Router {
     // not an error type, so its size does not matter.
     #[allow(clippy::result_large_err)]
     fn deliver(&self, id: u64, event: CallEvent) -> Result<(), CallEvent> {
-        let tx = lock(&self.calls).get(&id).map(|s| s.events.clone());
+        let tx = self.calls.lock().get(&id).map(|s| s.events.clone());
         match tx {
             Some(tx) => tx.try_send(event).map_err(|e| match e {
                 mpsc::error::TrySendError::Full(ev) | mpsc::error::TrySendError::Closed(ev) => ev,
@@ -249,7 +260,7 @@ impl Router {
         let _ = self.refresh.try_send(());
     }
 
-    /// Hands a notification to the gateway, whatever its method (a modern
+    /// Hands a notification to the gateway, whatever its method (a stateless
     /// upstream's resource update from the listen stream).
     pub(crate) fn to_gateway(&self, msg: Map<String, Value>) {
         let method = msg
@@ -295,12 +306,14 @@ impl Router {
                     .map(str::to_string);
                 let target = ours
                     .as_deref()
-                    .and_then(|t| lock(&self.tokens).get(t).copied());
+                    .and_then(|t| self.tokens.lock().get(t).copied());
                 let Some(id) = target else {
                     tracing::debug!(upstream = %self.upstream, "progress for an unknown token; dropped");
                     return;
                 };
-                let original = lock(&self.calls)
+                let original = self
+                    .calls
+                    .lock()
                     .get(&id)
                     .and_then(|s| s.token.as_ref().map(|(_, o)| o.clone()));
                 if let Some(orig) = original {

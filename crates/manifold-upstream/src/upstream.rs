@@ -13,8 +13,9 @@
 
 use manifold_config::{LimitsConfig, UpstreamConfig};
 use manifold_protocol::lists::ListSnapshot;
+use parking_lot::RwLock;
 use serde_json::{Map, Value};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -25,7 +26,7 @@ use crate::call::Call;
 use crate::connection::Connection;
 use crate::router::Router;
 use crate::{handshake, listen};
-use crate::{Caller, ExtraHeaders, ServerFacts, UpstreamError, UpstreamEvent};
+use crate::{ClientFacts, ExtraHeaders, ServerFacts, UpstreamError, UpstreamEvent};
 
 /// The state an upstream is in, as `/readyz` and `manifold check` report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,9 +58,9 @@ pub struct UpstreamStatus {
     pub restarts: u64,
     pub last_exit_code: Option<i32>,
     pub facts: Option<ServerFacts>,
-    /// How long the current lists are kept before a refetch: a modern upstream's
+    /// How long the current lists are kept before a refetch: a 2026-07-28 upstream's
     /// shortest list `ttlMs` (at least `MIN_LIST_TTL`). `None`: until a
-    /// `list_changed` (legacy upstreams, and modern ones that gave no `ttlMs`).
+    /// `list_changed` (session-era upstreams, and stateless ones that gave no `ttlMs`).
     pub list_ttl: Option<Duration>,
 }
 
@@ -73,12 +74,12 @@ struct Inner {
     connection: RwLock<Option<Arc<Connection>>>,
     lists: RwLock<Option<Arc<ListSnapshot>>>,
     status: watch::Sender<UpstreamStatus>,
-    /// Resource URIs whose updates clients want (modern upstreams: the listen's
+    /// Resource URIs whose updates clients want (2026-07-28 upstreams: the listen's
     /// `resourceSubscriptions`).
     watched: watch::Sender<std::collections::BTreeSet<String>>,
     /// Asks the live connection to refetch its lists (what the router does on
     /// `list_changed`); `None` between connections.
-    refresh: std::sync::Mutex<Option<mpsc::Sender<()>>>,
+    refresh: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
     /// `auth` other than `static`: the upstream's tokens, kept across
     /// reconnections (refreshes, step-ups, exchanged tokens).
     tokens: Option<Arc<manifold_credentials::TokenSource>>,
@@ -122,7 +123,7 @@ impl Upstream {
             lists: RwLock::new(None),
             status,
             watched: watch::channel(Default::default()).0,
-            refresh: std::sync::Mutex::new(None),
+            refresh: parking_lot::Mutex::new(None),
             tokens,
         });
         let up = Upstream { inner };
@@ -142,12 +143,7 @@ impl Upstream {
     /// replica heard it on its own connection); coalesced with a refetch
     /// already asked for, a no-op while not connected.
     pub fn refetch_lists(&self) {
-        let tx = self
-            .inner
-            .refresh
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let tx = self.inner.refresh.lock().clone();
         if let Some(tx) = tx {
             let _ = tx.try_send(());
         }
@@ -168,18 +164,10 @@ impl Upstream {
     }
     /// The current lists, `None` while the upstream is not ready.
     pub fn lists(&self) -> Option<Arc<ListSnapshot>> {
-        self.inner
-            .lists
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.inner.lists.read().clone()
     }
     fn connection(&self) -> Option<Arc<Connection>> {
-        self.inner
-            .connection
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.inner.connection.read().clone()
     }
 
     /// Sends a request Manifold makes on its own behalf. Fails fast when the
@@ -199,7 +187,7 @@ impl Upstream {
         method: &str,
         params: Option<Map<String, Value>>,
         headers: ExtraHeaders,
-        caller: Option<&Caller>,
+        caller: Option<&ClientFacts>,
     ) -> Result<Call, UpstreamError> {
         let Some(conn) = self.connection() else {
             let st = self.status();
@@ -220,13 +208,13 @@ impl Upstream {
     }
 
     /// Whether the live connection speaks the stateless era.
-    pub fn is_modern(&self) -> bool {
-        self.connection().is_some_and(|c| c.is_modern())
+    pub fn is_stateless(&self) -> bool {
+        self.connection().is_some_and(|c| c.is_stateless())
     }
 
-    /// Asks for (`on`) or drops a resource's update notifications from a modern
+    /// Asks for (`on`) or drops a resource's update notifications from a stateless
     /// upstream: they arrive on its `subscriptions/listen` stream, which is
-    /// reopened with the new set. Legacy upstreams use `resources/subscribe`.
+    /// reopened with the new set. Session-era upstreams use `resources/subscribe`.
     pub fn watch_resource(&self, uri: &str, on: bool) {
         self.inner.watched.send_if_modified(|set| {
             if on {
@@ -238,6 +226,14 @@ impl Upstream {
     }
 
     /// Requests in flight to this upstream.
+    /// Responses of the current connection that came after their call had
+    /// ended (cancelled, or past its timeout) and were dropped.
+    pub fn late_responses(&self) -> u64 {
+        self.connection()
+            .map(|c| c.wire.router.late_responses())
+            .unwrap_or(0)
+    }
+
     pub fn in_flight(&self) -> usize {
         self.connection()
             .map(|c| c.wire.router.in_flight())
@@ -256,15 +252,11 @@ impl Upstream {
     }
 
     fn set_connection(&self, conn: Option<Arc<Connection>>) {
-        *self
-            .inner
-            .connection
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = conn;
+        *self.inner.connection.write() = conn;
     }
 
     fn set_lists(&self, lists: Option<ListSnapshot>) {
-        *self.inner.lists.write().unwrap_or_else(|p| p.into_inner()) = lists.map(Arc::new);
+        *self.inner.lists.write() = lists.map(Arc::new);
     }
 
     async fn changed(&self, gateway: &mpsc::Sender<UpstreamEvent>) {
@@ -285,8 +277,7 @@ impl Upstream {
             }
             self.set_status(|s| s.state = State::Starting);
             let (refresh_tx, refresh_rx) = mpsc::channel::<()>(1);
-            *self.inner.refresh.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(refresh_tx.clone());
+            *self.inner.refresh.lock() = Some(refresh_tx.clone());
             let started = Instant::now();
             match self.connect(&gateway, refresh_tx, &shutdown).await {
                 Ok(connected) => {
@@ -323,7 +314,7 @@ impl Upstream {
     }
 
     /// Publishes a ready connection and keeps its lists fresh (on `list_changed`,
-    /// or when a modern upstream's `ttlMs` runs out) until it dies or the gateway
+    /// or when a 2026-07-28 upstream's `ttlMs` runs out) until it dies or the gateway
     /// stops; then fails its calls and reports it. True when stopping.
     async fn serve(
         &self,
@@ -344,10 +335,10 @@ impl Upstream {
             s.list_ttl = ttl;
         });
         self.changed(gateway).await;
-        if facts.is_modern() {
+        if facts.is_stateless() {
             listen::start(&conn, &facts, self.inner.watched.subscribe());
         }
-        // A modern upstream's lists expire after their `ttlMs`.
+        // A 2026-07-28 upstream's lists expire after their `ttlMs`.
         let mut expiry = ttl.map(|t| Instant::now() + t);
         let ping_every = self.inner.config.ping_interval;
         let mut next_ping = ping_every.map(|d| Instant::now() + d);
@@ -543,7 +534,7 @@ async fn until(at: Option<Instant>) {
 /// answer counts, an error too: it is alive.
 async fn alive(conn: &Arc<Connection>, facts: &ServerFacts) -> bool {
     use manifold_protocol::methods as m;
-    let (method, params) = if facts.is_modern() {
+    let (method, params) = if facts.is_stateless() {
         let meta = crate::wire::request_meta(&facts.protocol_version, None);
         let mut p = Map::new();
         p.insert("_meta".into(), Value::Object(meta));

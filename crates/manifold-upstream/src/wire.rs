@@ -17,19 +17,19 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::message::{BoxFuture, CallOutcome, Outbound, Responder};
+use crate::message::{BoxFuture, CallOutcome, NotRelayed, Outbound, Responder};
 use crate::router::{Router, Source, Unplaced};
-use crate::{Caller, UpstreamError};
+use crate::{ClientFacts, UpstreamError};
 
 /// Starts a new upstream session after the upstream forgot ours (HTTP 404): set
 /// by the upstream actor, which owns the handshake.
 pub(crate) type Reinit =
     Box<dyn Fn() -> BoxFuture<'static, Result<(), UpstreamError>> + Send + Sync>;
 
-/// The `_meta` of a request Manifold makes to a modern upstream: the revision, the
+/// The `_meta` of a request Manifold makes to a 2026-07-28 upstream: the revision, the
 /// capabilities of the client it is made for, Manifold's client info, the
 /// client's log level.
-pub(crate) fn request_meta(version: &str, caller: Option<&Caller>) -> Map<String, Value> {
+pub(crate) fn request_meta(version: &str, caller: Option<&ClientFacts>) -> Map<String, Value> {
     let mut meta = Map::new();
     meta.insert(meta::PROTOCOL_VERSION.into(), Value::from(version));
     let caps = caller.map(|c| c.capabilities.clone()).unwrap_or_default();
@@ -75,10 +75,10 @@ impl Wire {
     }
 
     /// Whether this connection speaks the stateless era (decided by the probe).
-    pub(crate) fn is_modern(&self) -> bool {
+    pub(crate) fn is_stateless(&self) -> bool {
         self.protocol_version
             .get()
-            .is_some_and(|v| manifold_protocol::version::is_supported_modern(v))
+            .is_some_and(|v| manifold_protocol::version::is_supported_stateless(v))
     }
 
     /// Runs `fut` as a task of this connection: it ends when the connection closes.
@@ -184,12 +184,7 @@ async fn answer_unplaced(upstream: Arc<str>, unplaced: Unplaced, responder: Resp
         Unplaced::NoClient { method } => {
             tracing::warn!(upstream = %upstream, %method,
                 "upstream sent a request outside any call; refused");
-            responder
-                .refuse(
-                    manifold_protocol::ErrorCode::METHOD_NOT_FOUND,
-                    &format!("{method} is only relayed during a call, to the client that made it"),
-                )
-                .await
+            responder.refuse(NotRelayed::OutsideCall { method }).await
         }
     }
 }

@@ -32,6 +32,12 @@ use tracing_subscriber::{EnvFilter, Registry};
 /// How long one export may take before it is abandoned.
 pub const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What a binary built without the `otlp-grpc` feature says of `protocol = "grpc"`.
+#[cfg(not(feature = "otlp-grpc"))]
+const NO_GRPC: &str = "[tracing] protocol = \"grpc\": this binary was built without the gRPC \
+     exporter (cargo feature `otlp-grpc`, on by default); use protocol = \"http/protobuf\" \
+     or a build with the feature";
+
 /// The subscriber below the OpenTelemetry layer.
 pub type Base = Layered<EnvFilter, Registry>;
 /// The layer that turns `tracing` spans into OpenTelemetry spans.
@@ -117,11 +123,14 @@ pub fn start(
             .with_endpoint(format!("{}/v1/traces", settings.endpoint))
             .with_timeout(EXPORT_TIMEOUT)
             .build(),
+        #[cfg(feature = "otlp-grpc")]
         OtlpProtocol::Grpc => opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
             .with_endpoint(settings.endpoint.clone())
             .with_timeout(EXPORT_TIMEOUT)
             .build(),
+        #[cfg(not(feature = "otlp-grpc"))]
+        OtlpProtocol::Grpc => anyhow::bail!(NO_GRPC),
     }
     .context("[tracing]: the OTLP span exporter")?;
     let processor =
@@ -155,11 +164,14 @@ pub fn start(
                 .with_endpoint(format!("{}/v1/logs", settings.endpoint))
                 .with_timeout(EXPORT_TIMEOUT)
                 .build(),
+            #[cfg(feature = "otlp-grpc")]
             OtlpProtocol::Grpc => opentelemetry_otlp::LogExporter::builder()
                 .with_tonic()
                 .with_endpoint(settings.endpoint.clone())
                 .with_timeout(EXPORT_TIMEOUT)
                 .build(),
+            #[cfg(not(feature = "otlp-grpc"))]
+            OtlpProtocol::Grpc => anyhow::bail!(NO_GRPC),
         }
         .context("[audit] otlp: the OTLP log exporter")?;
         let processor =
@@ -180,15 +192,16 @@ pub fn start(
     Ok((Telemetry { traces, logs }, layer))
 }
 
-/// HTTP(S) to the collector, with the web's root certificates.
+/// HTTP(S) to the collector, with the web's root certificates (the shared
+/// bounded client's connector: connecting is bounded by the export timeout).
 fn http_client() -> opentelemetry_http::hyper::HyperClient<
     hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
 > {
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_webpki_roots()
-        .https_or_http()
-        .enable_http1()
-        .build();
+    let options = manifold_foundation::http::Options::new(EXPORT_TIMEOUT);
+    let https = manifold_foundation::http::connector(
+        hyper_util::client::legacy::connect::dns::GaiResolver::new(),
+        &options,
+    );
     opentelemetry_http::hyper::HyperClient::new(https, EXPORT_TIMEOUT, None)
 }
 

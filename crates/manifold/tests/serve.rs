@@ -6,26 +6,27 @@
 //!   so an operator can go from an audit line to the logs.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use manifold_testkit::harness::McpClient;
+use manifold_testkit::process::Proc;
+use manifold_testkit::wait::{eventually, eventually_blocking, until};
 use serde_json::{json, Value};
 
 /// `manifold serve` on an ephemeral port in front of the demo upstream (stdio),
-/// audit log in a scratch directory; stderr captured. Killed and cleaned on drop.
+/// audit log in a scratch directory; stderr captured (the shared process
+/// harness, `manifold_testkit::process`). Stopped and cleaned on drop.
 struct Served {
-    child: Child,
+    proc: Proc,
     url: String,
     dir: PathBuf,
     audit: PathBuf,
     /// The admin listener, `host:port`.
     admin: String,
-    logs: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Served {
@@ -50,37 +51,19 @@ impl Served {
             ),
         )
         .expect("config");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_manifold"))
-            .args(["--log-format", "json", "serve", "--config"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_manifold"));
+        cmd.args(["--log-format", "json", "serve", "--config"])
             .arg(&config)
-            .env("RUST_LOG", rust_log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn manifold");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let logs = std::thread::spawn(move || {
-            let mut all = String::new();
-            let _ = stderr.read_to_string(&mut all);
-            all
-        });
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
+            .env("RUST_LOG", rust_log);
+        let proc = Proc::spawn("manifold serve", cmd).expect("spawn manifold");
+        let line = Proc::wait_line(&proc.stdout, "http://", Duration::from_secs(30), "serve")
             .expect("the listening line");
         let url = line
             .split_whitespace()
             .find(|w| w.starts_with("http://"))
             .expect("url")
             .to_string();
-        let admin_line = rx
-            .recv_timeout(Duration::from_secs(10))
+        let admin_line = Proc::wait_line(&proc.stdout, "http://", Duration::from_secs(10), "serve")
             .expect("the admin line");
         let admin = admin_line
             .split_whitespace()
@@ -88,57 +71,34 @@ impl Served {
             .expect("admin address")
             .to_string();
         Served {
-            child,
+            proc,
             url,
             admin,
             dir,
             audit,
-            logs: Some(logs),
         }
-    }
-
-    /// Sends a signal (`-TERM`, `-KILL`) without waiting.
-    fn send(&self, sig: &str) {
-        Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .expect("kill");
     }
 
     /// Waits (at most `limit`) for the process to end.
     fn exit_within(&mut self, limit: Duration) -> std::process::ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(st) = self.child.try_wait().expect("wait") {
-                return st;
-            }
-            assert!(Instant::now() < deadline, "still running after {limit:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let child = &mut self.proc.child;
+        eventually_blocking("the exit", limit, || Ok(child.try_wait()?)).expect("exit")
     }
 
     /// Sends a signal (`-TERM`, `-KILL`) and waits for the process to end.
     fn signal(&mut self, sig: &str) {
-        Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        let _ = self.child.wait();
+        self.proc.signal(sig);
+        let _ = self.proc.child.wait();
     }
 
     /// Everything the process wrote to stderr (after it ended).
     fn logs(&mut self) -> String {
-        self.logs
-            .take()
-            .map(|h| h.join().expect("stderr reader"))
-            .unwrap_or_default()
+        self.proc.stderr_to_end(Duration::from_secs(10)).join("\n")
     }
 }
 
 impl Drop for Served {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -171,10 +131,11 @@ async fn every_answered_call_is_in_the_audit_log_after_sigkill() {
         }));
     }
     // Kill once enough calls have been answered, not after a fixed time.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while answered_so_far.load(Ordering::Relaxed) < 200 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until("200 calls answered", Duration::from_secs(30), || {
+        answered_so_far.load(Ordering::Relaxed) >= 200
+    })
+    .await
+    .expect("load");
     served.signal("-KILL");
     let mut answered = Vec::new();
     for w in workers {
@@ -283,22 +244,24 @@ async fn sigterm_drains_calls_in_flight_and_keeps_their_records() {
         let client = client.clone();
         tokio::spawn(async move { client.call_tool("demo__sleep", json!({"ms": 1500})).await })
     };
-    // The call is in flight once the upstream has it; give it that moment.
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    served.send("-TERM");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let (status, body) = admin_get(&served.admin, "/readyz").await;
-        if status == 503 {
-            assert!(body.contains("\"draining\":true"), "{body}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "readyz stayed {status} while draining"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // Shutdown starts once the upstream has the call.
+    let admin = served.admin.clone();
+    eventually("the call in flight", Duration::from_secs(5), || async {
+        let (_, metrics) = admin_get(&admin, "/metrics").await;
+        Ok(metrics
+            .contains("manifold_calls_in_flight{upstream=\"demo\"} 1")
+            .then_some(()))
+    })
+    .await
+    .expect("in flight");
+    served.proc.signal("-TERM");
+    let body = eventually("readyz draining", Duration::from_secs(5), || async {
+        let (status, body) = admin_get(&admin, "/readyz").await;
+        Ok((status == 503).then_some(body))
+    })
+    .await
+    .expect("readyz");
+    assert!(body.contains("\"draining\":true"), "{body}");
     let reply = call.await.expect("task").expect("the call was answered");
     let result = reply.result().expect("a result");
     assert_ne!(result["isError"], true, "{reply}");
@@ -327,10 +290,18 @@ async fn a_stderr_flood_is_drained_and_logged_within_its_budget() {
         .initialize("2025-11-25", json!({}))
         .await
         .expect("initialize");
+    let mut seen = Vec::new();
     for n in 0..6 {
         if n == 3 {
-            // By now the flood is long past what a pipe holds.
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            // The gateway is reading the flood (and logging it, within budget).
+            let line = Proc::wait_line(
+                &served.proc.stderr,
+                "manifold::upstream_stderr",
+                Duration::from_secs(10),
+                "the flood logged",
+            )
+            .expect("the flood");
+            seen.push(line);
         }
         let reply = client
             .call_tool("demo__echo", json!({"text": format!("call {n}")}))
@@ -342,8 +313,8 @@ async fn a_stderr_flood_is_drained_and_logged_within_its_budget() {
         );
     }
     served.signal("-TERM");
-    let windows = started.elapsed().as_secs() / manifold_upstream::NOISE_WINDOW.as_secs() + 1;
-    let logs = served.logs();
+    let windows = started.elapsed().as_secs() / manifold_upstream::LOG_WINDOW.as_secs() + 1;
+    let logs = seen.join("\n") + "\n" + &served.logs();
     let stderr_lines = logs
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -49,7 +49,7 @@ impl Capture {
         Box::new(StreamSink::new("capture", Box::new(self.clone())))
     }
     fn lines(&self) -> Vec<String> {
-        let buf = self.buf.lock().unwrap_or_else(PoisonError::into_inner);
+        let buf = self.buf.lock();
         String::from_utf8_lossy(&buf)
             .lines()
             .map(str::to_string)
@@ -67,10 +67,7 @@ impl Write for Capture {
             std::thread::sleep(Duration::from_millis(1));
         }
         std::thread::sleep(self.delay);
-        self.buf
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(b);
+        self.buf.lock().extend_from_slice(b);
         Ok(b.len())
     }
     fn flush(&mut self) -> io::Result<()> {

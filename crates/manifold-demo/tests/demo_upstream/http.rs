@@ -1,7 +1,5 @@
 //! The demo upstream over Streamable HTTP on 127.0.0.1:0.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -328,11 +326,18 @@ async fn http_sleep_is_concurrent_and_cancellable() {
         .rpc(call(8, "echo", json!({"text": "not blocked"})))
         .await;
     assert_eq!(text_of(&echo), "not blocked");
-    // Let the sleep register before cancelling it.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Sent until it lands: the cancellation may overtake the request it names.
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                         "params": {"requestId": 7}});
-    assert_eq!(peer.post(cancel, &[]).await.status(), StatusCode::ACCEPTED);
+    manifold_testkit::wait::eventually("the sleep cancelled", WAIT, || async {
+        assert_eq!(
+            peer.post(cancel.clone(), &[]).await.status(),
+            StatusCode::ACCEPTED
+        );
+        Ok(sleeping.is_finished().then_some(()))
+    })
+    .await
+    .expect("cancelled");
 
     let response = timeout(WAIT, sleeping)
         .await

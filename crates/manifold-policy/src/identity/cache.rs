@@ -11,9 +11,10 @@
 //! Invariants: every entry has an explicit end (no default lifetime a caller
 //! could fall into by omission); nothing is returned past its end.
 
+use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::{AuthError, Identity};
@@ -46,7 +47,7 @@ fn digest(token: &str) -> [u8; 32] {
 }
 
 fn lookup<T: Clone>(map: &Mutex<Entries<T>>, key: &[u8; 32]) -> Option<T> {
-    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    let mut map = map.lock();
     match map.get(key) {
         Some((v, until)) if *until > SystemTime::now() => Some(v.clone()),
         Some(_) => {
@@ -62,7 +63,7 @@ fn insert<T>(map: &Mutex<Entries<T>>, bound: usize, key: [u8; 32], v: T, until: 
     if until <= now {
         return;
     }
-    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    let mut map = map.lock();
     if map.len() >= bound {
         map.retain(|_, (_, u)| *u > now);
         if map.len() >= bound {
@@ -128,9 +129,9 @@ mod tests {
             c.put(&format!("t{n}"), id.clone(), now + KEY_TTL);
             c.refuse(&format!("r{n}"), AuthError::Missing, REFUSAL_TTL);
         }
-        let len = |m: &Mutex<Entries<_>>| m.lock().map(|m| m.len()).unwrap_or(0);
+        let len = |m: &Mutex<Entries<_>>| m.lock().len();
         assert!(len(&c.accepted) <= MAX_CACHED_TOKENS);
-        let refused = c.refused.lock().map(|m| m.len()).unwrap_or(0);
+        let refused = c.refused.lock().len();
         assert!(refused <= MAX_CACHED_REFUSALS, "{refused}");
     }
 }

@@ -18,7 +18,8 @@
 use base64::Engine;
 use bytes::Bytes;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
+use manifold_foundation::http as bounded;
 use serde_json::{Map, Value};
 use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime};
@@ -114,21 +115,23 @@ impl Introspector {
                 "introspection at `{source}` {why}; try again"
             )))
         };
-        let answer = match tokio::time::timeout(FETCH_TIMEOUT, self.ask(token)).await {
-            Ok(Ok(a)) => a,
-            Ok(Err(e)) => {
-                tracing::warn!(source = %source, url = %self.config.url, error = %e, "token introspection failed");
-                return Err(failed("failed"));
-            }
-            Err(_) => {
+        let answer = match self.ask(token).await {
+            Ok(a) => a,
+            Err(None) => {
                 tracing::warn!(source = %source, url = %self.config.url, "token introspection timed out");
                 return Err(failed("timed out"));
+            }
+            Err(Some(e)) => {
+                tracing::warn!(source = %source, url = %self.config.url, error = %e, "token introspection failed");
+                return Err(failed("failed"));
             }
         };
         identity_of(&answer, &self.config).map_err(Refusal::Refused)
     }
 
-    async fn ask(&self, token: &str) -> Result<Map<String, Value>, String> {
+    /// The endpoint's answer, within [`FETCH_TIMEOUT`] and [`MAX_ANSWER_BYTES`];
+    /// `Err(None)`: no answer in time, `Err(Some(why))`: a failure.
+    async fn ask(&self, token: &str) -> Result<Map<String, Value>, Option<String>> {
         let basic = base64::engine::general_purpose::STANDARD.encode(format!(
             "{}:{}",
             form(&self.config.client_id),
@@ -143,17 +146,17 @@ impl Introspector {
             .header(http::header::ACCEPT, "application/json")
             .header(http::header::AUTHORIZATION, format!("Basic {basic}"))
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| e.to_string())?;
-        let resp = self.client.request(req).await.map_err(|e| e.to_string())?;
-        if !resp.status().is_success() {
-            return Err(format!("HTTP {}", resp.status()));
-        }
-        let bytes = Limited::new(resp.into_body(), MAX_ANSWER_BYTES)
-            .collect()
+            .map_err(|e| Some(e.to_string()))?;
+        let got = bounded::fetch(&self.client, req, MAX_ANSWER_BYTES, FETCH_TIMEOUT)
             .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        serde_json::from_slice(&bytes).map_err(|e| format!("not a JSON object: {e}"))
+            .map_err(|e| match e {
+                bounded::FetchError::Timeout(_) => None,
+                e => Some(e.to_string()),
+            })?;
+        if !got.status.is_success() {
+            return Err(Some(format!("HTTP {}", got.status)));
+        }
+        serde_json::from_slice(&got.body).map_err(|e| Some(format!("not a JSON object: {e}")))
     }
 }
 

@@ -17,12 +17,14 @@
 
 use base64::Engine;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use manifold_foundation::http::{self as bounded, FetchError};
+use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value};
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
 
@@ -38,6 +40,12 @@ pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// After a failed fetch, how soon the background refresh tries again.
 pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(30);
+
+/// Why a key fetch got no key set.
+enum Fetch {
+    TimedOut,
+    Failed(String),
+}
 
 /// One issuer.
 pub(super) struct Provider {
@@ -98,47 +106,48 @@ impl Provider {
     }
 
     fn key_set(&self) -> Arc<JwkSet> {
-        self.keys.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.keys.read().clone()
     }
 
     /// Fetches the key set; keeps the old one (and logs why) on failure.
     pub(super) async fn refresh(&self) -> bool {
         let _one = self.fetching.lock().await;
-        *self.last_fetch.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-        match tokio::time::timeout(FETCH_TIMEOUT, self.fetch()).await {
-            Ok(Ok(set)) => {
+        *self.last_fetch.lock() = Some(Instant::now());
+        match self.fetch().await {
+            Ok(set) => {
                 tracing::debug!(issuer = %self.config.issuer, keys = set.keys.len(), "fetched the issuer's keys");
-                *self.keys.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(set);
+                *self.keys.write() = Arc::new(set);
                 true
             }
-            Ok(Err(e)) => {
-                tracing::warn!(issuer = %self.config.issuer, url = %self.config.jwks_url, error = %e,
-                    "could not fetch the issuer's keys; keeping the last ones");
-                false
-            }
-            Err(_) => {
+            Err(Fetch::TimedOut) => {
                 tracing::warn!(issuer = %self.config.issuer, url = %self.config.jwks_url,
                     "fetching the issuer's keys timed out; keeping the last ones");
+                false
+            }
+            Err(Fetch::Failed(e)) => {
+                tracing::warn!(issuer = %self.config.issuer, url = %self.config.jwks_url, error = %e,
+                    "could not fetch the issuer's keys; keeping the last ones");
                 false
             }
         }
     }
 
-    async fn fetch(&self) -> Result<JwkSet, String> {
+    /// The key set, within [`FETCH_TIMEOUT`] and [`MAX_JWKS_BYTES`].
+    async fn fetch(&self) -> Result<JwkSet, Fetch> {
         let req = http::Request::get(&self.config.jwks_url)
             .header(http::header::ACCEPT, "application/json")
             .body(Full::new(Bytes::new()))
-            .map_err(|e| e.to_string())?;
-        let resp = self.client.request(req).await.map_err(|e| e.to_string())?;
-        if !resp.status().is_success() {
-            return Err(format!("HTTP {}", resp.status()));
-        }
-        let body = Limited::new(resp.into_body(), MAX_JWKS_BYTES)
-            .collect()
+            .map_err(|e| Fetch::Failed(e.to_string()))?;
+        let got = bounded::fetch(&self.client, req, MAX_JWKS_BYTES, FETCH_TIMEOUT)
             .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        serde_json::from_slice(&body).map_err(|e| format!("not a JWK Set: {e}"))
+            .map_err(|e| match e {
+                FetchError::Timeout(_) => Fetch::TimedOut,
+                e => Fetch::Failed(e.to_string()),
+            })?;
+        if !got.status.is_success() {
+            return Err(Fetch::Failed(format!("HTTP {}", got.status)));
+        }
+        serde_json::from_slice(&got.body).map_err(|e| Fetch::Failed(format!("not a JWK Set: {e}")))
     }
 
     /// Refreshes every `jwks_refresh` (sooner after a failure) until `stop`.
@@ -241,7 +250,6 @@ impl Provider {
     fn may_refetch(&self) -> bool {
         self.last_fetch
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .is_none_or(|t| t.elapsed() >= MIN_REFETCH)
     }
 

@@ -325,21 +325,10 @@ impl Authenticator {
 /// The client for the identity provider's endpoints (keys, introspection):
 /// HTTPS with the web roots (plain HTTP only where the configuration allowed a
 /// loopback URL), connects bounded by [`FETCH_TIMEOUT`].
-type HttpsClient = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    http_body_util::Full<bytes::Bytes>,
->;
+type HttpsClient = manifold_foundation::http::Client;
 
 fn https_client() -> HttpsClient {
-    let mut tcp = hyper_util::client::legacy::connect::HttpConnector::new();
-    tcp.enforce_http(false);
-    tcp.set_connect_timeout(Some(FETCH_TIMEOUT));
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_webpki_roots()
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(tcp);
-    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build(https)
+    manifold_foundation::http::client(&manifold_foundation::http::Options::new(FETCH_TIMEOUT))
 }
 
 /// The token of `Bearer <token>` (the scheme is case-insensitive).

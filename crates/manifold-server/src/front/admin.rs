@@ -161,7 +161,7 @@ fn open(gw: &Gateway, endpoint: Endpoint, method: &Method) -> Response<Full<Byte
         Endpoint::Metrics => reply(
             StatusCode::OK,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            gw.metrics.render(gw),
+            gw.metrics_text(),
         ),
         Endpoint::Healthz => reply(StatusCode::OK, "text/plain", "ok\n"),
         _ => {

@@ -24,10 +24,10 @@ use tokio::net::TcpListener;
 use super::sse::{self, Body, SseBody};
 use super::{auth, origin};
 use crate::era::Era;
-use crate::exchange::{Accepts, Arrival, Front};
 use crate::pipeline;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::{Accepts, Arrival, Front};
 use crate::state::Gateway;
 
 /// Idle time before TCP keepalive probes a client connection (a peer that

@@ -35,7 +35,7 @@ pub(crate) fn upstreams(gw: &Gateway) -> Value {
                 "transport": u.config().transport.kind(),
                 "required": u.config().required,
                 "state": st.state.as_str(),
-                "era": facts.map(|f| if f.is_modern() { "2026-07-28" } else { "session" }),
+                "era": facts.map(|f| if f.is_stateless() { "2026-07-28" } else { "session" }),
                 "protocol_version": facts.map(|f| f.protocol_version.clone()),
                 "server_info": facts.map(|f| f.server_info.clone()),
                 "restarts": st.restarts,

@@ -13,9 +13,9 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-use crate::exchange::{Accepts, Arrival, Front};
 use crate::pipeline;
 use crate::reply::Reply;
+use crate::request::{Accepts, Arrival, Front};
 use crate::state::Gateway;
 
 /// The answer to [`Gateway::call_tool`].
@@ -84,7 +84,10 @@ fn tool_reply(bytes: &[u8], refused: bool) -> ToolReply {
         return ToolReply::Result(result.clone());
     }
     let err = msg.get("error").cloned().unwrap_or(Value::Null);
-    let code = err.get("code").and_then(Value::as_i64).unwrap_or(-32603);
+    let code = err
+        .get("code")
+        .and_then(Value::as_i64)
+        .unwrap_or(manifold_protocol::ErrorCode::INTERNAL_ERROR.0);
     let message = err
         .get("message")
         .and_then(Value::as_str)

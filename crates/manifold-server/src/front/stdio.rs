@@ -25,17 +25,19 @@
 
 use bytes::Bytes;
 use manifold_policy::Identity;
-use manifold_protocol::{jsonrpc, ErrorCode, Incoming, MessageError, RpcError};
+use manifold_protocol::{Incoming, MessageError};
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::AbortHandle;
 
-use crate::exchange::{Accepts, Arrival, Front};
-use crate::lock;
+use crate::era::Era;
 use crate::pipeline;
+use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::{Accepts, Arrival, Front};
 use crate::state::{Gateway, SessionEnd};
 
 /// Messages queued for stdout before a writer waits (a client that stops
@@ -81,14 +83,9 @@ impl Gateway {
             let line = match line {
                 Line::Message(l) => l,
                 Line::TooLong => {
-                    let err = RpcError::new(
-                        ErrorCode::INVALID_REQUEST,
-                        format!(
-                            "message over {} bytes (limits.max_body_bytes); skipped",
-                            self.cfg().limits.max_body_bytes
-                        ),
-                    );
-                    let _ = tx.send(jsonrpc::error_bytes(None, &err).into()).await;
+                    let limit = self.cfg().limits.max_body_bytes;
+                    let refused = Refusal::LineTooLong { limit }.reply(None, Era::Session);
+                    let _ = tx.send(refused.into_bytes()).await;
                     continue;
                 }
                 Line::End => break,
@@ -109,7 +106,7 @@ impl Gateway {
                 // (there is no stream to close): its handler is dropped, which
                 // cancels the call upstream. A session-era cancellation is also
                 // handled by the pipeline below.
-                if let Some(abort) = lock(&running).remove(id) {
+                if let Some(abort) = running.lock().remove(id) {
                     abort.abort();
                 }
             }
@@ -126,12 +123,12 @@ impl Gateway {
                     let (running2, key) = (running.clone(), id.clone());
                     // Held while spawning: the task's own removal waits for the
                     // insertion, so a quick one leaves no stale entry.
-                    let mut table = lock(&running);
+                    let mut table = running.lock();
                     let handle = handlers.spawn(async move {
                         let _permit = permit;
                         gw.serve_line(msg, bytes, identity, &session, &tx, true)
                             .await;
-                        lock(&running2).remove(&id);
+                        running2.lock().remove(&id);
                     });
                     table.insert(key, handle);
                 }
@@ -160,10 +157,10 @@ impl Gateway {
         // of waiting out their time; the calls in flight finish and are
         // answered; then the session ends.
         self.listeners.end_all();
-        let id = lock(&session).clone();
+        let id = session.lock().clone();
         if let Some(s) = id.as_deref().and_then(|id| self.sessions.get(id)) {
             for r in s.take_all_pending() {
-                r.refuse(ErrorCode::INTERNAL_ERROR, "the client closed its input")
+                r.refuse(manifold_upstream::NotRelayed::ClientClosedInput)
                     .await;
             }
         }
@@ -189,7 +186,7 @@ impl Gateway {
             request_id: self.request_id(),
             bytes,
             front: Front::Stdio {
-                session: lock(session).clone(),
+                session: session.lock().clone(),
             },
             identity: Some(identity),
             peer: None,
@@ -212,7 +209,7 @@ impl Gateway {
                 // out, so the client's next message finds it.
                 let previous = opened
                     .as_ref()
-                    .and_then(|id| lock(session).replace(id.clone()));
+                    .and_then(|id| session.lock().replace(id.clone()));
                 let _ = tx.send(bytes).await;
                 if let Some(id) = opened {
                     // The session's own stream (what HTTP clients GET) goes to

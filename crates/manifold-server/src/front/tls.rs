@@ -17,8 +17,9 @@
 //!
 //! Not here: bearer tokens (`auth`), what a principal may do.
 
+use parking_lot::Mutex;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use manifold_config::TlsConfig;
@@ -154,11 +155,7 @@ impl Tls {
     }
 
     fn current(&self) -> TlsAcceptor {
-        self.acceptor
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .0
-            .clone()
+        self.acceptor.lock().0.clone()
     }
 
     /// The handshake, within `limit`; the stream and the client's identity (if
@@ -194,20 +191,20 @@ impl Tls {
                 _ = tokio::time::sleep(RELOAD_CHECK) => {}
             }
             let now = stamps(&self.config);
-            let changed = self.acceptor.lock().unwrap_or_else(|p| p.into_inner()).1 != now;
+            let changed = self.acceptor.lock().1 != now;
             if !changed {
                 continue;
             }
             match load(&self.config) {
                 Ok(acceptor) => {
-                    *self.acceptor.lock().unwrap_or_else(|p| p.into_inner()) = (acceptor, now);
+                    *self.acceptor.lock() = (acceptor, now);
                     tracing::info!(
                         "server.tls: certificate files changed; new connections use them"
                     );
                 }
                 Err(e) => {
                     // Keep the old ones, and do not retry until the files change again.
-                    self.acceptor.lock().unwrap_or_else(|p| p.into_inner()).1 = now;
+                    self.acceptor.lock().1 = now;
                     tracing::error!(error = %e, "server.tls: the changed files do not load; keeping the previous certificate");
                 }
             }

@@ -19,9 +19,9 @@ use serde_json::{Map, Value};
 use std::collections::HashSet;
 use tokio::sync::mpsc;
 
-use crate::exchange::Exchange;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::Request;
 use crate::state::listeners::Wanted;
 
 /// At most this many `resourceSubscriptions` URIs on one listen request; more is
@@ -72,7 +72,7 @@ fn filter(params: &Map<String, Value>) -> Result<Wanted, Refusal> {
 
 /// Serves `subscriptions/listen`: subscribes the URIs asked for, then opens the
 /// stream with the acknowledgment of what is honoured.
-pub(crate) async fn listen(x: &mut Exchange, params: Map<String, Value>) -> Result<Reply, Refusal> {
+pub(crate) async fn listen(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
     let gw = x.gw.clone();
     let wanted = filter(&params)?;
     // URIs the caller's `[[policy]]` view excludes are not honoured, like URIs
@@ -178,7 +178,7 @@ mod tests {
             let e = filter(&params(bad.clone())).unwrap_err();
             assert_eq!(
                 e.code(),
-                manifold_protocol::ErrorCode::INVALID_PARAMS,
+                Some(manifold_protocol::ErrorCode::INVALID_PARAMS),
                 "{bad}"
             );
             assert_eq!(

@@ -8,9 +8,9 @@ use manifold_protocol::jsonrpc;
 use manifold_protocol::logging::{LogLevel, LEVELS};
 use serde_json::{Map, Value};
 
-use crate::exchange::Exchange;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::Request;
 
 /// The level a `logging/setLevel` asks for.
 fn requested_level(params: &Map<String, Value>) -> Result<LogLevel, Refusal> {
@@ -26,7 +26,7 @@ fn requested_level(params: &Map<String, Value>) -> Result<LogLevel, Refusal> {
 }
 
 pub(crate) async fn set_level(
-    x: &mut Exchange,
+    x: &mut Request,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
     let level = requested_level(&params)?;

@@ -1,37 +1,25 @@
-//! `resources/read`, `resources/subscribe` and `resources/unsubscribe`, each routed
-//! to the upstream that owns the URI (see `state::ownership`).
+//! `resources/subscribe` and `resources/unsubscribe`: a session's resource
+//! subscriptions, shared upstream with every session and listen stream that
+//! wants the same URI (see `state::subscriptions`).
 //!
-//! Invariants: URIs are never renamed, but under resource rules a URI is read
-//! and subscribed in the canonical form the rules matched (an ambiguous one is
-//! -32602, see `state::views::Access::resource_uri`); a read of a URI nobody
-//! owns is the spec's resource-not-found error (-32002); unsubscribing twice
-//! is harmless.
+//! Invariants: URIs are never renamed, but under resource rules a URI is
+//! subscribed in the canonical form the rules matched (an ambiguous one is
+//! -32602, see `state::views::Access::resource_uri`); a URI the caller may
+//! not read answers as one nobody owns (-32002); unsubscribing twice is
+//! harmless.
 //!
-//! Not here: the shared subscription table (`state::subscriptions`).
+//! Not here: `resources/read` (the call chain, `call`), the shared
+//! subscription table (`state::subscriptions`).
 
 use manifold_protocol::jsonrpc;
 use serde_json::{Map, Value};
 
-use crate::exchange::Exchange;
+use crate::call::resolve;
 use crate::refusal::Refusal;
-use crate::relay::{self, resolve};
 use crate::reply::Reply;
+use crate::request::Request;
 
-/// `resources/read`.
-pub(crate) async fn read(
-    x: &mut Exchange,
-    mut params: Map<String, Value>,
-) -> Result<Reply, Refusal> {
-    let uri = resolve::required_str(&params, "uri", &x.method)?;
-    if let Some(o) = x.observation() {
-        o.name = Some(uri.clone());
-        o.original = Some(uri.clone());
-    }
-    let target = resolve::resource(&x.gw, &x.access(), &x.method, &mut params)?;
-    relay::forward(x, params, target).await
-}
-
-fn subscriber(x: &Exchange) -> Result<String, Refusal> {
+fn subscriber(x: &Request) -> Result<String, Refusal> {
     // Only session-era callers reach these methods (the method table says so).
     x.caller
         .session()
@@ -41,7 +29,7 @@ fn subscriber(x: &Exchange) -> Result<String, Refusal> {
 
 /// `resources/subscribe`.
 pub(crate) async fn subscribe(
-    x: &mut Exchange,
+    x: &mut Request,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
     let asked = resolve::required_str(&params, "uri", &x.method)?;
@@ -60,7 +48,7 @@ pub(crate) async fn subscribe(
 
 /// `resources/unsubscribe`: always `{}`.
 pub(crate) async fn unsubscribe(
-    x: &mut Exchange,
+    x: &mut Request,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
     let asked = resolve::required_str(&params, "uri", &x.method)?;
@@ -74,6 +62,6 @@ pub(crate) async fn unsubscribe(
     Ok(empty(x))
 }
 
-fn empty(x: &Exchange) -> Reply {
+fn empty(x: &Request) -> Reply {
     Reply::ok(jsonrpc::response_bytes_from_json(&x.rpc_id, b"{}"))
 }

@@ -15,9 +15,9 @@ use manifold_upstream::Upstream;
 use serde_json::{json, Map, Value};
 
 use crate::era::Era;
-use crate::exchange::Exchange;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::Request;
 use crate::state::sessions::{Full, Opening};
 use crate::state::Gateway;
 use manifold_protocol::methods::{self as m, meta};
@@ -28,7 +28,7 @@ pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The longest clients may cache Manifold's lists and discovery result. The lists
 /// change only on `list_changed`, which listeners hear at once; the bound keeps a
-/// client that does not listen from holding a stale list for long. A ready modern
+/// client that does not listen from holding a stale list for long. A ready stateless
 /// upstream whose lists Manifold refetches sooner (its `ttlMs`) shortens it: see
 /// [`list_ttl_ms`].
 pub const LIST_TTL_MS: u64 = 60_000;
@@ -44,18 +44,18 @@ pub(crate) fn list_ttl_ms(gw: &Gateway) -> u64 {
         .fold(LIST_TTL_MS, u64::min)
 }
 
-/// A result answering the exchange's request.
-fn result(x: &Exchange, result: &[u8]) -> Reply {
+/// A result answering the request.
+fn result(x: &Request, result: &[u8]) -> Reply {
     Reply::ok(jsonrpc::response_bytes_from_json(&x.rpc_id, result))
 }
 
 /// `ping`: an empty result.
-pub(crate) fn ping(x: &Exchange) -> Result<Reply, Refusal> {
+pub(crate) fn ping(x: &Request) -> Result<Reply, Refusal> {
     Ok(result(x, b"{}"))
 }
 
 /// One page of a merged list, pre-serialized; 2026-07-28 pages carry cache hints.
-pub(crate) fn list(x: &Exchange, params: &Map<String, Value>) -> Result<Reply, Refusal> {
+pub(crate) fn list(x: &Request, params: &Map<String, Value>) -> Result<Reply, Refusal> {
     let cursor = match params.get("cursor") {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) => Some(c.as_str()),
@@ -92,7 +92,7 @@ pub(crate) fn list(x: &Exchange, params: &Map<String, Value>) -> Result<Reply, R
 }
 
 /// `initialize`: negotiate, mint a session, answer with the merged capabilities.
-pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Reply, Refusal> {
+pub(crate) fn initialize(x: &Request, params: &Map<String, Value>) -> Result<Reply, Refusal> {
     let gw = &x.gw;
     let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
         return Err(Refusal::InvalidParams(
@@ -126,7 +126,7 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
         peer: x.arrival.peer,
         owner: x.principal.session_owner(),
         viewer: x.principal.identity(),
-        keep_alive: matches!(x.arrival.front, crate::exchange::Front::Stdio { .. }),
+        keep_alive: matches!(x.arrival.front, crate::request::Front::Stdio { .. }),
         expires: None,
     };
     // With `[cluster]`, the id carries the session's state to every replica.
@@ -187,13 +187,13 @@ pub(crate) fn initialize(x: &Exchange, params: &Map<String, Value>) -> Result<Re
 
 /// `server/discover`: the revisions Manifold speaks, the merged capabilities and
 /// instructions, and how long they may be cached.
-pub(crate) fn discover(x: &Exchange) -> Result<Reply, Refusal> {
+pub(crate) fn discover(x: &Request) -> Result<Reply, Refusal> {
     let gw = &x.gw;
     let mut out = Map::new();
     out.insert("resultType".into(), json!("complete"));
-    let supported: Vec<&str> = version::MODERN_SUPPORTED
+    let supported: Vec<&str> = version::STATELESS_SUPPORTED
         .iter()
-        .chain(version::LEGACY_SUPPORTED)
+        .chain(version::SESSION_SUPPORTED)
         .copied()
         .collect();
     out.insert("supportedVersions".into(), json!(supported));

@@ -42,8 +42,8 @@ use std::sync::Arc;
 use super::decode::meta_of;
 use super::route;
 use crate::era::Era;
-use crate::exchange::{Arrival, Caller, Front, Principal, StatelessCaller};
 use crate::refusal::Refusal;
+use crate::request::{Arrival, Caller, Front, Principal, StatelessCaller};
 use crate::state::held_calls::params_digest;
 use crate::state::log_levels::LogFilter;
 use crate::state::sessions::ClientSession;
@@ -93,7 +93,7 @@ pub(crate) fn session(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSessi
     let session = session_of(gw, arrival)?;
     let front = &arrival.front;
     match front.header(m::HEADER_PROTOCOL_VERSION) {
-        Some(v) if !version::is_supported_legacy(v) => {
+        Some(v) if !version::is_supported_session(v) => {
             Err(Refusal::UnsupportedProtocolHeader(v.to_string()))
         }
         _ => Ok(session),
@@ -204,7 +204,7 @@ fn stateless(
             }
         }
     }
-    if !version::MODERN_SUPPORTED.contains(&requested) {
+    if !version::STATELESS_SUPPORTED.contains(&requested) {
         return Err(Refusal::UnsupportedVersion {
             requested: requested.to_string(),
         });

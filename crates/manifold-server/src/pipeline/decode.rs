@@ -16,8 +16,8 @@ use manifold_protocol::{jsonrpc, version, Incoming, MessageError};
 use serde_json::{Map, Value};
 
 use crate::era::Era;
-use crate::exchange::Front;
 use crate::refusal::Refusal;
+use crate::request::Front;
 
 /// The message (as `Incoming::parse` decoded the body) and its era.
 pub(crate) fn decode(
@@ -41,7 +41,7 @@ fn is_stateless(front: &Front, msg: &Map<String, Value>) -> bool {
     meta_of(msg).is_some_and(|m| m.contains_key(meta::PROTOCOL_VERSION))
         || front
             .header(m::HEADER_PROTOCOL_VERSION)
-            .is_some_and(|v| version::MODERN_SUPPORTED.contains(&v))
+            .is_some_and(|v| version::STATELESS_SUPPORTED.contains(&v))
 }
 
 #[cfg(test)]
@@ -57,12 +57,12 @@ mod tests {
             }
             Front::Http(h)
         };
-        let modern_meta =
+        let stateless_meta =
             br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
         let plain = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
         let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         let rows: [(&[u8], Front, Era); 5] = [
-            (modern_meta, http(None), Era::Stateless),
+            (stateless_meta, http(None), Era::Stateless),
             (plain, http(Some("2026-07-28")), Era::Stateless),
             (plain, http(Some("2025-11-25")), Era::Session),
             (plain, Front::Operator(Default::default()), Era::Session),

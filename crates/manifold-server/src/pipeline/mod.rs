@@ -3,39 +3,42 @@
 //! order):
 //!
 //! ```text
-//! decode → admit → route → handler → relay → finish
+//! decode → admit → route → handler or call chain → finish
 //! ```
 //!
 //! - decode (`decode`): one JSON-RPC message; its era from the envelope.
 //! - admit (`admit`): the era's transport rules → who is calling ([`Caller`]).
-//! - route (`route`): the one method table → a handler.
-//! - handlers (`crate::handlers`): answer locally, or resolve and forward
-//!   (`crate::relay`).
+//! - route (`route`): the one method table → a handler (`crate::handlers`,
+//!   answered here) or the call chain (`crate::call`, forwarded: resolve →
+//!   validate → confirm → limits → credentials → relay → check output →
+//!   finish).
 //! - finish ([`finish`]): the request's metrics and audit record, once.
 //!
-//! Invariants: a phase refuses by returning a [`Refusal`]; only [`finish`] turns
-//! it into bytes. Every request whose method is known is finished exactly once:
-//! here, or by the relay, which takes the observation when it forwards.
+//! Invariants: a phase refuses by returning a [`Refusal`], which only the
+//! refusal table turns into bytes (`Refusal::reply`, called by [`finish`]; the
+//! front doors call it for what they refuse before a message exists). Every
+//! request whose method is known is finished exactly once: here, or by the
+//! call chain's relay, which takes the observation when it dispatches.
 //!
 //! Not here: framing (the front doors), HTTP-only checks (Origin, Host, Accept,
 //! body limits: `front/http.rs`).
 //!
-//! [`Caller`]: crate::exchange::Caller
+//! [`Caller`]: crate::request::Caller
 
 mod admit;
 mod decode;
 mod route;
 
-use manifold_protocol::{jsonrpc, Incoming, MessageError};
+use manifold_protocol::{jsonrpc, Incoming, MessageError, RequestId};
 use serde_json::Value;
 use std::sync::Arc;
 
 use crate::era::Era;
-use crate::exchange::{Arrival, Exchange};
 use crate::handlers;
 use crate::observe::Observed;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
+use crate::request::{Arrival, Request};
 use crate::state::Gateway;
 
 /// Serves one message: a request gets its reply; a notification or a client's
@@ -93,11 +96,7 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
             let admitted = admission.in_scope(|| admit::request(gw, &arrival, era, &method, &msg));
             let admitted = match admitted {
                 Ok(a) => a,
-                Err(r) => {
-                    let reply = r.reply(Some(&id), era);
-                    obs.finish(r.outcome(), reply.len()).await;
-                    return reply;
-                }
+                Err(r) => return finish(Some(obs), Err(r), &id, era).await,
             };
             obs.admitted(
                 admitted.caller.session().map(|s| s.id.as_str()),
@@ -105,7 +104,7 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
                 admitted.principal.audit_name(),
                 admitted.principal.metrics_label(gw.cfg().principal_label),
             );
-            let mut x = Exchange {
+            let mut x = Request {
                 gw: gw.clone(),
                 arrival,
                 era,
@@ -116,12 +115,12 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
                 obs: Some(obs),
             };
             let result = route::route(&mut x, msg).await;
-            finish(&mut x, result).await
+            finish(x.obs.take(), result, &x.rpc_id, x.era).await
         }
         Incoming::Notification { method, msg } => match admit::session(gw, &arrival) {
             Ok(session) => {
-                let caller = crate::exchange::Caller::Session(session);
-                match handlers::client::notification(gw, &caller, &method, &msg).await {
+                let caller = crate::request::Caller::Session(session);
+                match handlers::client_messages::notification(gw, &caller, &method, &msg).await {
                     Ok(()) => Reply::Accepted,
                     Err(r) => r.reply(None, era),
                 }
@@ -130,8 +129,8 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
         },
         Incoming::Response { id, msg } => match admit::session(gw, &arrival) {
             Ok(session) => {
-                let caller = crate::exchange::Caller::Session(session);
-                match handlers::client::response(gw, &caller, &id, msg).await {
+                let caller = crate::request::Caller::Session(session);
+                match handlers::client_messages::response(gw, &caller, &id, msg).await {
                     Ok(()) => Reply::Accepted,
                     Err(r) => r.reply(None, era),
                 }
@@ -141,15 +140,22 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
     }
 }
 
-/// Phase finish: the reply, with the request's metrics and audit record if nobody
-/// else took them (the relay does, for forwarded calls). The record is written
-/// before the reply goes out.
-async fn finish(x: &mut Exchange, result: Result<Reply, Refusal>) -> Reply {
+/// Phase finish, for every answer made on the request's own task: the reply
+/// (a refusal, a tool error among them, rendered by the refusal table), with
+/// the request's metrics and audit record if nobody else took them (the
+/// call chain's relay does once it dispatches: `call::finish`). The record
+/// is written before the reply goes out.
+async fn finish(
+    obs: Option<Observed>,
+    result: Result<Reply, Refusal>,
+    id: &RequestId,
+    era: Era,
+) -> Reply {
     let (reply, outcome) = match result {
         Ok(reply) => (reply, manifold_audit::Outcome::Ok),
-        Err(r) => (r.reply(Some(&x.rpc_id), x.era), r.outcome()),
+        Err(r) => (r.reply(Some(id), era), r.outcome()),
     };
-    if let Some(obs) = x.obs.take() {
+    if let Some(obs) = obs {
         obs.finish(outcome, reply.len()).await;
     }
     reply

@@ -7,35 +7,37 @@
 //! | `ping` | yes | 404 | no | `surface::ping` |
 //! | `server/discover` | -32601 | yes | no | `surface::discover` |
 //! | `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` | yes | yes | no | `surface::list` |
-//! | `tools/call`, `prompts/get` | yes | yes | yes | `call::call` |
-//! | `resources/read` | yes | yes | yes | `resources::read` |
-//! | `completion/complete` | yes | yes | yes | `completion::complete` |
+//! | `tools/call` | yes | yes | yes | `call::tool` |
+//! | `prompts/get` | yes | yes | yes | `call::prompt` |
+//! | `resources/read` | yes | yes | yes | `call::resource` |
+//! | `completion/complete` | yes | yes | yes | `call::completion` |
 //! | `resources/subscribe`, `resources/unsubscribe` | yes | 404 | no | `resources` |
 //! | `logging/setLevel` | yes | 404 | no | `mcp_logging::set_level` |
 //! | `subscriptions/listen` | -32601 | yes | no | `listen::listen` |
 //!
-//! The audited methods are the ones that reach an upstream item a client names:
-//! every exit of theirs writes one audit record (see `observe`).
+//! The audited methods are the ones that reach an upstream item a client names
+//! (the forwarded ones, which go through the call chain, `call`): every exit of
+//! theirs writes one audit record (see `observe`).
 //!
 //! For a 2026-07-28 request to a forwarded method, two things happen before its
 //! handler: a retry carrying `requestState` for a call Manifold holds resumes that
-//! call (`relay::input_required`) — after the caller's current view is checked
+//! call (`call::resume`) — after the caller's current view is checked
 //! for its target, so a reload that hid a tool stops its held calls — and the
 //! `_meta` keys of this era, which are for Manifold, are taken off the params the
 //! upstream will see.
 //!
-//! Not here: admission (`admit`), the handlers themselves (`handlers`).
+//! Not here: admission (`admit`), the handlers themselves (`handlers`, `call`).
 
 use crate::state::held_calls::{CONFIRMED_PREFIX, CONFIRM_PREFIX};
 use manifold_protocol::methods as m;
 use serde_json::{Map, Value};
 
+use crate::call::{self, resolve};
 use crate::era::Era;
-use crate::exchange::Exchange;
-use crate::handlers::{call, completion, listen, mcp_logging, resources, surface};
+use crate::handlers::{listen, mcp_logging, resources, surface};
 use crate::refusal::Refusal;
-use crate::relay::{input_required, resolve};
 use crate::reply::Reply;
+use crate::request::Request;
 
 /// Where a method exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +54,8 @@ enum Handler {
     Ping,
     Discover,
     List,
-    Call,
+    Tool,
+    Prompt,
     Read,
     Complete,
     Subscribe,
@@ -90,7 +93,7 @@ impl Method {
     fn forwarded(&self) -> bool {
         matches!(
             self.handler,
-            Handler::Call | Handler::Read | Handler::Complete
+            Handler::Tool | Handler::Prompt | Handler::Read | Handler::Complete
         )
     }
 }
@@ -105,7 +108,8 @@ fn lookup(method: &str) -> Option<Method> {
         m::TOOLS_LIST | m::PROMPTS_LIST | m::RESOURCES_LIST | m::RESOURCES_TEMPLATES_LIST => {
             Method::new(Both, false, List)
         }
-        m::TOOLS_CALL | m::PROMPTS_GET => Method::new(Both, true, Call),
+        m::TOOLS_CALL => Method::new(Both, true, Tool),
+        m::PROMPTS_GET => Method::new(Both, true, Prompt),
         m::RESOURCES_READ => Method::new(Both, true, Read),
         m::COMPLETION_COMPLETE => Method::new(Both, true, Complete),
         m::RESOURCES_SUBSCRIBE => Method::new(SessionOnly, false, Subscribe),
@@ -122,7 +126,7 @@ pub(crate) fn session_era_only(method: &str) -> bool {
 }
 
 /// Routes an admitted request to its handler.
-pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Result<Reply, Refusal> {
+pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Result<Reply, Refusal> {
     // Moved out, not cloned: the forwarded params are rewritten in place.
     let mut params = match msg.remove("params") {
         Some(Value::Object(p)) => p,
@@ -132,7 +136,7 @@ pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Resu
         return Err(Refusal::MethodNotFound(x.method.clone()));
     };
     if x.era == Era::Stateless && method.forwarded() {
-        // A retry resumes the held call, unless the target upstream is modern:
+        // A retry resumes the held call, unless the target upstream is stateless:
         // then the state is its own and goes to it byte-exact. The held call's
         // record is the call's; the retry is counted, not audited again.
         // A `[confirm]` answer is not a held call's: the call handler takes it.
@@ -145,25 +149,14 @@ pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Resu
         // handler as any hidden item is, and its held call ends.
         let resumable = retry
             && match resolve::upstream_of(&x.gw, &x.access(), &x.method, &params) {
-                Some(upstream) => !upstream.is_modern(),
+                Some(upstream) => !upstream.is_stateless(),
                 None => {
-                    input_required::abandon(x, &params);
+                    call::abandon(x, &params);
                     false
                 }
             };
         if resumable {
-            if let Some(reply) = input_required::resume(x, &params).await {
-                // A retry that resumed nothing (a forged, expired or reused
-                // state) is its own request and gets its own record.
-                if reply.is_err() && method.audited {
-                    if let Some(o) = x.observation() {
-                        o.audit(params.get("arguments").cloned());
-                        o.name = ["name", "uri"]
-                            .iter()
-                            .find_map(|k| params.get(*k).and_then(Value::as_str))
-                            .map(str::to_owned);
-                    }
-                }
+            if let Some(reply) = call::resume(x, &params).await {
                 return reply;
             }
         }
@@ -180,9 +173,10 @@ pub(crate) async fn route(x: &mut Exchange, mut msg: Map<String, Value>) -> Resu
         Handler::Ping => surface::ping(x),
         Handler::Discover => surface::discover(x),
         Handler::List => surface::list(x, &params),
-        Handler::Call => call::call(x, params).await,
-        Handler::Read => resources::read(x, params).await,
-        Handler::Complete => completion::complete(x, params).await,
+        Handler::Tool => call::tool(x, params).await,
+        Handler::Prompt => call::prompt(x, params).await,
+        Handler::Read => call::resource(x, params).await,
+        Handler::Complete => call::completion(x, params).await,
         Handler::Subscribe => resources::subscribe(x, params).await,
         Handler::Unsubscribe => resources::unsubscribe(x, params).await,
         Handler::SetLevel => mcp_logging::set_level(x, params).await,

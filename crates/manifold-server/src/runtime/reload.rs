@@ -13,7 +13,8 @@
 //!   atomic store of [`Live`]; clients get `list_changed` only when what they
 //!   see changed.
 //! - Settings fixed at start are reported as needing a restart, and the rest is
-//!   applied: see [`fixed_at_start`].
+//!   applied: each section of manifold-config says which
+//!   (`GatewayConfig::fixed_at_start`).
 //!
 //! Invariants: one reload at a time; a request reads one `Live` and never mixes
 //! two configurations; nothing waits on an upstream without a bound.
@@ -23,7 +24,6 @@
 
 use manifold_config::GatewayConfig;
 use manifold_upstream::{State, Upstream};
-use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,98 +66,10 @@ pub enum ReloadError {
     },
 }
 
-fn differs<T: Debug>(a: &T, b: &T) -> bool {
-    format!("{a:?}") != format!("{b:?}")
-}
-
-/// The settings a running gateway cannot change: listeners, TLS, the audit
-/// writer, metrics label bounds, and the limits its tables were sized with.
-pub fn fixed_at_start(old: &GatewayConfig, new: &GatewayConfig) -> Vec<String> {
-    let (a, b) = (&old.limits, &new.limits);
-    let changed = [
-        ("server.listen", old.server.listen != new.server.listen),
-        ("server.tls", differs(&old.server.tls, &new.server.tls)),
-        (
-            "server.request_state_key",
-            old.server.request_state_key != new.server.request_state_key,
-        ),
-        (
-            "server.watch_config",
-            old.server.watch_config != new.server.watch_config,
-        ),
-        (
-            "admin.listen",
-            old.admin.as_ref().map(|a| a.listen) != new.admin.as_ref().map(|a| a.listen),
-        ),
-        ("cluster", old.cluster != new.cluster),
-        ("tracing", old.tracing != new.tracing),
-        (
-            "stdio.principal",
-            old.stdio_principal != new.stdio_principal,
-        ),
-        ("audit", differs(&old.audit, &new.audit)),
-        (
-            "metrics.max_tool_series",
-            old.max_tool_series != new.max_tool_series,
-        ),
-        (
-            "metrics.principal_label",
-            old.principal_label != new.principal_label,
-        ),
-        (
-            "metrics.max_principal_series",
-            old.max_principal_series != new.max_principal_series,
-        ),
-        // The tables were sized with these.
-        ("limits.max_sessions", a.max_sessions != b.max_sessions),
-        (
-            "limits.max_sessions_per_peer",
-            a.max_sessions_per_peer != b.max_sessions_per_peer,
-        ),
-        (
-            "limits.max_calls_per_session",
-            a.max_calls_per_session != b.max_calls_per_session,
-        ),
-        ("limits.max_listens", a.max_listens != b.max_listens),
-        ("limits.held_call_ttl", a.held_call_ttl != b.held_call_ttl),
-        (
-            "limits.max_held_calls",
-            a.max_held_calls != b.max_held_calls,
-        ),
-        (
-            "limits.max_held_calls_per_principal",
-            a.max_held_calls_per_principal != b.max_held_calls_per_principal,
-        ),
-        // Taken by an upstream connection when it starts: kept upstreams keep
-        // theirs (those the reload starts or restarts take the new values).
-        (
-            "limits.connect_timeout",
-            a.connect_timeout != b.connect_timeout,
-        ),
-        (
-            "limits.max_message_bytes",
-            a.max_message_bytes != b.max_message_bytes,
-        ),
-        (
-            "limits.max_pending_per_upstream",
-            a.max_pending_per_upstream != b.max_pending_per_upstream,
-        ),
-        (
-            "limits.max_list_items",
-            a.max_list_items != b.max_list_items,
-        ),
-    ];
-    changed
-        .into_iter()
-        .filter(|(_, c)| *c)
-        .map(|(k, _)| k.to_string())
-        .collect()
-}
-
 impl Gateway {
     /// Where the configuration came from, for reloads (set once, by the binary).
     pub fn set_config_path(&self, path: PathBuf) {
-        *crate::lock(&self.config_stamp) = stamp(&path);
+        *self.config_stamp.lock() = stamp(&path);
         let _ = self.config_path.set(path);
     }
 
@@ -167,7 +79,7 @@ impl Gateway {
             return Err(ReloadError::NoFile);
         };
         // What was read, good or bad: the watcher reloads only on a new change.
-        *crate::lock(&self.config_stamp) = stamp(&path);
+        *self.config_stamp.lock() = stamp(&path);
         // Judged with the listener and TLS in force: a reload cannot change
         // them, so the file's own `[server.tls]` proves nothing yet.
         let in_force = &self.started.server;
@@ -202,7 +114,7 @@ impl Gateway {
         // Against what is in force: a setting an earlier reload changed
         // still waits for the restart.
         let mut report = ReloadReport {
-            needs_restart: fixed_at_start(&self.started, &new),
+            needs_restart: self.started.fixed_at_start(&new),
             ..ReloadReport::default()
         };
         let new = Arc::new(new);
@@ -211,13 +123,18 @@ impl Gateway {
         let mut restarted = Vec::new();
         for u in &new.upstreams {
             match old.by_name.get(u.name.as_str()) {
-                Some(running) if !differs(running.config(), u) => {
+                Some(running) if running.config() == u => {
                     let token = old.stops.get(running.name()).cloned().unwrap_or_default();
                     kept.push((running.clone(), token));
                 }
                 previous => {
-                    let started =
-                        super::spawn_upstream(u, &new, &self.events, &self.stop, &self.tasks);
+                    let started = super::upstreams::spawn_upstream(
+                        u,
+                        &new,
+                        &self.events,
+                        &self.stop,
+                        &self.tasks,
+                    );
                     if previous.is_some() {
                         restarted.push(started.clone());
                         report.restarted.push(u.name.clone());
@@ -329,7 +246,7 @@ impl Gateway {
                 continue;
             };
             let now = stamp(path);
-            if now == *crate::lock(&self.config_stamp) {
+            if now == *self.config_stamp.lock() {
                 pending = None;
                 continue;
             }

@@ -28,14 +28,13 @@
 use hmac::digest::KeyInit;
 use hmac::{Hmac, Mac};
 use manifold_protocol::RequestId;
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
 
-use crate::lock;
 use crate::reply::Reply;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -155,18 +154,22 @@ impl HeldCalls {
 
     /// Whether no more calls may be held.
     pub(crate) fn full(&self) -> bool {
-        lock(&self.calls).len() >= self.max
+        self.calls.lock().len() >= self.max
     }
 
     /// Whether `principal` holds as many calls and open confirmations as it
     /// may (`limits.max_held_calls_per_principal`).
     pub(crate) fn full_for(&self, principal: &str) -> bool {
         let now = now_secs();
-        let held = lock(&self.calls)
+        let held = self
+            .calls
+            .lock()
             .values()
             .filter(|(_, p)| p == principal)
             .count();
-        let asked = lock(&self.confirmations)
+        let asked = self
+            .confirmations
+            .lock()
             .values()
             .filter(|(e, p)| p == principal && *e >= now)
             .count();
@@ -190,13 +193,15 @@ impl HeldCalls {
             .into_bytes();
         let state = format!("{id}.{expiry}.{}", hex::encode(mac));
         let (tx, rx) = oneshot::channel();
-        lock(&self.calls).insert(id.clone(), (tx, principal.to_string()));
+        self.calls
+            .lock()
+            .insert(id.clone(), (tx, principal.to_string()));
         (id, state, rx)
     }
 
     /// Forgets a held call (its wait is over).
     pub(crate) fn release(&self, id: &str) {
-        lock(&self.calls).remove(id);
+        self.calls.lock().remove(id);
     }
 
     /// The held call a state names, taken (states are single-use), when the state
@@ -207,7 +212,8 @@ impl HeldCalls {
         digest: &str,
     ) -> Result<oneshot::Sender<Resume>, &'static str> {
         let id = self.verify(state, digest)?;
-        lock(&self.calls)
+        self.calls
+            .lock()
             .remove(&id)
             .map(|(tx, _)| tx)
             .ok_or(NOT_HELD_HERE)
@@ -232,7 +238,7 @@ impl HeldCalls {
         principal: &str,
         now: u64,
     ) -> Option<(String, u64, String)> {
-        let mut open = lock(&self.confirmations);
+        let mut open = self.confirmations.lock();
         open.retain(|_, (expiry, _)| *expiry >= now);
         if open.len() >= self.max {
             return None;
@@ -292,7 +298,8 @@ impl HeldCalls {
         };
         let bound = format!("{id}.{expiry}.{mac}");
         let id = self.verify_in(CONFIRMED_PREFIX, &bound, &format!("{digest}.{inner}"))?;
-        lock(&self.confirmations)
+        self.confirmations
+            .lock()
             .remove(&id)
             .map(|_| inner)
             .ok_or("it was already used")
@@ -305,7 +312,8 @@ impl HeldCalls {
             .strip_prefix(CONFIRM_PREFIX)
             .ok_or("it is not a state this gateway issued")?;
         let id = self.verify_in(CONFIRM_PREFIX, rest, digest)?;
-        lock(&self.confirmations)
+        self.confirmations
+            .lock()
             .remove(&id)
             .map(|_| ())
             .ok_or("it was already used")

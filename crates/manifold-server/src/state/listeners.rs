@@ -9,7 +9,7 @@
 //! - only requested kinds are sent, and only the URIs the acknowledgment named;
 //! - a listen stream joins the shared resource subscriptions under its listen
 //!   key (`listen:<n>`), never a session id;
-//! - the `std::sync::Mutex` is never held across `.await`.
+//! - the lock is never held across `.await`.
 //!
 //! Not here: parsing a listen request and subscribing its URIs (the handler,
 //! `handlers/listen.rs`).
@@ -17,10 +17,11 @@
 use bytes::Bytes;
 use manifold_protocol::jsonrpc;
 use manifold_protocol::methods as m;
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use m::meta::SUBSCRIPTION_ID as META_SUBSCRIPTION;
@@ -76,8 +77,8 @@ impl Listeners {
     }
 
     /// The open listeners, closed streams pruned.
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Listener>> {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+    fn open(&self) -> MutexGuard<'_, HashMap<String, Listener>> {
+        let mut open = self.open.lock();
         open.retain(|_, l| !l.tx.is_closed());
         open
     }
@@ -91,7 +92,7 @@ impl Listeners {
         tx: mpsc::Sender<Bytes>,
         viewer: Option<Arc<manifold_policy::Identity>>,
     ) -> Option<String> {
-        let mut open = self.lock();
+        let mut open = self.open();
         if open.len() >= self.max {
             return None;
         }
@@ -117,13 +118,13 @@ impl Listeners {
     /// Whose view the listen stream `key` follows (`None` when it is gone or
     /// unrestricted).
     pub(crate) fn viewer(&self, key: &str) -> Option<Arc<manifold_policy::Identity>> {
-        self.lock().get(key).and_then(|l| l.viewer.clone())
+        self.open().get(key).and_then(|l| l.viewer.clone())
     }
 
     /// Sends the acknowledgment of what is honoured (the list kinds asked for,
     /// and `honoured` of the URIs), then any list change that came meanwhile.
     pub(crate) fn acknowledge(&self, key: &str, honoured: Vec<String>) {
-        let mut open = self.lock();
+        let mut open = self.open();
         let Some(l) = open.get_mut(key) else { return };
         let mut notifications = Map::new();
         for (k, on) in [
@@ -156,7 +157,7 @@ impl Listeners {
     /// `SubscriptionsListenResult` (`resultType` and the `subscriptionId`) and
     /// ends. Returns how many got it.
     pub(crate) fn end_all(&self) -> usize {
-        let ended: Vec<Listener> = self.lock().drain().map(|(_, l)| l).collect();
+        let ended: Vec<Listener> = self.open().drain().map(|(_, l)| l).collect();
         let mut sent = 0;
         for l in ended {
             let last = json!({
@@ -178,7 +179,7 @@ impl Listeners {
         method: &'static str,
         sees: &mut dyn FnMut(Option<&manifold_policy::Identity>) -> bool,
     ) -> usize {
-        let mut open = self.lock();
+        let mut open = self.open();
         let mut sent = 0;
         for l in open.values_mut() {
             let wants = match method {
@@ -217,7 +218,7 @@ impl Listeners {
         let uri = jsonrpc::params(msg)
             .and_then(|p| p.get("uri"))
             .and_then(Value::as_str);
-        let open = self.lock();
+        let open = self.open();
         keys.iter()
             .map(|key| {
                 let l = open.get(key)?;

@@ -1,5 +1,6 @@
-//! MCP logging (`logging/setLevel`, `notifications/message`) across many upstreams.
-//!
+//! MCP logging's filters and levels: which messages a client gets
+//! ([`LogFilter`], [`for_client`]) and the level last sent to the upstreams
+//! ([`UpstreamLogLevel`]). How they are applied across many upstreams:
 //! - Upstreams are shared, so each one that declared `logging` is set to the most
 //!   verbose level any live session asked for; each session then gets only
 //!   messages at or above its own level. When sessions end, the upstreams get the
@@ -9,21 +10,16 @@
 //! - Messages tied to a call go to the calling client only (the relay); others go
 //!   to every session with a GET stream open whose level admits them. A session
 //!   that never set a level gets every level.
-//! - Modern (2026-07-28) upstreams have no `logging/setLevel`: each request
+//! - 2026-07-28 upstreams have no `logging/setLevel`: each request
 //!   carries its client's level in `_meta`.
 //!
-//! Not here: the upstream transports' own stderr (that is Manifold's log).
+//! Not here: sending levels and delivering messages (`logging`), the upstream
+//! transports' own stderr (that is Manifold's log).
 
-use bytes::Bytes;
-use manifold_protocol::headers::standard_headers;
 use manifold_protocol::logging::LogLevel;
 use manifold_protocol::methods as m;
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
-use std::sync::Arc;
-use std::sync::Mutex;
-
-use super::Gateway;
-use crate::lock;
 
 /// Which messages a client gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +41,7 @@ impl LogFilter {
         }
     }
 
-    /// The level a modern upstream is told about in `_meta`, if any.
+    /// The level a 2026-07-28 upstream is told about in `_meta`, if any.
     pub(crate) fn level(self) -> Option<LogLevel> {
         match self {
             LogFilter::AtLeast(l) => Some(l),
@@ -56,7 +52,7 @@ impl LogFilter {
 
 /// The level last sent to the upstreams, if any.
 #[derive(Default)]
-pub(crate) struct UpstreamLogLevel(Mutex<Option<LogLevel>>);
+pub(crate) struct UpstreamLogLevel(pub(crate) Mutex<Option<LogLevel>>);
 
 /// Prepares a notification for one client: names the upstream in a message's
 /// `logger`; false when the client's filter drops the message. Other
@@ -82,108 +78,6 @@ pub(crate) fn for_client(filter: LogFilter, upstream: &str, msg: &mut Map<String
     };
     params.insert("logger".into(), Value::String(logger));
     true
-}
-
-impl Gateway {
-    /// Applies the most verbose level any live session asked for to every upstream
-    /// that declared `logging`. Failures are logged: one upstream refusing must
-    /// not fail the client's request.
-    pub(crate) async fn apply_log_level(&self) {
-        let Some(level) = self.sessions.most_verbose_log_level() else {
-            return;
-        };
-        *lock(&self.upstream_log_level.0) = Some(level);
-        let targets: Vec<_> = self
-            .upstreams()
-            .iter()
-            .filter(|u| {
-                u.status()
-                    .facts
-                    .is_some_and(|f| f.capabilities.contains_key("logging") && !f.is_modern())
-            })
-            .cloned()
-            .collect();
-        let calls = targets.into_iter().map(|u| async move {
-            let mut params = Map::new();
-            params.insert("level".into(), Value::from(level.as_str()));
-            let headers = standard_headers(m::LOGGING_SET_LEVEL, None);
-            match u.call(m::LOGGING_SET_LEVEL, Some(params), headers).await {
-                Ok(mut call) => {
-                    if let manifold_upstream::CallOutcome::Failed(e) = call.outcome().await {
-                        tracing::warn!(upstream = %u.name(), error = %e, "logging/setLevel failed");
-                    }
-                }
-                Err(e) => {
-                    tracing::debug!(upstream = %u.name(), error = %e, "logging/setLevel not sent")
-                }
-            }
-        });
-        futures_util::future::join_all(calls).await;
-    }
-
-    /// Applies the log level in the background, ending with the gateway.
-    pub(crate) fn apply_log_level_later(self: &Arc<Self>) {
-        let gw = self.clone();
-        self.tasks.spawn(async move {
-            tokio::select! {
-                _ = gw.stop.cancelled() => {}
-                _ = gw.apply_log_level() => {}
-            }
-        });
-    }
-
-    /// Sessions ended: if the most verbose level still asked for is less verbose
-    /// than the one the upstreams were given, they get it, so an ended debugging
-    /// session does not leave every upstream sending debug messages. When no
-    /// session asks for a level any more, the upstreams keep the last one (MCP
-    /// has no way back to a server's default).
-    pub(crate) fn log_levels_after_sessions_ended(self: &Arc<Self>) {
-        let Some(now) = self.sessions.most_verbose_log_level() else {
-            return;
-        };
-        {
-            // Checked and set at once: a sweep that ends many sessions spawns
-            // one setLevel round, not one per session.
-            let mut applied = lock(&self.upstream_log_level.0);
-            if applied.is_none_or(|a| now <= a) {
-                return;
-            }
-            *applied = Some(now);
-        }
-        self.apply_log_level_later();
-    }
-
-    /// A message no call claimed: to every session with a GET stream that wants it.
-    pub(crate) fn broadcast_log(&self, upstream: &str, msg: &Map<String, Value>) -> usize {
-        let mut sent = 0;
-        // Under `[[policy]]`, only sessions whose view holds something of the
-        // upstream hear it (decided once per view).
-        let views = self.views.load_full();
-        let mut memo: std::collections::HashMap<Option<manifold_policy::ViewKey>, bool> =
-            std::collections::HashMap::new();
-        for session in self.sessions.all() {
-            let key = super::views::key_of(views.policy(), session.viewer().as_deref());
-            if key.is_some() {
-                let hears = *memo.entry(key.clone()).or_insert_with(|| {
-                    super::views::holds_upstream(&views.get(key.as_ref()), upstream)
-                });
-                if !hears {
-                    continue;
-                }
-            }
-            let filter = session
-                .log_level()
-                .map_or(LogFilter::All, LogFilter::AtLeast);
-            let mut copy = msg.clone();
-            if for_client(filter, upstream, &mut copy) {
-                let bytes = serde_json::to_vec(&Value::Object(copy)).unwrap_or_default();
-                if session.push(Bytes::from(bytes)) {
-                    sent += 1;
-                }
-            }
-        }
-        sent
-    }
 }
 
 #[cfg(test)]

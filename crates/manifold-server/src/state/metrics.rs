@@ -14,6 +14,7 @@
 
 use manifold_protocol::methods as m;
 use manifold_upstream::State;
+use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -21,10 +22,20 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::collections::HashSet;
-use std::sync::Mutex;
 
-use super::Gateway;
-use crate::lock;
+use manifold_catalog::Catalog;
+use manifold_upstream::Upstream;
+
+/// What the state gauges say at a scrape: read from the gateway by its
+/// caller, so the registry needs no gateway.
+pub(crate) struct Now<'a> {
+    pub upstreams: &'a [Upstream],
+    pub sessions: usize,
+    pub catalog: &'a Catalog,
+    /// Messages the cluster's bus refused, by reason (none without one).
+    pub bus_rejected: Vec<(&'static str, u64)>,
+    pub audit: Option<manifold_audit::AuditStats>,
+}
 
 /// Latency buckets in seconds: 1 ms … 60 s (the default call timeout).
 const LATENCY_BUCKETS: [f64; 14] = [
@@ -311,7 +322,7 @@ impl Metrics {
             return;
         };
         let principal = {
-            let mut seen = lock(&self.principal_series);
+            let mut seen = self.principal_series.lock();
             if seen.contains(principal) || seen.len() < self.max_principal_series {
                 seen.insert(principal.to_string());
                 principal.to_string()
@@ -399,7 +410,7 @@ impl Metrics {
 
     /// The tool label: its name while under the series bound, else `other`.
     fn tool_label(&self, tool: &str) -> String {
-        let mut seen = lock(&self.tool_series);
+        let mut seen = self.tool_series.lock();
         if seen.contains(tool) || seen.len() < self.max_tool_series {
             seen.insert(tool.to_string());
             tool.to_string()
@@ -408,9 +419,9 @@ impl Metrics {
         }
     }
 
-    /// Refreshes the state gauges and renders the text format.
-    pub(crate) fn render(&self, gw: &Gateway) -> String {
-        for u in gw.upstreams() {
+    /// Refreshes the state gauges from `now` and renders the text format.
+    pub(crate) fn render(&self, now: Now<'_>) -> String {
+        for u in now.upstreams {
             let st = u.status();
             let label = UpstreamLabel {
                 upstream: u.name().to_string(),
@@ -440,8 +451,8 @@ impl Metrics {
                     .set(i64::from(code));
             }
         }
-        self.sessions.set(gw.sessions.len() as i64);
-        let catalog = gw.catalog.load();
+        self.sessions.set(now.sessions as i64);
+        let catalog = now.catalog;
         self.left_out.clear();
         let lists = [
             ("tool", catalog.tools.left_out()),
@@ -459,18 +470,15 @@ impl Metrics {
                     .inc();
             }
         }
-        if let Some(c) = &gw.cluster {
-            // The bus counts; the counters mirror it (a store, so two scrapes
-            // at once cannot count twice).
-            for (reason, n) in c.bus.rejected() {
-                self.cluster_rejected
-                    .get_or_create(&ReasonLabel { reason })
-                    .inner()
-                    .store(n, std::sync::atomic::Ordering::Relaxed);
-            }
+        // The bus counts; the counters mirror it (a store, so two scrapes at
+        // once cannot count twice).
+        for (reason, n) in now.bus_rejected {
+            self.cluster_rejected
+                .get_or_create(&ReasonLabel { reason })
+                .inner()
+                .store(n, std::sync::atomic::Ordering::Relaxed);
         }
-        if let Some(a) = &gw.auditor {
-            let s = a.stats();
+        if let Some(s) = now.audit {
             self.audit_written.set(s.written as i64);
             self.audit_lost.set(s.lost as i64);
             self.audit_queue.set(s.queue_depth as i64);

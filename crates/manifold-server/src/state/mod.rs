@@ -1,7 +1,7 @@
 //! Shared state: the [`Gateway`] and the tables every request may read — the
 //! configuration, the upstreams, the merged catalog snapshot, client sessions
-//! (`sessions`), who owns which URI (`ownership`), resource subscriptions
-//! (`subscriptions`), open listen streams (`listeners`), calls held for a client's
+//! (`sessions`), URIs learned from results (`learned`), resource subscriptions
+//! (`subscriptions`, kept in step upstream by `subscribing`), open listen streams (`listeners`), calls held for a client's
 //! input (`held_calls`), the upstreams' log level (`log_levels`) and the metrics
 //! registry (`metrics`).
 //!
@@ -15,27 +15,33 @@
 
 pub(crate) mod cluster;
 pub(crate) mod held_calls;
+pub(crate) mod learned;
 pub(crate) mod listeners;
 pub(crate) mod live;
 pub(crate) mod log_levels;
+pub(crate) mod logging;
 pub(crate) mod metrics;
-pub(crate) mod ownership;
 pub(crate) mod sealed;
 pub(crate) mod sessions;
+pub(crate) mod subscribing;
 pub(crate) mod subscriptions;
 pub(crate) mod views;
 
 use arc_swap::ArcSwap;
+use bytes::Bytes;
 use manifold_catalog::{Catalog, ItemFilter, NamingPolicy, UpstreamInput};
 use manifold_config::GatewayConfig;
+use manifold_policy::{Identity, ViewKey};
 use manifold_upstream::Upstream;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use views::Access;
 
 /// What a reload swaps, whole: the configuration and everything built from
 /// it. A request reads one `Live` (`Gateway::live`) and keeps it for its
@@ -90,8 +96,8 @@ pub struct Gateway {
     /// The catalog's per-caller views (see `views`), swapped with it.
     pub(crate) views: ArcSwap<views::Views>,
     pub(crate) sessions: sessions::Sessions,
-    /// URIs seen in results, for routing reads (see `ownership`).
-    pub(crate) learned: ownership::Learned,
+    /// URIs seen in results, for routing reads (see `learned`).
+    pub(crate) learned: learned::Learned,
     /// Resource subscriptions, shared across sessions and listen streams.
     pub(crate) subscriptions: subscriptions::Subscriptions,
     /// The log level last sent to the upstreams.
@@ -114,14 +120,14 @@ pub struct Gateway {
     /// The audit writer, when `[audit]` is configured and the gateway was
     /// started with `Gateway::launch`.
     pub(crate) auditor: Option<manifold_audit::Auditor>,
+    /// Log budget for results that break their tool's `outputSchema`.
+    pub(crate) output_warnings: manifold_foundation::log_budget::LogBudget,
     /// The argument and output validators of the current catalogue
     /// (`[validation]`), rebuilt with it.
-    /// Log budget for results that break their tool's `outputSchema`.
-    pub(crate) output_warnings: manifold_upstream::Noise,
     pub(crate) validators: arc_swap::ArcSwap<manifold_policy::ArgumentValidators>,
     /// Log budget for requests refused at authentication: a scan or a
     /// misconfigured client cannot flood the log (and rotate real history away).
-    pub(crate) auth_refusals: manifold_upstream::Noise,
+    pub(crate) auth_refusals: manifold_foundation::log_budget::LogBudget,
     pub(crate) audit_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     pub(crate) next_request: AtomicU64,
     /// The admin listener, bound early by `Gateway::bind_admin` or by `serve`.
@@ -217,11 +223,7 @@ impl Gateway {
         let n = &self.cfg().naming;
         NamingPolicy {
             separator: n.separator.clone(),
-            prefix_mode: match n.prefix_mode {
-                manifold_config::PrefixMode::Always => manifold_catalog::PrefixMode::Always,
-                manifold_config::PrefixMode::Multiple => manifold_catalog::PrefixMode::Multiple,
-                manifold_config::PrefixMode::Never => manifold_catalog::PrefixMode::Never,
-            },
+            prefix_mode: n.prefix_mode,
             max_length: n.max_length,
             configured_upstreams: self.cfg().upstreams.len(),
         }
@@ -235,7 +237,7 @@ impl Gateway {
         use manifold_protocol::methods as m;
         // One build at a time, each from the `Live` in force when it starts: a
         // build from an older configuration cannot land after a newer one.
-        let _one_at_a_time = crate::lock(&self.rebuilding);
+        let _one_at_a_time = self.rebuilding.lock();
         let live = self.live();
         let inputs: Vec<UpstreamInput> = live
             .upstreams
@@ -295,6 +297,82 @@ impl Gateway {
             old: old_views,
             new: views,
         }
+    }
+}
+
+impl Gateway {
+    /// The metrics in the text format, the state gauges read now.
+    pub(crate) fn metrics_text(&self) -> String {
+        let upstreams = self.upstreams();
+        let catalog = self.catalog();
+        self.metrics.render(metrics::Now {
+            upstreams: &upstreams,
+            sessions: self.sessions.len(),
+            catalog: &catalog,
+            bus_rejected: self
+                .cluster
+                .as_ref()
+                .map(|c| c.bus.rejected())
+                .unwrap_or_default(),
+            audit: self.auditor.as_ref().map(|a| a.stats()),
+        })
+    }
+
+    /// The upstream that owns `uri`: the one whose list holds it, else the one
+    /// a result linked it from (`learned`), else the only upstream serving
+    /// resources.
+    pub(crate) fn owner_of(&self, uri: &str) -> Option<Upstream> {
+        let by_catalog = self.catalog.load().resources.owner(uri).cloned();
+        let name = by_catalog.or_else(|| self.learned.owner(uri));
+        if let Some(name) = name {
+            return self.upstream(&name);
+        }
+        let mut serving = self.upstreams().into_iter().filter(|u| {
+            u.status()
+                .facts
+                .is_some_and(|f| f.capabilities.contains_key("resources"))
+        });
+        match (serving.next(), serving.next()) {
+            (Some(only), None) => Some(only.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl Gateway {
+    /// Sends each changed list's `list_changed` to the sessions and listen
+    /// streams whose own view of it changed (everyone's, without rules). Views
+    /// are compared once per distinct key, not per client.
+    pub(crate) fn announce(&self, rebuilt: &Rebuilt) {
+        for &method in &rebuilt.changed {
+            let note = Bytes::from(manifold_protocol::jsonrpc::notification_bytes(method, None));
+            // Keyed by the viewer's key under the old and the new policy (a
+            // reload may change the rules).
+            type Keys = (Option<ViewKey>, Option<ViewKey>);
+            let mut memo: HashMap<Keys, bool> = HashMap::new();
+            let mut sees = |viewer: Option<&Identity>| {
+                let old = views::key_of(rebuilt.old.policy(), viewer);
+                let new = views::key_of(rebuilt.new.policy(), viewer);
+                if old.is_none() && new.is_none() {
+                    return true;
+                }
+                *memo.entry((old.clone(), new.clone())).or_insert_with(|| {
+                    let (a, b) = (rebuilt.old.get(old.as_ref()), rebuilt.new.get(new.as_ref()));
+                    views::lists_differ(&a, &b, method)
+                })
+            };
+            let sent = self
+                .sessions
+                .broadcast(&note, &mut |s| sees(s.viewer().as_deref()))
+                + self.listeners.list_changed(method, &mut sees);
+            self.metrics.list_changed_sent(method, sent);
+            tracing::info!(%method, sessions = sent, "merged list changed");
+        }
+    }
+
+    /// What `viewer` may see and use right now (`None`: the local operator).
+    pub(crate) fn access(&self, viewer: Option<&Identity>) -> Access {
+        Access::of(&self.views.load_full(), viewer)
     }
 }
 

@@ -1,11 +1,12 @@
 //! Sealed session ids (`[cluster] session_key`): the session's negotiated
 //! state — protocol version, client info, capabilities, owner, expiry — sealed
-//! into its id with AES-256-GCM under a key every replica shares, so a session
-//! opened on one replica is accepted by any other without sticky sessions or
-//! shared storage.
+//! into its id with AES-256-GCM (manifold-foundation `aead`) under a key every
+//! replica shares, so a session opened on one replica is accepted by any other
+//! without sticky sessions or shared storage.
 //!
 //! Id: `s1.` + base64url(nonce ‖ ciphertext ‖ tag); the key is the SHA-256 of
-//! a domain label and the configured secret; `previous_session_keys` still open ids (rotation).
+//! a domain label and the configured secret; `previous_session_keys` still
+//! open ids (rotation).
 //!
 //! Invariants: an id opens only if it is authentic under one of the keys and
 //! unexpired (a tampered, foreign-key or expired id is simply unknown); the
@@ -16,12 +17,11 @@
 //! (server→client requests in flight, GET streams, subscriptions) stays on the
 //! replica that holds it: see docs/deploy.md.
 
-use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use manifold_foundation::aead::{Keys, OpenError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::time::Duration;
 
 use super::held_calls::now_secs;
@@ -32,6 +32,10 @@ pub const SEALED_PREFIX: &str = "s1.";
 pub const MAX_SEALED_BYTES: usize = 2048;
 /// How long a sealed id is accepted after it was minted.
 pub const SEALED_SESSION_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// The keys' own domain: the same secret reused elsewhere (as a
+/// `request_state_key`, whose HMAC key is its plain SHA-256) gives a
+/// different key here.
+const KEY_DOMAIN: &str = "manifold sealed session id v1";
 
 /// What travels in the id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,52 +55,29 @@ pub(crate) struct SessionFacts {
 
 /// The keys.
 pub(crate) struct Sealer {
-    current: LessSafeKey,
-    previous: Vec<LessSafeKey>,
-}
-
-fn key(secret: &str) -> Option<LessSafeKey> {
-    // Its own domain: the same secret reused elsewhere (as a
-    // `request_state_key`, whose HMAC key is its plain SHA-256) gives a
-    // different key here.
-    let mut h = Sha256::new();
-    h.update(b"manifold sealed session id v1\0");
-    h.update(secret.as_bytes());
-    let k: [u8; 32] = h.finalize().into();
-    UnboundKey::new(&AES_256_GCM, &k).ok().map(LessSafeKey::new)
+    keys: Keys,
 }
 
 impl Sealer {
     pub(crate) fn new(settings: &manifold_config::cluster::ClusterSettings) -> Option<Sealer> {
         Some(Sealer {
-            current: key(&settings.session_key)?,
-            previous: settings
-                .previous_session_keys
-                .iter()
-                .filter_map(|s| key(s))
-                .collect(),
+            keys: Keys::new(
+                KEY_DOMAIN,
+                &settings.session_key,
+                &settings.previous_session_keys,
+            ),
         })
     }
 
     /// The id for a new session; `None` when its state is too large to seal
     /// (or no randomness for the nonce).
     pub(crate) fn seal(&self, facts: &SessionFacts) -> Option<String> {
-        let mut data = serde_json::to_vec(facts).ok()?;
+        let data = serde_json::to_vec(facts).ok()?;
         if data.len() > MAX_SEALED_BYTES {
             return None;
         }
-        let mut nonce = [0u8; NONCE_LEN];
-        getrandom::fill(&mut nonce).ok()?;
-        self.current
-            .seal_in_place_append_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(SEALED_PREFIX),
-                &mut data,
-            )
-            .ok()?;
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&data);
-        Some(format!("{SEALED_PREFIX}{}", URL_SAFE_NO_PAD.encode(out)))
+        let sealed = self.keys.seal(SEALED_PREFIX.as_bytes(), data).ok()?;
+        Some(format!("{SEALED_PREFIX}{}", URL_SAFE_NO_PAD.encode(sealed)))
     }
 
     /// The state sealed in `id`, when it is authentic under a key we hold and
@@ -106,28 +87,19 @@ impl Sealer {
         let raw = URL_SAFE_NO_PAD
             .decode(body)
             .map_err(|_| "not a sealed id")?;
-        if raw.len() < NONCE_LEN + AES_256_GCM.tag_len() {
-            return Err("not a sealed id");
+        let plain = self
+            .keys
+            .open(SEALED_PREFIX.as_bytes(), &raw)
+            .map_err(|e| match e {
+                OpenError::TooShort => "not a sealed id",
+                OpenError::NotAuthentic => "not sealed with a key this gateway holds",
+            })?;
+        let facts: SessionFacts =
+            serde_json::from_slice(&plain).map_err(|_| "not a session state")?;
+        if now_secs() > facts.expires {
+            return Err("expired");
         }
-        let (nonce, sealed) = raw.split_at(NONCE_LEN);
-        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| "not a sealed id")?;
-        for k in std::iter::once(&self.current).chain(&self.previous) {
-            let mut buf = sealed.to_vec();
-            let Ok(plain) = k.open_in_place(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(SEALED_PREFIX),
-                &mut buf,
-            ) else {
-                continue;
-            };
-            let facts: SessionFacts =
-                serde_json::from_slice(plain).map_err(|_| "not a session state")?;
-            if now_secs() > facts.expires {
-                return Err("expired");
-            }
-            return Ok(facts);
-        }
-        Err("not sealed with a key this gateway holds")
+        Ok(facts)
     }
 }
 

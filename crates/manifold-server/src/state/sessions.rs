@@ -11,23 +11,22 @@
 //! leaves the table only through [`Sessions::remove`], which ends its calls' wait
 //! and closes its stream (see `Gateway::end_session` for the rest of the cleanup).
 //!
-//! Not here: 2026-07-28 requests, which have no session (`exchange::Caller`).
+//! Not here: 2026-07-28 requests, which have no session (`request::Caller`).
 
 use bytes::Bytes;
 use dashmap::DashMap;
 use manifold_protocol::logging::LogLevel;
 use manifold_protocol::RequestId;
 use manifold_upstream::Responder;
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-use crate::lock;
 
 /// Random bytes in a session id (hex-encoded: twice as many characters).
 pub const SESSION_ID_BYTES: usize = 32;
@@ -133,12 +132,12 @@ impl ClientSession {
     /// useless as a credential.
     /// The identity the session's latest request came with.
     pub fn seen_as(&self, viewer: Option<Arc<manifold_policy::Identity>>) {
-        *lock(&self.viewer) = viewer;
+        *self.viewer.lock() = viewer;
     }
 
     /// Whose policy view the session sees (`None`: unrestricted).
     pub fn viewer(&self) -> Option<Arc<manifold_policy::Identity>> {
-        lock(&self.viewer).clone()
+        self.viewer.lock().clone()
     }
 
     pub fn short_id(&self) -> &str {
@@ -157,13 +156,13 @@ impl ClientSession {
     /// Opens (or replaces) the GET stream.
     pub fn open_stream(&self, queue: usize) -> mpsc::Receiver<Bytes> {
         let (tx, rx) = mpsc::channel(queue);
-        *lock(&self.get_stream) = Some(tx);
+        *self.get_stream.lock() = Some(tx);
         rx
     }
 
     /// Queues a message on the GET stream; false if none is open or it is full.
     pub fn push(&self, message: Bytes) -> bool {
-        let tx = lock(&self.get_stream).clone();
+        let tx = self.get_stream.lock().clone();
         match tx {
             Some(tx) => tx.try_send(message).is_ok(),
             None => false,
@@ -199,7 +198,7 @@ impl ClientSession {
             self.pending_prefix,
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
         );
-        let mut p = lock(&self.pending);
+        let mut p = self.pending.lock();
         if p.len() >= MAX_PENDING_CLIENT_REQUESTS {
             return Err(responder);
         }
@@ -213,24 +212,24 @@ impl ClientSession {
     }
 
     pub fn take_pending(&self, id: &RequestId) -> Option<Responder> {
-        id.as_str().and_then(|s| lock(&self.pending).remove(s))
+        id.as_str().and_then(|s| self.pending.lock().remove(s))
     }
 
     pub fn forget_pending(&self, id: &str) -> Option<Responder> {
-        lock(&self.pending).remove(id)
+        self.pending.lock().remove(id)
     }
 
     /// Every server→client request still waiting for this client, taken (the
     /// client can no longer answer: its input closed).
     pub fn take_all_pending(&self) -> Vec<Responder> {
-        lock(&self.pending).drain().map(|(_, r)| r).collect()
+        self.pending.lock().drain().map(|(_, r)| r).collect()
     }
 
     /// Registers a call in flight; its token fires on `notifications/cancelled`
     /// or when the session ends. `None` at the `max_calls` bound: one session
     /// cannot take every upstream slot.
     pub fn begin_call(&self, id: RequestId) -> Option<CancellationToken> {
-        let mut calls = lock(&self.in_flight);
+        let mut calls = self.in_flight.lock();
         if calls.len() >= self.max_calls {
             return None;
         }
@@ -239,10 +238,10 @@ impl ClientSession {
         Some(token)
     }
     pub fn end_call(&self, id: &RequestId) {
-        lock(&self.in_flight).remove(id);
+        self.in_flight.lock().remove(id);
     }
     pub fn cancel_call(&self, id: &RequestId) -> bool {
-        match lock(&self.in_flight).remove(id) {
+        match self.in_flight.lock().remove(id) {
             Some(t) => {
                 t.cancel();
                 true
@@ -317,7 +316,7 @@ impl Sessions {
     /// Remembers that a sealed session ended (DELETE, idleness, expiry), so the
     /// same id is not taken up again on this replica before it expires.
     pub fn remember_ended(&self, id: &str, expires: u64, now: u64) {
-        let mut ended = lock(&self.ended);
+        let mut ended = self.ended.lock();
         if ended.len() >= MAX_ENDED_SEALED_IDS {
             ended.retain(|_, e| *e > now);
         }
@@ -336,7 +335,7 @@ impl Sessions {
 
     /// Whether a sealed id ended on this replica.
     pub fn has_ended(&self, id: &str) -> bool {
-        lock(&self.ended).contains_key(id)
+        self.ended.lock().contains_key(id)
     }
 
     /// Mints a session, within `limits.max_sessions` in all and
@@ -365,7 +364,7 @@ impl Sessions {
             dashmap::Entry::Vacant(v) => v,
         };
         if let Some(ip) = opening.peer {
-            let mut peers = lock(&self.per_peer);
+            let mut peers = self.per_peer.lock();
             let n = peers.entry(ip).or_insert(0);
             if *n >= self.limits.per_peer {
                 return Err(Full::Peer);
@@ -398,7 +397,7 @@ impl Sessions {
     pub fn remove(&self, id: &str) -> Option<Arc<ClientSession>> {
         let (_, s) = self.map.remove(id)?;
         if let Some(ip) = s.peer {
-            let mut peers = lock(&self.per_peer);
+            let mut peers = self.per_peer.lock();
             if let Some(n) = peers.get_mut(&ip) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
@@ -407,7 +406,7 @@ impl Sessions {
             }
         }
         s.ended.cancel();
-        *lock(&s.get_stream) = None;
+        *s.get_stream.lock() = None;
         Some(s)
     }
 

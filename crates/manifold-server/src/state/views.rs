@@ -20,16 +20,15 @@
 //! Not here: deciding what a rule allows (`manifold_policy::authz`); what a
 //! handler answers for a hidden item (it answers as for an unknown one).
 
-use bytes::Bytes;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use manifold_catalog::uri::canonical;
 use manifold_catalog::{Catalog, Item};
 use manifold_policy::{Identity, ItemKind, Policy, ViewKey};
 
-use crate::lock;
 use crate::refusal::Refusal;
 
 /// Distinct views kept per catalogue. Past it the cache starts over (views are
@@ -70,7 +69,7 @@ impl Views {
         // The map's lock is held only to find the slot: a view is built
         // outside it, and callers of other views never wait for the build.
         let slot = {
-            let mut built = lock(&self.built);
+            let mut built = self.built.lock();
             if let Some(slot) = built.get(key) {
                 slot.clone()
             } else {
@@ -109,7 +108,7 @@ impl Views {
     /// How many views are built (for tests and metrics).
     #[cfg(test)]
     pub(crate) fn built(&self) -> usize {
-        lock(&self.built).len()
+        self.built.lock().len()
     }
 }
 
@@ -119,6 +118,19 @@ pub(crate) struct Access {
     pub catalog: Arc<Catalog>,
     key: Option<ViewKey>,
     policy: Arc<Policy>,
+}
+
+impl Access {
+    /// What `viewer` may see and use in `views` (`None`: the local operator).
+    pub(crate) fn of(views: &Views, viewer: Option<&Identity>) -> Access {
+        let policy = views.policy().clone();
+        let key = key_of(&policy, viewer);
+        Access {
+            catalog: views.get(key.as_ref()),
+            key,
+            policy,
+        }
+    }
 }
 
 /// About what a view's pre-serialized pages take: its items' bytes.
@@ -224,50 +236,6 @@ pub(crate) fn key_of(policy: &Policy, viewer: Option<&Identity>) -> Option<ViewK
         return None;
     }
     viewer.map(|id| policy.view_key(id))
-}
-
-impl super::Gateway {
-    /// Sends each changed list's `list_changed` to the sessions and listen
-    /// streams whose own view of it changed (everyone's, without rules). Views
-    /// are compared once per distinct key, not per client.
-    pub(crate) fn announce(&self, rebuilt: &super::Rebuilt) {
-        for &method in &rebuilt.changed {
-            let note = Bytes::from(manifold_protocol::jsonrpc::notification_bytes(method, None));
-            // Keyed by the viewer's key under the old and the new policy (a
-            // reload may change the rules).
-            type Keys = (Option<ViewKey>, Option<ViewKey>);
-            let mut memo: HashMap<Keys, bool> = HashMap::new();
-            let mut sees = |viewer: Option<&Identity>| {
-                let old = key_of(rebuilt.old.policy(), viewer);
-                let new = key_of(rebuilt.new.policy(), viewer);
-                if old.is_none() && new.is_none() {
-                    return true;
-                }
-                *memo.entry((old.clone(), new.clone())).or_insert_with(|| {
-                    let (a, b) = (rebuilt.old.get(old.as_ref()), rebuilt.new.get(new.as_ref()));
-                    lists_differ(&a, &b, method)
-                })
-            };
-            let sent = self
-                .sessions
-                .broadcast(&note, &mut |s| sees(s.viewer().as_deref()))
-                + self.listeners.list_changed(method, &mut sees);
-            self.metrics.list_changed_sent(method, sent);
-            tracing::info!(%method, sessions = sent, "merged list changed");
-        }
-    }
-
-    /// What `viewer` may see and use right now (`None`: the local operator).
-    pub(crate) fn access(&self, viewer: Option<&Identity>) -> Access {
-        let views = self.views.load_full();
-        let policy = views.policy().clone();
-        let key = key_of(&policy, viewer);
-        Access {
-            catalog: views.get(key.as_ref()),
-            key,
-            policy,
-        }
-    }
 }
 
 #[cfg(test)]

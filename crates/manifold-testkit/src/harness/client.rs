@@ -4,8 +4,9 @@
 //! never retries, reorders or rewrites what the server sent, so tests see the
 //! gateway's bytes (`Reply::body`, `Reply::raw_messages`).
 
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -44,10 +45,6 @@ struct Inner {
     /// `Authorization` sent with every request, when set.
     authorization: Mutex<Option<String>>,
     next_id: AtomicU64,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A JSON-RPC message; `params` is left out when it is `null`.
@@ -102,27 +99,27 @@ impl McpClient {
 
     /// The `Mcp-Session-Id` sent with every request, once known.
     pub fn session_id(&self) -> Option<String> {
-        lock(&self.inner.session).clone()
+        self.inner.session.lock().clone()
     }
 
     /// Sets (or clears) the session id sent from now on.
     pub fn set_session_id(&self, id: Option<&str>) {
-        *lock(&self.inner.session) = id.map(str::to_owned);
+        *self.inner.session.lock() = id.map(str::to_owned);
     }
 
     /// The `MCP-Protocol-Version` sent with every request after `initialize`.
     pub fn protocol_version(&self) -> Option<String> {
-        lock(&self.inner.protocol_version).clone()
+        self.inner.protocol_version.lock().clone()
     }
 
     /// Sets (or clears) the `MCP-Protocol-Version` header sent from now on.
     pub fn set_protocol_version(&self, version: Option<&str>) {
-        *lock(&self.inner.protocol_version) = version.map(str::to_owned);
+        *self.inner.protocol_version.lock() = version.map(str::to_owned);
     }
 
     /// Sends `Authorization: Bearer <token>` from now on (or nothing, with `None`).
     pub fn set_bearer(&self, token: Option<&str>) {
-        *lock(&self.inner.authorization) = token.map(|t| format!("Bearer {t}"));
+        *self.inner.authorization.lock() = token.map(|t| format!("Bearer {t}"));
     }
 
     /// A fresh numeric request id (1, 2, 3, …; shared by clones).
@@ -316,7 +313,7 @@ impl McpClient {
         if let Some(v) = self.protocol_version() {
             b = b.header(PROTOCOL_HEADER, v);
         }
-        if let Some(a) = lock(&self.inner.authorization).clone() {
+        if let Some(a) = self.inner.authorization.lock().clone() {
             b = b.header(http::header::AUTHORIZATION, a);
         }
         b

@@ -2,7 +2,7 @@
 //!
 //! What:
 //! - [`McpClient`]: a minimal Streamable-HTTP MCP client (plain `http://`, on
-//!   hyper-util's legacy client). It keeps the session id and negotiated revision
+//!   hyper-util's session-era client). It keeps the session id and negotiated revision
 //!   from `initialize`, posts requests, notifications and responses, reads
 //!   `application/json` and `text/event-stream` replies (whole, as a [`Reply`], or
 //!   incrementally, as a [`MessageStream`]), opens the GET stream and ends the

@@ -281,15 +281,46 @@ impl MessageStream {
     }
 
     async fn next_raw_until(&mut self, deadline: Instant) -> Result<Option<String>> {
+        match self.poll_until(deadline).await? {
+            Next::Message(m) => Ok(Some(m)),
+            Next::Ended => Ok(None),
+            Next::TimedOut => bail!("{}: no message within {:?}", self.what, self.timeout),
+        }
+    }
+
+    /// Asserts that no message `unwanted` picks arrives within `within` (others
+    /// are skipped; the stream ending is fine: nothing more can come). An error
+    /// if one arrives, or if the body fails — never a pass on a broken stream.
+    pub async fn nothing_within(
+        &mut self,
+        within: Duration,
+        mut unwanted: impl FnMut(&Value) -> bool,
+    ) -> Result<()> {
+        let deadline = Instant::now() + within;
+        loop {
+            match self.poll_until(deadline).await? {
+                Next::Message(t) => {
+                    let m: Value = serde_json::from_str(&t)
+                        .with_context(|| format!("message is not JSON: {t}"))?;
+                    if unwanted(&m) {
+                        bail!("{}: {m} arrived within {within:?}", self.what);
+                    }
+                }
+                Next::Ended | Next::TimedOut => return Ok(()),
+            }
+        }
+    }
+
+    async fn poll_until(&mut self, deadline: Instant) -> Result<Next> {
         loop {
             if let Some(m) = self.pending.pop_front() {
-                return Ok(Some(m));
+                return Ok(Next::Message(m));
             }
             let Some(body) = self.body.as_mut() else {
-                return Ok(None);
+                return Ok(Next::Ended);
             };
             let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
-                Err(_) => bail!("{}: no message within {:?}", self.what, self.timeout),
+                Err(_) => return Ok(Next::TimedOut),
                 Ok(None) => {
                     self.body = None;
                     if !self.sse && !self.buf.is_empty() {
@@ -315,4 +346,11 @@ impl MessageStream {
             }
         }
     }
+}
+
+/// What a bounded wait on the body gave.
+enum Next {
+    Message(String),
+    Ended,
+    TimedOut,
 }

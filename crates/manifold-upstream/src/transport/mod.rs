@@ -4,7 +4,9 @@
 //!
 //! Invariants: a transport hands every message it reads to `Wire::dispatch`,
 //! and fires the wire's `closed` token when it cannot go on; it never decides what
-//! a message means.
+//! a message means — what the era check's answer means is `probe`'s, and the one
+//! code the HTTP transport acts on itself (-32022: Manifold's revision is gone,
+//! probe again) is named where the reply is read.
 //!
 //! Not here: ids, progress tokens and routing (`router`), the handshake
 //! (`handshake`), timeouts of calls (`attempt`).

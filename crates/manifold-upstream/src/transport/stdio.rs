@@ -33,11 +33,11 @@ use tokio_util::sync::CancellationToken;
 use super::lines::{Line, Lines};
 use super::{Driver, Ended, Outgoing, Transport};
 use crate::message::{BoxFuture, Outbound};
-use crate::noise::Noise;
-pub use crate::noise::STDERR_LINES_PER_WINDOW;
 use crate::router::Source;
 use crate::wire::Wire;
 use crate::UpstreamError;
+use crate::STDERR_LINES_PER_WINDOW;
+use manifold_foundation::log_budget::LogBudget;
 
 /// Messages queued for a child's stdin.
 pub const STDIN_QUEUE: usize = 256;
@@ -287,7 +287,7 @@ pub(crate) async fn connect(
     let w = wire.clone();
     wire.tasks.spawn(async move {
         let mut lines = Lines::new(stderr, MAX_STDERR_LINE);
-        let noise = Noise::new(STDERR_LINES_PER_WINDOW);
+        let noise = LogBudget::new(STDERR_LINES_PER_WINDOW);
         loop {
             let next = tokio::select! {
                 _ = w.closed.cancelled() => break,

@@ -1,10 +1,10 @@
 //! `manifold check`, `tools` and `call` against the demo upstream built into the
 //! binary (`${MANIFOLD_SELF} demo-upstream`), run in-process without a listener.
 
+use manifold_testkit::process::Proc;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use super::bin;
@@ -467,43 +467,30 @@ fn call_prints_the_result_and_maps_outcomes_to_exit_codes() {
     }
 }
 
-/// A demo upstream serving Streamable HTTP on a free port; killed on drop.
+/// A demo upstream serving Streamable HTTP on a free port; stopped on drop.
 struct HttpDemo {
-    child: Child,
+    _proc: Proc,
     url: String,
 }
 
 impl HttpDemo {
     fn start() -> HttpDemo {
-        let mut child = Command::new(bin())
-            .args(["demo-upstream", "--http", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the HTTP demo");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the listening line");
+        let mut cmd = Command::new(bin());
+        cmd.args(["demo-upstream", "--http", "127.0.0.1:0"]);
+        let proc = Proc::spawn("the HTTP demo", cmd).expect("spawn the HTTP demo");
+        let line = Proc::wait_line(
+            &proc.stdout,
+            "listening on ",
+            Duration::from_secs(30),
+            "demo",
+        )
+        .expect("the listening line");
         let url = line
             .trim()
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("{line}"))
             .to_string();
-        HttpDemo { child, url }
-    }
-}
-
-impl Drop for HttpDemo {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        HttpDemo { _proc: proc, url }
     }
 }
 
@@ -538,7 +525,7 @@ fn check_and_call_through_an_http_upstream() {
 /// `InputRequiredResult` as it is (there is no client to bridge the question
 /// to), and the command succeeds.
 #[test]
-fn call_prints_a_modern_upstreams_input_request_as_it_is() {
+fn call_prints_a_stateless_upstreams_input_request_as_it_is() {
     let dir = TempDir::new("modern-call");
     let cfg = dir.write(
         "gateway.toml",

@@ -4,8 +4,10 @@
 //! calls finish, the audit log is flushed, and the upstreams and their own
 //! children are gone before the process exits 0.
 
+use manifold_testkit::process::Proc;
+use manifold_testkit::wait::eventually_blocking;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -59,24 +61,15 @@ fn stdio_serves_one_client_and_cleans_up_when_stdin_closes() {
             audit.display().to_string()
         ),
     );
-    let mut child = Command::new(bin())
-        .args(["stdio", "--config"])
+    let mut cmd = Command::new(bin());
+    cmd.args(["stdio", "--config"])
         .arg(&cfg)
         .env("RUST_LOG", "info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("run manifold stdio");
-    let pid = child.id();
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+        .stdin(Stdio::piped());
+    let mut stdio = Proc::spawn_with_stdin("manifold stdio", cmd).expect("run manifold stdio");
+    let pid = stdio.child.id();
+    let mut stdin = stdio.child.stdin.take().expect("stdin");
+    let lines = &stdio.stdout;
     let mut send = |v: Value| {
         writeln!(stdin, "{v}").expect("write to stdin");
         stdin.flush().expect("flush");
@@ -85,12 +78,12 @@ fn stdio_serves_one_client_and_cleans_up_when_stdin_closes() {
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
     );
-    let init = response(&lines, 1);
+    let init = response(lines, 1);
     assert_eq!(init["result"]["serverInfo"]["name"], "manifold", "{init}");
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "demo__grandchild", "arguments": {}}}));
-    let grandchild: u32 = response(&lines, 2)["result"]["content"][0]["text"]
+    let grandchild: u32 = response(lines, 2)["result"]["content"][0]["text"]
         .as_str()
         .and_then(|t| t.parse().ok())
         .expect("the grandchild's pid");
@@ -110,14 +103,14 @@ fn stdio_serves_one_client_and_cleans_up_when_stdin_closes() {
     // the next call is answered meanwhile.
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "demo__sleep", "arguments": {"ms": 30000}, "_meta": {"progressToken": "s3"}}}));
-    started(&lines, "s3");
+    started(lines, "s3");
     send(
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 3, "reason": "changed my mind"}}),
     );
     send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
         "params": {"name": "demo__echo", "arguments": {"text": "over stdio"}}}));
-    let echo = response(&lines, 4);
+    let echo = response(lines, 4);
     assert_eq!(echo["result"]["content"][0]["text"], "over stdio", "{echo}");
 
     // A 2026-07-28 client on the same stdio: it cancels by naming the request
@@ -129,13 +122,13 @@ fn stdio_serves_one_client_and_cleans_up_when_stdin_closes() {
     with_token["progressToken"] = json!("s5");
     send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
         "params": {"name": "demo__sleep", "arguments": {"ms": 30001}, "_meta": with_token}}));
-    started(&lines, "s5");
+    started(lines, "s5");
     send(
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}),
     );
     send(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
         "params": {"name": "demo__echo", "arguments": {"text": "modern"}, "_meta": meta}}));
-    let modern = response(&lines, 6);
+    let modern = response(lines, 6);
     assert_eq!(modern["result"]["content"][0]["text"], "modern", "{modern}");
     // A listen stream left open: closing stdin must still end the process.
     send(
@@ -162,23 +155,20 @@ fn stdio_serves_one_client_and_cleans_up_when_stdin_closes() {
 
     // Closing stdin is how a desktop client says goodbye.
     drop(stdin);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "manifold stdio did not exit after stdin closed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let child = &mut stdio.child;
+    let status = eventually_blocking(
+        "manifold stdio's exit after stdin closed",
+        Duration::from_secs(20),
+        || Ok(child.try_wait()?),
+    )
+    .expect("exit");
     assert_eq!(status.code(), Some(0));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while upstreams.iter().chain([&grandchild]).any(|p| alive(*p)) {
-        assert!(Instant::now() < deadline, "a child outlived manifold stdio");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually_blocking(
+        "every child gone with manifold stdio",
+        Duration::from_secs(5),
+        || Ok((!upstreams.iter().chain([&grandchild]).any(|p| alive(*p))).then_some(())),
+    )
+    .expect("children");
     let records: Vec<Value> = std::fs::read_to_string(&audit)
         .expect("audit log")
         .lines()

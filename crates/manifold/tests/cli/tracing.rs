@@ -13,12 +13,13 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
+use parking_lot::Mutex;
 use prost::Message;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::bin;
 use crate::commands::TempDir;
@@ -50,7 +51,7 @@ async fn receiver() -> (String, Received) {
                                 .await
                                 .map(|b| b.to_bytes())
                                 .unwrap_or_default();
-                            store.lock().unwrap().push((path, body.to_vec()));
+                            store.lock().push((path, body.to_vec()));
                             let mut r = hyper::Response::new(Full::new(Bytes::new()));
                             r.headers_mut()
                                 .insert("content-type", "application/x-protobuf".parse().unwrap());
@@ -86,7 +87,6 @@ fn attr_str<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a str> {
 
 fn spans(got: &Received) -> Vec<Span> {
     got.lock()
-        .unwrap()
         .iter()
         .filter(|(p, _)| p == "/v1/traces")
         .filter_map(|(_, b)| ExportTraceServiceRequest::decode(b.as_slice()).ok())
@@ -195,11 +195,12 @@ fn spans_and_audit_records_reach_an_otlp_receiver_with_the_clients_trace() {
         .args(["-TERM", &child.id().to_string()])
         .status()
         .expect("kill");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().expect("wait").is_none() {
-        assert!(Instant::now() < deadline, "manifold did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    manifold_testkit::wait::eventually_blocking(
+        "manifold stopped",
+        Duration::from_secs(20),
+        || Ok(child.try_wait()?),
+    )
+    .expect("stop");
     // The receiver keeps a body before it answers, and the exporters' flush
     // waits for the answer: once the process has exited, everything is here.
     let all = spans(&got);
@@ -276,7 +277,6 @@ fn spans_and_audit_records_reach_an_otlp_receiver_with_the_clients_trace() {
     assert!(hashes.len() >= 2, "{hashes:?}");
     let exported: Vec<String> = got
         .lock()
-        .unwrap()
         .iter()
         .filter(|(p, _)| p == "/v1/logs")
         .filter_map(|(_, b)| ExportLogsServiceRequest::decode(b.as_slice()).ok())

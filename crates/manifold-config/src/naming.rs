@@ -1,0 +1,97 @@
+//! `[naming]`: how upstream names become exposed names — the separator, when
+//! to prefix ([`PrefixMode`], the catalogue's own type), the longest name.
+//!
+//! A reload may change all of it (the catalogue is rebuilt).
+//!
+//! Invariants: a validated separator keeps exposed names valid for every LLM
+//! provider (`^[A-Za-z0-9_-]`), and the longest name is within 16..=128.
+//!
+//! Not here: naming itself (manifold-catalog).
+
+use serde::{Deserialize, Serialize};
+
+/// `[naming] prefix_mode`: the catalogue's own type, which gives it meaning.
+pub use manifold_catalog::PrefixMode;
+
+/// Default `[naming] separator`.
+pub const DEFAULT_SEPARATOR: &str = "__";
+/// Default `[naming] max_length`: the limit OpenAI and Anthropic enforce on tool names.
+pub const DEFAULT_MAX_NAME_LENGTH: usize = 64;
+
+/// `[naming]`: how upstream names become exposed names.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NamingSection {
+    /// Between the upstream name and the tool name (`DEFAULT_SEPARATOR`).
+    #[serde(default = "default_separator")]
+    pub separator: String,
+    /// `always` (default), `multiple` (prefix only with several upstreams), `never`.
+    #[serde(default = "default_prefix_mode")]
+    pub prefix_mode: String,
+    /// Longest exposed name (`DEFAULT_MAX_NAME_LENGTH`); longer ones are shortened.
+    #[serde(default = "default_max_length")]
+    pub max_length: usize,
+}
+
+impl Default for NamingSection {
+    fn default() -> Self {
+        NamingSection {
+            separator: default_separator(),
+            prefix_mode: default_prefix_mode(),
+            max_length: DEFAULT_MAX_NAME_LENGTH,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NamingConfig {
+    pub separator: String,
+    pub prefix_mode: PrefixMode,
+    pub max_length: usize,
+}
+
+/// `[naming]` validated.
+pub(crate) fn validate(n: NamingSection) -> Result<NamingConfig, String> {
+    let sep = n.separator;
+    if sep.is_empty()
+        || sep.len() > 8
+        || !sep
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(format!(
+            "key `naming.separator`: `{sep}` must be 1 to 8 characters from [A-Za-z0-9_-] so exposed names stay valid for every LLM provider"
+        ));
+    }
+    let prefix_mode = match n.prefix_mode.as_str() {
+        "always" => PrefixMode::Always,
+        "multiple" => PrefixMode::Multiple,
+        "never" => PrefixMode::Never,
+        other => {
+            return Err(format!(
+            "key `naming.prefix_mode`: `{other}` is not one of \"always\", \"multiple\", \"never\""
+        ))
+        }
+    };
+    let max_length = n.max_length;
+    if !(16..=128).contains(&max_length) {
+        return Err(format!(
+            "key `naming.max_length`: {max_length} is outside 16..=128"
+        ));
+    }
+    Ok(NamingConfig {
+        separator: sep,
+        prefix_mode,
+        max_length,
+    })
+}
+
+fn default_separator() -> String {
+    DEFAULT_SEPARATOR.into()
+}
+fn default_prefix_mode() -> String {
+    "always".into()
+}
+fn default_max_length() -> usize {
+    DEFAULT_MAX_NAME_LENGTH
+}

@@ -1,0 +1,22 @@
+//! What several Manifold crates need and none should own, at the bottom of the
+//! crate graph: globs ([`glob`]), a budget for log lines a peer can cause
+//! ([`log_budget`]), the rate bucket a call takes a place in and the seam a
+//! shared decider fills ([`rate`]), AES-256-GCM seal/open under
+//! domain-separated keys ([`aead`], feature `aead`), and the bounded HTTPS
+//! client and fetch ([`http`], feature `http`).
+//!
+//! Invariants: no MCP semantics and no Manifold configuration here (nothing
+//! reads a JSON-RPC message or a `gateway.toml` section); every wait and every
+//! body is bounded by what the caller passes; never hold a lock across
+//! `.await` (locks are `parking_lot`'s: no poisoning to tolerate).
+//!
+//! Not here: the JSON-RPC envelope and its error codes (manifold-protocol),
+//! anything that decides what a rule or an answer means (the crates above).
+
+#[cfg(feature = "aead")]
+pub mod aead;
+pub mod glob;
+#[cfg(feature = "http")]
+pub mod http;
+pub mod log_budget;
+pub mod rate;

@@ -1,0 +1,72 @@
+//! [`Call`]: the per-call context — one forwarded request (`tools/call`,
+//! `prompts/get`, `resources/read`, `completion/complete`) as the chain's
+//! steps see it: what the client named, where it goes, the request rewritten
+//! for that upstream, and what the steps decided on the way (the arguments
+//! the client sent, the output check, the rate-limit places, whether a human
+//! confirmed it).
+//!
+//! Invariants: built only by `resolve`, which found the target in the
+//! caller's view; every later step reads and adds, none looks the target up
+//! again; moved into the relay whole.
+//!
+//! Not here: the request's own facts (era, caller, principal, id, the
+//! observation: [`Request`](crate::request::Request)).
+
+use manifold_catalog::Catalog;
+use manifold_upstream::{ExtraHeaders, Upstream};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// Which forwarded request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum What {
+    Tool,
+    Prompt,
+    Resource,
+    Completion,
+}
+
+/// How an upstream's failure to answer reaches the client, and how a result is
+/// decorated for a 2026-07-28 client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResultShape {
+    /// `tools/call`: failures are tool results with `isError: true`, which a model
+    /// reads.
+    Tool,
+    /// Failures are JSON-RPC errors.
+    Rpc,
+    /// `resources/read`: failures are JSON-RPC errors; 2026-07-28 results carry
+    /// cache hints.
+    Read,
+}
+
+/// One forwarded request on its way through the chain.
+pub(crate) struct Call {
+    pub what: What,
+    /// The exposed tool or prompt name the client asked for (empty for a
+    /// resource or a completion).
+    pub exposed: String,
+    /// The caller's catalogue view that resolved a tool or prompt.
+    pub view: Option<Arc<Catalog>>,
+    /// The params, rewritten for the upstream: its own name, an override's
+    /// pins and hidden arguments, the canonical URI.
+    pub params: Map<String, Value>,
+    /// The arguments as the client sent them, when an override rewrote them
+    /// and they are validated (`None`: `params` holds them as sent).
+    pub sent_arguments: Option<Value>,
+    pub upstream: Upstream,
+    /// SEP-2243 headers for HTTP upstreams (`Mcp-Method`, `Mcp-Name`,
+    /// `Mcp-Param-*`), and an `Authorization` for a caller's exchanged token.
+    pub headers: ExtraHeaders,
+    pub shape: ResultShape,
+    /// The upstream's own name for the tool or prompt, or the URI.
+    pub original: Option<String>,
+    /// `[validation] output`: the exposed tool whose `outputSchema` the result
+    /// is checked against.
+    pub output_check: Option<String>,
+    /// The rate-limit places the call holds until it ends.
+    pub permit: Option<manifold_policy::Permit>,
+    /// `[confirm]` covers the call: a human was asked and accepted, or it was
+    /// let through unasked (`without_elicitation = "allow"`).
+    pub confirmed: bool,
+}

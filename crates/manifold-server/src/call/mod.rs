@@ -1,0 +1,165 @@
+//! The call chain: every forwarded request (`tools/call`, `prompts/get`,
+//! `resources/read`, `completion/complete`) goes through the same named steps,
+//! one file each, in one order — [`STEPS`]:
+//!
+//! ```text
+//! resolve → validate → confirm → limits → credentials → relay → check output → finish
+//! ```
+//!
+//! | step | file | what |
+//! |---|---|---|
+//! | resolve | `resolve.rs` | the name or URI to its upstream in the caller's view; the request rewritten for it |
+//! | validate | `validate.rs` | the arguments fit the tool's `inputSchema`; `x-mcp-header` arguments fit their headers |
+//! | confirm | `confirm.rs` | `[confirm]`: a human accepts the call first |
+//! | limits | `limits.rs` | `[[rate_limit]]` places; the audit log can keep the record |
+//! | credentials | `credentials.rs` | a `token_exchange` upstream gets the caller's exchanged token |
+//! | relay | `relay/` | dispatch; one message, a stream, or an input round back to the client |
+//! | check output | `check_output.rs` | `[validation] output` on the result |
+//! | finish | `finish.rs` | the answer recorded once, then sent |
+//!
+//! Each function below runs the steps its method needs, in this order; the
+//! last two run inside the relay's answer, wherever it arrives (one message,
+//! the end of a stream, a held call's last round). Why this order: each step
+//! is cheaper or more fundamental than the next, and nothing that costs the
+//! caller something (a human's attention, a rate-limit place, a token
+//! exchange) is spent on a call a cheaper step refuses. `tests/architecture.rs`
+//! checks this list against the files of this folder and the order of the
+//! calls below.
+//!
+//! Invariants: a step refuses by returning a [`Refusal`] (a tool error is one
+//! of its family); the observation is finished by the pipeline for an answer
+//! made here, and by the relay's [`Answering`](finish::Answering) once it has
+//! dispatched; only the confirm step's wait on a stream outlives the request's
+//! handler, and it goes on through the same steps.
+//!
+//! Not here: the method table (`pipeline/route.rs`), answers Manifold gives
+//! itself (`handlers`).
+
+mod check_output;
+mod confirm;
+mod context;
+mod credentials;
+mod finish;
+mod limits;
+mod relay;
+pub(crate) mod resolve;
+mod validate;
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use crate::refusal::Refusal;
+use crate::reply::Reply;
+use crate::request::Request;
+use confirm::Asked;
+use context::Call;
+pub use relay::input_required::GATHER_WINDOW;
+
+/// The chain's steps, in order: a file (or folder) of `src/call/` each
+/// (`tests/architecture.rs` holds the folder and the calls to this list).
+pub const STEPS: [&str; 8] = [
+    "resolve",
+    "validate",
+    "confirm",
+    "limits",
+    "credentials",
+    "relay",
+    "check_output",
+    "finish",
+];
+
+/// `tools/call`: every step.
+pub(crate) async fn tool(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
+    let mut call = resolve::tool(x, params)?;
+    validate::arguments(x, &mut call)?;
+    match confirm::ask(x, &mut call)? {
+        Asked::Go => confirmed(x, call).await,
+        Asked::Answered(reply) => Ok(reply),
+        Asked::OnStream(question) => Ok(on_stream(x, call, question)),
+    }
+}
+
+/// A tool call past confirmation (now, or once a human accepted it on its
+/// stream).
+async fn confirmed(x: &mut Request, mut call: Call) -> Result<Reply, Refusal> {
+    limits::take(x, &mut call).await?;
+    credentials::attach(x, &mut call).await?;
+    relay::forward(x, call).await
+}
+
+/// Session era: the question goes out on the call's stream, and a task of the
+/// gateway that owns the (detached) request waits for the human and goes on
+/// as they said.
+fn on_stream(x: &mut Request, mut call: Call, question: confirm::Question) -> Reply {
+    let (tx, rx) = mpsc::channel::<Bytes>(x.gw.cfg().limits.stream_queue);
+    let mut detached = x.detach();
+    x.gw.tasks.clone().spawn(async move {
+        // `None`: the client or the gateway went away, and nothing was called.
+        let result = match confirm::wait(&detached, question, &tx).await {
+            Some(verdict) => Some(match confirm::decided(&mut detached, &mut call, verdict) {
+                Ok(()) => confirmed(&mut detached, call).await,
+                Err(r) => Err(r),
+            }),
+            None => None,
+        };
+        finish::on_stream(&mut detached, result, &tx).await;
+    });
+    Reply::Stream(rx)
+}
+
+/// `prompts/get`: no schema to check, nothing to confirm or rate-limit.
+pub(crate) async fn prompt(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
+    let mut call = resolve::prompt(x, params)?;
+    validate::arguments(x, &mut call)?;
+    limits::take(x, &mut call).await?;
+    credentials::attach(x, &mut call).await?;
+    relay::forward(x, call).await
+}
+
+/// `resources/read`.
+pub(crate) async fn resource(
+    x: &mut Request,
+    params: Map<String, Value>,
+) -> Result<Reply, Refusal> {
+    let mut call = resolve::resource(x, params)?;
+    limits::take(x, &mut call).await?;
+    credentials::attach(x, &mut call).await?;
+    relay::forward(x, call).await
+}
+
+/// `completion/complete`.
+pub(crate) async fn completion(
+    x: &mut Request,
+    params: Map<String, Value>,
+) -> Result<Reply, Refusal> {
+    let mut call = resolve::completion(x, params)?;
+    limits::take(x, &mut call).await?;
+    credentials::attach(x, &mut call).await?;
+    relay::forward(x, call).await
+}
+
+/// A 2026-07-28 retry carrying `requestState`: resumes the call the relay
+/// holds for it (`None` when it carries no state). The held call's record is
+/// the call's; a retry that resumed nothing (a forged, expired or reused
+/// state) is its own request and gets its own record.
+pub(crate) async fn resume(
+    x: &mut Request,
+    params: &Map<String, Value>,
+) -> Option<Result<Reply, Refusal>> {
+    let reply = relay::input_required::resume(x, params).await?;
+    if let (Err(_), Some(o)) = (&reply, x.observation()) {
+        o.audit(params.get("arguments").cloned());
+        o.name = ["name", "uri"]
+            .iter()
+            .find_map(|k| params.get(*k).and_then(Value::as_str))
+            .map(str::to_owned);
+    }
+    Some(reply)
+}
+
+/// A retry whose target the caller may no longer see: the call its state
+/// holds here is ended, not resumed.
+pub(crate) fn abandon(x: &Request, params: &Map<String, Value>) {
+    relay::input_required::abandon(x, params)
+}

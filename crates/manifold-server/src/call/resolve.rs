@@ -1,0 +1,257 @@
+//! Step resolve: from what the client names (an exposed tool or prompt name, a
+//! URI, a completion reference) to the upstream that owns it in the caller's
+//! view, with the request rewritten for that upstream — its own name, an
+//! override's pins and hidden arguments, the canonical URI, the `Mcp-Method`
+//! and `Mcp-Name` headers.
+//!
+//! Invariants: names resolve through the catalog's table, never by splitting
+//! the string; what the caller may not see answers exactly as what does not
+//! exist; the audit record names what the client asked for even when it is
+//! refused here.
+//!
+//! Not here: the `Mcp-Param-*` headers and the schema check (`validate`), URI
+//! URI ownership (`Gateway::owner_of`, `state::learned`).
+
+use manifold_catalog::Kind;
+use manifold_protocol::headers::standard_headers;
+use manifold_protocol::methods as m;
+use manifold_upstream::Upstream;
+use serde_json::{Map, Value};
+
+use super::context::{Call, ResultShape, What};
+use crate::refusal::Refusal;
+use crate::request::Request;
+use crate::state::views::Access;
+use crate::state::Gateway;
+
+/// A string member of `params`, or the refusal that names it.
+pub(crate) fn required_str(
+    params: &Map<String, Value>,
+    key: &str,
+    method: &str,
+) -> Result<String, Refusal> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| Refusal::InvalidParams(format!("{method} needs params.{key} (a string)")))
+}
+
+/// `tools/call`: the exposed `name` to its upstream.
+pub(crate) fn tool(x: &mut Request, params: Map<String, Value>) -> Result<Call, Refusal> {
+    named(x, What::Tool, params)
+}
+
+/// `prompts/get`: the exposed `name` to its upstream.
+pub(crate) fn prompt(x: &mut Request, params: Map<String, Value>) -> Result<Call, Refusal> {
+    named(x, What::Prompt, params)
+}
+
+/// A tool or prompt: `params.name` becomes the upstream's own; a tool's
+/// override pins and hides arguments (the arguments as sent are kept for the
+/// schema check when they are validated).
+fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<Call, Refusal> {
+    let (kind, noun) = match what {
+        What::Tool => (Kind::Tools, "tool"),
+        _ => (Kind::Prompts, "prompt"),
+    };
+    let name = required_str(&params, "name", &x.method)?;
+    if let Some(o) = x.observation() {
+        o.name = Some(name.clone());
+    }
+    // The caller's view (an `Arc`, not a guard): what it may not see is
+    // unknown. The entry is borrowed from it; nothing of it is copied but the
+    // names the upstream needs.
+    let view = x.access().catalog;
+    let resolved = view
+        .list(kind)
+        .get(&name)
+        .and_then(|entry| Some((x.gw.upstream(&entry.upstream)?, entry)));
+    let Some((upstream, entry)) = resolved else {
+        return Err(Refusal::UnknownName { kind: noun, name });
+    };
+    let cfg = x.gw.cfg();
+    let mut sent_arguments = None;
+    if let Some(adjust) = &entry.adjust {
+        if what == What::Tool && cfg.validate_arguments {
+            sent_arguments = Some(params.get("arguments").cloned().unwrap_or(Value::Null));
+        }
+        adjust.apply(&mut params);
+        if let (false, Some(o)) = (adjust.pin.is_empty(), x.obs.as_mut()) {
+            o.injected = Some(Value::Object(adjust.pin.clone()));
+        }
+    }
+    let original = entry.original.clone();
+    let headers = standard_headers(&x.method, Some(&original));
+    params.insert("name".into(), Value::String(original.clone()));
+    let output_check = (what == What::Tool
+        && cfg.validate_output != manifold_config::OutputMode::Off)
+        .then(|| name.clone());
+    let shape = match what {
+        What::Tool => ResultShape::Tool,
+        _ => ResultShape::Rpc,
+    };
+    Ok(Call {
+        what,
+        exposed: name,
+        view: Some(view.clone()),
+        params,
+        sent_arguments,
+        upstream,
+        headers,
+        shape,
+        original: Some(original),
+        output_check,
+        permit: None,
+        confirmed: false,
+    })
+}
+
+/// `resources/read`: the URI to its owner (URIs are never renamed). Under
+/// resource rules `params.uri` becomes the form the rules matched
+/// ([`Access::resource_uri`]): what is checked is what the upstream reads.
+pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Result<Call, Refusal> {
+    let asked = required_str(&params, "uri", &x.method)?;
+    if let Some(o) = x.observation() {
+        o.name = Some(asked.clone());
+        o.original = Some(asked.clone());
+    }
+    let (gw, access) = (&x.gw, x.access());
+    let base = gw.catalog();
+    let uri = access.resource_uri(&base, &asked)?;
+    let owner = access
+        .may_read(&base, &uri)
+        .then(|| gw.owner_of(&uri))
+        .flatten();
+    let Some(upstream) = owner else {
+        // The URI as asked: a hidden URI answers exactly as an unknown one.
+        return Err(Refusal::ResourceNotFound { uri: asked });
+    };
+    if uri != asked {
+        params.insert("uri".into(), Value::String(uri.clone()));
+    }
+    Ok(Call {
+        what: What::Resource,
+        exposed: String::new(),
+        view: None,
+        params,
+        sent_arguments: None,
+        upstream,
+        headers: standard_headers(&x.method, Some(&uri)),
+        shape: ResultShape::Read,
+        original: Some(uri),
+        output_check: None,
+        permit: None,
+        confirmed: false,
+    })
+}
+
+/// `completion/complete`: a `ref/prompt` goes to the prompt's upstream with its
+/// original name (rewritten in `params`); a `ref/resource` to the owner of the
+/// URI or template.
+pub(crate) fn completion(x: &mut Request, mut params: Map<String, Value>) -> Result<Call, Refusal> {
+    let upstream = completion_target(&x.gw, &x.access(), &mut params)?;
+    Ok(Call {
+        what: What::Completion,
+        exposed: String::new(),
+        view: None,
+        params,
+        sent_arguments: None,
+        upstream,
+        headers: standard_headers(m::COMPLETION_COMPLETE, None),
+        shape: ResultShape::Rpc,
+        original: None,
+        output_check: None,
+        permit: None,
+        confirmed: false,
+    })
+}
+
+/// The upstream a completion's reference goes to; its prompt name or URI is
+/// rewritten in `params`.
+fn completion_target(
+    gw: &Gateway,
+    access: &Access,
+    params: &mut Map<String, Value>,
+) -> Result<Upstream, Refusal> {
+    let bad = |m: &str| Refusal::InvalidParams(m.to_string());
+    let Some(reference) = params.get_mut("ref").and_then(Value::as_object_mut) else {
+        return Err(bad("completion/complete needs params.ref (an object)"));
+    };
+    let kind = reference.get("type").and_then(Value::as_str).unwrap_or("");
+    let upstream = match kind {
+        "ref/prompt" => {
+            let Some(name) = reference.get("name").and_then(Value::as_str) else {
+                return Err(bad("ref/prompt needs a `name` (a string)"));
+            };
+            let Some(entry) = access.catalog.prompts.get(name) else {
+                return Err(Refusal::InvalidParams(format!("Unknown prompt: {name}")));
+            };
+            reference.insert("name".into(), Value::String(entry.original.clone()));
+            gw.upstream(&entry.upstream)
+        }
+        "ref/resource" => {
+            let Some(uri) = reference.get("uri").and_then(Value::as_str) else {
+                return Err(bad("ref/resource needs a `uri` (a string)"));
+            };
+            // URI rules go by pattern: refusing here tells nothing of what
+            // exists.
+            let base = gw.catalog();
+            match base.resources.template_owner(uri).cloned() {
+                // A template the upstream listed goes back as it listed it.
+                Some(name) => access
+                    .may_use_uri(uri)
+                    .then(|| gw.upstream(&name))
+                    .flatten(),
+                None => {
+                    let uri = access.resource_uri(&base, uri)?;
+                    let owner = access
+                        .may_use_uri(&uri)
+                        .then(|| gw.owner_of(&uri))
+                        .flatten();
+                    reference.insert("uri".into(), Value::String(uri));
+                    owner
+                }
+            }
+        }
+        other => {
+            return Err(Refusal::InvalidParams(format!(
+                "Unknown ref type `{other}`: expected ref/prompt or ref/resource"
+            )))
+        }
+    };
+    upstream.ok_or_else(|| bad("No upstream owns what this completion refers to"))
+}
+
+/// The upstream a `tools/call`, `prompts/get`, `resources/read` or
+/// `completion/complete` would go to in the caller's view, without rewriting
+/// anything (a 2026-07-28 retry asks whose `requestState` it carries, and
+/// whether the caller may still reach it); `None` when it names nothing the
+/// caller may use.
+pub(crate) fn upstream_of(
+    gw: &Gateway,
+    access: &Access,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Option<Upstream> {
+    let name = |k: &str| params.get(k).and_then(Value::as_str);
+    let kind = match method {
+        m::TOOLS_CALL => Kind::Tools,
+        m::PROMPTS_GET => Kind::Prompts,
+        m::RESOURCES_READ => {
+            let base = gw.catalog();
+            let uri = access.resource_uri(&base, name("uri")?).ok()?;
+            return access
+                .may_read(&base, &uri)
+                .then(|| gw.owner_of(&uri))
+                .flatten();
+        }
+        m::COMPLETION_COMPLETE => {
+            // Resolved on a copy: the real resolution rewrites the reference.
+            return completion_target(gw, access, &mut params.clone()).ok();
+        }
+        _ => return None,
+    };
+    let entry = access.catalog.list(kind).get(name("name")?)?;
+    gw.upstream(&entry.upstream)
+}

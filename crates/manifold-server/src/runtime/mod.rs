@@ -1,0 +1,481 @@
+//! Starting and running the gateway: the audit writer, every upstream's actor, the
+//! catalog maintainer (rebuilds the merged view when an upstream changes and
+//! tells clients), the idle-session sweep, and serving the front doors until
+//! shutdown — which runs in order:
+//!
+//! 1. the caller's token fires (SIGTERM, SIGINT): readiness goes false, the
+//!    listener stops accepting, open connections finish their requests;
+//! 2. when nothing is in flight any more, or `server.shutdown_grace` has passed,
+//!    `stop` fires: upstreams stop, relays and held calls are cancelled (and
+//!    audited as cancelled);
+//! 3. once every other task has ended (bounded by [`SHUTDOWN_WAIT`]), the audit
+//!    writer drains its queue and closes: every answered call has its record.
+//!
+//! Invariants: every task spawned here is tracked and ends by `stop`; every wait
+//! of the shutdown is bounded, so a stuck task cannot keep the process alive; a
+//! burst of upstream changes is coalesced into one rebuild.
+//!
+//! Not here: requests (the front doors and the pipeline).
+
+mod reload;
+mod upstreams;
+pub use reload::{ReloadError, ReloadReport, WATCH_INTERVAL};
+
+use manifold_catalog::Catalog;
+use manifold_config::GatewayConfig;
+use manifold_upstream::{Upstream, UpstreamEvent};
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::front;
+use crate::state::Live;
+use crate::state::{
+    cluster, held_calls, learned, listeners, log_levels, metrics, sealed, sessions, views,
+};
+use crate::state::{Gateway, SessionEnd};
+
+/// Capacity of the channel upstreams report changes on.
+pub const UPSTREAM_EVENT_QUEUE: usize = 1024;
+/// How often idle sessions are swept.
+pub const SESSION_SWEEP_INTERVAL: Duration = Duration::from_secs(30);
+/// How long `serve` waits, after `stop`, for tracked tasks and then for the audit
+/// writer's last flush.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+/// How often the drain checks whether calls are still in flight.
+const DRAIN_POLL: Duration = Duration::from_millis(50);
+/// Requests refused at authentication (with credentials) logged per 10 s
+/// window; the rest are counted in the next line logged.
+pub const AUTH_REFUSALS_LOGGED_PER_WINDOW: u32 = 20;
+/// Results that break their tool's `outputSchema` (`[validation] output =
+/// "warn"`) logged per 10 s window; the rest are counted in the next line.
+pub const OUTPUT_MISMATCHES_LOGGED_PER_WINDOW: u32 = 20;
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the audit log cannot start: {0}")]
+    Audit(#[from] manifold_audit::AuditError),
+    #[error("{0}")]
+    Tls(String),
+    /// `[cluster]`'s bus cannot be set up (a Redis URL or CA file the client
+    /// refuses); the message never quotes the URL.
+    #[error("[cluster]: {0}")]
+    Cluster(String),
+}
+
+impl Gateway {
+    /// Starts the gateway as `manifold serve` runs it: the audit writer (when
+    /// configured), every upstream, and the catalog maintainer. Invalid audit
+    /// settings are an error; a sink that cannot open yet is not (calls then fail
+    /// or count lost records, per `on_failure`, until it recovers).
+    pub async fn launch(
+        config: GatewayConfig,
+        shutdown: CancellationToken,
+    ) -> Result<Arc<Gateway>, StartError> {
+        Gateway::launch_exporting(config, None, shutdown).await
+    }
+
+    /// [`Gateway::launch`], with a copy of every audit line going to `export`
+    /// (`[audit] otlp`: the binary's OTLP log exporter).
+    pub async fn launch_exporting(
+        config: GatewayConfig,
+        export: Option<Arc<dyn manifold_audit::Export>>,
+        shutdown: CancellationToken,
+    ) -> Result<Arc<Gateway>, StartError> {
+        // The audit writer outlives everything that can write a record.
+        let audit_stop = CancellationToken::new();
+        let audit = match config.audit.as_ref() {
+            Some(s) => {
+                let export = export.filter(|_| s.otlp);
+                Some(
+                    manifold_audit::Auditor::start_exporting(s.clone(), export, audit_stop.clone())
+                        .await?,
+                )
+            }
+            None => None,
+        };
+        let (auditor, task) = match audit {
+            Some((a, t)) => (Some(a), Some(t)),
+            None => (None, None),
+        };
+        // The certificate is checked before anything starts: a bad one stops here.
+        if let Some(t) = &config.server.tls {
+            front::tls::Tls::new(t).map_err(StartError::Tls)?;
+        }
+        // So is the bus's URL and CA: relays silently off would be found only
+        // by a client whose answer got lost.
+        let cluster = match &config.cluster {
+            Some(c) => cluster::Cluster::new(c).map_err(StartError::Cluster)?,
+            None => None,
+        };
+        let gw = Gateway::build(config, shutdown, audit_stop, auditor, task, cluster);
+        // The issuers' keys are fetched before the first request is served.
+        let live = gw.live();
+        if let Some(auth) = live.auth.clone() {
+            auth.start(&gw.tasks, &live.auth_stop).await;
+        }
+        Ok(gw)
+    }
+
+    /// Starts every upstream (in parallel) and the catalog maintainer, without the
+    /// audit writer: for the commands that inspect the catalog or call one tool
+    /// (`manifold check`, `tools`, `call`). Returns at once; use
+    /// [`Gateway::wait_ready`] to give upstreams a bounded head start.
+    pub fn start(config: GatewayConfig, shutdown: CancellationToken) -> Arc<Gateway> {
+        let cluster = config
+            .cluster
+            .as_ref()
+            .and_then(|c| match cluster::Cluster::new(c) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot use [cluster] redis; relays between replicas are off");
+                    None
+                }
+            });
+        Gateway::build(
+            config,
+            shutdown,
+            CancellationToken::new(),
+            None,
+            None,
+            cluster,
+        )
+    }
+
+    fn build(
+        config: GatewayConfig,
+        shutdown: CancellationToken,
+        audit_stop: CancellationToken,
+        auditor: Option<manifold_audit::Auditor>,
+        audit_task: Option<tokio::task::JoinHandle<()>>,
+        cluster: Option<cluster::Cluster>,
+    ) -> Arc<Gateway> {
+        let config = Arc::new(config);
+        let tasks = TaskTracker::new();
+        let stop = CancellationToken::new();
+        let (tx, rx) = mpsc::channel(UPSTREAM_EVENT_QUEUE);
+        let upstreams = config
+            .upstreams
+            .iter()
+            .map(|u| upstreams::spawn_upstream(u, &config, &tx, &stop, &tasks))
+            .collect();
+        let live = Live::new(config.clone(), upstreams, None, &stop);
+        let limits = &config.limits;
+        let catalog = Arc::new(Catalog::empty(config.server.page_size));
+        let gw = Arc::new(Gateway {
+            views: arc_swap::ArcSwap::from_pointee(views::Views::new(
+                catalog.clone(),
+                live.policy.clone(),
+            )),
+            catalog: arc_swap::ArcSwap::new(catalog),
+            live: arc_swap::ArcSwap::from_pointee(live),
+            started: config.clone(),
+            events: tx,
+            config_path: OnceLock::new(),
+            config_stamp: Mutex::new(None),
+            rebuilding: Mutex::new(()),
+            sealer: config.cluster.as_ref().and_then(sealed::Sealer::new),
+            cluster,
+            reloading: tokio::sync::Mutex::new(()),
+            sessions: sessions::Sessions::new(sessions::SessionLimits {
+                max: limits.max_sessions,
+                per_peer: limits.max_sessions_per_peer,
+                calls: limits.max_calls_per_session,
+            }),
+            learned: learned::Learned::default(),
+            subscriptions: Default::default(),
+            upstream_log_level: log_levels::UpstreamLogLevel::default(),
+            listeners: listeners::Listeners::new(limits.max_listens),
+            held: held_calls::HeldCalls::new(
+                config.server.request_state_key.as_deref(),
+                limits.held_call_ttl,
+                limits.max_held_calls,
+            )
+            .with_per_principal(limits.max_held_calls_per_principal),
+            metrics: metrics::Metrics::new(&config),
+            shutdown,
+            stop,
+            audit_stop,
+            tasks,
+            auditor,
+            auth_refusals: manifold_foundation::log_budget::LogBudget::new(
+                AUTH_REFUSALS_LOGGED_PER_WINDOW,
+            ),
+            validators: arc_swap::ArcSwap::from_pointee(Default::default()),
+            output_warnings: manifold_foundation::log_budget::LogBudget::new(
+                OUTPUT_MISMATCHES_LOGGED_PER_WINDOW,
+            ),
+            audit_task: Mutex::new(audit_task),
+            next_request: AtomicU64::new(1),
+            admin: Mutex::new(None),
+            admin_addr: OnceLock::new(),
+            started_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as u32)
+                .unwrap_or(0),
+        });
+        let g = gw.clone();
+        gw.tasks.spawn(async move { g.maintain_catalog(rx).await });
+        let g = gw.clone();
+        gw.tasks.spawn(async move { g.sweep_sessions().await });
+        let g = gw.clone();
+        gw.tasks.spawn(async move { g.drain().await });
+        gw.start_cluster();
+        gw
+    }
+
+    /// Once shutdown begins, waits until no call is in flight to any upstream, or
+    /// `server.shutdown_grace` has passed, then fires `stop`.
+    async fn drain(self: Arc<Self>) {
+        tokio::select! {
+            _ = self.shutdown.cancelled() => {}
+            _ = self.stop.cancelled() => return,
+        }
+        let deadline = tokio::time::Instant::now() + self.cfg().server.shutdown_grace;
+        loop {
+            let in_flight: usize = self.upstreams().iter().map(Upstream::in_flight).sum();
+            if in_flight == 0 {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(in_flight, grace = ?self.cfg().server.shutdown_grace,
+                    "shutdown grace over; cancelling the calls still in flight");
+                break;
+            }
+            tokio::time::sleep(DRAIN_POLL).await;
+        }
+        self.stop.cancel();
+    }
+
+    /// Whether shutdown has begun (readiness is then false).
+    pub(crate) fn draining(&self) -> bool {
+        self.shutdown.is_cancelled()
+    }
+
+    /// Waits until every upstream has either become ready or failed once, or
+    /// `limit` passed: the endpoint then serves what is ready.
+    pub async fn wait_ready(&self, limit: Duration) {
+        let wait_all = async {
+            for u in &self.upstreams() {
+                let mut rx = u.watch_status();
+                let _ = rx
+                    .wait_for(|s| s.state != manifold_upstream::State::Starting || s.restarts > 0)
+                    .await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, wait_all).await;
+        self.rebuild_catalog();
+    }
+
+    /// Serves the endpoint (and the admin listener, if configured) until shutdown,
+    /// then waits for tracked tasks and the audit writer's last flush.
+    pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+        self.serve_admin().await;
+        self.watch_config_if_asked();
+        let tls = match &self.cfg().server.tls {
+            None => None,
+            Some(t) => match front::tls::Tls::new(t) {
+                Ok(t) => {
+                    let t = Arc::new(t);
+                    self.tasks.spawn(t.clone().watch(self.stop.clone()));
+                    Some(t)
+                }
+                Err(e) => {
+                    // Loaded at launch; changed since. Serving plain HTTP instead
+                    // would be worse than not serving.
+                    tracing::error!(error = %e, "server.tls no longer loads; not serving");
+                    self.shutdown.cancel();
+                    None
+                }
+            },
+        };
+        if !self.shutdown.is_cancelled() {
+            front::http::serve(self.clone(), listener, tls).await;
+        }
+        self.wind_down().await;
+    }
+
+    /// Serves one client on stdin/stdout (`manifold stdio`; and the admin
+    /// listener, if configured) until its input ends or shutdown begins, then
+    /// stops as [`Gateway::serve`] does: calls finish, children are reaped, the
+    /// audit log is flushed.
+    pub async fn serve_stdio_until_done<R, W>(self: Arc<Self>, input: R, output: W)
+    where
+        R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        self.serve_admin().await;
+        self.watch_config_if_asked();
+        self.serve_stdio(input, output).await;
+        self.shutdown.cancel();
+        self.wind_down().await;
+    }
+
+    /// Starts watching the configuration file, if `[server] watch_config`.
+    fn watch_config_if_asked(self: &Arc<Self>) {
+        if self.cfg().server.watch_config {
+            self.tasks.spawn(self.clone().watch_config());
+        }
+    }
+
+    /// Starts the admin listener's task, if `[admin]` is configured.
+    async fn serve_admin(self: &Arc<Self>) {
+        if let Err(e) = self.bind_admin().await {
+            tracing::error!(error = %e, "cannot listen for [admin]; serving without it");
+        }
+        let admin = self.admin.lock().take();
+        if let Some(l) = admin {
+            self.tasks.spawn(front::admin::serve(self.clone(), l));
+        }
+    }
+
+    /// After the front door closed: waits for the drain (calls in flight get
+    /// `server.shutdown_grace`), stops every task, then lets the audit writer
+    /// flush and close.
+    async fn wind_down(&self) {
+        // The drain fires `stop` within the grace; the bound is a safety net.
+        let grace = self.cfg().server.shutdown_grace;
+        let _ = tokio::time::timeout(grace + SHUTDOWN_WAIT, self.stop.cancelled()).await;
+        self.stop.cancel();
+        self.tasks.close();
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, self.tasks.wait()).await;
+        self.audit_stop.cancel();
+        let task = self.audit_task.lock().take();
+        if let Some(t) = task {
+            let _ = tokio::time::timeout(SHUTDOWN_WAIT, t).await;
+        }
+    }
+
+    /// Binds the `[admin]` listener now (idempotent), so its address can be
+    /// printed before serving; `serve` binds it otherwise. `None` when not configured.
+    pub async fn bind_admin(&self) -> std::io::Result<Option<std::net::SocketAddr>> {
+        let Some(addr) = self.started.admin.as_ref().map(|a| a.listen) else {
+            return Ok(None);
+        };
+        if let Some(a) = self.admin_addr.get() {
+            return Ok(Some(*a));
+        }
+        let l = TcpListener::bind(addr).await.map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot listen on {addr} ([admin] listen): {e}"),
+            )
+        })?;
+        let bound = l.local_addr()?;
+        let _ = self.admin_addr.set(bound);
+        *self.admin.lock() = Some(l);
+        Ok(Some(bound))
+    }
+
+    /// Serves the admin listener on `listener`, already bound, instead of
+    /// binding `[admin] listen` — whose address still decides the listener's
+    /// rules (loopback or not): how tests exercise a non-loopback admin
+    /// listener while reaching it on 127.0.0.1. An error if one is bound.
+    pub fn adopt_admin_listener(&self, listener: TcpListener) -> std::io::Result<SocketAddr> {
+        let bound = listener.local_addr()?;
+        self.admin_addr.set(bound).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "the admin listener is already bound",
+            )
+        })?;
+        *self.admin.lock() = Some(listener);
+        Ok(bound)
+    }
+
+    async fn maintain_catalog(self: Arc<Self>, mut rx: mpsc::Receiver<UpstreamEvent>) {
+        use manifold_protocol::methods as m;
+        // Upstreams known ready, to notice a (re)connection.
+        let mut ready: HashSet<Arc<str>> = Default::default();
+        loop {
+            let ev = tokio::select! {
+                _ = self.stop.cancelled() => return,
+                ev = rx.recv() => ev,
+            };
+            let Some(ev) = ev else { return };
+            let mut rebuild = false;
+            let mut handle = |ev: UpstreamEvent| match ev {
+                UpstreamEvent::Changed { .. } => rebuild = true,
+                UpstreamEvent::ListChanged { upstream, method } => {
+                    self.metrics.list_changed_received(&upstream);
+                    tracing::info!(upstream = %upstream, %method, "upstream list changed; refetching");
+                    // The other replicas' connections may not hear it (an
+                    // upstream that tells only the session that changed it).
+                    self.publish_later(manifold_cluster::Message::ListChanged {
+                        upstream: upstream.to_string(),
+                        method,
+                    });
+                }
+                UpstreamEvent::Notification {
+                    upstream,
+                    method,
+                    msg,
+                } => match method.as_str() {
+                    m::NOTIF_MESSAGE => {
+                        self.broadcast_log(&upstream, &msg);
+                    }
+                    m::NOTIF_RESOURCES_UPDATED => {
+                        let sent = self.resource_updated(&upstream, &msg);
+                        tracing::debug!(upstream = %upstream, sessions = sent, "resource updated");
+                    }
+                    _ => {
+                        tracing::debug!(upstream = %upstream, %method, "unrouted upstream notification");
+                    }
+                },
+            };
+            handle(ev);
+            // Coalesce a burst of changes into one rebuild.
+            while let Ok(ev) = rx.try_recv() {
+                handle(ev);
+            }
+            if rebuild {
+                self.on_upstreams_changed(&mut ready);
+                let rebuilt = self.rebuild_catalog();
+                self.announce(&rebuilt);
+            }
+        }
+    }
+
+    /// An upstream that just became ready gets the state sessions built up on
+    /// the old connection: resource subscriptions and the log level.
+    fn on_upstreams_changed(self: &Arc<Self>, ready: &mut HashSet<Arc<str>>) {
+        for u in &self.upstreams() {
+            let is_ready = u.status().state == manifold_upstream::State::Ready;
+            if is_ready && ready.insert(u.name().clone()) {
+                self.renew_subscriptions(u);
+                if self.sessions.most_verbose_log_level().is_some() {
+                    self.apply_log_level_later();
+                }
+            } else if !is_ready {
+                ready.remove(u.name());
+            }
+        }
+    }
+
+    async fn sweep_sessions(self: Arc<Self>) {
+        loop {
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = tokio::time::sleep(SESSION_SWEEP_INTERVAL) => {}
+            }
+            // Read each time: a reload may change it.
+            let idle = self.cfg().limits.session_idle_timeout;
+            let expired = self.sessions.idle(idle);
+            let ended = expired
+                .iter()
+                .filter(|id| self.end_session(id, SessionEnd::Idle))
+                .count();
+            if ended > 0 {
+                tracing::info!(expired = ended, "ended idle sessions");
+            }
+        }
+    }
+}

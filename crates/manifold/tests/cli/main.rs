@@ -1,0 +1,176 @@
+//! The binary's contract: the shipped gateway.toml serves the demo upstreams,
+//! configuration errors exit 2 naming the key, SIGTERM stops cleanly; the one-shot
+//! commands (`check`, `tools`, `call`, `audit verify`, `pins`) keep their output format and
+//! exit codes (see the modules below).
+
+mod audit;
+mod commands;
+mod pins;
+mod stdio;
+mod tracing;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use manifold_testkit::process::Proc;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_manifold")
+}
+
+fn repo_file(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(name)
+}
+
+#[test]
+fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
+    let audit = std::env::temp_dir().join(format!("manifold-shipped-{}.jsonl", std::process::id()));
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--config"])
+        .arg(repo_file("gateway.toml"))
+        .env("MANIFOLD_SERVER__LISTEN", "127.0.0.1:0")
+        .env("MANIFOLD_ADMIN__LISTEN", "127.0.0.1:0")
+        .env("MANIFOLD_AUDIT__PATH", &audit);
+    let mut served = Proc::spawn("manifold serve", cmd).expect("spawn manifold");
+    let line = Proc::wait_line(&served.stdout, "", Duration::from_secs(30), "serve")
+        .expect("the listening line");
+    assert!(
+        line.starts_with("Manifold listening on http://127.0.0.1:"),
+        "{line}"
+    );
+    assert!(line.contains("(2/2 upstreams ready"), "{line}");
+    // The demo upstream ships 12 tools (its 3 fault tools need `--faults`); both
+    // copies are merged under their prefixes.
+    assert!(line.contains(", 24 tools)"), "{line}");
+    // The shipped config turns on the admin listener and the audit log.
+    let admin = Proc::wait_line(&served.stdout, "", Duration::from_secs(5), "serve")
+        .expect("the admin line");
+    assert!(
+        admin.starts_with("Manifold admin on http://127.0.0.1:"),
+        "{admin}"
+    );
+    assert!(audit.exists(), "the audit log was not opened");
+    let status = served
+        .terminate(Duration::from_secs(15))
+        .expect("manifold did not stop on SIGTERM");
+    assert!(status.success(), "{status}");
+    let _ = std::fs::remove_file(&audit);
+}
+
+#[test]
+fn configuration_errors_exit_2_and_name_the_key_and_line() {
+    let dir = std::env::temp_dir().join(format!("manifold-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("[server]\nlisen = \"x\"\n", vec!["lisen", "line 2"]),
+        (
+            "[upstreams.\"a.b\"]\ncommand = \"x\"\n",
+            vec!["upstreams.a.b", "^[A-Za-z0-9_-]{1,32}$"],
+        ),
+        (
+            "[upstreams.x]\nurl = \"http://h\"\nheaders = { A = \"${MANIFOLD_TEST_UNSET_VAR}\" }\n",
+            vec!["upstreams.x.headers.A", "MANIFOLD_TEST_UNSET_VAR"],
+        ),
+    ];
+    for (i, (text, needles)) in cases.iter().enumerate() {
+        let path = dir.join(format!("bad{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(bin())
+            .args(["serve", "--config"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&*path.to_string_lossy()),
+            "names the file: {err}"
+        );
+        for n in needles {
+            assert!(err.contains(n), "{text:?}: {err} should mention {n}");
+        }
+    }
+    let out = Command::new(bin())
+        .args(["serve", "--config", "/nonexistent/gateway.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_refuses_an_open_listener_without_the_opt_in_and_its_hosts() {
+    let dir = std::env::temp_dir().join(format!("manifold-open-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "[server]\nlisten = \"0.0.0.0:0\"\n",
+            "allow_unauthenticated",
+        ),
+        (
+            "[server]\nlisten = \"0.0.0.0:0\"\nallow_unauthenticated = true\n",
+            "allowed_hosts",
+        ),
+        // [auth] is the other way to serve an open port; it still needs the hosts.
+        (
+            "[server]\nlisten = \"0.0.0.0:0\"\n\n[[auth.api_keys]]\nname = \"ci\"\n\
+             hash = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n",
+            "allowed_hosts",
+        ),
+        // [auth] that lets anonymous callers in is not authentication.
+        (
+            "[server]\nlisten = \"0.0.0.0:0\"\n\n[auth]\nallow_anonymous = true\n\n[[auth.api_keys]]\n\
+             name = \"ci\"\nhash = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n",
+            "allow_unauthenticated",
+        ),
+    ];
+    for (i, (text, needle)) in cases.iter().enumerate() {
+        let path = dir.join(format!("open{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(bin())
+            .args(["serve", "--config"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{text}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `manifold auth hash-key` prints the digest the gateway checks keys against,
+/// reads the key from stdin only, and refuses one too short to be a secret.
+#[test]
+fn auth_hash_key_prints_the_digest_of_the_key_on_stdin() {
+    use std::io::Write;
+    let run = |input: &str| {
+        let mut child = Command::new(bin())
+            .args(["auth", "hash-key"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = run("0123456789abcdef-key\n");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        manifold_policy::hash_key("0123456789abcdef-key")
+    );
+    let out = run("short\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 16"));
+}
