@@ -192,7 +192,9 @@ fn top(file: &Path, n: usize, inclusive: bool) -> Result<Vec<(u64, String, Strin
             },
             None => (String::new(), rest.to_string()),
         };
-        if function.is_empty() || function.starts_with("PROGRAM TOTALS") {
+        // The thread entry frames (`clone`, `start_thread`, …) hold every
+        // instruction and say nothing about where they went.
+        if function.is_empty() || function.starts_with("PROGRAM TOTALS") || share == "100.0%" {
             continue;
         }
         // Drop the object file and the source file (`file:function [object]`);
