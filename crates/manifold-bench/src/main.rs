@@ -3,7 +3,9 @@
 //! docs/benchmarks.md; with `--soak MINUTES`, a long mixed run reporting RSS and
 //! file-descriptor slopes instead (see `soak`); with `--search-index TOOLS`, the
 //! tool search index alone, in-process (see `search_index`); the `search`
-//! scenario measures a search endpoint through the gateway (`search_endpoint`).
+//! scenario measures a search endpoint through the gateway (`search_endpoint`);
+//! with `--peers`, direct / Manifold / mcp-proxy side by side (see `peers`);
+//! with `--callgrind`, the gateway's instructions per call (see `callgrind`).
 //!
 //! The upstream is the demo upstream over Streamable HTTP (`manifold demo-upstream
 //! --http`), started once; the gateway fronts it, so the only difference between the
@@ -22,9 +24,12 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod callgrind;
+mod peers;
 mod search_endpoint;
 mod search_index;
 mod soak;
+mod targets;
 
 #[derive(Parser)]
 #[command(about = "Load generator: Manifold vs a direct connection to the same upstream")]
@@ -70,6 +75,8 @@ struct Args {
     /// The real tool catalogue `--search-index` copies (catalog.json shape).
     #[arg(long, default_value = "../shared/data/tool-catalog/catalog.json")]
     catalog: PathBuf,
+    #[command(flatten)]
+    peers: peers::PeersArgs,
 }
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
@@ -316,6 +323,16 @@ async fn main() -> Result<()> {
         if !pinned.success() {
             bail!("taskset could not pin the load generator to CPU 0");
         }
+    }
+    if args.peers.peers || args.peers.callgrind {
+        let result = if args.peers.callgrind {
+            callgrind::run(&exe, &dir, &args.peers, &args.concurrency).await
+        } else {
+            let shared = (&args.concurrency[..], args.seconds, args.rounds, args.pin);
+            peers::run(&exe, &dir, &args.peers, shared).await
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        return result;
     }
     if let Some(minutes) = args.soak {
         let result = soak::run(&exe, &dir, minutes, args.pin).await;

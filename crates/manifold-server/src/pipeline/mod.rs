@@ -102,7 +102,7 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
                 Err(r) => return finish(Some(obs), Err(r), &id, era).await,
             };
             obs.admitted(
-                admitted.caller.session().map(|s| s.id.as_str()),
+                admitted.caller.session().map(|s| s.digest.as_str()),
                 admitted.caller.client_info(),
                 admitted.principal.audit_name(),
                 admitted.principal.metrics_label(gw.cfg().principal_label),

@@ -214,7 +214,7 @@ impl Gateway {
     /// A fresh request id (16 hex digits): in logs and audit records.
     pub(crate) fn request_id(&self) -> String {
         let n = self.next_request.fetch_add(1, Ordering::Relaxed);
-        format!("{:08x}{n:08x}", self.started_at)
+        request_id(self.started_at, n)
     }
 
     /// Ends a session: it leaves the table, its calls stop waiting on it, its
@@ -410,4 +410,38 @@ pub(crate) struct Rebuilt {
     pub changed: Vec<&'static str>,
     pub old: Arc<views::Views>,
     pub new: Arc<views::Views>,
+}
+
+/// `format!("{started_at:08x}{n:08x}")`, without the formatting machinery
+/// (a tenth of the front door's own work on a relayed call).
+fn request_id(started_at: u32, n: u64) -> String {
+    let mut s = String::with_capacity(24);
+    push_hex(&mut s, u64::from(started_at));
+    push_hex(&mut s, n);
+    s
+}
+
+/// Lower-case hex of `v`, at least 8 digits (as `{:08x}`).
+fn push_hex(s: &mut String, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digits = (64 - v.leading_zeros()).div_ceil(4).max(8);
+    for i in (0..digits).rev() {
+        s.push(char::from(DIGITS[((v >> (4 * i)) & 0xf) as usize]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn request_ids_are_the_two_counters_in_hex() {
+        for (t, n) in [
+            (0, 0),
+            (0x6745_2301, 1),
+            (u32::MAX, 0xffff_ffff),
+            (17, 0x1_0000_0000),
+            (1, u64::MAX),
+        ] {
+            assert_eq!(super::request_id(t, n), format!("{t:08x}{n:08x}"));
+        }
+    }
 }
