@@ -275,6 +275,11 @@ async fn the_gates_refuse_before_an_id_is_read_and_removed_methods_are_named() -
             assert_eq!(status, StatusCode::NOT_FOUND, "{r}");
             assert_eq!(r["error"]["code"], -32601, "{r}");
         }
+        // A listen asking for task notifications needs the extension too.
+        let listen = json!({"notifications": {"taskIds": ["t1.x"]}});
+        let (status, r) = send(&alice, &req(4, "subscriptions/listen", listen, false)).await?;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{r}");
+        assert_eq!(r["error"]["code"], -32021, "{r}");
         // Session-era clients are told Manifold offers them no tasks.
         let s = t.client(ALICE);
         s.initialize("2025-11-25", json!({"extensions": {EXT: {}}}))
