@@ -540,3 +540,33 @@ async fn a_task_created_through_one_replica_is_polled_updated_and_cancelled_thro
     })
     .await
 }
+
+#[tokio::test]
+async fn rate_limits_apply_at_creation_only_and_a_running_task_holds_no_place() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("tasks-limits")?;
+        let demo = DemoHttp::spawn_bin(bin(), &["--modern", "--tasks"]).await?;
+        let limits = "[[rate_limit]]\nwho = [\"*\"]\ntools = [\"tasks__task_ask\"]\nrate = \"1/m\"\n\n\
+                      [[rate_limit]]\nwho = [\"*\"]\ntools = [\"tasks__task_slow\"]\nconcurrency = 1\n\n";
+        let gw = TestGateway::start(&config(&demo.url, &dir, limits)).await?;
+        let alice = gw.client();
+        alice.set_bearer(Some(ALICE));
+        let (id, _) = create(&alice, "tasks__task_ask", json!({})).await?;
+        let (status, r) = send(
+            &alice,
+            &req(2, "tools/call", json!({"name": "tasks__task_ask"}), true),
+        )
+        .await?;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{r}");
+        assert_eq!(r["error"]["code"], -32060, "{r}");
+        // Polls and input are not limited.
+        for _ in 0..3 {
+            assert_eq!(get(&alice, &id).await?["result"]["status"], "input_required");
+        }
+        // A concurrency cap counts the creating call: two long tasks run at once.
+        create(&alice, "tasks__task_slow", json!({"ms": 60000})).await?;
+        create(&alice, "tasks__task_slow", json!({"ms": 60000})).await?;
+        Ok(())
+    })
+    .await
+}
