@@ -115,6 +115,54 @@ impl Confirmation {
     }
 }
 
+/// The `task` member: which task (never its id, a bearer handle: the first
+/// 16 hex digits of the SHA-256 of the id the client holds) and what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskEvent {
+    pub id: String,
+    pub stage: TaskStage,
+    /// For `ended`: from the creating call to the end Manifold saw.
+    pub duration_us: Option<u64>,
+    /// For a completed task: its tool result had `isError: true`.
+    pub is_error: bool,
+}
+
+/// Where in a task's life a record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStage {
+    /// The `tools/call` the upstream answered with the task.
+    Created,
+    /// A `tasks/update` or `tasks/cancel` relayed to the task's upstream.
+    Relayed,
+    /// The task's end, as Manifold first saw it.
+    Ended,
+}
+
+impl TaskStage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStage::Created => "created",
+            TaskStage::Relayed => "relayed",
+            TaskStage::Ended => "ended",
+        }
+    }
+}
+
+impl TaskEvent {
+    fn to_value(&self) -> Value {
+        let mut o = Map::new();
+        o.insert("id".into(), Value::String(self.id.clone()));
+        o.insert("event".into(), Value::String(self.stage.as_str().into()));
+        if let Some(d) = self.duration_us {
+            o.insert("duration_us".into(), Value::from(d));
+        }
+        if self.is_error {
+            o.insert("is_error".into(), Value::Bool(true));
+        }
+        Value::Object(o)
+    }
+}
+
 /// How an audited request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -133,6 +181,18 @@ pub enum Outcome {
     /// Manifold refused the request itself (authz, rate limit, validation, audit
     /// unavailable); the code is recorded.
     Refused { code: i64 },
+    /// The upstream answered a `tools/call` with a task (the Tasks extension):
+    /// the call's work goes on upstream, and its end is a record of its own.
+    Task,
+    /// A task's end: it completed (its tool result may be an error: see the
+    /// record's `task.is_error`).
+    Completed,
+    /// A task's end: it failed with a JSON-RPC error; the code is recorded.
+    Failed { code: i64 },
+    /// A task's end: Manifold saw no end before the task's id expired, or the
+    /// upstream no longer knew the task (its TTL passed, or it restarted).
+    /// Not necessarily a failure of the work.
+    Expired,
 }
 
 impl Outcome {
@@ -146,13 +206,19 @@ impl Outcome {
             Outcome::UpstreamUnavailable => "upstream_unavailable",
             Outcome::Cancelled => "cancelled",
             Outcome::Refused { .. } => "refused",
+            Outcome::Task => "task",
+            Outcome::Completed => "completed",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Expired => "expired",
         }
     }
 
     /// The `error_code` member, when the outcome has one.
     pub fn error_code(self) -> Option<i64> {
         match self {
-            Outcome::ProtocolError { code } | Outcome::Refused { code } => Some(code),
+            Outcome::ProtocolError { code }
+            | Outcome::Refused { code }
+            | Outcome::Failed { code } => Some(code),
             _ => None,
         }
     }
@@ -199,6 +265,8 @@ pub struct AuditRecord {
     /// How the tool was called when not directly: `call_tool` (the search
     /// endpoints' meta-tool).
     pub via: Option<String>,
+    /// A task's creation or end (the Tasks extension).
+    pub task: Option<TaskEvent>,
     pub outcome: Outcome,
     pub latency_us: u64,
     pub request_bytes: u64,
@@ -225,6 +293,7 @@ impl AuditRecord {
             confirmation: None,
             endpoint: None,
             via: None,
+            task: None,
             outcome: Outcome::Ok,
             latency_us: 0,
             request_bytes: 0,
@@ -285,6 +354,9 @@ impl AuditRecord {
         }
         if let Some(v) = self.via {
             m.insert("via".into(), Value::String(v));
+        }
+        if let Some(t) = self.task {
+            m.insert("task".into(), t.to_value());
         }
         m.insert(
             "outcome".into(),
@@ -381,6 +453,7 @@ mod tests {
             confirmation: None,
             endpoint: None,
             via: None,
+            task: None,
             outcome: Outcome::ProtocolError { code: -32602 },
             latency_us: 1500,
             request_bytes: 200,
@@ -444,6 +517,47 @@ mod tests {
             json!({"owner": "acme", "token": "[REDACTED]"})
         );
         assert_eq!(m["confirmation"], "declined");
+    }
+
+    #[test]
+    fn a_task_member_comes_after_the_confirmation_and_ends_carry_their_code() {
+        let mut rec = full_record();
+        rec.confirmation = Some(Confirmation::Accepted);
+        rec.task = Some(TaskEvent {
+            id: "0123456789abcdef".into(),
+            stage: TaskStage::Ended,
+            duration_us: Some(42),
+            is_error: true,
+        });
+        rec.outcome = Outcome::Completed;
+        let m = rec.to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        let at = keys.iter().position(|k| *k == "confirmation").unwrap();
+        assert_eq!(keys[at + 1..at + 4], ["task", "outcome", "latency_us"]);
+        assert_eq!(
+            m["task"],
+            json!({"id": "0123456789abcdef", "event": "ended", "duration_us": 42, "is_error": true})
+        );
+        assert_eq!(m["outcome"], "completed");
+        let mut created = full_record();
+        created.task = Some(TaskEvent {
+            id: "a".into(),
+            stage: TaskStage::Created,
+            duration_us: None,
+            is_error: false,
+        });
+        created.outcome = Outcome::Task;
+        let m = created.to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        assert_eq!(m["task"], json!({"id": "a", "event": "created"}));
+        assert_eq!(m["outcome"], "task");
+        assert!(!m.contains_key("error_code"));
+        for (o, s, code) in [
+            (Outcome::Failed { code: -32603 }, "failed", Some(-32603)),
+            (Outcome::Expired, "expired", None),
+            (Outcome::Completed, "completed", None),
+        ] {
+            assert_eq!((o.as_str(), o.error_code()), (s, code));
+        }
     }
 
     #[test]

@@ -56,6 +56,12 @@ pub struct Args {
     #[arg(long)]
     pub modern: bool,
 
+    /// In --modern mode, offer the Tasks extension (`io.modelcontextprotocol/tasks`):
+    /// advertise it, list the task tools (`task_slow`, `task_required`,
+    /// `task_ask`, `task_fail`, `task_stats`) and serve `tasks/*`.
+    #[arg(long)]
+    pub tasks: bool,
+
     /// In --modern mode, declare `tools.listChanged: false` and honour no
     /// `toolsListChanged` on a listen (clients must rely on `ttlMs`).
     #[arg(long)]
@@ -144,6 +150,7 @@ impl Args {
             instructions: Some(self.instructions.clone()).filter(|text| !text.is_empty()),
             fail_initialize: self.fail_initialize,
             modern: self.modern,
+            tasks: self.tasks,
             list_ttl_ms: self.list_ttl_ms,
             no_list_changed: self.no_list_changed,
             bad_request_over: self.bad_request_over,

@@ -31,6 +31,7 @@ pub mod catalog;
 pub mod cli;
 pub mod http;
 pub mod modern;
+pub mod modern_tasks;
 mod resources;
 pub mod rogue;
 pub mod stdio;
@@ -80,6 +81,8 @@ pub struct DemoConfig {
     pub fail_initialize: bool,
     /// Speak 2026-07-28 only (stateless; see [`modern`]).
     pub modern: bool,
+    /// Modern mode: offer the Tasks extension (see [`modern_tasks`]).
+    pub tasks: bool,
     /// `ttlMs` on lists and `server/discover` in modern mode.
     pub list_ttl_ms: u64,
     /// Modern mode: declare no `tools.listChanged` and send none.
@@ -137,6 +140,7 @@ impl Default for DemoConfig {
             instructions: Some(DEFAULT_INSTRUCTIONS.to_owned()),
             fail_initialize: false,
             modern: false,
+            tasks: false,
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
             no_list_changed: false,
             bad_request_over: None,
@@ -304,6 +308,8 @@ pub struct DemoServer {
     /// URIs in the `resourceSubscriptions` of open `subscriptions/listen`
     /// streams (`--modern`), counted per stream.
     watched: Mutex<HashMap<String, usize>>,
+    /// Tasks (`--modern --tasks`).
+    pub(crate) task_store: Arc<modern_tasks::Store>,
     /// The pid of the process started at launch (`--spawn-grandchild`).
     grandchild: Option<u32>,
 }
@@ -348,6 +354,7 @@ impl DemoServer {
             log_level: Mutex::new(None),
             subscribed: Mutex::new(Default::default()),
             watched: Mutex::new(Default::default()),
+            task_store: Default::default(),
         })
     }
 

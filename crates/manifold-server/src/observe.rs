@@ -61,6 +61,8 @@ pub(crate) struct Observed {
     /// `call_tool`, for a tool called through the search meta-tool.
     pub via: Option<&'static str>,
     pub arguments: Option<Value>,
+    /// A task's creation, or the task a `tasks/*` request acted on.
+    pub task: Option<manifold_audit::TaskEvent>,
     in_flight: Option<Gauge>,
     finished: bool,
 }
@@ -94,6 +96,7 @@ impl Observed {
             endpoint: None,
             via: None,
             arguments: None,
+            task: None,
             in_flight: None,
             finished: false,
         }
@@ -224,6 +227,7 @@ impl Observed {
         rec.confirmation = self.confirmation.take();
         rec.endpoint = self.endpoint.as_ref().map(|e| e.to_string());
         rec.via = self.via.map(str::to_string);
+        rec.task = self.task.take();
         rec.arguments = self.arguments.take();
         rec.outcome = outcome;
         rec.latency_us = elapsed.as_micros() as u64;
@@ -308,5 +312,92 @@ pub(crate) fn outcome_of(o: &CallOutcome) -> Outcome {
                 .unwrap_or(manifold_protocol::ErrorCode::INTERNAL_ERROR.0),
         },
         CallOutcome::Failed(e) => upstream_outcome(e),
+    }
+}
+
+/// A task's end, as Manifold first saw it: a terminal status, the upstream
+/// forgetting the task, or its id's expiry.
+pub(crate) struct TaskEnd<'a> {
+    pub client_record_id: String,
+    pub facts: &'a crate::state::tasks::TaskFacts,
+    /// `Completed`, `Failed`, `Cancelled` or `Expired`.
+    pub outcome: Outcome,
+    /// A completed task's tool result had `isError: true`.
+    pub is_error: bool,
+    /// The owner's audit name.
+    pub owner: String,
+}
+
+/// Records a task's end once per replica (see `state::tasks`): the end
+/// counter, the in-flight gauge if this replica followed the task, and one
+/// audit record — `tools/call`, named from the sealed facts, chained like
+/// every record — for the request that saw it (`by`; `None`: the expiry
+/// sweep). Returns once the record is written.
+pub(crate) async fn task_end(gw: &Arc<Gateway>, end: TaskEnd<'_>, by: Option<&Observed>) {
+    let Some(tracked) = gw.task_ids.ended(&end.client_record_id) else {
+        return;
+    };
+    gw.metrics
+        .task_ended(&end.facts.upstream, end.outcome.as_str(), tracked);
+    let Some(auditor) = gw.auditor.clone() else {
+        return;
+    };
+    let request_id = by.map_or_else(|| gw.request_id(), |o| o.request_id.clone());
+    let mut rec = AuditRecord::new(request_id, m::TOOLS_CALL);
+    rec.principal = end.owner;
+    if let Some(o) = by {
+        rec.session = o.session.clone();
+        rec.client = o.client.clone();
+        rec.latency_us = o.started.elapsed().as_micros() as u64;
+    }
+    rec.name = Some(end.facts.tool.clone());
+    rec.upstream = Some(end.facts.upstream.clone());
+    rec.original = Some(end.facts.original.clone());
+    let now = crate::state::tasks::now_ms();
+    rec.task = Some(manifold_audit::TaskEvent {
+        id: end.client_record_id,
+        stage: manifold_audit::TaskStage::Ended,
+        duration_us: Some(
+            now.saturating_sub(end.facts.created_ms)
+                .saturating_mul(1000),
+        ),
+        is_error: end.is_error,
+    });
+    rec.outcome = end.outcome;
+    let write = gw.tasks.spawn(async move {
+        if let Err(e) = auditor.record(rec).await {
+            tracing::error!(error = %e, "audit record not written");
+        }
+    });
+    let _ = write.await;
+}
+
+/// Every `TASK_SWEEP_INTERVAL`, records the end of each task this replica
+/// follows whose id expired with no end seen here (`expired`), until the
+/// gateway stops.
+pub(crate) async fn sweep_tasks(gw: Arc<Gateway>) {
+    loop {
+        tokio::select! {
+            _ = gw.stop.cancelled() => return,
+            _ = tokio::time::sleep(crate::state::tasks::TASK_SWEEP_INTERVAL) => {}
+        }
+        let now = crate::state::held_calls::now_secs();
+        for swept in gw.task_ids.sweep(now) {
+            let end = TaskEnd {
+                client_record_id: swept.record_id,
+                facts: &swept.facts,
+                outcome: Outcome::Expired,
+                is_error: false,
+                owner: swept.owner,
+            };
+            task_end(&gw, end, None).await;
+        }
+    }
+}
+
+impl Observed {
+    /// The principal the request was admitted as (its audit name).
+    pub(crate) fn principal(&self) -> &str {
+        &self.principal
     }
 }

@@ -278,8 +278,17 @@ impl Caller {
 
     /// What a 2026-07-28 upstream is told about this client.
     pub(crate) fn for_upstream(&self) -> manifold_upstream::ClientFacts {
+        let mut capabilities = self.capabilities();
+        if let (Caller::Session(_), Some(Value::Object(ext))) =
+            (self, capabilities.get_mut("extensions"))
+        {
+            // Undefined before 2026-07-28 (SEP-2663): a session-era client's
+            // `initialize` cannot enable tasks upstream, where it could not
+            // read them through Manifold.
+            ext.shift_remove(manifold_protocol::tasks::EXTENSION);
+        }
         manifold_upstream::ClientFacts {
-            capabilities: self.capabilities(),
+            capabilities,
             log_level: self.log_filter().level().map(|l| l.as_str().to_string()),
             // Only a session can answer a bridged question; the operator sees
             // a 2026-07-28 upstream's `InputRequiredResult` as it is.

@@ -139,6 +139,15 @@ pub(crate) async fn completion(
     relay::forward(x, call).await
 }
 
+/// `tasks/get`, `tasks/update`, `tasks/cancel` (the Tasks extension): to the
+/// upstream that owns the task, with the caller's credentials; nothing to
+/// validate, confirm or rate-limit (all applied when the task was created).
+pub(crate) async fn task(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
+    let mut call = resolve::task(x, params).await?;
+    credentials::attach(x, &mut call).await?;
+    relay::forward(x, call).await
+}
+
 /// A 2026-07-28 retry carrying `requestState`: resumes the call the relay
 /// holds for it (`None` when it carries no state). The held call's record is
 /// the call's; a retry that resumed nothing (a forged, expired or reused

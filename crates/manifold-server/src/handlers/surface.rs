@@ -180,7 +180,10 @@ pub(crate) fn initialize(x: &Request, params: &Map<String, Value>) -> Result<Rep
     tracing::info!(session = %session.short_id(), client = %client_info, version = negotiated, "session started");
     let mut out = Map::new();
     out.insert("protocolVersion".into(), Value::from(negotiated));
-    out.insert("capabilities".into(), capabilities_for(gw, &x.access()));
+    out.insert(
+        "capabilities".into(),
+        capabilities_for(gw, &x.access(), false),
+    );
     out.insert(
         "serverInfo".into(),
         json!({"name": SERVER_NAME, "version": SERVER_VERSION}),
@@ -213,7 +216,10 @@ pub(crate) fn discover(x: &Request) -> Result<Reply, Refusal> {
     out.insert("supportedVersions".into(), json!(supported));
     // In this era `resources.subscribe` promises `resourceSubscriptions` on a
     // listen, which Manifold honours for every URI an upstream can subscribe to.
-    out.insert("capabilities".into(), capabilities_for(gw, &x.access()));
+    out.insert(
+        "capabilities".into(),
+        capabilities_for(gw, &x.access(), true),
+    );
     if let Some(text) = merged_instructions(gw, &x.access()) {
         out.insert("instructions".into(), Value::from(text));
     }
@@ -229,7 +235,10 @@ pub(crate) fn discover(x: &Request) -> Result<Reply, Refusal> {
 /// The union of what the ready upstreams offer. Tools and prompts are always
 /// offered (an empty list is a valid answer, and an upstream may join later);
 /// Manifold itself emits every `list_changed`, so `listChanged` is true.
-fn capabilities_for(gw: &Gateway, access: &crate::state::views::Access) -> Value {
+/// 2026-07-28 (`stateless`) adds the extensions the caller's upstreams offer
+/// (the Tasks extension); `initialize` never offers them (SEP-2663: undefined
+/// before 2026-07-28).
+fn capabilities_for(gw: &Gateway, access: &crate::state::views::Access, stateless: bool) -> Value {
     // Only upstreams the caller's view holds something of shape what it is
     // told the gateway can do.
     let upstream_caps: Vec<Map<String, Value>> = gw
@@ -259,6 +268,18 @@ fn capabilities_for(gw: &Gateway, access: &crate::state::views::Access) -> Value
     }
     if any("logging") {
         caps.insert("logging".into(), json!({}));
+    }
+    // The Tasks extension, exactly when an upstream the caller's view holds
+    // something of offers it (never the 2025-11-25 `tasks` capability).
+    if stateless
+        && upstream_caps
+            .iter()
+            .any(manifold_protocol::tasks::advertises_extension)
+    {
+        caps.insert(
+            "extensions".into(),
+            json!({ manifold_protocol::tasks::EXTENSION: {} }),
+        );
     }
     Value::Object(caps)
 }

@@ -20,7 +20,8 @@
 //! 5. `Mcp-Method` equal to the method → else 400 + -32020;
 //! 6. a method of the session era only → 404 + -32601;
 //! 7. `Mcp-Name` equal to `params.name`/`uri` for `tools/call`, `prompts/get`,
-//!    `resources/read`; every `Mcp-Param-*` of the exposed tool equal to its
+//!    `resources/read`, to `params.taskId` (the id the client holds) for
+//!    `tasks/get`, `tasks/update`, `tasks/cancel` — required, as for the others; every `Mcp-Param-*` of the exposed tool equal to its
 //!    argument (after base64-sentinel decoding; integers compared numerically),
 //!    present exactly when the argument is → else 400 + -32020;
 //! 8. `_meta` logLevel, if any, a level → else 400 + -32602.
@@ -284,6 +285,9 @@ fn check_name_headers(
     let key = match method {
         m::TOOLS_CALL | m::PROMPTS_GET => "name",
         m::RESOURCES_READ => "uri",
+        manifold_protocol::tasks::TASKS_GET
+        | manifold_protocol::tasks::TASKS_UPDATE
+        | manifold_protocol::tasks::TASKS_CANCEL => "taskId",
         _ => return Ok(()),
     };
     let params = jsonrpc::params(msg);

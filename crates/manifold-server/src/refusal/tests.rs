@@ -127,6 +127,26 @@ fn every_refusal_has_its_code_and_status_per_era() {
         (InvalidRequestState("it expired"), -32602, 400, 400),
         (HeldCallLost, -32603, 200, 200),
         (
+            TasksExtensionRequired {
+                method: "tasks/get".into(),
+            },
+            -32021,
+            400,
+            400,
+        ),
+        (UnknownTask, -32602, 200, 200),
+        (TaskExpired, -32602, 200, 200),
+        (TasksNotOffered("x".into()), -32601, 200, 404),
+        (
+            UnusableTask {
+                upstream: "u".into(),
+                why: "w".into(),
+            },
+            -32603,
+            200,
+            200,
+        ),
+        (
             NoTokenToExchange {
                 upstream: "u".into(),
             },
@@ -259,4 +279,17 @@ fn relayed_errors_keep_200_but_a_missing_capability_in_2026() {
         let got = status_of_relayed(era, &CallOutcome::Error(raw(code)));
         assert_eq!(got.as_u16(), status, "{code} in {era:?}");
     }
+}
+
+#[test]
+fn the_tasks_extension_refusal_names_the_extension_in_data() {
+    let v = Refusal::TasksExtensionRequired {
+        method: "tasks/get".into(),
+    }
+    .data()
+    .unwrap();
+    assert_eq!(
+        v,
+        json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}})
+    );
 }

@@ -201,6 +201,7 @@ impl Gateway {
                 limits.max_held_calls,
             )
             .with_per_principal(limits.max_held_calls_per_principal),
+            task_ids: crate::state::tasks::Tasks::new(&config),
             metrics: metrics::Metrics::new(&config),
             shutdown,
             stop,
@@ -228,6 +229,8 @@ impl Gateway {
         gw.tasks.spawn(async move { g.maintain_catalog(rx).await });
         let g = gw.clone();
         gw.tasks.spawn(async move { g.sweep_sessions().await });
+        let g = gw.clone();
+        gw.tasks.spawn(crate::observe::sweep_tasks(g));
         let g = gw.clone();
         gw.tasks.spawn(async move { g.drain().await });
         gw.start_cluster();

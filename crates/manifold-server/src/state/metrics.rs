@@ -59,6 +59,9 @@ const METHODS: &[&str] = &[
     m::LOGGING_SET_LEVEL,
     m::SERVER_DISCOVER,
     m::SUBSCRIPTIONS_LISTEN,
+    manifold_protocol::tasks::TASKS_GET,
+    manifold_protocol::tasks::TASKS_UPDATE,
+    manifold_protocol::tasks::TASKS_CANCEL,
 ];
 
 /// A method as a label: known ones as-is, anything else `other`.
@@ -112,6 +115,11 @@ struct ReasonLabel {
     reason: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamStatus {
+    upstream: String,
+    status: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindReason {
     kind: &'static str,
     reason: &'static str,
@@ -142,6 +150,10 @@ pub(crate) struct Metrics {
     response_bytes: Family<MethodLabel, Counter>,
     /// Mirrors the bus's own counts (manifold-cluster `Rejection`).
     cluster_rejected: Family<ReasonLabel, Counter>,
+    /// Tasks (the Tasks extension) this replica created and has not seen end.
+    tasks_in_flight: Family<UpstreamLabel, Gauge>,
+    tasks_created: Family<UpstreamLabel, Counter>,
+    tasks_ended: Family<UpstreamStatus, Counter>,
     /// Tools that have their own latency series.
     tool_series: Mutex<HashSet<String>>,
     max_tool_series: usize,
@@ -303,8 +315,29 @@ impl Metrics {
             "Messages from the cluster's Redis bus refused, by reason: unsigned, bad_mac, expired, future, replayed, too_many_senders, too_large, unreadable",
             cluster_rejected.clone(),
         );
+        let tasks_in_flight = Family::<UpstreamLabel, Gauge>::default();
+        r.register(
+            "tasks_in_flight",
+            "Tasks this replica relayed the creation of and has not seen end, by upstream",
+            tasks_in_flight.clone(),
+        );
+        let tasks_created = Family::<UpstreamLabel, Counter>::default();
+        r.register(
+            "tasks_created",
+            "Tasks created by upstreams for calls relayed by this replica, by upstream",
+            tasks_created.clone(),
+        );
+        let tasks_ended = Family::<UpstreamStatus, Counter>::default();
+        r.register(
+            "tasks_ended",
+            "Task ends this replica recorded, by upstream and status: completed, failed, cancelled, expired",
+            tasks_ended.clone(),
+        );
         Metrics {
             registry: r,
+            tasks_in_flight,
+            tasks_created,
+            tasks_ended,
             requests,
             call_latency,
             in_flight,
@@ -436,6 +469,36 @@ impl Metrics {
     pub(crate) fn header_rejected(&self) {
         self.header_rejections.inc();
     }
+    /// A task was created by `upstream` for a call this replica relayed;
+    /// `tracked`: it counts in the in-flight gauge until its end is seen here.
+    pub(crate) fn task_created(&self, upstream: &str, tracked: bool) {
+        let label = UpstreamLabel {
+            upstream: upstream.to_string(),
+        };
+        self.tasks_created.get_or_create(&label).inc();
+        if tracked {
+            self.tasks_in_flight.get_or_create(&label).inc();
+        }
+    }
+
+    /// A task's end was recorded here (`status`: completed, failed, cancelled,
+    /// expired); `tracked`: this replica counted it in flight.
+    pub(crate) fn task_ended(&self, upstream: &str, status: &'static str, tracked: bool) {
+        self.tasks_ended
+            .get_or_create(&UpstreamStatus {
+                upstream: upstream.to_string(),
+                status,
+            })
+            .inc();
+        if tracked {
+            self.tasks_in_flight
+                .get_or_create(&UpstreamLabel {
+                    upstream: upstream.to_string(),
+                })
+                .dec();
+        }
+    }
+
     /// The in-flight gauge of `upstream`.
     pub(crate) fn in_flight(&self, upstream: &str) -> Gauge {
         self.in_flight

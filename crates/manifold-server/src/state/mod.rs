@@ -29,6 +29,7 @@ pub(crate) mod sealed;
 pub(crate) mod sessions;
 pub(crate) mod subscribing;
 pub(crate) mod subscriptions;
+pub(crate) mod tasks;
 pub(crate) mod views;
 
 use arc_swap::ArcSwap;
@@ -112,6 +113,8 @@ pub struct Gateway {
     pub(crate) listeners: listeners::Listeners,
     /// Calls held for a 2026-07-28 client's input (`InputRequiredResult`).
     pub(crate) held: held_calls::HeldCalls,
+    /// Task ids' keys and the tasks this replica follows (the Tasks extension).
+    pub(crate) task_ids: tasks::Tasks,
     /// Cancelled when shutdown begins: the front door stops accepting, readiness
     /// goes false, calls in flight get `server.shutdown_grace` to finish.
     pub(crate) shutdown: CancellationToken,

@@ -36,6 +36,7 @@ mod session;
 mod stateless;
 mod stateless_upstream;
 mod surface;
+mod tasks;
 mod tls;
 mod upstream_auth;
 mod upstream_auth_attacks;

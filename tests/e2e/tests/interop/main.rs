@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::process::Command;
 use std::time::Duration;
 
-const STARTUP: Duration = Duration::from_secs(60);
+pub(crate) const STARTUP: Duration = Duration::from_secs(60);
 
 /// `manifold serve` in front of its own demo upstream (`demo`), with `extra`
 /// configuration sections: for features the demo upstream is enough to show.
@@ -444,3 +444,4 @@ mod confirm;
 mod search;
 mod stdio;
 mod surface;
+mod tasks;

@@ -21,6 +21,7 @@
 pub(crate) mod input_required;
 mod requests;
 mod stream;
+pub(crate) mod tasks;
 
 use bytes::Bytes;
 use manifold_upstream::CallEvent;
@@ -49,6 +50,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         output_check,
         permit,
         confirmed,
+        task,
         ..
     } = call;
     let cancel = x
@@ -77,6 +79,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         obs,
         output_check,
         permit,
+        task,
     };
     tracing::debug!(upstream = %upstream.name(), method = %x.method,
         principal = x.principal.audit_name(), "forwarding");
