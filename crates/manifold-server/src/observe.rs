@@ -57,6 +57,9 @@ pub(crate) struct Observed {
     /// The human's answer, for a call under `[confirm]`.
     pub confirmation: Option<manifold_audit::Confirmation>,
     pub arguments: Option<Value>,
+    /// Times the request was sent upstream (an upstream with retries or a
+    /// breaker).
+    pub attempts: Option<u32>,
     in_flight: Option<Gauge>,
     finished: bool,
 }
@@ -88,6 +91,7 @@ impl Observed {
             injected: None,
             confirmation: None,
             arguments: None,
+            attempts: None,
             in_flight: None,
             finished: false,
         }
@@ -207,6 +211,7 @@ impl Observed {
         rec.injected = self.injected.take();
         rec.confirmation = self.confirmation.take();
         rec.arguments = self.arguments.take();
+        rec.attempts = self.attempts;
         rec.outcome = outcome;
         rec.latency_us = elapsed.as_micros() as u64;
         rec.request_bytes = self.request_bytes as u64;

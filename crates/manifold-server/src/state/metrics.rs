@@ -144,6 +144,8 @@ pub(crate) struct Metrics {
     by_principal: Option<Family<PrincipalOutcome, Counter>>,
     principal_series: Mutex<HashSet<String>>,
     max_principal_series: usize,
+    /// Retries and circuit breakers.
+    resilience: super::resilience_metrics::ResilienceMetrics,
 }
 
 impl Metrics {
@@ -284,7 +286,9 @@ impl Metrics {
             "Messages from the cluster's Redis bus refused, by reason: unsigned, bad_mac, expired, future, replayed, too_many_senders, too_large, unreadable",
             cluster_rejected.clone(),
         );
+        let resilience = super::resilience_metrics::ResilienceMetrics::register(&mut r);
         Metrics {
+            resilience,
             registry: r,
             requests,
             call_latency,
@@ -450,6 +454,7 @@ impl Metrics {
                     .get_or_create(&label)
                     .set(i64::from(code));
             }
+            self.resilience.refresh(u);
         }
         self.sessions.set(now.sessions as i64);
         let catalog = now.catalog;

@@ -21,6 +21,7 @@ pub(crate) mod live;
 pub(crate) mod log_levels;
 pub(crate) mod logging;
 pub(crate) mod metrics;
+pub(crate) mod resilience_metrics;
 pub(crate) mod sealed;
 pub(crate) mod sessions;
 pub(crate) mod subscribing;
