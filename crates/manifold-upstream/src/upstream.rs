@@ -214,6 +214,14 @@ impl Upstream {
                 .await
                 .map_err(|error| NotStarted { error, attempts: 1 });
         }
+        if self.connection().is_none() {
+            // Down: failed fast as ever, and not the breaker's business (the
+            // actor is restarting it).
+            return Err(NotStarted {
+                error: self.down(),
+                attempts: 0,
+            });
+        }
         let guard = Guard {
             breaker: self.inner.breaker.clone(),
             retries,
@@ -261,11 +269,7 @@ impl Upstream {
         caller: Option<&ClientFacts>,
     ) -> Result<Call, UpstreamError> {
         let Some(conn) = self.connection() else {
-            let st = self.status();
-            let reason = st
-                .last_error
-                .unwrap_or_else(|| format!("it is {}", st.state.as_str()));
-            return Err(UpstreamError::unavailable(&self.inner.name, reason));
+            return Err(self.down());
         };
         Call::start(
             &conn,
@@ -276,6 +280,15 @@ impl Upstream {
             caller,
         )
         .await
+    }
+
+    /// Why a call finds no connection.
+    fn down(&self) -> UpstreamError {
+        let st = self.status();
+        let reason = st
+            .last_error
+            .unwrap_or_else(|| format!("it is {}", st.state.as_str()));
+        UpstreamError::unavailable(&self.inner.name, reason)
     }
 
     /// Whether the live connection speaks the stateless era.
@@ -497,9 +510,11 @@ impl Upstream {
         // scheduled — and only then is what is left of the connection stopped
         // (a child that closed its stdout but lives on takes its grace periods).
         let ended = conn.ended(false).await;
+        // Sent, and the upstream went away before answering: a call that may
+        // be repeated is sent again to the restarted one.
         conn.wire
             .router
-            .fail_all(&UpstreamError::unavailable(&name, ended.reason.clone()));
+            .fail_all(&UpstreamError::transient(&name, ended.reason.clone(), true));
         tracing::warn!(upstream = %name, reason = %ended.reason, "upstream went down; restarting");
         self.set_status(|s| {
             s.state = State::Down;

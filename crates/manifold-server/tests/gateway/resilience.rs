@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use manifold_testkit::harness::{toml_string, DemoHttp, McpClient, TestGateway};
 use serde_json::{json, Value};
 
-use crate::observe::audit_lines;
+use crate::observe::{admin_get, audit_lines, sample};
 use crate::{bin, bounded, text_of, until};
 
 /// A flaky HTTP demo upstream `f` behind a gateway with `extra` in its
@@ -181,7 +181,7 @@ async fn an_open_breaker_fails_calls_at_once_then_a_probe_closes_it() -> Result<
             &["--flaky-outage", "3"],
             "",
             &format!(
-                "[upstreams.f.breaker]\nfailures = 3\nopen_for = \"1s\"\n\n[audit]\npath = {}\nfsync = \"always\"\n",
+                "[upstreams.f.breaker]\nfailures = 3\nopen_for = \"1s\"\n\n[audit]\npath = {}\nfsync = \"always\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\n",
                 toml_string(&audit.to_string_lossy())
             ),
         )
@@ -193,6 +193,26 @@ async fn an_open_breaker_fails_calls_at_once_then_a_probe_closes_it() -> Result<
         }
         let upstream = gw.gateway().upstreams()[0].clone();
         assert_eq!(upstream.breaker().context("a breaker")?.state.as_str(), "open");
+        // Operators see it: /readyz (still 200: the upstream is up) and /metrics.
+        let admin = gw.gateway().admin_addr().context("admin address")?;
+        let (status, body) = admin_get(admin, "/readyz").await?;
+        let ready: Value = serde_json::from_str(&body)?;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(ready["upstreams"][0]["breaker"]["state"], "open", "{body}");
+        assert!(
+            ready["upstreams"][0]["breaker"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("3 failures in a row")),
+            "{body}"
+        );
+        let (_, metrics) = admin_get(admin, "/metrics").await?;
+        for (series, value) in [
+            ("manifold_upstream_breaker_state{upstream=\"f\",state=\"open\"}", 1.0),
+            ("manifold_upstream_breaker_state{upstream=\"f\",state=\"closed\"}", 0.0),
+            ("manifold_upstream_breaker_opened{upstream=\"f\"}", 1.0),
+        ] {
+            assert_eq!(sample(&metrics, series), Some(value), "{series} in\n{metrics}");
+        }
         // Open: the call fails without reaching the upstream or waiting for
         // its 30 s timeout.
         let started = Instant::now();
@@ -224,6 +244,64 @@ async fn an_open_breaker_fails_calls_at_once_then_a_probe_closes_it() -> Result<
             .map(|l| l["attempts"].clone())
             .collect();
         assert_eq!(attempts, [1, 1, 1, 0, 1, 1].map(Value::from), "{attempts:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    })
+    .await
+}
+
+/// The pid of this process's child whose command name starts with `name`.
+fn child_named(name: &str) -> Option<u32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (head, rest) = stat.rsplit_once(')')?;
+        let comm = head.split_once('(')?.1;
+        let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+        (ppid == me && comm.starts_with(name)).then_some(pid)
+    })
+}
+
+#[tokio::test]
+async fn a_call_whose_stdio_child_dies_mid_call_is_sent_again_to_the_restarted_child() -> Result<()>
+{
+    bounded(async {
+        let dir = std::env::temp_dir().join(format!("manifold-restart-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let audit = dir.join("audit.jsonl");
+        // `sleep` has no hints: the operator marks it safe to repeat.
+        let gw = TestGateway::start(&format!(
+            "[upstreams.s]\ncommand = {}\nargs = [\"--faults\"]\ntimeout = \"30s\"\nretries = {{max = 1, budget = 1.0}}\n\n\
+             [upstreams.s.overrides.sleep]\nretry = true\n\n[audit]\npath = {}\nfsync = \"always\"\n",
+            toml_string(bin()),
+            toml_string(&audit.to_string_lossy())
+        ))
+        .await?;
+        let c = gw.session("2025-11-25", json!({})).await?;
+        let child = child_named("manifold-demo").context("the stdio child")?;
+        let call = {
+            let c = c.clone();
+            tokio::spawn(async move { c.call_tool("s__sleep", json!({"ms": 1000})).await })
+        };
+        let upstream = gw.gateway().upstreams()[0].clone();
+        until("the call is in flight upstream", Duration::from_secs(10), || {
+            upstream.in_flight() == 1
+        })
+        .await?;
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &child.to_string()])
+            .status()?;
+        assert!(killed.success());
+        let r = call.await.context("join")??;
+        let result = r.result()?;
+        assert_ne!(result["isError"], true, "{r}");
+        assert_eq!(upstream.status().restarts, 1);
+        let attempts: Vec<Value> = audit_lines(&audit)?
+            .into_iter()
+            .map(|l| l["attempts"].clone())
+            .collect();
+        assert_eq!(attempts, [Value::from(2)], "{attempts:?}");
         let _ = std::fs::remove_dir_all(&dir);
         Ok(())
     })
