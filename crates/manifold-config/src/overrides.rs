@@ -120,5 +120,10 @@ mod tests {
             ..Default::default()
         };
         assert!(validate("upstreams.gh", &one(fine)).is_ok());
+        let only_retry = ToolOverride {
+            retry: Some(false),
+            ..Default::default()
+        };
+        assert!(validate("upstreams.gh", &one(only_retry)).is_ok());
     }
 }
