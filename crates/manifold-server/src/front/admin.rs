@@ -16,7 +16,11 @@
 //!   - `/config`, `/upstreams`, `/catalog?as=WHO`: JSON for operators (see
 //!     `inspect`); a bad `as` is a 400 saying why;
 //!   - `POST /reload`: reloads the configuration file (see
-//!     `runtime::reload`): 200 with what changed, 400 with why nothing did.
+//!     `runtime::reload`): 200 with what changed, 400 with why nothing did;
+//!   - `/ui` and below: the operator's console (`console`), which
+//!     authenticates each page itself (the same credentials as a bearer
+//!     token, or a login cookie made with them) and serves only its login
+//!     form and its two static files without them.
 //!
 //! Invariants: `Host` and `Origin` are checked on every request; only the
 //! paths [`Endpoint::is_open`] names skip authorization — any other path,
@@ -43,7 +47,7 @@ use crate::state::Gateway;
 /// Serves until the gateway shuts down.
 pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "admin listener (open: /metrics, /healthz, /readyz; with credentials: /config, /upstreams, /catalog, /reload)");
+        tracing::info!(%addr, "admin listener (open: /metrics, /healthz, /readyz; with credentials: /config, /upstreams, /catalog, /reload, the console at /ui)");
     }
     let builder = Arc::new(super::http::builder(&gw.cfg().limits));
     loop {
@@ -118,6 +122,9 @@ async fn handle(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Full<Byte
     }
     if endpoint.is_open() {
         return open(gw, endpoint, req.method());
+    }
+    if super::console::owns(req.uri().path()) {
+        return super::console::handle(gw, req).await;
     }
     let principal = match admin_auth::authorize(gw, req.headers()).await {
         Ok(p) => p,
@@ -203,7 +210,7 @@ async fn control(
         return reply(
             StatusCode::NOT_FOUND,
             "text/plain",
-            "not found: try /metrics, /healthz, /readyz, /config, /upstreams, /catalog?as=WHO or POST /reload\n",
+            "not found: try /metrics, /healthz, /readyz, /config, /upstreams, /catalog?as=WHO, POST /reload, or the console at /ui\n",
         );
     }
     if req.method() != Method::GET {

@@ -2,7 +2,8 @@
 //! Streamable-HTTP endpoint (`http`, framing in `sse`, authentication in `auth`),
 //! the admin listener
 //! (`admin`: `/metrics`, `/healthz`, `/readyz`; `inspect`: `/config`,
-//! `/upstreams`, `/catalog`; `admin_auth`: who may use it), the Host and
+//! `/upstreams`, `/catalog`; `admin_auth`: who may use it; `console`: the
+//! operator's console at `/ui`), the Host and
 //! Origin rules both listeners apply (`origin`), the stdio front door (`stdio`:
 //! `manifold stdio`, one client per process), and the local operator
 //! (`operator`: `manifold call`).
@@ -16,6 +17,7 @@
 pub(crate) mod admin;
 pub(crate) mod admin_auth;
 pub(crate) mod auth;
+pub(crate) mod console;
 pub(crate) mod http;
 pub(crate) mod inspect;
 pub(crate) mod operator;
