@@ -268,6 +268,10 @@ pub struct AuditRecord {
     /// A task's creation or end (the Tasks extension).
     pub task: Option<TaskEvent>,
     pub outcome: Outcome,
+    /// Times the request was sent upstream, recorded for an upstream with
+    /// retries or a circuit breaker (`0`: its open breaker refused it; more
+    /// than `1`: it was retried).
+    pub attempts: Option<u32>,
     pub latency_us: u64,
     pub request_bytes: u64,
     pub response_bytes: u64,
@@ -295,6 +299,7 @@ impl AuditRecord {
             via: None,
             task: None,
             outcome: Outcome::Ok,
+            attempts: None,
             latency_us: 0,
             request_bytes: 0,
             response_bytes: 0,
@@ -364,6 +369,9 @@ impl AuditRecord {
         );
         if let Some(code) = self.outcome.error_code() {
             m.insert("error_code".into(), Value::from(code));
+        }
+        if let Some(n) = self.attempts {
+            m.insert("attempts".into(), Value::from(n));
         }
         m.insert("latency_us".into(), Value::from(self.latency_us));
         m.insert("request_bytes".into(), Value::from(self.request_bytes));
@@ -455,6 +463,7 @@ mod tests {
             via: None,
             task: None,
             outcome: Outcome::ProtocolError { code: -32602 },
+            attempts: None,
             latency_us: 1500,
             request_bytes: 200,
             response_bytes: 90,
@@ -558,6 +567,19 @@ mod tests {
         ] {
             assert_eq!((o.as_str(), o.error_code()), (s, code));
         }
+    }
+
+    #[test]
+    fn attempts_follow_the_outcome_only_when_counted() {
+        let m = full_record().to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        assert!(!m.contains_key("attempts"));
+        let mut rec = full_record();
+        rec.attempts = Some(3);
+        let m = rec.to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        let at = keys.iter().position(|k| *k == "error_code").unwrap();
+        assert_eq!(keys[at + 1..at + 3], ["attempts", "latency_us"]);
+        assert_eq!(m["attempts"], 3);
     }
 
     #[test]

@@ -117,6 +117,25 @@ pub struct Args {
     #[arg(long)]
     pub notify_caller_only: bool,
 
+    /// Fault mode, for tests (HTTP): reset the connection of this share (0..1)
+    /// of `tools/call` requests before answering. See the `flaky` module.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
+    pub flaky_reset: f64,
+
+    /// Fault mode, for tests (HTTP): answer this share (0..1) of `tools/call`
+    /// requests with 503.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
+    pub flaky_unavailable: f64,
+
+    /// Fault mode, for tests (HTTP): answer the first N `tools/call` requests
+    /// with 503 (an outage it recovers from).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub flaky_outage: u64,
+
+    /// Seeds which requests the `--flaky-*` modes fail.
+    #[arg(long, value_name = "SEED", default_value_t = 1)]
+    pub flaky_seed: u64,
+
     /// Fault mode, for tests: break the protocol in this way (repeatable). See
     /// the `rogue` module for what each mode does.
     #[arg(long, value_enum, value_name = "MODE")]
@@ -162,6 +181,12 @@ impl Args {
             docs: self.docs,
             notify_caller_only: self.notify_caller_only,
             misbehave: super::rogue::Rogue(self.misbehave.clone()),
+            flaky: super::flaky::Flaky {
+                reset: self.flaky_reset,
+                unavailable: self.flaky_unavailable,
+                outage: self.flaky_outage,
+                seed: self.flaky_seed,
+            },
             catalog: None,
         }
     }

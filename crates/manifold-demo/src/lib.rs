@@ -29,6 +29,7 @@
 
 pub mod catalog;
 pub mod cli;
+pub mod flaky;
 pub mod http;
 pub mod modern;
 pub mod modern_tasks;
@@ -112,6 +113,8 @@ pub struct DemoConfig {
     pub notify_caller_only: bool,
     /// Fault modes (`--misbehave`), see [`rogue`].
     pub misbehave: rogue::Rogue,
+    /// A flaky upstream (`--flaky-*`), see [`flaky`].
+    pub flaky: flaky::Flaky,
     /// Catalogue mode (`--catalog`, `--catalog-server`): these tools instead of
     /// the demo's own, see [`catalog`].
     pub catalog: Option<Arc<catalog::ServedCatalog>>,
@@ -152,6 +155,7 @@ impl Default for DemoConfig {
             docs: false,
             notify_caller_only: false,
             misbehave: rogue::Rogue::default(),
+            flaky: flaky::Flaky::default(),
             catalog: None,
         }
     }
@@ -312,6 +316,8 @@ pub struct DemoServer {
     pub(crate) task_store: Arc<modern_tasks::Store>,
     /// The pid of the process started at launch (`--spawn-grandchild`).
     grandchild: Option<u32>,
+    /// `tools/call`s that arrived, by tool (the `calls` tool reports them).
+    pub(crate) arrivals: flaky::Arrivals,
 }
 
 impl DemoServer {
@@ -334,12 +340,16 @@ impl DemoServer {
         if grandchild.is_some() {
             diagnostics.push("grandchild");
         }
+        if config.flaky.is_on() {
+            diagnostics.push("calls");
+        }
         if config.misbehave.has(rogue::Misbehaviour::BrokenSchema) {
             diagnostics.push("broken_schema");
         }
         config.misbehave.flood_stderr();
         Arc::new(Self {
             grandchild,
+            arrivals: Default::default(),
             tools: match &config.catalog {
                 Some(served) => tools::Catalog::listing(served.tools().to_vec()),
                 None => tools::Catalog::with_diagnostics(

@@ -63,6 +63,9 @@ pub(crate) struct Observed {
     pub arguments: Option<Value>,
     /// A task's creation, or the task a `tasks/*` request acted on.
     pub task: Option<manifold_audit::TaskEvent>,
+    /// Times the request was sent upstream (an upstream with retries or a
+    /// breaker).
+    pub attempts: Option<u32>,
     in_flight: Option<Gauge>,
     finished: bool,
 }
@@ -97,6 +100,7 @@ impl Observed {
             via: None,
             arguments: None,
             task: None,
+            attempts: None,
             in_flight: None,
             finished: false,
         }
@@ -229,6 +233,7 @@ impl Observed {
         rec.via = self.via.map(str::to_string);
         rec.task = self.task.take();
         rec.arguments = self.arguments.take();
+        rec.attempts = self.attempts;
         rec.outcome = outcome;
         rec.latency_us = elapsed.as_micros() as u64;
         rec.request_bytes = self.request_bytes as u64;

@@ -6,6 +6,9 @@
 //! Invariants: nothing is sent on a closed connection; a request whose send fails
 //! leaves nothing registered.
 //!
+//! A [`Slot`] holds the upstream's live connection, if any: what calls use,
+//! and what a retry waits on while a restarting upstream comes back.
+//!
 //! Not here: waiting for the answer (`attempt`), the handshake (`handshake`),
 //! restarting (`upstream`).
 
@@ -36,6 +39,42 @@ impl std::fmt::Debug for Connection {
         f.debug_struct("Connection")
             .field("upstream", self.wire.upstream())
             .finish()
+    }
+}
+
+/// Where an upstream's live connection is published (`None` between
+/// connections).
+#[derive(Default)]
+pub(crate) struct Slot {
+    conn: parking_lot::RwLock<Option<Arc<Connection>>>,
+    connected: tokio::sync::Notify,
+}
+
+impl Slot {
+    pub(crate) fn get(&self) -> Option<Arc<Connection>> {
+        self.conn.read().clone()
+    }
+    pub(crate) fn set(&self, conn: Option<Arc<Connection>>) {
+        let up = conn.is_some();
+        *self.conn.write() = conn;
+        if up {
+            self.connected.notify_waiters();
+        }
+    }
+    /// The live connection, waiting for one until `until` at the latest.
+    pub(crate) async fn wait(&self, until: tokio::time::Instant) -> Option<Arc<Connection>> {
+        loop {
+            let published = self.connected.notified();
+            tokio::pin!(published);
+            published.as_mut().enable();
+            if let Some(c) = self.get().filter(|c| !c.wire.closed.is_cancelled()) {
+                return Some(c);
+            }
+            tokio::select! {
+                _ = published => {}
+                _ = tokio::time::sleep_until(until) => return None,
+            }
+        }
     }
 }
 
@@ -126,9 +165,10 @@ impl Connection {
         caller: Option<&ClientFacts>,
     ) -> Result<Launched, UpstreamError> {
         if self.wire.closed.is_cancelled() {
-            return Err(UpstreamError::unavailable(
+            return Err(UpstreamError::transient(
                 self.wire.upstream(),
                 "the connection is closed",
+                false,
             ));
         }
         let mut params = params;

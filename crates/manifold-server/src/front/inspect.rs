@@ -42,6 +42,8 @@ pub(crate) fn upstreams(gw: &Gateway) -> Value {
                 "last_error": st.last_error,
                 "last_exit_code": st.last_exit_code,
                 "in_flight": u.in_flight(),
+                "breaker": breaker(u),
+                "retries": u.retry_counts().map(|c| json!({"sent": c.retries, "budget_refusals": c.refused})),
                 "items": {
                     "tools": count(lists.as_ref().map(|l| l.tools.len())),
                     "prompts": count(lists.as_ref().map(|l| l.prompts.len())),
@@ -52,6 +54,20 @@ pub(crate) fn upstreams(gw: &Gateway) -> Value {
         })
         .collect();
     json!({ "upstreams": list })
+}
+
+/// An upstream's circuit breaker as `/upstreams` and `/readyz` show it
+/// (`null` without one).
+pub(crate) fn breaker(u: &manifold_upstream::Upstream) -> Value {
+    u.breaker().map_or(Value::Null, |b| {
+        json!({
+            "state": b.state.as_str(),
+            "retry_in_ms": b.retry_in.map(|d| d.as_millis() as u64),
+            "consecutive_failures": b.consecutive_failures,
+            "opened": b.opened,
+            "reason": b.reason,
+        })
+    })
 }
 
 /// `/catalog` (everything) or `/catalog?as=WHO`, on the default endpoint or

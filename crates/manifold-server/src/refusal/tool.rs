@@ -113,6 +113,8 @@ pub(crate) fn upstream_outcome(e: &UpstreamError) -> Outcome {
         UpstreamError::Timeout { .. } => Outcome::Timeout,
         UpstreamError::Cancelled { .. } => Outcome::Cancelled,
         UpstreamError::Unavailable { .. }
+        | UpstreamError::Transient { .. }
+        | UpstreamError::Failing { .. }
         | UpstreamError::Busy { .. }
         | UpstreamError::NeedsLogin { .. } => Outcome::UpstreamUnavailable,
         UpstreamError::Protocol { .. } => Outcome::ProtocolError { code: e.code().0 },

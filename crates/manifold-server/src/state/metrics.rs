@@ -165,6 +165,8 @@ pub(crate) struct Metrics {
     /// [`MAX_ENDPOINT_SERIES`] paths; later ones count as `other`).
     by_endpoint: Family<EndpointOutcome, Counter>,
     endpoint_series: Mutex<HashSet<String>>,
+    /// Retries and circuit breakers.
+    resilience: super::resilience_metrics::ResilienceMetrics,
 }
 
 /// Distinct `endpoint` labels of `manifold_endpoint_requests_total`: the
@@ -333,7 +335,9 @@ impl Metrics {
             "Task ends this replica recorded, by upstream and status: completed, failed, cancelled, expired",
             tasks_ended.clone(),
         );
+        let resilience = super::resilience_metrics::ResilienceMetrics::register(&mut r);
         Metrics {
+            resilience,
             registry: r,
             tasks_in_flight,
             tasks_created,
@@ -550,6 +554,7 @@ impl Metrics {
                     .get_or_create(&label)
                     .set(i64::from(code));
             }
+            self.resilience.refresh(u);
         }
         self.sessions.set(now.sessions as i64);
         let catalog = now.catalog;

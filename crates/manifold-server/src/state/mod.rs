@@ -25,6 +25,7 @@ pub(crate) mod log_levels;
 pub(crate) mod logging;
 pub(crate) mod metrics;
 pub(crate) mod recent;
+pub(crate) mod resilience_metrics;
 pub(crate) mod sealed;
 pub(crate) mod sessions;
 pub(crate) mod subscribing;

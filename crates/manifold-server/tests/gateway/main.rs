@@ -30,6 +30,7 @@ mod observe;
 mod overrides;
 mod policy;
 mod reload;
+mod resilience;
 mod rogue;
 mod sampling;
 mod session;

@@ -160,6 +160,8 @@ struct UpstreamFacts {
     restarts: u64,
     last_error: Option<String>,
     last_exit_code: Option<i32>,
+    /// Its circuit breaker (`[upstreams.x.breaker]`), when it has one.
+    breaker: Option<manifold_upstream::BreakerReport>,
     /// `[upstreams.x.auth] type` (HTTP upstreams).
     auth: Option<&'static str>,
     /// The authorization server its tokens come from, and whether
@@ -224,6 +226,7 @@ impl Facts {
                     restarts: st.restarts,
                     last_error: st.last_error.clone(),
                     last_exit_code: st.last_exit_code,
+                    breaker: u.breaker(),
                     auth: match &u.config().transport {
                         manifold_config::Transport::Http { auth, .. } => Some(auth.kind()),
                         manifold_config::Transport::Stdio { .. } => None,
@@ -396,7 +399,13 @@ impl Facts {
             t.row(vec![
                 u.name.clone(),
                 u.transport.to_string(),
-                u.state.as_str().to_string(),
+                match &u.breaker {
+                    // A breaker that is not closed is news; a closed one is not.
+                    Some(b) if b.state != manifold_upstream::BreakerState::Closed => {
+                        format!("{} (breaker {})", u.state.as_str(), b.state.as_str())
+                    }
+                    _ => u.state.as_str().to_string(),
+                },
                 u.protocol_version.clone().unwrap_or_default(),
                 u.tools.map(|n| n.to_string()).unwrap_or_default(),
                 u.restarts.to_string(),
@@ -482,6 +491,11 @@ impl Facts {
                     "restarts": u.restarts,
                     "last_error": u.last_error,
                     "last_exit_code": u.last_exit_code,
+                    "breaker": u.breaker.as_ref().map(|b| json!({
+                        "state": b.state.as_str(),
+                        "opened": b.opened,
+                        "reason": b.reason,
+                    })),
                     "auth": u.auth,
                     "issuer": u.issuer.as_ref().map(|(i, _)| i),
                     "issuer_pinned": u.issuer.as_ref().map(|(_, p)| p),
