@@ -133,6 +133,10 @@ pub enum Outcome {
     /// Manifold refused the request itself (authz, rate limit, validation, audit
     /// unavailable); the code is recorded.
     Refused { code: i64 },
+    /// Manifold refused a call to an item held by `[integrity]` (a changed or
+    /// unapproved tool, prompt or resource template): answered exactly as an
+    /// unknown item, whose code is recorded.
+    Quarantined { code: i64 },
 }
 
 impl Outcome {
@@ -146,13 +150,16 @@ impl Outcome {
             Outcome::UpstreamUnavailable => "upstream_unavailable",
             Outcome::Cancelled => "cancelled",
             Outcome::Refused { .. } => "refused",
+            Outcome::Quarantined { .. } => "quarantined",
         }
     }
 
     /// The `error_code` member, when the outcome has one.
     pub fn error_code(self) -> Option<i64> {
         match self {
-            Outcome::ProtocolError { code } | Outcome::Refused { code } => Some(code),
+            Outcome::ProtocolError { code }
+            | Outcome::Refused { code }
+            | Outcome::Quarantined { code } => Some(code),
             _ => None,
         }
     }
@@ -500,6 +507,11 @@ mod tests {
             (Outcome::UpstreamUnavailable, "upstream_unavailable", None),
             (Outcome::Cancelled, "cancelled", None),
             (Outcome::Refused { code: -32603 }, "refused", Some(-32603)),
+            (
+                Outcome::Quarantined { code: -32602 },
+                "quarantined",
+                Some(-32602),
+            ),
         ];
         for (outcome, name, code) in cases {
             let mut rec = AuditRecord::new("r", "tools/call");

@@ -16,7 +16,9 @@
 //!   - `/config`, `/upstreams`, `/catalog?as=WHO`: JSON for operators (see
 //!     `inspect`); a bad `as` is a 400 saying why;
 //!   - `POST /reload`: reloads the configuration file (see
-//!     `runtime::reload`): 200 with what changed, 400 with why nothing did.
+//!     `runtime::reload`): 200 with what changed, 400 with why nothing did;
+//!   - `POST /pins/approve`: approves items `[integrity]` holds, as the admin
+//!     principal (see `pins`).
 //!
 //! Invariants: `Host` and `Origin` are checked on every request; only the
 //! paths [`Endpoint::is_open`] names skip authorization — any other path,
@@ -43,7 +45,7 @@ use crate::state::Gateway;
 /// Serves until the gateway shuts down.
 pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "admin listener (open: /metrics, /healthz, /readyz; with credentials: /config, /upstreams, /catalog, /reload)");
+        tracing::info!(%addr, "admin listener (open: /metrics, /healthz, /readyz; with credentials: /config, /upstreams, /catalog, /reload, /pins/approve)");
     }
     let builder = Arc::new(super::http::builder(&gw.cfg().limits));
     loop {
@@ -82,6 +84,7 @@ enum Endpoint {
     Upstreams,
     Catalog,
     Reload,
+    PinsApprove,
     /// Nothing: answered 404, after authorization like any control path.
     Unknown,
 }
@@ -96,6 +99,7 @@ impl Endpoint {
             "/upstreams" => Endpoint::Upstreams,
             "/catalog" => Endpoint::Catalog,
             "/reload" => Endpoint::Reload,
+            "/pins/approve" => Endpoint::PinsApprove,
             _ => Endpoint::Unknown,
         }
     }
@@ -123,6 +127,16 @@ async fn handle(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Full<Byte
         Ok(p) => p,
         Err(r) => return r.response(),
     };
+    if endpoint == Endpoint::PinsApprove {
+        if req.method() != Method::POST {
+            return not_allowed("POST");
+        }
+        if let Err(r) = admin_auth::not_a_form(req.headers()) {
+            return r.response();
+        }
+        let (status, body) = super::pins::approve(gw, req, &principal).await;
+        return json_reply(status, &body);
+    }
     control(gw, endpoint, &req, &principal).await
 }
 
@@ -203,7 +217,7 @@ async fn control(
         return reply(
             StatusCode::NOT_FOUND,
             "text/plain",
-            "not found: try /metrics, /healthz, /readyz, /config, /upstreams, /catalog?as=WHO or POST /reload\n",
+            "not found: try /metrics, /healthz, /readyz, /config, /upstreams, /catalog?as=WHO, POST /reload or POST /pins/approve\n",
         );
     }
     if req.method() != Method::GET {

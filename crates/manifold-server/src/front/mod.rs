@@ -2,7 +2,8 @@
 //! Streamable-HTTP endpoint (`http`, framing in `sse`, authentication in `auth`),
 //! the admin listener
 //! (`admin`: `/metrics`, `/healthz`, `/readyz`; `inspect`: `/config`,
-//! `/upstreams`, `/catalog`; `admin_auth`: who may use it), the Host and
+//! `/upstreams`, `/catalog`; `pins`: `POST /pins/approve`; `admin_auth`: who
+//! may use it), the Host and
 //! Origin rules both listeners apply (`origin`), the stdio front door (`stdio`:
 //! `manifold stdio`, one client per process), and the local operator
 //! (`operator`: `manifold call`).
@@ -20,6 +21,7 @@ pub(crate) mod http;
 pub(crate) mod inspect;
 pub(crate) mod operator;
 pub(crate) mod origin;
+pub(crate) mod pins;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 pub(crate) mod tls;

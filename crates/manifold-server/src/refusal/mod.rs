@@ -159,6 +159,13 @@ pub(crate) enum Refusal {
     // The tool-error family: answered as a result with `isError: true`.
     #[error("{0}")]
     Tool(ToolError),
+
+    /// A call to an item `[integrity]` holds (a changed or unapproved tool,
+    /// prompt or resource template): answered exactly as the unknown-item
+    /// refusal it wraps (code, status, message, data), audited as
+    /// `quarantined`.
+    #[error("{0}")]
+    Quarantined(Box<Refusal>),
 }
 
 impl Refusal {
@@ -212,6 +219,7 @@ impl Refusal {
             | HeldCallLost => ErrorCode::INTERNAL_ERROR,
             NoTokenToExchange { .. } | ExchangeRefused { .. } => ErrorCode::INVALID_REQUEST,
             Tool(_) => return None,
+            Quarantined(unknown) => return unknown.code(),
         })
     }
 
@@ -241,6 +249,7 @@ impl Refusal {
             UnknownSession | DiscoverWithoutMeta | NotInThisRevision { .. } => {
                 StatusCode::NOT_FOUND
             }
+            Quarantined(unknown) => unknown.status(era),
             TooManySessions { .. }
             | TooManySessionsFromPeer { .. }
             | TooManyListens { .. }
@@ -304,6 +313,7 @@ impl Refusal {
             Refusal::ConfirmationUnavailable { .. } => {
                 Some(json!({ "requiredCapabilities": {"elicitation": {"form": {}}} }))
             }
+            Refusal::Quarantined(unknown) => unknown.data(),
             _ => None,
         }
     }
@@ -327,6 +337,9 @@ impl Refusal {
             Refusal::Cancelled => Outcome::Cancelled,
             Refusal::UpstreamRefused { code, .. } => Outcome::ProtocolError { code: *code },
             Refusal::Tool(t) => t.outcome(),
+            Refusal::Quarantined(unknown) => Outcome::Quarantined {
+                code: unknown.code().map_or(0, |c| c.0),
+            },
             other => Outcome::Refused {
                 code: other.code().map_or(0, |c| c.0),
             },

@@ -144,6 +144,8 @@ pub(crate) struct Metrics {
     by_principal: Option<Family<PrincipalOutcome, Counter>>,
     principal_series: Mutex<HashSet<String>>,
     max_principal_series: usize,
+    /// `[integrity]`'s families (`state::integrity::metrics`).
+    pub(crate) integrity: super::integrity::metrics::IntegrityMetrics,
 }
 
 impl Metrics {
@@ -284,7 +286,9 @@ impl Metrics {
             "Messages from the cluster's Redis bus refused, by reason: unsigned, bad_mac, expired, future, replayed, too_many_senders, too_large, unreadable",
             cluster_rejected.clone(),
         );
+        let integrity = super::integrity::metrics::IntegrityMetrics::register(&mut r);
         Metrics {
+            integrity,
             registry: r,
             requests,
             call_latency,

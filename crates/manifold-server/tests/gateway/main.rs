@@ -22,6 +22,7 @@ mod failures;
 mod finish;
 mod held_states;
 mod hostile;
+mod integrity;
 mod issuers;
 mod lists;
 mod observe;
