@@ -329,3 +329,115 @@ async fn warn_mode_serves_a_changed_tool_and_counts_it() -> Result<()> {
     })
     .await
 }
+
+/// Without trust on first use, everything an upstream publishes waits for an
+/// approval: its prompts and resource templates too. `prompts/get`,
+/// `resources/read` through a held template and a completion of one answer
+/// as for unknown items and are audited `quarantined`; approving the
+/// upstream brings them all back.
+#[tokio::test]
+async fn without_trust_on_first_use_prompts_and_templates_wait_too() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("integrity-tofu")?;
+        let demo = DemoHttp::spawn_bin(bin(), &[]).await?;
+        let toml = config(&dir.0, &demo.url, "quarantine")
+            .replace("new_tools = \"quarantine\"", "trust_on_first_use = false");
+        let gw = TestGateway::start(&toml).await?;
+        let admin = gw.gateway().admin_addr().context("admin")?;
+        let a = gw.session("2025-11-25", json!({})).await?;
+        anyhow::ensure!(tool_names(&a).await?.is_empty(), "every tool held");
+        let prompts = a.request("prompts/list", json!({})).await?;
+        anyhow::ensure!(prompts.result()?["prompts"] == json!([]), "{prompts:?}");
+        let templates = a.request("resources/templates/list", json!({})).await?;
+        anyhow::ensure!(
+            templates.result()?["resourceTemplates"] == json!([]),
+            "{templates:?}"
+        );
+        let held = a
+            .request(
+                "prompts/get",
+                json!({"name": "demo__greet", "arguments": {"name": "A"}}),
+            )
+            .await?;
+        let unknown = a
+            .request(
+                "prompts/get",
+                json!({"name": "demo__nope", "arguments": {"name": "A"}}),
+            )
+            .await?;
+        anyhow::ensure!(
+            held.error()?["code"] == unknown.error()?["code"],
+            "{held:?} vs {unknown:?}"
+        );
+        let read = a
+            .request("resources/read", json!({"uri": "demo://item/1"}))
+            .await?;
+        anyhow::ensure!(
+            read.error()?["data"]["uri"] == "demo://item/1",
+            "answered as a resource not found: {read:?}"
+        );
+        let completion = a
+            .request(
+                "completion/complete",
+                json!({"ref": {"type": "ref/resource", "uri": "demo://item/{id}"},
+                       "argument": {"name": "id", "value": ""}}),
+            )
+            .await?;
+        completion.error()?;
+        let lines = audit_lines(&dir.0.join("audit.jsonl"))?;
+        let quarantined: Vec<&str> = lines
+            .iter()
+            .filter(|l| l["outcome"] == "quarantined")
+            .filter_map(|l| l["method"].as_str())
+            .collect();
+        anyhow::ensure!(
+            quarantined == ["prompts/get", "resources/read", "completion/complete"],
+            "{quarantined:?}"
+        );
+
+        let r = admin_call(
+            admin,
+            "POST",
+            "/pins/approve",
+            &[("Content-Type", "application/json")],
+            r#"{"upstream": "demo"}"#,
+        )
+        .await?;
+        anyhow::ensure!(r.status == 200, "approve: {} {}", r.status, r.body);
+        until_names("tools approved", &a, |n| {
+            n.contains(&"demo__echo".to_string())
+        })
+        .await?;
+        a.request("resources/read", json!({"uri": "demo://item/1"}))
+            .await?
+            .result()?;
+        a.request(
+            "prompts/get",
+            json!({"name": "demo__greet", "arguments": {"name": "A"}}),
+        )
+        .await?
+        .result()?;
+        // A form cannot approve: the body must be JSON.
+        let form = admin_call(
+            admin,
+            "POST",
+            "/pins/approve",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            "all=true",
+        )
+        .await?;
+        anyhow::ensure!(form.status == 415, "a form: {}", form.status);
+        let nothing = admin_call(
+            admin,
+            "POST",
+            "/pins/approve",
+            &[("Content-Type", "application/json")],
+            r#"{"items": ["demo__nope"]}"#,
+        )
+        .await?;
+        anyhow::ensure!(nothing.status == 400, "{} {}", nothing.status, nothing.body);
+        gw.shutdown().await?;
+        Ok(())
+    })
+    .await
+}
