@@ -87,6 +87,8 @@ pub struct Facts {
     /// `--as WHO`: the caller, and what its view hides.
     viewer: Option<String>,
     hidden: Vec<Hidden>,
+    /// What `[integrity]` holds (see `quarantine`).
+    quarantined: Vec<manifold_server::Quarantined>,
 }
 
 /// An item `--as WHO` does not see, and the rule behind it.
@@ -230,6 +232,7 @@ impl Facts {
             overrides: override_facts(core, &catalog.tools),
             viewer: None,
             hidden: Vec::new(),
+            quarantined: core.gw.quarantined(),
         }
     }
 
@@ -376,6 +379,7 @@ impl Facts {
             ]);
         }
         section(&mut out, "UPSTREAMS", &t, self.upstreams.len());
+        out.push_str(&super::quarantine::text(&self.quarantined));
         let (ready, total) = (self.ready_count(), self.upstreams.len());
         out.push_str(&format!(
             "\n{ready}/{total} upstreams ready; {}, {}, {}, {} exposed; {} left out\n",
@@ -467,6 +471,7 @@ impl Facts {
             "left_out": left_out,
             "unvalidated": self.unvalidated.iter().map(|(t, why)| json!({"tool": t, "reason": why})).collect::<Vec<_>>(),
             "upstreams": upstreams,
+            "quarantined": super::quarantine::json(&self.quarantined),
             "overrides": self.overrides.iter().map(|o| json!({
                 "upstream": o.upstream, "tool": o.tool, "exposed": o.exposed, "problems": o.problems,
             })).collect::<Vec<_>>(),

@@ -64,3 +64,51 @@ impl Gateway {
         }
     }
 }
+
+/// One item `[integrity]` holds now (`manifold check`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Quarantined {
+    pub upstream: String,
+    /// `tool`, `prompt` or `resource_template`.
+    pub kind: &'static str,
+    /// The upstream's own name (`uriTemplate` for a template).
+    pub name: String,
+    /// `changed` (differs from its pin) or `new` (never approved).
+    pub reason: &'static str,
+    /// Withheld from lists and calls (`mode = "quarantine"`), or only
+    /// reported (`"warn"`).
+    pub withheld: bool,
+    /// What changed against the approved definition (a changed item): the
+    /// fields, and the old and new description text.
+    pub diff: Option<manifold_integrity::DefinitionDiff>,
+    /// The description the upstream publishes now (a new item).
+    pub description: Option<String>,
+}
+
+impl Gateway {
+    /// Every item held now, by upstream, kind and name.
+    pub fn quarantined(&self) -> Vec<Quarantined> {
+        let held = self.integrity.held();
+        let mut out: Vec<Quarantined> = held
+            .by_upstream
+            .iter()
+            .flat_map(|(upstream, h)| {
+                h.items.iter().map(move |i| Quarantined {
+                    upstream: upstream.to_string(),
+                    kind: i.kind.as_str(),
+                    name: i.name.clone(),
+                    reason: i.reason,
+                    withheld: h.withheld,
+                    diff: i.diff.clone(),
+                    description: i
+                        .definition
+                        .get("description")
+                        .and_then(serde_json::Value::as_str)
+                        .map(str::to_string),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.upstream, a.kind, &a.name).cmp(&(&b.upstream, b.kind, &b.name)));
+        out
+    }
+}

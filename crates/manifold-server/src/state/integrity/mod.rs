@@ -25,6 +25,7 @@
 //! (`keeper`), `POST /pins/approve` (`front/admin.rs`).
 
 mod build;
+pub use build::Quarantined;
 pub(crate) mod keeper;
 pub(crate) mod metrics;
 
