@@ -441,3 +441,78 @@ async fn without_trust_on_first_use_prompts_and_templates_wait_too() -> Result<(
     })
     .await
 }
+
+/// Two replicas with `[cluster] redis` and a store file each (no shared
+/// filesystem): an approval through one's admin plane serves the tool on
+/// both.
+#[tokio::test]
+async fn one_approval_serves_every_replica_through_redis() -> Result<()> {
+    bounded(async {
+        let redis = crate::cluster_redis::Redis::start().await?;
+        let demo = DemoHttp::spawn_bin(bin(), &["--misbehave", "rug-pull"]).await?;
+        let (dir_a, dir_b) = (Scratch::new("integrity-a")?, Scratch::new("integrity-b")?);
+        let cluster = format!(
+            "\n[cluster]\nsession_key = {}\nredis = {}\n",
+            toml_string(crate::cluster_redis::KEY),
+            toml_string(&redis.url())
+        );
+        let a = TestGateway::start(&(config(&dir_a.0, &demo.url, "quarantine") + &cluster)).await?;
+        let b = TestGateway::start(&(config(&dir_b.0, &demo.url, "quarantine") + &cluster)).await?;
+        let (ca, cb) = (
+            a.session("2025-11-25", json!({})).await?,
+            b.session("2025-11-25", json!({})).await?,
+        );
+        for (c, dir) in [(&ca, &dir_a), (&cb, &dir_b)] {
+            let store = dir.0.join("pins.json");
+            crate::until("the first pins written", WITHIN, || {
+                std::fs::read_to_string(&store).is_ok_and(|s| s.contains("\"weather\""))
+            })
+            .await?;
+            anyhow::ensure!(tool_names(c).await?.contains(&"demo__weather".to_string()));
+        }
+        ca.call_tool("demo__rug_pull", json!({"pull": true}))
+            .await?
+            .result()?;
+        for c in [&ca, &cb] {
+            until_names("weather held", c, |n| {
+                !n.contains(&"demo__weather".to_string())
+            })
+            .await?;
+        }
+        let admin = a.gateway().admin_addr().context("admin")?;
+        let r = admin_call(
+            admin,
+            "POST",
+            "/pins/approve",
+            &[("Content-Type", "application/json")],
+            r#"{"items": ["demo__weather"]}"#,
+        )
+        .await?;
+        anyhow::ensure!(r.status == 200, "approve: {} {}", r.status, r.body);
+        until_names("weather back on the other replica", &cb, |n| {
+            n.contains(&"demo__weather".to_string())
+        })
+        .await?;
+        ok_text(
+            &cb.call_tool("demo__weather", json!({"city": "Oslo"}))
+                .await?,
+        )?;
+        let pins: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir_b.0.join("pins.json"))?)?;
+        anyhow::ensure!(
+            pins["upstreams"]["demo"]["approved"]["tool"]["weather"]["approved_by"] == "loopback",
+            "the approver recorded on the other replica: {pins}"
+        );
+        anyhow::ensure!(
+            tool_names(&cb)
+                .await?
+                .iter()
+                .all(|n| n != "demo__exfiltrate"),
+            "only what was approved"
+        );
+        a.shutdown().await?;
+        b.shutdown().await?;
+        Ok(())
+    })
+    .await
+}

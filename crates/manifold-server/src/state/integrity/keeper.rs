@@ -114,7 +114,10 @@ impl Gateway {
                     })
                     .await
                 }
-                _ = tick.tick() => self.poll_store(&watch).await,
+                _ = tick.tick() => match self.poll_store(&watch).await {
+                    Ok(None) => self.apply_shared_pins(&watch).await,
+                    other => other,
+                },
                 _ = self.integrity.nudge.notified() => self.poll_store(&watch).await,
             };
             match outcome {
@@ -139,6 +142,26 @@ impl Gateway {
         blocking(move || w.lock().poll()).await
     }
 
+    /// What the other replicas approved (`[cluster] redis`), applied to the
+    /// store file.
+    async fn apply_shared_pins(
+        &self,
+        watch: &Arc<Mutex<Watch>>,
+    ) -> Result<Option<PinStore>, String> {
+        let Some((top, entries)) = self.shared_pins().await else {
+            return Ok(None);
+        };
+        let w = watch.clone();
+        let store = blocking(move || {
+            w.lock()
+                .modify(|s| super::shared::apply_all(s, &entries))
+                .map(|(s, ())| s)
+        })
+        .await?;
+        self.integrity.shared_seen.store(top, Ordering::Relaxed);
+        Ok(Some(store))
+    }
+
     /// A store read or written: swapped in; what its journal adds is
     /// audited; when pins or pending items changed, every upstream is judged
     /// again and clients hear of the lists that changed.
@@ -149,6 +172,7 @@ impl Gateway {
         if let Some(last) = journal.last() {
             self.integrity.audited.store(last.seq, Ordering::Relaxed);
         }
+        self.share_pins(&journal, &store).await;
         let changed = self.integrity.adopt(store);
         for entry in journal {
             tracing::info!(action = %entry.action, upstream = %entry.upstream, kind = %entry.kind,

@@ -28,6 +28,7 @@ mod build;
 pub use build::Quarantined;
 pub(crate) mod keeper;
 pub(crate) mod metrics;
+mod shared;
 
 use arc_swap::ArcSwap;
 use manifold_catalog::{Catalog, ItemFilter, Kind, NamingPolicy, UpstreamInput, UpstreamLists};
@@ -120,6 +121,8 @@ pub(crate) struct Integrity {
     held: ArcSwap<Held>,
     /// The journal entries already audited (the store's `seq`).
     pub(crate) audited: AtomicU64,
+    /// The last entry of the replicas' shared log applied (`shared`).
+    pub(crate) shared_seen: AtomicU64,
     /// Updates for the keeper task to write, when it runs.
     writes: Mutex<Option<mpsc::Sender<Update>>>,
     /// The store file, when the keeper runs (`keeper`).
@@ -133,6 +136,7 @@ impl Integrity {
     pub(crate) fn new(store: PinStore, metrics: metrics::IntegrityMetrics) -> Integrity {
         Integrity {
             audited: AtomicU64::new(store.last_seq()),
+            shared_seen: AtomicU64::new(0),
             store: Mutex::new(store),
             generation: AtomicU64::new(0),
             memo: Mutex::new(HashMap::new()),
