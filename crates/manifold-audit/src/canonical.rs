@@ -114,7 +114,7 @@ pub(crate) fn write_ordered(out: &mut Vec<u8>, map: &Map<String, Value>) {
     write_members(out, map.iter().map(|(k, v)| (k.as_str(), v)), false);
 }
 
-fn write_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
     let bytes = s.as_bytes();

@@ -17,7 +17,9 @@
 //! Modules: [`canonical`] (canonical JSON, digests), [`redact`] (secret keys),
 //! [`record`] (the record and its members), [`chain`] (hashing, events), `sink`
 //! (file and stream, rotation, crash recovery), `writer` (the queue and the task),
-//! [`verify`](mod@verify) (checking a log).
+//! [`verify`](mod@verify) (checking a log), [`reader`] (pages of records, newest
+//! first, with filters: the console's audit view), [`chain_status`] (the chain
+//! checked file by file, resumable as a file grows).
 //!
 //! Invariants: nothing is dropped to keep up (a bounded queue applies back-pressure);
 //! every line of a file is whole and chained; a gap (lost records, a crash, a reset)
@@ -29,6 +31,8 @@
 
 pub mod canonical;
 pub mod chain;
+pub mod chain_status;
+pub mod reader;
 pub mod record;
 pub mod redact;
 mod sink;
@@ -66,6 +70,10 @@ pub enum AuditError {
     Closed,
     #[error("{0}")]
     InvalidSettings(#[from] InvalidAuditSettings),
+    /// A reader's cursor names a file that is no longer there (rotated
+    /// away), or a position past its end.
+    #[error("the audit log has moved on since this page: its file was rotated away; start again from the newest records")]
+    StaleCursor,
     /// Reading a log file failed (verification).
     #[error("cannot read audit log {}: {source}", path.display())]
     Io {

@@ -14,7 +14,8 @@
 //!   is decoded (`%41` → `A`, `%2e` → `.`), every other escape is written with
 //!   upper-case hex (`%3a` → `%3A`); a raw non-ASCII character is written as
 //!   the escapes of its UTF-8 bytes (RFC 3987 §3.1), so `é` and `%C3%A9` are
-//!   one URI;
+//!   one URI; in the query and fragment an escaped `/` or `?` is written
+//!   plain (servers decode values before use, so `file=a%2Fb` is `file=a/b`);
 //! - dot segments removed from the path (RFC 3986 §5.2.4);
 //! - a port read as a number (`0443` → `443`), an empty port's `:` dropped;
 //!   `http`/`https`/`ws`/`wss`: the default port dropped and an empty path
@@ -24,8 +25,9 @@
 //! Refused ([`UriError`]), because parsers disagree on what they mean: no
 //! scheme; a space, control character or backslash; a `%` not followed by two
 //! hex digits; in the path an encoded `/` (`%2F`), `\` (`%5C`) or NUL (`%00`),
-//! or an empty segment (`//`); `.`/`..` segments in the query or fragment (a
-//! server that joins them onto a file path would climb out); userinfo in an
+//! or an empty segment (`//`); in the query or fragment an encoded `\` or
+//! NUL, or a `.`/`..` segment of a value (split on `/`, `&`, `=`, `;`: a
+//! server that joins a value onto a file path would climb out); userinfo in an
 //! `http`-family URI (RFC 9110 §4.2.4); a host ending with `.`, or with a
 //! bracket outside one IP literal; a port that is not a number.
 //!
@@ -62,6 +64,10 @@ pub enum UriError {
     EmptySegment,
     #[error("its query or fragment holds a `.` or `..` segment")]
     DotSegmentOutsidePath,
+    #[error(
+        "its query or fragment holds an encoded `\\` (%5C) or NUL (%00), which servers decode differently"
+    )]
+    EncodedInQuery,
     #[error("an http(s) or ws(s) URI may not carry userinfo (RFC 9110 §4.2.4)")]
     Userinfo,
     #[error("its host ends with `.`")]
@@ -112,15 +118,8 @@ fn canonical_as(uri: &str, pattern: bool) -> Result<String, UriError> {
     check_path(&path)?;
     path = remove_dot_segments(&path);
     check_path(&path)?;
-    let query = query.map(|q| normalize_escapes(q, false)).transpose()?;
-    let fragment = fragment.map(|f| normalize_escapes(f, false)).transpose()?;
-    for part in query.iter().chain(fragment.iter()) {
-        // As a server that decodes before it joins would see them.
-        let decoded = part.replace("%2F", "/").replace("%5C", "/");
-        if decoded.split('/').any(|s| s == "." || s == "..") {
-            return Err(UriError::DotSegmentOutsidePath);
-        }
-    }
+    let query = query.map(canonical_query).transpose()?;
+    let fragment = fragment.map(canonical_query).transpose()?;
 
     match scheme.as_str() {
         "http" | "https" | "ws" | "wss" if authority.is_some() && path.is_empty() && !pattern => {
@@ -155,6 +154,30 @@ fn canonical_as(uri: &str, pattern: bool) -> Result<String, UriError> {
         out.push_str(f);
     }
     Ok(out)
+}
+
+/// A query or fragment in normal form. Servers decode a query's values
+/// before they use them (an RFC 6570 `{?file}` template reads `private%2Fx`
+/// as `private/x`), so a rule must see what they see: an escaped `/` or `?`
+/// is written plain (both mean the same as data in a query, RFC 3986 §3.4),
+/// an escaped `\` or NUL is refused, and a `.` or `..` segment of any value
+/// (between `/`, `&`, `=` and `;`) is refused — a server that joins a value
+/// onto a file path would climb out with it.
+fn canonical_query(part: &str) -> Result<String, UriError> {
+    let mut part = normalize_escapes(part, false)?;
+    if part.contains("%5C") || part.contains("%00") {
+        return Err(UriError::EncodedInQuery);
+    }
+    if part.contains("%2F") || part.contains("%3F") {
+        part = part.replace("%2F", "/").replace("%3F", "?");
+    }
+    if part
+        .split(['/', '&', '=', ';'])
+        .any(|s| s == "." || s == "..")
+    {
+        return Err(UriError::DotSegmentOutsidePath);
+    }
+    Ok(part)
 }
 
 /// A `[[policy]]` `resources` glob (or a template string) in the canonical
@@ -452,8 +475,14 @@ mod tests {
             ("file:///srv/%7euser/%41", "file:///srv/~user/A"),
             (
                 "file:///a%3ab?x=%2f%3d#%c3%a9",
-                "file:///a%3Ab?x=%2F%3D#%C3%A9",
+                "file:///a%3Ab?x=/%3D#%C3%A9",
             ),
+            // A query's escaped `/` and `?` are the same data written plain.
+            (
+                "docs://read?file=private%2Fsecret",
+                "docs://read?file=private/secret",
+            ),
+            ("docs://read?q=a%3Fb%26c", "docs://read?q=a?b%26c"),
             ("https://%49ntranet.example/", "https://intranet.example/"),
             ("file:///docs/é.txt", "file:///docs/%C3%A9.txt"),
             ("file:///docs/%c3%a9.txt", "file:///docs/%C3%A9.txt"),
@@ -539,6 +568,21 @@ mod tests {
                 "file:///srv/docs/x?a=%2F%2e%2e%2Fsecret",
                 E::DotSegmentOutsidePath,
             ),
+            // A query value that starts at `.` or `..` (a `{?file}` template).
+            (
+                "docs://read?file=./private/secret",
+                E::DotSegmentOutsidePath,
+            ),
+            (
+                "docs://read?file=%2E/private/secret",
+                E::DotSegmentOutsidePath,
+            ),
+            ("docs://read?file=..%2Fsecret", E::DotSegmentOutsidePath),
+            ("docs://read?a=1&file=..", E::DotSegmentOutsidePath),
+            ("docs://read?file=.", E::DotSegmentOutsidePath),
+            ("docs://read?file=a%5Cb", E::EncodedInQuery),
+            ("docs://read?file=x%00.pdf", E::EncodedInQuery),
+            ("docs://read#x%5cy", E::EncodedInQuery),
             ("https://user@intranet.example/private", E::Userinfo),
             ("https://intranet.example./private", E::TrailingDotHost),
             ("ffile://PW::/r", E::BadPort),

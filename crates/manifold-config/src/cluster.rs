@@ -9,7 +9,8 @@
 //! is a `redis://` or `rediss://` URL (`${VAR}` expands, so a user and
 //! password can come from a Secret) with a host and without `#insecure`; a
 //! `redis_ca` comes only with `rediss://` and is a readable file holding a
-//! PEM certificate. There is no bus without a `session_key`: the section
+//! PEM certificate. Neither a key nor the Redis password is a placeholder
+//! shipped in `deploy/` ([`PLACEHOLDER_MARK`]). There is no bus without a `session_key`: the section
 //! requires one, and the bus's messages are signed with a key derived from it.
 //!
 //! Not here: sealing and opening ids (manifold-server `state::sealed`),
@@ -19,6 +20,16 @@ use serde::{Deserialize, Serialize};
 
 /// The shortest `session_key` accepted.
 pub const MIN_SESSION_KEY_LEN: usize = 32;
+
+/// What the placeholders shipped in `deploy/` (the replicas overlay, the
+/// chart's `values-replicas.yaml`) hold: a key or password containing it is
+/// public, so a gateway refuses to start with one rather than sign the bus
+/// with a key everybody has.
+pub const PLACEHOLDER_MARK: &str = "replace-me";
+
+fn placeholder(v: &str) -> bool {
+    v.to_ascii_lowercase().contains(PLACEHOLDER_MARK)
+}
 
 /// `[cluster]` in the file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -69,6 +80,12 @@ pub(crate) fn validate(
 ) -> Result<ClusterSettings, String> {
     let key = |field: &str, v: &str| -> Result<String, String> {
         let v = expand(field, v)?;
+        if placeholder(&v) {
+            return Err(format!(
+                "key `{field}`: still the placeholder shipped in deploy/ (it holds `{PLACEHOLDER_MARK}`), \
+                 which anyone can read; put the output of `openssl rand -hex 32` in the Secret"
+            ));
+        }
         if v.len() < MIN_SESSION_KEY_LEN {
             return Err(format!(
                 "key `{field}`: {} bytes; at least {MIN_SESSION_KEY_LEN} are needed (e.g. `openssl rand -hex 32`)",
@@ -121,6 +138,15 @@ fn redis_url(v: &str) -> Result<String, String> {
     };
     if v.contains('#') {
         return bad("a `#` fragment (such as `#insecure`, which turns off the certificate check) is not accepted; give the server's CA with `redis_ca`, and percent-encode a `#` in a password as %23");
+    }
+    if rest
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| placeholder(userinfo))
+    {
+        return bad(&format!(
+            "its password is still the placeholder shipped in deploy/ (it holds `{PLACEHOLDER_MARK}`), \
+             which anyone can read; put the output of `openssl rand -hex 32` in the Secret"
+        ));
     }
     let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
     if host.is_empty() || host.starts_with(['/', ':']) {
@@ -210,6 +236,25 @@ mod tests {
         )
         .expect("loads");
         assert!(!cfg.effective.to_string().contains("literal-pw"));
+    }
+
+    #[test]
+    fn the_placeholders_shipped_in_deploy_are_refused() {
+        let shipped = "replace-me-with-openssl-rand-hex-32-output-0123456789";
+        let e = load("session_key = \"${K}\"", &[("K", shipped)]).expect_err("public key");
+        assert!(e.contains("placeholder") && !e.contains(shipped), "{e}");
+        let e = load(
+            &format!("session_key = \"{KEY}\"\nprevious_session_keys = [\"${{K}}\"]"),
+            &[("K", &shipped.to_uppercase())],
+        )
+        .expect_err("public previous key");
+        assert!(e.contains("previous_session_keys[0]"), "{e}");
+        let e = load(
+            &format!("session_key = \"{KEY}\"\nredis = \"redis://:${{P}}@redis:6379\""),
+            &[("P", "replace-me-with-openssl-rand-hex-32-output-abcdef")],
+        )
+        .expect_err("public Redis password");
+        assert!(e.contains("placeholder") && !e.contains("abcdef"), "{e}");
     }
 
     #[test]

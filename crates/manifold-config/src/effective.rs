@@ -98,13 +98,17 @@ fn redact_url(s: &str) -> Option<String> {
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(end);
     let mut out = format!("{scheme}://");
-    match authority
-        .rsplit_once('@')
-        .and_then(|(userinfo, host)| Some((userinfo.split_once(':')?, host)))
-    {
-        Some(((user, password), host)) => {
-            out.push_str(&format!("{user}:{}@{host}", keep_references(password)));
-        }
+    // Both halves of the userinfo: a token is often written as the user
+    // (`https://ghp_…@host`, `https://TOKEN:x-oauth-basic@host`).
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, password)) => out.push_str(&format!(
+                "{}:{}@{host}",
+                keep_references(user),
+                keep_references(password)
+            )),
+            None => out.push_str(&format!("{}@{host}", keep_references(userinfo))),
+        },
         None => out.push_str(authority),
     }
     let (before_fragment, fragment) = match tail.split_once('#') {
@@ -201,6 +205,7 @@ mod tests {
             "remote": {"url": "https://user:pw@example.com/mcp?api_key=k3y&mode=${MODE}&flag#frag=f"},
             "ref": {"url": "https://${U}:${P}@example.com/mcp?api_key=${API_KEY}"},
             "plain": {"url": "https://example.com/a@b", "timeout": "30s"},
+            "as_user": {"url": "https://ghp_TOKENasUSER@api.example.com/mcp"},
         }});
         redact(&mut v, false);
         let u = &v["upstreams"];
@@ -224,7 +229,7 @@ mod tests {
         assert_eq!(
             u["remote"]["url"],
             format!(
-                "https://user:{REDACTED}@example.com/mcp?api_key={REDACTED}&mode=${{MODE}}&{REDACTED}#frag={REDACTED}"
+                "https://{REDACTED}:{REDACTED}@example.com/mcp?api_key={REDACTED}&mode=${{MODE}}&{REDACTED}#frag={REDACTED}"
             )
         );
         assert_eq!(
@@ -233,7 +238,18 @@ mod tests {
         );
         assert_eq!(u["plain"]["url"], "https://example.com/a@b");
         assert_eq!(u["plain"]["timeout"], "30s");
-        for secret in ["ghp_s3cret", "s3cret-bearer", "k3y", ":pw@"] {
+        assert_eq!(
+            u["as_user"]["url"],
+            format!("https://{REDACTED}@api.example.com/mcp")
+        );
+        for secret in [
+            "ghp_s3cret",
+            "s3cret-bearer",
+            "k3y",
+            ":pw@",
+            "user:",
+            "TOKENasUSER",
+        ] {
             assert!(!v.to_string().contains(secret), "{secret} in {v}");
         }
     }

@@ -8,14 +8,17 @@
 //! `anonymous` or `operator`. In `who`, `subject:<source>:<sub>` names a token
 //! subject of one `[[auth.jwt]]` or `[[auth.introspection]]` source (or
 //! `subject:local:<user>`, `manifold stdio`'s user), `cert:<type>:<name>` a
-//! client certificate, `key:<name>` an API key.
+//! client certificate, `key:<name>` an API key, `group:<source>:<g>` and
+//! `scope:<source>:<s>` what one token source's tokens carry
+//! (`group::<g>`: what API keys carry).
 //!
 //! Invariants: after [`qualify_rules`], every `subject:` entry is qualified
 //! (`subject:<source>:<sub>`, the source configured or `local`); an unqualified
 //! `subject:<sub>` is accepted only when at most one source could name a
 //! subject (a configuration with one issuer keeps working), and is then
 //! rewritten to that source (plus the local user); with several, it is an error
-//! that says how to qualify it.
+//! that says how to qualify it. The same holds for `group:` and `scope:`
+//! with several token sources (certificates and the local user carry none).
 //!
 //! Not here: matching a caller against an entry (manifold-policy `who`).
 
@@ -82,6 +85,11 @@ impl IdentitySources {
                 )),
             };
         }
+        for kind in ["group", "scope"] {
+            if let Some(claim) = entry.strip_prefix(kind).and_then(|r| r.strip_prefix(':')) {
+                return self.qualify_claim(kind, claim);
+            }
+        }
         let Some(sub) = entry.strip_prefix("subject:") else {
             return Ok(vec![entry.to_string()]);
         };
@@ -103,6 +111,57 @@ impl IdentitySources {
         }
         out.push(format!("subject:{LOCAL_SOURCE}:{sub}"));
         Ok(out)
+    }
+
+    /// A `group:` or `scope:` entry: `<kind>:<source>:<g>` names what one
+    /// token source's tokens carry (`<kind>::<g>`, the empty source, what API
+    /// keys carry). A bare `<kind>:<g>` is accepted while at most one token
+    /// source exists (its tokens and the API keys are then all that carry
+    /// groups, and both are the operator's); with several it is an error, as
+    /// a partner's issuer could otherwise mint the group that grants the
+    /// admin plane. A bare value holding `:` is written in its qualified forms
+    /// so matching never has to guess.
+    fn qualify_claim(&self, kind: &str, claim: &str) -> Result<Vec<String>, String> {
+        if let Some((source, rest)) = claim.split_once(':') {
+            if !rest.is_empty() && (source.is_empty() || self.is_token_source(source)) {
+                return Ok(vec![format!("{kind}:{claim}")]);
+            }
+        }
+        match self.subjects.as_slice() {
+            [_, _, ..] => {
+                let forms: Vec<String> = self
+                    .subjects
+                    .iter()
+                    .map(|(n, _)| format!("`{kind}:{n}:{claim}`"))
+                    .collect();
+                Err(format!(
+                    "`{kind}:{claim}` could be carried by tokens of any of {} identity sources \
+                     ({}): one issuer's {kind} is not another's. Qualify it with the source \
+                     that may grant it: {} (or `{kind}::{claim}` for API keys' {kind}s)",
+                    self.subjects.len(),
+                    self.subjects
+                        .iter()
+                        .map(|(n, _)| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    forms.join(", or ")
+                ))
+            }
+            _ if !claim.contains(':') => Ok(vec![format!("{kind}:{claim}")]),
+            one => {
+                let mut out: Vec<String> = one
+                    .iter()
+                    .map(|(n, _)| format!("{kind}:{n}:{claim}"))
+                    .collect();
+                out.push(format!("{kind}::{claim}"));
+                Ok(out)
+            }
+        }
+    }
+
+    /// Whether `name` is a configured `[[auth.jwt]]` or `[[auth.introspection]]`.
+    fn is_token_source(&self, name: &str) -> bool {
+        self.subjects.iter().any(|(n, _)| n == name)
     }
 
     fn ambiguous(&self, sub: &str) -> String {
@@ -229,8 +288,43 @@ mod tests {
             assert!(two.qualify(bad).is_err(), "{bad}");
         }
         let e = two
-            .qualify_all("policy[2]", &["group:x".into(), "subject:bob".into()])
+            .qualify_all("policy[2]", &["key:x".into(), "subject:bob".into()])
             .expect_err("ambiguous");
         assert!(e.starts_with("key `policy[2].who`"), "{e}");
+    }
+
+    #[test]
+    fn groups_and_scopes_carry_their_source_once_there_are_several() {
+        // One token source: a bare group stays bare (that source's tokens and
+        // the API keys carry it, both the operator's to trust).
+        let one = sources(&["corp"], true);
+        assert_eq!(one.qualify("group:ops").unwrap(), ["group:ops"]);
+        assert_eq!(one.qualify("group:corp:ops").unwrap(), ["group:corp:ops"]);
+        // A bare group with a colon is written in its qualified forms, so
+        // matching never reads `team:ops` as source `team`.
+        assert_eq!(
+            one.qualify("group:team:ops").unwrap(),
+            ["group:corp:team:ops", "group::team:ops"]
+        );
+        // Several: a partner's issuer must not mint the group that grants.
+        let two = sources(&["corp", "partner"], false);
+        for (entry, forms) in [
+            (
+                "group:platform",
+                ["`group:corp:platform`", "`group:partner:platform`"],
+            ),
+            (
+                "scope:admin",
+                ["`scope:corp:admin`", "`scope:partner:admin`"],
+            ),
+        ] {
+            let e = two.qualify(entry).expect_err("ambiguous");
+            assert!(forms.iter().all(|f| e.contains(f)), "{e}");
+        }
+        for ok in ["group:corp:platform", "scope:partner:read", "group::ci"] {
+            assert_eq!(two.qualify(ok).unwrap(), [ok]);
+        }
+        let e = two.qualify("group:crop:platform").expect_err("typo");
+        assert!(e.contains("`group:corp:crop:platform`"), "{e}");
     }
 }

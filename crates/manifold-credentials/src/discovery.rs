@@ -116,8 +116,12 @@ fn strings(v: &Value) -> Option<Vec<String>> {
 
 /// `scheme://authority` and the path (without a trailing `/`) of `url`.
 fn split(url: &str) -> Result<(String, String), CredentialError> {
-    let u = url::Url::parse(url)
-        .map_err(|e| CredentialError::Server(format!("{url}: not a URL: {e}")))?;
+    let u = url::Url::parse(url).map_err(|e| {
+        CredentialError::Server(format!(
+            "{}: not a URL: {e}",
+            manifold_foundation::redact::url(url)
+        ))
+    })?;
     let origin = u.origin().ascii_serialization();
     let path = u.path().trim_end_matches('/').to_string();
     Ok((origin, path))

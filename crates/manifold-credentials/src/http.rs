@@ -20,6 +20,7 @@ use http::{Method, Request, StatusCode};
 use http_body_util::Full;
 use hyper_util::client::legacy::connect::dns::GaiResolver;
 use manifold_foundation::http::{self as bounded, FetchError, Options};
+use manifold_foundation::redact;
 use serde_json::Value;
 
 use crate::guard::{self, Guarded};
@@ -94,7 +95,8 @@ impl Answer {
     pub(crate) fn json(&self, what: &str) -> Result<Value, CredentialError> {
         serde_json::from_slice(&self.body).map_err(|_| {
             CredentialError::Server(format!(
-                "{what}: the answer is not JSON (HTTP {}, {} bytes)",
+                "{}: the answer is not JSON (HTTP {}, {} bytes)",
+                redact::url(what),
                 self.status,
                 self.body.len()
             ))
@@ -127,13 +129,15 @@ pub(crate) async fn send(
     headers: &[(&str, String)],
     body: Option<(&str, Vec<u8>)>,
 ) -> Result<Answer, CredentialError> {
+    // Errors name the endpoint, never a secret in its query or userinfo.
+    let shown = redact::url(url);
     if !allowed(url) {
         return Err(CredentialError::Refused(format!(
-            "{url}: an authorization server is reached over https (or http to a loopback host) only"
+            "{shown}: an authorization server is reached over https (or http to a loopback host) only"
         )));
     }
     let parsed = url::Url::parse(url)
-        .map_err(|e| CredentialError::Refused(format!("{url}: not a URL: {e}")))?;
+        .map_err(|e| CredentialError::Refused(format!("{shown}: not a URL: {e}")))?;
     let written = c.is_written(&parsed);
     if !written {
         let literal = match parsed.host() {
@@ -143,7 +147,7 @@ pub(crate) async fn send(
         };
         if let Some(why) = literal.and_then(guard::refused) {
             return Err(CredentialError::Refused(format!(
-                "{url}: not sending a credential request to {why}; only an origin written in the configuration (auth.issuer, auth.token_endpoint) is reached there"
+                "{shown}: not sending a credential request to {why}; only an origin written in the configuration (auth.issuer, auth.token_endpoint) is reached there"
             )));
         }
     }
@@ -161,7 +165,7 @@ pub(crate) async fn send(
     };
     let req = b
         .body(body)
-        .map_err(|e| CredentialError::Server(format!("{url}: {e}")))?;
+        .map_err(|e| CredentialError::Server(format!("{shown}: {e}")))?;
     let fetched = if written {
         bounded::fetch(&c.open, req, MAX_BODY, HTTP_TIMEOUT).await
     } else {
@@ -170,9 +174,9 @@ pub(crate) async fn send(
     let answer = fetched.map_err(|e| match e {
         // The guard's refusal is the client's safety, not an outage.
         FetchError::Send(why) if why.contains(guard::REFUSAL_MARK) => {
-            CredentialError::Refused(format!("{url}: {why}"))
+            CredentialError::Refused(format!("{shown}: {why}"))
         }
-        e => CredentialError::Server(format!("{url}: {e}")),
+        e => CredentialError::Server(format!("{shown}: {e}")),
     })?;
     Ok(Answer {
         status: answer.status,

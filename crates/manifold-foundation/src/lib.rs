@@ -3,7 +3,8 @@
 //! ([`log_budget`]), the rate bucket a call takes a place in and the seam a
 //! shared decider fills ([`rate`]), AES-256-GCM seal/open under
 //! domain-separated keys ([`aead`], feature `aead`), and the bounded HTTPS
-//! client and fetch ([`http`], feature `http`).
+//! client and fetch ([`http`], feature `http`), and URLs as errors may show
+//! them ([`redact`]: no userinfo, no query).
 //!
 //! Invariants: no MCP semantics and no Manifold configuration here (nothing
 //! reads a JSON-RPC message or a `gateway.toml` section); every wait and every
@@ -20,3 +21,4 @@ pub mod glob;
 pub mod http;
 pub mod log_budget;
 pub mod rate;
+pub mod redact;

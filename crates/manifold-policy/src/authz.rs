@@ -420,6 +420,28 @@ mod tests {
                 pattern: "file:///srv/docs/private/*".into()
             }
         );
+        // A query-based template (`docs://read{?file}`): the upstream reads the
+        // decoded value, so an escaped `/` or a leading `./` cannot slip past.
+        let p = Policy::new(&[resource_rule(
+            &["docs://*"],
+            &["docs://read?file=private/*"],
+        )]);
+        let key = p.view_key(&Identity::anonymous());
+        assert!(p.allows(&key, ItemKind::Resource, "docs://read?file=public/a"));
+        for uri in [
+            "docs://read?file=private/secret",
+            "docs://read?file=private%2Fsecret",
+            "docs://read?file=private%2fsecret",
+            "docs://read?file=./private/secret",
+            "docs://read?file=%2E/private/secret",
+            "docs://read?file=public/../private/secret",
+            "docs://read?file=private%5Csecret",
+        ] {
+            assert!(
+                !p.allows(&key, ItemKind::Resource, uri),
+                "{uri} should be hidden"
+            );
+        }
         // `**` is not a separate operator: two `*` match what one does.
         let p = Policy::new(&[resource_rule(&["file:///srv/**"], &[])]);
         let key = p.view_key(&Identity::anonymous());

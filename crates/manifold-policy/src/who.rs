@@ -6,8 +6,10 @@
 //! `subject:local:<user>` the local user of `manifold stdio` — never an API
 //! key's name or a certificate, so neither can pose as a person, and never
 //! another source's subject; `cert:<type>:<name>` a client certificate's
-//! principal; `key:<name>` an API key; `group:<g>` and `scope:<s>` what the
-//! identity carries.
+//! principal; `key:<name>` an API key; `group:<source>:<g>` and
+//! `scope:<source>:<s>` what that source's tokens carry (`group::<g>`: what
+//! an API key carries), or bare `group:<g>`/`scope:<s>` — kept bare only
+//! while one token source exists — what any identity carries.
 //!
 //! Invariants: an entry of another shape, an unqualified `subject:` included,
 //! names nobody (config validation qualifies or refuses it before it gets
@@ -19,8 +21,8 @@ use manifold_config::IdentitySources;
 
 /// The identity a `manifold check --as WHO` (or `/catalog?as=WHO`) stands
 /// for: comma-separated `subject:…`, `cert:…`, `key:…`, `group:…`, `scope:…`,
-/// or `anonymous`. `subject:` is qualified as in `who` (`subject:<sub>` alone
-/// only with one identity source in `sources`).
+/// or `anonymous`. `subject:`, `group:` and `scope:` are qualified as in
+/// `who` (bare only with one identity source in `sources`).
 pub fn identity_for(spec: &str, sources: &IdentitySources) -> Result<Identity, String> {
     let spec = spec.trim();
     if spec == "anonymous" || spec == "*" {
@@ -34,6 +36,7 @@ pub fn identity_for(spec: &str, sources: &IdentitySources) -> Result<Identity, S
         method: AuthMethod::Jwt,
     };
     let mut named = None;
+    let mut claim_source: Option<String> = None;
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (kind, value) = part
             .split_once(':')
@@ -73,9 +76,49 @@ pub fn identity_for(spec: &str, sources: &IdentitySources) -> Result<Identity, S
                     };
                 }
             }
-            "group" => id.groups.push(value.to_string()),
-            "scope" => id.scopes.push(value.to_string()),
+            "group" | "scope" => {
+                // Qualified as in `who`; a qualified claim says which source's
+                // token the caller stands for.
+                let qualified = sources.qualify(part)?;
+                let first = qualified.first().ok_or_else(|| bad(part))?;
+                let claim = &first[kind.len() + 1..];
+                let v = match claim.split_once(':') {
+                    Some((source, v)) => {
+                        match claim_source.replace(source.to_string()) {
+                            Some(prev) if prev != source => {
+                                return Err(format!(
+                                    "`{spec}` names groups or scopes of two sources (`{prev}` and `{source}`); a caller's token comes from one"
+                                ))
+                            }
+                            _ => {}
+                        }
+                        v
+                    }
+                    None => claim,
+                };
+                if kind == "group" {
+                    id.groups.push(v.to_string());
+                } else {
+                    id.scopes.push(v.to_string());
+                }
+            }
             _ => return Err(bad(part)),
+        }
+    }
+    if let Some(source) = claim_source {
+        if named.is_none() {
+            id.source = source.clone();
+            id.method = if source.is_empty() {
+                AuthMethod::ApiKey
+            } else if sources.subjects.iter().any(|(n, i)| *n == source && *i) {
+                AuthMethod::Introspection
+            } else {
+                AuthMethod::Jwt
+            };
+        } else if id.source != source && !(source.is_empty() && id.method == AuthMethod::ApiKey) {
+            return Err(format!(
+                "`{spec}`: the caller's groups and scopes come from its own source, not `{source}`"
+            ));
         }
     }
     if id.subject.is_empty() && id.groups.is_empty() && id.scopes.is_empty() {
@@ -116,11 +159,29 @@ pub fn matches(who: &[String], caller: &Identity) -> bool {
             }
             "cert" => caller.method == AuthMethod::Mtls && caller.subject == value,
             "key" => caller.method == AuthMethod::ApiKey && caller.subject == value,
-            "group" => caller.groups.iter().any(|g| g == value),
-            "scope" => caller.scopes.iter().any(|s| s == value),
+            "group" => carries(caller, value, &caller.groups),
+            "scope" => carries(caller, value, &caller.scopes),
             _ => false,
         }
     })
+}
+
+/// Whether `caller` carries the claim an entry names: `<source>:<v>` only
+/// from that source (the empty source: API keys), a bare `<v>` (written only
+/// while one token source exists) from any.
+fn carries(caller: &Identity, entry: &str, held: &[String]) -> bool {
+    match entry.split_once(':') {
+        Some((source, v)) => {
+            let from = match caller.method {
+                AuthMethod::Jwt | AuthMethod::Introspection => caller.source.as_str(),
+                AuthMethod::ApiKey => "",
+                // Certificates, the local user and anonymous carry none.
+                _ => return false,
+            };
+            from == source && held.iter().any(|h| h == v)
+        }
+        None => held.iter().any(|h| h == entry),
+    }
 }
 
 #[cfg(test)]
@@ -188,6 +249,15 @@ mod tests {
         let cert = identity_for("cert:cn:alice", &two).unwrap();
         assert_eq!(cert.display_name(), "cert:cn:alice");
         assert!(matches(&w(&["cert:cn:alice"]), &cert));
+        // Groups name their source once there are several.
+        assert!(identity_for("group:ops", &two).is_err());
+        let ops = identity_for("group:corp:ops", &two).unwrap();
+        assert!(matches(&w(&["group:corp:ops"]), &ops));
+        assert!(!matches(&w(&["group:okta:ops"]), &ops));
+        let alice_ops = identity_for("subject:corp:alice,group:corp:ops", &two).unwrap();
+        assert!(matches(&w(&["group:corp:ops"]), &alice_ops));
+        assert!(identity_for("subject:corp:alice,group:okta:ops", &two).is_err());
+        assert!(identity_for("group:corp:ops,scope:okta:read", &two).is_err());
         let local = identity_for("subject:local:me", &two).unwrap();
         assert_eq!(local, Identity::local("me"));
     }
@@ -221,6 +291,18 @@ mod tests {
         assert!(matches(&w(&["group:ops"]), &corp));
         assert!(matches(&w(&["scope:read"]), &corp));
         assert!(!matches(&w(&["scope:x"]), &corp));
+        // A qualified group: only that source's tokens (or, `group::`, keys).
+        let partner_ops = caller(AuthMethod::Jwt, "partner", "mallory", &["ops"]);
+        assert!(matches(&w(&["group:corp:ops"]), &corp));
+        assert!(!matches(&w(&["group:corp:ops"]), &partner_ops));
+        assert!(!matches(&w(&["group::ops"]), &corp));
+        let ci = caller(AuthMethod::ApiKey, "", "ci", &["ops"]);
+        assert!(matches(&w(&["group::ops"]), &ci));
+        assert!(!matches(&w(&["group:corp:ops"]), &ci));
+        let forged = caller(AuthMethod::Jwt, "partner", "m", &["corp:ops"]);
+        assert!(!matches(&w(&["group:corp:ops"]), &forged));
+        assert!(matches(&w(&["scope:corp:read"]), &corp));
+        assert!(!matches(&w(&["scope:partner:read"]), &corp));
         assert!(matches(&w(&["subject:local:me"]), &Identity::local("me")));
         assert!(!matches(
             &w(&["subject:local:anonymous"]),

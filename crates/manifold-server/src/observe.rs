@@ -165,6 +165,10 @@ impl Observed {
                 _ => None,
             };
             metrics.call_duration(up, tool, elapsed.as_secs_f64());
+            self.gw
+                .console
+                .recent
+                .record(up, recent_end(outcome), elapsed);
         }
         if let Some(rec) = self.record(outcome, elapsed, response_bytes) {
             if let Some(auditor) = self.gw.auditor.clone() {
@@ -247,6 +251,16 @@ impl Drop for Observed {
                 }
             });
         }
+    }
+}
+
+/// How the console's recent-call counts see an outcome.
+fn recent_end(outcome: Outcome) -> crate::state::recent::Ended {
+    use crate::state::recent::Ended;
+    match outcome {
+        Outcome::Ok => Ended::Ok,
+        Outcome::ToolError => Ended::ToolError,
+        _ => Ended::Failed,
     }
 }
 

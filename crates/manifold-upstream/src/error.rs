@@ -7,6 +7,7 @@
 //! Not here: the upstream's own JSON-RPC errors, which pass through untouched
 //! ([`CallOutcome::Error`](crate::CallOutcome::Error)).
 
+use manifold_foundation::redact;
 use manifold_protocol::ErrorCode;
 
 /// Why a call to an upstream did not produce a response.
@@ -65,7 +66,7 @@ impl UpstreamError {
     pub(crate) fn needs_login(upstream: &str, reason: impl Into<String>, step_up: bool) -> Self {
         UpstreamError::NeedsLogin {
             upstream: upstream.to_string(),
-            reason: reason.into(),
+            reason: scrub(reason.into()),
             step_up,
         }
     }
@@ -75,14 +76,24 @@ impl UpstreamError {
     pub(crate) fn unavailable(upstream: &str, reason: impl Into<String>) -> Self {
         UpstreamError::Unavailable {
             upstream: upstream.to_string(),
-            reason: reason.into(),
+            reason: scrub(reason.into()),
         }
     }
     pub(crate) fn protocol(upstream: &str, reason: impl Into<String>) -> Self {
         UpstreamError::Protocol {
             upstream: upstream.to_string(),
-            reason: reason.into(),
+            reason: scrub(reason.into()),
         }
+    }
+}
+
+/// A reason travels to `/readyz`, `/upstreams`, logs and the tool error a
+/// model reads: any URL in it loses its userinfo and query, where operators
+/// put secrets (`?api_key=${KEY}`).
+fn scrub(reason: String) -> String {
+    match redact::urls_in(&reason) {
+        std::borrow::Cow::Borrowed(_) => reason,
+        std::borrow::Cow::Owned(clean) => clean,
     }
 }
 
@@ -90,6 +101,21 @@ impl UpstreamError {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn reasons_never_carry_a_urls_userinfo_or_query() {
+        for e in [
+            UpstreamError::unavailable(
+                "u",
+                "HTTP request to http://h:1/mcp?api_key=SECRET failed: refused",
+            ),
+            UpstreamError::protocol("u", "https://SECRET@h/mcp answered 200 with HTML"),
+            UpstreamError::needs_login("u", "https://as/token?client_secret=SECRET: 401", false),
+        ] {
+            let shown = e.to_string();
+            assert!(!shown.contains("SECRET") && shown.contains("h"), "{shown}");
+        }
+    }
 
     #[test]
     fn each_error_has_its_code_and_predicate() {

@@ -599,6 +599,63 @@ fn the_shipped_configurations_load_and_serve() -> Result<()> {
     Ok(())
 }
 
+/// The replicas overlay and the chart's replicas values ship placeholder
+/// secrets; a gateway given them refuses to start (a key everybody can read
+/// would let anyone who reaches Redis sign bus messages), saying what to do.
+#[test]
+fn the_shipped_placeholder_secrets_are_refused_at_start() -> Result<()> {
+    let root = repo_root();
+    let shipped = |file: &str, key: &str| -> Result<String> {
+        let text = std::fs::read_to_string(root.join(file))?;
+        text.lines()
+            .find_map(|l| {
+                let l = l.trim().trim_start_matches("- ");
+                l.strip_prefix(&format!("{key}="))
+                    .or_else(|| l.strip_prefix(&format!("{key}: ")))
+                    .map(|v| v.trim_matches('"').to_string())
+            })
+            .ok_or_else(|| anyhow::anyhow!("{file}: no `{key}`"))
+    };
+    for file in [
+        "deploy/k8s/replicas/kustomization.yaml",
+        "deploy/helm/manifold/values-replicas.yaml",
+    ] {
+        let key = shipped(file, "session-key")?;
+        let password = shipped(file, "redis-password")?;
+        for (what, key, password) in [
+            ("session key", key.as_str(), "0123456789abcdef"),
+            (
+                "Redis password",
+                "0123456789abcdef0123456789abcdef",
+                password.as_str(),
+            ),
+        ] {
+            let out = Command::new(manifold_bin()?)
+                .args(["check", "--config"])
+                .arg(root.join("deploy/k8s/replicas/gateway.toml"))
+                .env(
+                    "MANIFOLD_API_KEY_HASH",
+                    "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                )
+                .env(
+                    "MANIFOLD_ADMIN_TOKEN_HASH",
+                    "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+                )
+                .env("MANIFOLD_SESSION_KEY", key)
+                .env("MANIFOLD_REDIS_PASSWORD", password)
+                .env("RUST_LOG", "error")
+                .output()?;
+            let err = String::from_utf8_lossy(&out.stderr);
+            anyhow::ensure!(
+                out.status.code() != Some(0) && err.contains("placeholder"),
+                "{file}: the shipped {what} was accepted (exit {:?}): {err}",
+                out.status.code()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// What the runtime stage (distroless/cc, non-root) must provide: every shared
 /// library the binary links, from the C runtime and libgcc only.
 #[test]

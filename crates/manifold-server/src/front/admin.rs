@@ -19,6 +19,10 @@
 //!     `runtime::reload`): 200 with what changed, 400 with why nothing did;
 //!   - `POST /pins/approve`: approves items `[integrity]` holds, as the admin
 //!     principal (see `pins`).
+//!   - `/ui` and below: the operator's console (`console`), which
+//!     authenticates each page itself (the same credentials as a bearer
+//!     token, or a login cookie made with them) and serves only its login
+//!     form and its two static files without them.
 //!
 //! Invariants: `Host` and `Origin` are checked on every request; only the
 //! paths [`Endpoint::is_open`] names skip authorization — any other path,
@@ -45,7 +49,7 @@ use crate::state::Gateway;
 /// Serves until the gateway shuts down.
 pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "admin listener (open: /metrics, /healthz, /readyz; with credentials: /config, /upstreams, /catalog, /reload, /pins/approve)");
+        tracing::info!(%addr, "admin listener (open: /metrics, /healthz, /readyz; with credentials: /config, /upstreams, /catalog, /reload, /pins/approve, the console at /ui)");
     }
     let builder = Arc::new(super::http::builder(&gw.cfg().limits));
     loop {
@@ -122,6 +126,9 @@ async fn handle(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Full<Byte
     }
     if endpoint.is_open() {
         return open(gw, endpoint, req.method());
+    }
+    if super::console::owns(req.uri().path()) {
+        return super::console::handle(gw, req).await;
     }
     let principal = match admin_auth::authorize(gw, req.headers()).await {
         Ok(p) => p,
@@ -217,7 +224,7 @@ async fn control(
         return reply(
             StatusCode::NOT_FOUND,
             "text/plain",
-            "not found: try /metrics, /healthz, /readyz, /config, /upstreams, /catalog?as=WHO, POST /reload or POST /pins/approve\n",
+            "not found: try /metrics, /healthz, /readyz, /config, /upstreams, /catalog?as=WHO, POST /reload, POST /pins/approve, or the console at /ui\n",
         );
     }
     if req.method() != Method::GET {

@@ -73,13 +73,25 @@ pub(crate) struct Refused {
 }
 
 impl Refused {
-    fn new(status: StatusCode, error: &'static str, description: impl Into<String>) -> Refused {
+    pub(crate) fn new(
+        status: StatusCode,
+        error: &'static str,
+        description: impl Into<String>,
+    ) -> Refused {
         Refused {
             challenge: status == StatusCode::UNAUTHORIZED,
             status,
             error,
             description: description.into(),
         }
+    }
+
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+    /// Why, as said to the client (never a credential).
+    pub(crate) fn description(&self) -> &str {
+        &self.description
     }
 
     /// The response: the status, a JSON body saying why, and on a 401 the

@@ -118,7 +118,7 @@ pub(crate) fn catalog(gw: &Gateway, query: Option<&str>) -> Result<Value, String
 }
 
 /// `%XX` escapes and `+` in a query value.
-fn percent_decode(s: &str) -> Result<String, String> {
+pub(crate) fn percent_decode(s: &str) -> Result<String, String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

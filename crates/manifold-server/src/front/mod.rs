@@ -3,7 +3,7 @@
 //! the admin listener
 //! (`admin`: `/metrics`, `/healthz`, `/readyz`; `inspect`: `/config`,
 //! `/upstreams`, `/catalog`; `pins`: `POST /pins/approve`; `admin_auth`: who
-//! may use it), the Host and
+//! may use it; `console`: the operator's console at `/ui`), the Host and
 //! Origin rules both listeners apply (`origin`), the stdio front door (`stdio`:
 //! `manifold stdio`, one client per process), and the local operator
 //! (`operator`: `manifold call`).
@@ -17,6 +17,7 @@
 pub(crate) mod admin;
 pub(crate) mod admin_auth;
 pub(crate) mod auth;
+pub(crate) mod console;
 pub(crate) mod http;
 pub(crate) mod inspect;
 pub(crate) mod operator;

@@ -260,6 +260,7 @@ impl Gateway {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs() as u32)
                 .unwrap_or(0),
+            console: crate::state::console::ConsoleState::new(),
         });
         let g = gw.clone();
         gw.tasks.spawn(async move { g.maintain_catalog(rx).await });

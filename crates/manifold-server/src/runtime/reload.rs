@@ -104,6 +104,10 @@ impl Gateway {
             }
         }
         self.metrics.reloaded(result.is_ok());
+        self.console.reloaded(match &result {
+            Ok(report) => Ok(serde_json::to_value(report).unwrap_or_default()),
+            Err(e) => Err(e.to_string()),
+        });
         result
     }
 
@@ -180,6 +184,7 @@ impl Gateway {
             .filter(|(u, _)| !staying.contains(&&**u.name()))
             .map(|(u, _)| u.name().to_string())
             .collect();
+        self.console.recent.keep_only(&staying);
         kept.extend(fresh);
         let live = Arc::new(Live::new(new, kept, Some(&old), &self.stop));
         // A new `[auth]`: its keys are fetched (and kept fresh) before it

@@ -348,6 +348,14 @@ impl HeldCalls {
     }
 }
 
+/// For the console's overview.
+impl HeldCalls {
+    /// Calls held for a client's input, and open confirmation questions.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.calls.lock().len(), self.confirmations.lock().len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

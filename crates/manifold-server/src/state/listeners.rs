@@ -252,3 +252,10 @@ fn list_changed(method: &str, id: &Value) -> Bytes {
     });
     Bytes::from(note.to_string())
 }
+/// For the console's overview.
+impl Listeners {
+    /// Open `subscriptions/listen` streams.
+    pub(crate) fn len(&self) -> usize {
+        self.open().len()
+    }
+}

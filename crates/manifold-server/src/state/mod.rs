@@ -2,8 +2,9 @@
 //! configuration, the upstreams, the merged catalog snapshot, client sessions
 //! (`sessions`), URIs learned from results (`learned`), resource subscriptions
 //! (`subscriptions`, kept in step upstream by `subscribing`), open listen streams (`listeners`), calls held for a client's
-//! input (`held_calls`), the upstreams' log level (`log_levels`) and the metrics
-//! registry (`metrics`).
+//! input (`held_calls`), the upstreams' log level (`log_levels`), the metrics
+//! registry (`metrics`), and the console's share (`console`, with recent calls
+//! per upstream in `recent`).
 //!
 //! Invariants: the merged catalog is an immutable snapshot swapped atomically, so
 //! a `tools/list` never touches an upstream; a session ends only through
@@ -14,6 +15,7 @@
 //! starting and serving (`runtime`).
 
 pub(crate) mod cluster;
+pub(crate) mod console;
 pub(crate) mod held_calls;
 pub(crate) mod integrity;
 pub(crate) mod learned;
@@ -22,6 +24,7 @@ pub(crate) mod live;
 pub(crate) mod log_levels;
 pub(crate) mod logging;
 pub(crate) mod metrics;
+pub(crate) mod recent;
 pub(crate) mod sealed;
 pub(crate) mod sessions;
 pub(crate) mod subscribing;
@@ -138,6 +141,8 @@ pub struct Gateway {
     pub(crate) started_at: u32,
     /// `[integrity]`: the pins and what is held now.
     pub(crate) integrity: integrity::Integrity,
+    /// The operator's console: logins, recent calls, the last reload.
+    pub(crate) console: console::ConsoleState,
 }
 
 /// Why a session ended.

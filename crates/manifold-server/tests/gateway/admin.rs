@@ -362,7 +362,8 @@ async fn without_admin_credentials_control_is_off_unless_the_listener_is_on_loop
 }
 
 #[tokio::test]
-async fn config_shows_references_never_secrets_in_args_or_query_strings() -> Result<()> {
+async fn config_shows_references_never_secrets_in_args_or_query_strings_nor_do_errors() -> Result<()>
+{
     bounded(async {
         let text = format!(
             "{}\n\
@@ -371,7 +372,8 @@ async fn config_shows_references_never_secrets_in_args_or_query_strings() -> Res
                      \"--header\", \"Authorization: Bearer bearer-literal-secret\", \
                      \"-e\", \"GITHUB_TOKEN=ghp_literal0123456789\", \
                      \"-e\", \"GITHUB_TOKEN=${{GITHUB_TOKEN}}\", \"${{GITHUB_TOKEN}}\"]\n\n\
-             [upstreams.q]\nurl = \"http://127.0.0.1:9/mcp?api_key=query-literal-secret&key2=${{API_KEY}}\"\n",
+             [upstreams.q]\nurl = \"http://127.0.0.1:9/mcp?api_key=query-literal-secret&key2=${{API_KEY}}\"\n\n\
+             [upstreams.u]\nurl = \"http://ghp_userinfo_secret@127.0.0.1:9/mcp\"\n",
             config("listen = \"127.0.0.1:0\"", false)
         );
         // `${VAR}`s expand from this environment: the effective view must
@@ -410,6 +412,39 @@ async fn config_shows_references_never_secrets_in_args_or_query_strings() -> Res
             "http://127.0.0.1:9/mcp?api_key=[REDACTED]&key2=${API_KEY}"
         );
         assert_eq!(v["upstreams"]["gh"]["command"], "/nonexistent/npx");
+        assert_eq!(v["upstreams"]["u"]["url"], "http://[REDACTED]@127.0.0.1:9/mcp");
+        // Nothing listens on port 9: the upstreams' errors (which name where
+        // the gateway went) reach the open /readyz and /upstreams without a
+        // byte of what the URLs carried.
+        let last = std::sync::Arc::new(parking_lot::Mutex::new(String::new()));
+        let readyz = manifold_testkit::wait::eventually(
+            "both remote upstreams to report an error",
+            Duration::from_secs(10),
+            || async {
+                let r = admin_call(admin, "GET", "/readyz", &[], "").await?;
+                *last.lock() = r.body.clone();
+                let v: serde_json::Value = serde_json::from_str(&r.body)?;
+                let failed = v["upstreams"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|u| (u["name"] == "q" || u["name"] == "u") && u["last_error"].is_string())
+                    .count();
+                Ok((failed == 2).then_some(r.body))
+            },
+        )
+        .await
+        .with_context(|| format!("/readyz: {}", last.lock()))?;
+        assert!(readyz.contains("127.0.0.1:9/mcp"), "{readyz}");
+        let upstreams = admin_call(admin, "GET", "/upstreams", &[], "").await?;
+        for secret in ["query-literal-secret", "expanded-api-key", "ghp_userinfo_secret"] {
+            assert!(!readyz.contains(secret), "`{secret}` in /readyz: {readyz}");
+            assert!(
+                !upstreams.body.contains(secret),
+                "`{secret}` in /upstreams: {}",
+                upstreams.body
+            );
+        }
         Ok(())
     })
     .await

@@ -121,12 +121,17 @@ impl Idp {
 
     /// A token issuer `name` signs for `sub`.
     pub(crate) fn token(&self, name: &str, sub: &str) -> Result<String> {
+        self.token_in(name, sub, &[])
+    }
+
+    /// A token issuer `name` signs for `sub`, carrying `groups`.
+    pub(crate) fn token_in(&self, name: &str, sub: &str, groups: &[&str]) -> Result<String> {
         let key = self.keys.get(name).context("no such issuer")?;
         let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
         let mut h = Header::new(Algorithm::ES256);
         h.kid = key.jwk.common.key_id.clone();
         let claims = json!({"iss": format!("https://{name}.test"), "aud": AUDIENCE,
-            "sub": sub, "exp": now + 600, "scope": "mcp:tools"});
+            "sub": sub, "exp": now + 600, "scope": "mcp:tools", "groups": groups});
         Ok(jsonwebtoken::encode(&h, &claims, &key.encoding)?)
     }
 }
@@ -235,6 +240,54 @@ async fn a_partner_idps_alice_is_not_corps_alice() -> Result<()> {
     .await
 }
 
+/// A group is its issuer's: with two issuers a rule names whose group it
+/// trusts, the partner's token carrying the same group name gets nothing from
+/// it, and a bare `group:` (which either issuer could mint) is refused.
+#[tokio::test]
+async fn a_partner_idp_cannot_mint_corps_group() -> Result<()> {
+    bounded(async {
+        let idp = Idp::start(&["corp", "partner"]).await?;
+        let sources = format!("{}{}", idp.jwt_section("corp"), idp.jwt_section("partner"));
+        let extra = |who: &str| {
+            format!(
+                "[auth]\nresource = \"{AUDIENCE}\"\n\n{sources}\
+                 [[policy]]\nwho = [\"{who}\"]\ntools = {{ allow = [\"local__*\"] }}\n\n\
+                 [[policy]]\nwho = [\"*\"]\ntools = {{ allow = [\"remote__add\"] }}\n"
+            )
+        };
+        let e = TestGateway::config(&format!(
+            "{}[upstreams.demo]\ncommand = {}\n",
+            extra("group:ops"),
+            toml_string(crate::bin())
+        ))
+        .err()
+        .context("a bare group with two issuers was accepted")?
+        .to_string();
+        for hint in ["policy[0].who", "`group:corp:ops`", "`group:partner:ops`"] {
+            assert!(e.contains(hint), "{hint}: {e}");
+        }
+        let f = Setup {
+            extra: extra("group:corp:ops"),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let names = |issuer: &'static str| {
+            let client = f.gw.client();
+            let token = idp.token_in(issuer, "mallory", &["ops"]);
+            async move {
+                client.set_bearer(Some(&token?));
+                client.initialize("2025-11-25", json!({})).await?;
+                anyhow::Ok(names_of(&client.list_all_tools().await?))
+            }
+        };
+        assert!(names("corp").await?.iter().any(|n| n == "local__echo"));
+        assert_eq!(names("partner").await?, ["remote__add"]);
+        Ok(())
+    })
+    .await
+}
+
 /// `subject:alice` with two identity sources could be either's `alice`: the
 /// configuration is refused, saying how to qualify it; with one source it
 /// keeps working, qualified by that source.
@@ -279,7 +332,7 @@ async fn an_unqualified_subject_with_two_sources_is_refused() -> Result<()> {
         let admin = |who: &str| {
             format!(
                 "{}[admin]\nlisten = \"127.0.0.1:0\"\nwho = [\"{who}\"]\n",
-                config(&both, "group:ops")
+                config(&both, "group:corp:ops")
             )
         };
         let e = TestGateway::config(&admin("subject:alice"))

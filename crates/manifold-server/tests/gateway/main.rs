@@ -15,6 +15,7 @@ mod cluster;
 mod cluster_bus;
 mod cluster_redis;
 mod confirm;
+mod console;
 mod disconnect;
 mod errors;
 mod exits;

@@ -34,9 +34,11 @@ async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Resu
     };
     let url = format!("{scheme}://{addr}{}", cfg.server.path);
     let control = match &cfg.admin {
-        Some(a) if a.has_credentials() => "/config, /upstreams, /catalog, /reload with credentials",
+        Some(a) if a.has_credentials() => {
+            "/config, /upstreams, /catalog, /reload and the console at /ui with credentials"
+        }
         Some(a) if a.listen.ip().is_loopback() => {
-            "/config, /upstreams, /catalog, /reload for local processes"
+            "/config, /upstreams, /catalog, /reload and the console at /ui for local processes"
         }
         _ => "control endpoints off: configure [[admin.tokens]] or [admin] who",
     };

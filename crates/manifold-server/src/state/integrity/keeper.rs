@@ -19,7 +19,8 @@
 use manifold_audit::AuditRecord;
 use manifold_config::integrity::IntegritySettings;
 use manifold_integrity::{
-    Approval, ApproveError, PinStore, Selection, StoreError, StoreFile, Update, Watch,
+    Approval, ApproveError, ItemRef, PinStore, Revocation, Selection, StoreError, StoreFile,
+    Update, Watch,
 };
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
@@ -228,6 +229,36 @@ impl Gateway {
         };
         self.picked_up(store).await;
         Ok(approved)
+    }
+}
+
+impl Gateway {
+    /// Revokes the pins of `items` as `by` (the console), as
+    /// [`Gateway::approve_pins`] approves.
+    pub(crate) async fn revoke_pins(
+        &self,
+        items: Vec<ItemRef>,
+        by: String,
+    ) -> Result<Vec<Revocation>, PinsError> {
+        let now = SystemTime::now();
+        let (store, revoked) = match self.integrity.file.get() {
+            Some(w) => {
+                let w = w.clone();
+                let (store, revoked) = tokio::task::spawn_blocking(move || {
+                    w.lock().modify(|s| s.revoke(&items, &by, now))
+                })
+                .await
+                .map_err(|e| PinsError::Task(e.to_string()))??;
+                (store, revoked?)
+            }
+            None => {
+                let mut store = self.integrity.store.lock().clone();
+                let revoked = store.revoke(&items, &by, now)?;
+                (store, revoked)
+            }
+        };
+        self.picked_up(store).await;
+        Ok(revoked)
     }
 }
 

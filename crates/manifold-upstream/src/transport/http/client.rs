@@ -16,6 +16,7 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request, StatusCode};
 use http_body_util::Full;
 use manifold_foundation::http::with_causes;
+use manifold_foundation::redact;
 use manifold_protocol::methods as m;
 use std::sync::Arc;
 
@@ -212,7 +213,11 @@ impl HttpLink {
         let resp = self.client.request(req).await.map_err(|e| {
             UpstreamError::unavailable(
                 name,
-                format!("HTTP request to {} failed: {}", self.url, with_causes(&e)),
+                format!(
+                    "HTTP request to {} failed: {}",
+                    redact::url(&self.url.to_string()),
+                    with_causes(&e)
+                ),
             )
         })?;
         // A stateless (2026-07-28) exchange has no session, whatever is sent.

@@ -32,6 +32,7 @@ mod session;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use manifold_config::{LimitsConfig, Transport as Configured, UpstreamConfig};
 use manifold_foundation::http as http_client;
+use manifold_foundation::redact;
 use parking_lot::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -65,9 +66,9 @@ pub(crate) fn connect(
             "not an HTTP upstream",
         ));
     };
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| UpstreamError::unavailable(&cfg.name, format!("bad url {url}: {e}")))?;
+    let uri: http::Uri = url.parse().map_err(|e| {
+        UpstreamError::unavailable(&cfg.name, format!("bad url {}: {e}", redact::url(url)))
+    })?;
     let mut map = HeaderMap::new();
     for (k, v) in headers {
         let (Ok(name), Ok(value)) = (

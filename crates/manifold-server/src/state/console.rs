@@ -1,0 +1,226 @@
+//! What the operator's console keeps in the gateway: its key (a random one
+//! per process, for session cookies and CSRF tokens), the operators logged in
+//! (a bounded table), the last reload's result, the audit chain's status per
+//! file, and recent calls per upstream (`recent`).
+//!
+//! Invariants: a login lives at most [`CONSOLE_SESSION_LIFETIME`], and ends
+//! after [`CONSOLE_SESSION_IDLE`] unused; at most [`MAX_CONSOLE_SESSIONS`] are
+//! kept (the least recently used goes first); without OS randomness there is
+//! no key, and nobody can log in (bearer tokens still work); no lock is held
+//! across `.await`.
+//!
+//! Not here: cookies, CSRF and the pages (`front::console`).
+
+use hmac::digest::KeyInit;
+use hmac::{Hmac, Mac};
+use parking_lot::Mutex;
+use sha2::Sha256;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::recent::RecentCalls;
+
+/// The longest a console login lasts, however busy.
+pub const CONSOLE_SESSION_LIFETIME: Duration = Duration::from_secs(8 * 3600);
+/// A console login unused this long ends.
+pub const CONSOLE_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// Console logins kept at once; a new one past it ends the least recently
+/// used.
+pub const MAX_CONSOLE_SESSIONS: usize = 64;
+
+/// A login's id, as its cookie carries it (with a MAC).
+pub(crate) type LoginId = [u8; 16];
+
+/// What a console login was made with, checked again on every request: a
+/// token removed from `[[admin.tokens]]`, or a caller `[admin] who` no longer
+/// names, ends it.
+#[derive(Debug, Clone)]
+pub(crate) enum Credential {
+    /// One of `[[admin.tokens]]`: its name and digest.
+    Token { name: String, digest: [u8; 32] },
+    /// A caller `[auth]` authenticated and `[admin] who` named.
+    Caller(Arc<manifold_policy::Identity>),
+}
+
+struct Login {
+    credential: Credential,
+    created: Instant,
+    used: Instant,
+}
+
+/// The last reload, whatever triggered it.
+#[derive(Debug, Clone)]
+pub(crate) struct LastReload {
+    pub at: SystemTime,
+    /// What changed (the `POST /reload` answer), or why nothing did.
+    pub result: Result<serde_json::Value, String>,
+}
+
+/// The audit chain as last checked, by file (keyed by inode: a rotation
+/// renames a file, and its status goes with it).
+#[derive(Debug, Default)]
+pub(crate) struct ChainCache {
+    pub files: HashMap<u64, manifold_audit::chain_status::FileStatus>,
+    /// A check is running (at most one at a time).
+    pub running: bool,
+    pub checked_at: Option<SystemTime>,
+    /// The last check could not read the log.
+    pub error: Option<String>,
+}
+
+/// The console's share of the gateway.
+pub(crate) struct ConsoleState {
+    pub recent: RecentCalls,
+    /// When the gateway started.
+    pub started: SystemTime,
+    pub started_instant: Instant,
+    key: Option<[u8; 32]>,
+    logins: Mutex<HashMap<LoginId, Login>>,
+    last_reload: Mutex<Option<LastReload>>,
+    pub chain: Mutex<ChainCache>,
+}
+
+impl Default for ConsoleState {
+    fn default() -> Self {
+        ConsoleState::new()
+    }
+}
+
+impl ConsoleState {
+    pub(crate) fn new() -> ConsoleState {
+        let mut key = [0u8; 32];
+        let key = match getrandom::fill(&mut key) {
+            Ok(()) => Some(key),
+            Err(e) => {
+                tracing::error!(error = %e, "no OS randomness: console logins are off (bearer tokens still work)");
+                None
+            }
+        };
+        let now = Instant::now();
+        ConsoleState {
+            recent: RecentCalls::new(now),
+            started: SystemTime::now(),
+            started_instant: now,
+            key,
+            logins: Mutex::new(HashMap::new()),
+            last_reload: Mutex::new(None),
+            chain: Mutex::new(ChainCache::default()),
+        }
+    }
+
+    /// HMAC-SHA256 of `parts` (each length-prefixed) under the console's key;
+    /// `None` without a key.
+    pub(crate) fn mac(&self, parts: &[&[u8]]) -> Option<[u8; 32]> {
+        let key = self.key.as_ref()?;
+        let mut m = <Hmac<Sha256> as KeyInit>::new_from_slice(key).ok()?;
+        for p in parts {
+            m.update(&(p.len() as u64).to_be_bytes());
+            m.update(p);
+        }
+        Some(m.finalize().into_bytes().into())
+    }
+
+    /// Starts a login; `None` without a key (or OS randomness).
+    pub(crate) fn log_in(&self, credential: Credential) -> Option<LoginId> {
+        self.key.as_ref()?;
+        let mut id = [0u8; 16];
+        getrandom::fill(&mut id).ok()?;
+        let now = Instant::now();
+        let mut logins = self.logins.lock();
+        logins.retain(|_, l| live(l, now));
+        if logins.len() >= MAX_CONSOLE_SESSIONS {
+            if let Some(oldest) = logins.iter().min_by_key(|(_, l)| l.used).map(|(k, _)| *k) {
+                logins.remove(&oldest);
+            }
+        }
+        logins.insert(
+            id,
+            Login {
+                credential,
+                created: now,
+                used: now,
+            },
+        );
+        Some(id)
+    }
+
+    /// The credential of a live login, which counts as used now.
+    pub(crate) fn login(&self, id: &LoginId) -> Option<Credential> {
+        let now = Instant::now();
+        let mut logins = self.logins.lock();
+        let l = logins.get_mut(id)?;
+        if !live(l, now) {
+            logins.remove(id);
+            return None;
+        }
+        l.used = now;
+        Some(l.credential.clone())
+    }
+
+    /// Ends a login (logout, or a credential no longer accepted).
+    pub(crate) fn log_out(&self, id: &LoginId) {
+        self.logins.lock().remove(id);
+    }
+
+    /// Logins held now (expired ones included until the next login sweeps).
+    pub(crate) fn logins(&self) -> usize {
+        self.logins.lock().len()
+    }
+
+    pub(crate) fn reloaded(&self, result: Result<serde_json::Value, String>) {
+        *self.last_reload.lock() = Some(LastReload {
+            at: SystemTime::now(),
+            result,
+        });
+    }
+
+    pub(crate) fn last_reload(&self) -> Option<LastReload> {
+        self.last_reload.lock().clone()
+    }
+}
+
+fn live(l: &Login, now: Instant) -> bool {
+    now.saturating_duration_since(l.created) < CONSOLE_SESSION_LIFETIME
+        && now.saturating_duration_since(l.used) < CONSOLE_SESSION_IDLE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(name: &str) -> Credential {
+        Credential::Token {
+            name: name.into(),
+            digest: [1; 32],
+        }
+    }
+
+    #[test]
+    fn logins_are_bounded_and_end_on_logout() {
+        let c = ConsoleState::new();
+        let first = c.log_in(token("a")).expect("a key");
+        assert!(matches!(c.login(&first), Some(Credential::Token { name, .. }) if name == "a"));
+        let mut ids = vec![first];
+        for i in 0..MAX_CONSOLE_SESSIONS {
+            ids.push(c.log_in(token(&format!("t{i}"))).expect("a key"));
+        }
+        assert_eq!(c.logins(), MAX_CONSOLE_SESSIONS);
+        // One went (the least recently used); the newest stays.
+        assert_eq!(ids.iter().filter(|id| c.login(id).is_none()).count(), 1);
+        let last = *ids.last().expect("ids");
+        assert!(c.login(&last).is_some());
+        c.log_out(&last);
+        assert!(c.login(&last).is_none());
+        assert!(c.login(&[0; 16]).is_none());
+    }
+
+    #[test]
+    fn macs_depend_on_every_part_and_its_boundaries() {
+        let c = ConsoleState::new();
+        let a = c.mac(&[b"ab", b"c"]).expect("key");
+        assert_eq!(a, c.mac(&[b"ab", b"c"]).expect("key"));
+        assert_ne!(a, c.mac(&[b"a", b"bc"]).expect("key"));
+        assert_ne!(a, ConsoleState::new().mac(&[b"ab", b"c"]).expect("key"));
+    }
+}
