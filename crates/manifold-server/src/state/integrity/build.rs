@@ -9,7 +9,7 @@ use manifold_config::integrity::IntegritySettings;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::only;
+use super::{only, Quarantined};
 use crate::refusal::Refusal;
 use crate::state::Gateway;
 
@@ -63,26 +63,6 @@ impl Gateway {
             refusal
         }
     }
-}
-
-/// One item `[integrity]` holds now (`manifold check`).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Quarantined {
-    pub upstream: String,
-    /// `tool`, `prompt` or `resource_template`.
-    pub kind: &'static str,
-    /// The upstream's own name (`uriTemplate` for a template).
-    pub name: String,
-    /// `changed` (differs from its pin) or `new` (never approved).
-    pub reason: &'static str,
-    /// Withheld from lists and calls (`mode = "quarantine"`), or only
-    /// reported (`"warn"`).
-    pub withheld: bool,
-    /// What changed against the approved definition (a changed item): the
-    /// fields, and the old and new description text.
-    pub diff: Option<manifold_integrity::DefinitionDiff>,
-    /// The description the upstream publishes now (a new item).
-    pub description: Option<String>,
 }
 
 impl Gateway {

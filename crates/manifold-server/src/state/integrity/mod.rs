@@ -25,7 +25,6 @@
 //! (`keeper`), `POST /pins/approve` (`front/admin.rs`).
 
 mod build;
-pub use build::Quarantined;
 pub(crate) mod keeper;
 pub(crate) mod metrics;
 mod shared;
@@ -58,6 +57,26 @@ pub(crate) struct HeldItem {
     pub diff: Option<DefinitionDiff>,
     /// What the upstream publishes now.
     pub definition: Map<String, Value>,
+}
+
+/// One item `[integrity]` holds now (`manifold check`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Quarantined {
+    pub upstream: String,
+    /// `tool`, `prompt` or `resource_template`.
+    pub kind: &'static str,
+    /// The upstream's own name (`uriTemplate` for a template).
+    pub name: String,
+    /// `changed` (differs from its pin) or `new` (never approved).
+    pub reason: &'static str,
+    /// Withheld from lists and calls (`mode = "quarantine"`), or only
+    /// reported (`"warn"`).
+    pub withheld: bool,
+    /// What changed against the approved definition (a changed item): the
+    /// fields, and the old and new description text.
+    pub diff: Option<manifold_integrity::DefinitionDiff>,
+    /// The description the upstream publishes now (a new item).
+    pub description: Option<String>,
 }
 
 /// What is held of one upstream, as last judged.
