@@ -50,7 +50,10 @@ pub use manifold_config::audit::{
     DEFAULT_INCLUDE_ARGUMENTS, DEFAULT_KEEP, DEFAULT_MAX_BYTES, DEFAULT_MAX_VALUE_BYTES,
     DEFAULT_ON_FAILURE, DEFAULT_QUEUE, DEFAULT_REDACT, FSYNC_INTERVAL, RETRY_INTERVAL,
 };
-pub use record::{AuditRecord, ClientInfo, Confirmation, Outcome, SizeCap, ANONYMOUS, TRUNCATED};
+pub use record::{
+    AuditRecord, ClientInfo, Confirmation, Outcome, SizeCap, TaskEvent, TaskStage, ANONYMOUS,
+    TRUNCATED,
+};
 pub use redact::{Redactor, REDACTED};
 pub use sink::rotated_path;
 pub use verify::{log_files, verify, EventNote, Location, Problem, ProblemKind, VerifyReport};

@@ -115,6 +115,54 @@ impl Confirmation {
     }
 }
 
+/// The `task` member: which task (never its id, a bearer handle: the first
+/// 16 hex digits of the SHA-256 of the id the client holds) and what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskEvent {
+    pub id: String,
+    pub stage: TaskStage,
+    /// For `ended`: from the creating call to the end Manifold saw.
+    pub duration_us: Option<u64>,
+    /// For a completed task: its tool result had `isError: true`.
+    pub is_error: bool,
+}
+
+/// Where in a task's life a record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStage {
+    /// The `tools/call` the upstream answered with the task.
+    Created,
+    /// A `tasks/update` or `tasks/cancel` relayed to the task's upstream.
+    Relayed,
+    /// The task's end, as Manifold first saw it.
+    Ended,
+}
+
+impl TaskStage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStage::Created => "created",
+            TaskStage::Relayed => "relayed",
+            TaskStage::Ended => "ended",
+        }
+    }
+}
+
+impl TaskEvent {
+    fn to_value(&self) -> Value {
+        let mut o = Map::new();
+        o.insert("id".into(), Value::String(self.id.clone()));
+        o.insert("event".into(), Value::String(self.stage.as_str().into()));
+        if let Some(d) = self.duration_us {
+            o.insert("duration_us".into(), Value::from(d));
+        }
+        if self.is_error {
+            o.insert("is_error".into(), Value::Bool(true));
+        }
+        Value::Object(o)
+    }
+}
+
 /// How an audited request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -137,6 +185,18 @@ pub enum Outcome {
     /// unapproved tool, prompt or resource template): answered exactly as an
     /// unknown item, whose code is recorded.
     Quarantined { code: i64 },
+    /// The upstream answered a `tools/call` with a task (the Tasks extension):
+    /// the call's work goes on upstream, and its end is a record of its own.
+    Task,
+    /// A task's end: it completed (its tool result may be an error: see the
+    /// record's `task.is_error`).
+    Completed,
+    /// A task's end: it failed with a JSON-RPC error; the code is recorded.
+    Failed { code: i64 },
+    /// A task's end: Manifold saw no end before the task's id expired, or the
+    /// upstream no longer knew the task (its TTL passed, or it restarted).
+    /// Not necessarily a failure of the work.
+    Expired,
 }
 
 impl Outcome {
@@ -151,6 +211,10 @@ impl Outcome {
             Outcome::Cancelled => "cancelled",
             Outcome::Refused { .. } => "refused",
             Outcome::Quarantined { .. } => "quarantined",
+            Outcome::Task => "task",
+            Outcome::Completed => "completed",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Expired => "expired",
         }
     }
 
@@ -159,7 +223,8 @@ impl Outcome {
         match self {
             Outcome::ProtocolError { code }
             | Outcome::Refused { code }
-            | Outcome::Quarantined { code } => Some(code),
+            | Outcome::Quarantined { code }
+            | Outcome::Failed { code } => Some(code),
             _ => None,
         }
     }
@@ -200,7 +265,19 @@ pub struct AuditRecord {
     pub injected: Option<Value>,
     /// The human's answer, for a call under `[confirm]`.
     pub confirmation: Option<Confirmation>,
+    /// The `[[endpoint]]` path the request came through (`None`: the default
+    /// endpoint).
+    pub endpoint: Option<String>,
+    /// How the tool was called when not directly: `call_tool` (the search
+    /// endpoints' meta-tool).
+    pub via: Option<String>,
+    /// A task's creation or end (the Tasks extension).
+    pub task: Option<TaskEvent>,
     pub outcome: Outcome,
+    /// Times the request was sent upstream, recorded for an upstream with
+    /// retries or a circuit breaker (`0`: its open breaker refused it; more
+    /// than `1`: it was retried).
+    pub attempts: Option<u32>,
     pub latency_us: u64,
     pub request_bytes: u64,
     pub response_bytes: u64,
@@ -224,7 +301,11 @@ impl AuditRecord {
             arguments: None,
             injected: None,
             confirmation: None,
+            endpoint: None,
+            via: None,
+            task: None,
             outcome: Outcome::Ok,
+            attempts: None,
             latency_us: 0,
             request_bytes: 0,
             response_bytes: 0,
@@ -279,12 +360,24 @@ impl AuditRecord {
         if let Some(c) = self.confirmation {
             m.insert("confirmation".into(), Value::String(c.as_str().into()));
         }
+        if let Some(e) = self.endpoint {
+            m.insert("endpoint".into(), Value::String(cap.cap_text(e)));
+        }
+        if let Some(v) = self.via {
+            m.insert("via".into(), Value::String(v));
+        }
+        if let Some(t) = self.task {
+            m.insert("task".into(), t.to_value());
+        }
         m.insert(
             "outcome".into(),
             Value::String(self.outcome.as_str().into()),
         );
         if let Some(code) = self.outcome.error_code() {
             m.insert("error_code".into(), Value::from(code));
+        }
+        if let Some(n) = self.attempts {
+            m.insert("attempts".into(), Value::from(n));
         }
         m.insert("latency_us".into(), Value::from(self.latency_us));
         m.insert("request_bytes".into(), Value::from(self.request_bytes));
@@ -372,7 +465,11 @@ mod tests {
             arguments: Some(json!({"title": "t", "Token": "secret"})),
             injected: None,
             confirmation: None,
+            endpoint: None,
+            via: None,
+            task: None,
             outcome: Outcome::ProtocolError { code: -32602 },
+            attempts: None,
             latency_us: 1500,
             request_bytes: 200,
             response_bytes: 90,
@@ -435,6 +532,60 @@ mod tests {
             json!({"owner": "acme", "token": "[REDACTED]"})
         );
         assert_eq!(m["confirmation"], "declined");
+    }
+
+    #[test]
+    fn a_task_member_comes_after_the_confirmation_and_ends_carry_their_code() {
+        let mut rec = full_record();
+        rec.confirmation = Some(Confirmation::Accepted);
+        rec.task = Some(TaskEvent {
+            id: "0123456789abcdef".into(),
+            stage: TaskStage::Ended,
+            duration_us: Some(42),
+            is_error: true,
+        });
+        rec.outcome = Outcome::Completed;
+        let m = rec.to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        let at = keys.iter().position(|k| *k == "confirmation").unwrap();
+        assert_eq!(keys[at + 1..at + 4], ["task", "outcome", "latency_us"]);
+        assert_eq!(
+            m["task"],
+            json!({"id": "0123456789abcdef", "event": "ended", "duration_us": 42, "is_error": true})
+        );
+        assert_eq!(m["outcome"], "completed");
+        let mut created = full_record();
+        created.task = Some(TaskEvent {
+            id: "a".into(),
+            stage: TaskStage::Created,
+            duration_us: None,
+            is_error: false,
+        });
+        created.outcome = Outcome::Task;
+        let m = created.to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        assert_eq!(m["task"], json!({"id": "a", "event": "created"}));
+        assert_eq!(m["outcome"], "task");
+        assert!(!m.contains_key("error_code"));
+        for (o, s, code) in [
+            (Outcome::Failed { code: -32603 }, "failed", Some(-32603)),
+            (Outcome::Expired, "expired", None),
+            (Outcome::Completed, "completed", None),
+        ] {
+            assert_eq!((o.as_str(), o.error_code()), (s, code));
+        }
+    }
+
+    #[test]
+    fn attempts_follow_the_outcome_only_when_counted() {
+        let m = full_record().to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        assert!(!m.contains_key("attempts"));
+        let mut rec = full_record();
+        rec.attempts = Some(3);
+        let m = rec.to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        let at = keys.iter().position(|k| *k == "error_code").unwrap();
+        assert_eq!(keys[at + 1..at + 3], ["attempts", "latency_us"]);
+        assert_eq!(m["attempts"], 3);
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //! the same upstream called directly, and prints a Markdown table for
 //! docs/benchmarks.md; with `--soak MINUTES`, a long mixed run reporting RSS and
 //! file-descriptor slopes instead (see `soak`); with `--search-index TOOLS`, the
-//! tool search index alone, in-process (see `search_index`).
+//! tool search index alone, in-process (see `search_index`); the `search`
+//! scenario measures a search endpoint through the gateway (`search_endpoint`);
+//! with `--peers`, direct / Manifold / mcp-proxy side by side (see `peers`);
+//! with `--callgrind`, the gateway's instructions per call (see `callgrind`).
 //!
 //! The upstream is the demo upstream over Streamable HTTP (`manifold demo-upstream
 //! --http`), started once; the gateway fronts it, so the only difference between the
@@ -21,8 +24,12 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod callgrind;
+mod peers;
+mod search_endpoint;
 mod search_index;
 mod soak;
+mod targets;
 
 #[derive(Parser)]
 #[command(about = "Load generator: Manifold vs a direct connection to the same upstream")]
@@ -40,7 +47,9 @@ struct Args {
     /// 1,000 tools), `auth` (tools/call through Manifold without `[auth]` vs with a
     /// bearer API key), `policy` (tools/list and tools/call through a bare Manifold vs
     /// one with `[auth]`, 100 `[[policy]]` views and validation). Running one alone is
-    /// handy under a profiler.
+    /// handy under a profiler. `search`: a `discovery = "search"` endpoint
+    /// (`search_endpoint`): tools/list bytes, call_tool vs a direct call,
+    /// search_tools over 10,000 tools.
     #[arg(long, value_delimiter = ',', default_value = "call,list")]
     scenarios: Vec<String>,
     /// Give the gateway a CPU of its own, as a sidecar with its own CPU budget has:
@@ -66,6 +75,8 @@ struct Args {
     /// The real tool catalogue `--search-index` copies (catalog.json shape).
     #[arg(long, default_value = "../shared/data/tool-catalog/catalog.json")]
     catalog: PathBuf,
+    #[command(flatten)]
+    peers: peers::PeersArgs,
 }
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
@@ -313,6 +324,16 @@ async fn main() -> Result<()> {
             bail!("taskset could not pin the load generator to CPU 0");
         }
     }
+    if args.peers.peers || args.peers.callgrind {
+        let result = if args.peers.callgrind {
+            callgrind::run(&exe, &dir, &args.peers, &args.concurrency).await
+        } else {
+            let shared = (&args.concurrency[..], args.seconds, args.rounds, args.pin);
+            peers::run(&exe, &dir, &args.peers, shared).await
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        return result;
+    }
     if let Some(minutes) = args.soak {
         let result = soak::run(&exe, &dir, minutes, args.pin).await;
         let _ = std::fs::remove_dir_all(&dir);
@@ -370,8 +391,8 @@ async fn main() -> Result<()> {
     println!("| measurement | concurrency | direct calls/s | via Manifold calls/s | ratio | direct p50 / p99 (µs) | via Manifold p50 / p99 (µs) | added p50 (µs) |");
     println!("|---|---|---|---|---|---|---|---|");
     for scenario in &args.scenarios {
-        if !["call", "list", "auth", "policy"].contains(&scenario.as_str()) {
-            bail!("unknown scenario {scenario:?}: expected call, list, auth or policy");
+        if !["call", "list", "auth", "policy", "search"].contains(&scenario.as_str()) {
+            bail!("unknown scenario {scenario:?}: expected call, list, auth, policy or search");
         }
     }
     let run = |s: &str| args.scenarios.iter().any(|x| x == s);
@@ -462,6 +483,9 @@ async fn main() -> Result<()> {
                 );
             }
         }
+    }
+    if run("search") {
+        search_endpoint::run(&client, &exe, &dir, &upstreams, &args).await?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -2,7 +2,7 @@
 //! Each section's keys, defaults, validation and what a reload cannot change
 //! are in its own file (`server`, `naming`, `limits`, `upstreams`, `audit`,
 //! `auth`, `admin`, `metrics`, `validation`, `rate_limit`, `policy`, `stdio`,
-//! `telemetry`, `cluster`, `credentials`).
+//! `telemetry`, `cluster`, `credentials`, `endpoint`).
 //!
 //! Invariants: every section denies unknown keys; a missing section is its
 //! default (or off, for an `Option`).
@@ -72,4 +72,8 @@ pub struct FileConfig {
     /// defaults apply without the section: `mode = "warn"`).
     #[serde(default)]
     pub integrity: crate::integrity::IntegritySection,
+    /// Virtual endpoints: more MCP endpoints on the listener, each a part of
+    /// the catalogue (the `[server] path` endpoint holds everything).
+    #[serde(default)]
+    pub endpoint: Vec<crate::endpoint::EndpointSection>,
 }

@@ -18,6 +18,7 @@ pub mod auth;
 pub mod cluster;
 pub mod credentials;
 pub mod effective;
+pub mod endpoint;
 mod expand;
 mod file;
 pub mod integrity;
@@ -28,6 +29,7 @@ pub mod overrides;
 pub mod policy;
 pub mod principals;
 pub mod rate_limit;
+pub mod resilience;
 pub mod server;
 mod snapshot;
 pub mod stdio;
@@ -40,6 +42,7 @@ pub use admin::{AdminSection, AdminSettings, AdminTokenSection};
 pub use audit::AuditSection;
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
+pub use endpoint::{DiscoveryMode, DiscoverySettings, EndpointConfig};
 pub use expand::expand;
 pub use file::FileConfig;
 pub use integrity::{IntegrityMode, IntegritySettings, NewTools};
@@ -50,6 +53,7 @@ pub use overrides::ToolOverride;
 pub use policy::{AllowDeny, ConfirmSection, PolicyRule, WithoutElicitation};
 pub use principals::IdentitySources;
 pub use rate_limit::{BucketKey, RateLimitRule};
+pub use resilience::{BreakerPolicy, RetryPolicy};
 pub use server::*;
 pub use snapshot::GatewayConfig;
 pub use stdio::StdioSection;
@@ -85,6 +89,7 @@ pub const ENV_SECTIONS: &[&str] = &[
     "cluster",
     "credentials",
     "integrity",
+    "endpoint",
 ];
 
 /// A configuration problem, reported before anything starts (exit code 2).

@@ -2,7 +2,8 @@
 //! upstream publishes for one tool — its exposed name, its description,
 //! arguments pinned to a value (removed from the exposed `inputSchema` and
 //! injected on every call) and optional arguments hidden (removed from the
-//! exposed `inputSchema` and from calls).
+//! exposed `inputSchema` and from calls), and whether its calls may be
+//! retried (`retry`).
 //!
 //! Invariants: a validated override changes something; its `name` fits the
 //! exposed-name alphabet; an argument is not both pinned and hidden.
@@ -33,6 +34,12 @@ pub struct ToolOverride {
     /// calls that send them anyway.
     #[serde(default)]
     pub hide: Vec<String>,
+    /// Whether calls of this tool may be retried (`[upstreams.<name>]
+    /// retries`): `true` for a tool that is safe to repeat whatever its
+    /// annotations say, `false` for one whose `readOnlyHint` or
+    /// `idempotentHint` cannot be trusted. Unset: its annotations decide.
+    #[serde(default)]
+    pub retry: Option<bool>,
 }
 
 pub(crate) fn validate(
@@ -41,9 +48,14 @@ pub(crate) fn validate(
 ) -> Result<BTreeMap<String, ToolOverride>, String> {
     for (tool, o) in overrides {
         let at = format!("{key}.overrides.{tool}");
-        if o.name.is_none() && o.description.is_none() && o.pin.is_empty() && o.hide.is_empty() {
+        if o.name.is_none()
+            && o.description.is_none()
+            && o.pin.is_empty()
+            && o.hide.is_empty()
+            && o.retry.is_none()
+        {
             return Err(format!(
-                "key `{at}`: set at least one of `name`, `description`, `pin` or `hide`"
+                "key `{at}`: set at least one of `name`, `description`, `pin`, `hide` or `retry`"
             ));
         }
         if let Some(n) = &o.name {
@@ -108,5 +120,10 @@ mod tests {
             ..Default::default()
         };
         assert!(validate("upstreams.gh", &one(fine)).is_ok());
+        let only_retry = ToolOverride {
+            retry: Some(false),
+            ..Default::default()
+        };
+        assert!(validate("upstreams.gh", &one(only_retry)).is_ok());
     }
 }

@@ -76,6 +76,18 @@ pub struct ServerSection {
     /// `[server.tls]`: serve HTTPS (and verify client certificates).
     #[serde(default)]
     pub tls: Option<TlsSection>,
+    /// The default endpoint's discovery: `"list"` (default) or `"search"`
+    /// (see `[[endpoint]] discovery`).
+    #[serde(default)]
+    pub discovery: crate::endpoint::DiscoveryMode,
+    /// With `discovery = "search"`: tool-name globs listed besides the
+    /// meta-tools.
+    #[serde(default)]
+    pub always_visible: Vec<String>,
+    /// With `discovery = "search"`: a session's found tools join its
+    /// `tools/list` (default false).
+    #[serde(default)]
+    pub discovery_expand: bool,
 }
 
 impl Default for ServerSection {
@@ -91,6 +103,9 @@ impl Default for ServerSection {
             request_state_key: None,
             shutdown_grace: default_shutdown_grace(),
             tls: None,
+            discovery: Default::default(),
+            always_visible: Vec::new(),
+            discovery_expand: false,
         }
     }
 }
@@ -153,6 +168,8 @@ pub struct ServerConfig {
     pub request_state_key: Option<String>,
     /// `[server.tls]`: HTTPS on the listener.
     pub tls: Option<TlsConfig>,
+    /// The default endpoint's `discovery`, `always_visible`, `discovery_expand`.
+    pub discovery: crate::endpoint::DiscoverySettings,
 }
 
 /// `[server.tls]`, validated: the files exist when the configuration is loaded
@@ -237,6 +254,12 @@ pub(crate) fn validate(
             Some(t) => Some(tls(t, lookup)?),
             None => None,
         },
+        discovery: crate::endpoint::discovery(
+            "server",
+            s.discovery,
+            &s.always_visible,
+            s.discovery_expand,
+        )?,
     })
 }
 

@@ -60,6 +60,8 @@ pub struct GatewayConfig {
     pub max_principal_series: usize,
     /// Sorted by name: the order in which collisions are resolved.
     pub upstreams: Vec<crate::upstreams::UpstreamConfig>,
+    /// `[[endpoint]]`, in file order (the default endpoint is `[server]`'s).
+    pub endpoints: Vec<crate::endpoint::EndpointConfig>,
 }
 
 /// A setting a running gateway keeps from its start: a reload that changes it

@@ -1,6 +1,7 @@
 use super::*;
 use figment::providers::Env;
 use std::path::Path;
+use std::time::Duration;
 
 fn load_with(text: &str, vars: &[(&str, &str)]) -> Result<GatewayConfig, ConfigError> {
     let owned: Vec<(String, String)> = vars
@@ -361,6 +362,54 @@ without_elicitation = "allow"
     assert_eq!(cfg.confirm.without_elicitation, WithoutElicitation::Allow);
     let err = load_with("[confirm]\nwithout_elicitation = \"maybe\"\n", &[]).unwrap_err();
     assert!(err.message.contains("without_elicitation"), "{err}");
+}
+
+#[test]
+fn retries_and_breakers_load_with_the_keys_the_issue_names() {
+    let text = r#"
+[upstreams.a]
+url = "https://example.com/mcp"
+retries = {max = 3, budget = 0.2}
+
+[upstreams.a.breaker]
+failures = 4
+window = "20s"
+error_ratio = 0.25
+open_for = "5s"
+
+[upstreams.b]
+command = "b"
+
+[upstreams.b.overrides.lookup]
+retry = true
+
+[upstreams.c]
+command = "c"
+"#;
+    let cfg = load_with(text, &[]).unwrap();
+    let (a, b, c) = (&cfg.upstreams[0], &cfg.upstreams[1], &cfg.upstreams[2]);
+    assert_eq!(
+        a.retries,
+        Some(RetryPolicy {
+            max: 3,
+            budget: 0.2
+        })
+    );
+    let br = a.breaker.unwrap();
+    assert_eq!(
+        (br.failures, br.window, br.error_ratio, br.open_for),
+        (4, Duration::from_secs(20), 0.25, Duration::from_secs(5))
+    );
+    // An override asking for retries turns them on with the defaults.
+    assert_eq!(b.retries, Some(RetryPolicy::default()));
+    assert_eq!(b.overrides["lookup"].retry, Some(true));
+    assert_eq!((c.retries, c.breaker), (None, None));
+    let err = load_with(
+        "[upstreams.a]\ncommand = \"a\"\nretries = {max = 2, tries = 3}\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(err.message.contains("tries"), "{err}");
 }
 
 #[test]

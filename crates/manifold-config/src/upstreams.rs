@@ -84,9 +84,14 @@ pub struct UpstreamSection {
     /// 2025-11-25 and older) or `2026-07-28` (stateless only; no fallback).
     pub protocol: Option<String>,
     /// Per-tool fixes by the upstream's own tool name: exposed name,
-    /// description, pinned and hidden arguments.
+    /// description, pinned and hidden arguments, whether calls may be retried.
     #[serde(default)]
     pub overrides: BTreeMap<String, crate::overrides::ToolOverride>,
+    /// Retries of calls that may be repeated (`{max = 2, budget = 0.1}`);
+    /// none unless written (or an override says `retry = true`).
+    pub retries: Option<crate::resilience::RetriesSection>,
+    /// The circuit breaker; none unless written.
+    pub breaker: Option<crate::resilience::BreakerSection>,
 }
 
 /// `allow` / `deny` glob lists (`*` any run, `?` one character). An item is exposed
@@ -121,6 +126,11 @@ pub struct UpstreamConfig {
     pub protocol: UpstreamProtocol,
     /// `overrides.<tool>`, by the upstream's own tool name.
     pub overrides: std::collections::BTreeMap<String, crate::overrides::ToolOverride>,
+    /// `retries`: `Some` when written, or when an override says `retry =
+    /// true` (then the defaults).
+    pub retries: Option<crate::resilience::RetryPolicy>,
+    /// `breaker`, when written.
+    pub breaker: Option<crate::resilience::BreakerPolicy>,
 }
 
 /// `upstreams.<name>.protocol`: which era Manifold speaks to an upstream.
@@ -381,7 +391,16 @@ pub(crate) fn validate(
                 ))
             }
         };
+        let overrides = crate::overrides::validate(&key, &u.overrides)?;
+        let retries = crate::resilience::retries(&key, u.retries.as_ref())?.or_else(|| {
+            overrides
+                .values()
+                .any(|o| o.retry == Some(true))
+                .then(crate::resilience::RetryPolicy::default)
+        });
         upstreams.push(UpstreamConfig {
+            retries,
+            breaker: crate::resilience::breaker(&key, u.breaker.as_ref())?,
             protocol,
             tools: filter("tools", &u.tools)?,
             prompts: filter("prompts", &u.prompts)?,
@@ -391,7 +410,7 @@ pub(crate) fn validate(
             ping_interval,
             required: u.required,
             prefix,
-            overrides: crate::overrides::validate(&key, &u.overrides)?,
+            overrides,
         });
     }
     // BTreeMap iteration already sorted them; make the invariant explicit.

@@ -52,12 +52,18 @@ pub(crate) fn validate(
         None => None,
     };
     crate::credentials::resolve_exchange(&mut upstreams, auth.as_ref())?;
+    let endpoints = crate::endpoint::validate(
+        &file.endpoint,
+        &server.path,
+        &upstreams.iter().map(|u| u.name.as_str()).collect(),
+    )?;
 
     let mut cfg = GatewayConfig {
         server,
         naming,
         limits,
         upstreams,
+        endpoints,
         audit: match &file_audit {
             Some(a) => Some(crate::audit::validate_section(
                 a,

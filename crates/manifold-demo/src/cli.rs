@@ -56,6 +56,12 @@ pub struct Args {
     #[arg(long)]
     pub modern: bool,
 
+    /// In --modern mode, offer the Tasks extension (`io.modelcontextprotocol/tasks`):
+    /// advertise it, list the task tools (`task_slow`, `task_required`,
+    /// `task_ask`, `task_fail`, `task_stats`) and serve `tasks/*`.
+    #[arg(long)]
+    pub tasks: bool,
+
     /// In --modern mode, declare `tools.listChanged: false` and honour no
     /// `toolsListChanged` on a listen (clients must rely on `ttlMs`).
     #[arg(long)]
@@ -111,6 +117,25 @@ pub struct Args {
     #[arg(long)]
     pub notify_caller_only: bool,
 
+    /// Fault mode, for tests (HTTP): reset the connection of this share (0..1)
+    /// of `tools/call` requests before answering. See the `flaky` module.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
+    pub flaky_reset: f64,
+
+    /// Fault mode, for tests (HTTP): answer this share (0..1) of `tools/call`
+    /// requests with 503.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
+    pub flaky_unavailable: f64,
+
+    /// Fault mode, for tests (HTTP): answer the first N `tools/call` requests
+    /// with 503 (an outage it recovers from).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub flaky_outage: u64,
+
+    /// Seeds which requests the `--flaky-*` modes fail.
+    #[arg(long, value_name = "SEED", default_value_t = 1)]
+    pub flaky_seed: u64,
+
     /// Fault mode, for tests: break the protocol in this way (repeatable). See
     /// the `rogue` module for what each mode does.
     #[arg(long, value_enum, value_name = "MODE")]
@@ -144,6 +169,7 @@ impl Args {
             instructions: Some(self.instructions.clone()).filter(|text| !text.is_empty()),
             fail_initialize: self.fail_initialize,
             modern: self.modern,
+            tasks: self.tasks,
             list_ttl_ms: self.list_ttl_ms,
             no_list_changed: self.no_list_changed,
             bad_request_over: self.bad_request_over,
@@ -155,6 +181,12 @@ impl Args {
             docs: self.docs,
             notify_caller_only: self.notify_caller_only,
             misbehave: super::rogue::Rogue(self.misbehave.clone()),
+            flaky: super::flaky::Flaky {
+                reset: self.flaky_reset,
+                unavailable: self.flaky_unavailable,
+                outage: self.flaky_outage,
+                seed: self.flaky_seed,
+            },
             catalog: None,
         }
     }

@@ -102,17 +102,25 @@ impl HttpServer {
         loop {
             let (stream, _) = self.listener.accept().await?;
             let state = self.state.clone();
+            // `--flaky-reset`: a request may ask for its connection to be
+            // reset (zero linger: dropped with RST, not FIN).
+            let reset = CancellationToken::new();
+            if state.server.config().flaky.reset > 0.0 {
+                let _ = stream.set_zero_linger();
+            }
             tokio::spawn(async move {
+                let asked = reset.clone();
                 let service = hyper::service::service_fn(move |req| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(handle(state, req).await) }
+                    let (state, reset) = (state.clone(), reset.clone());
+                    async move { Ok::<_, Infallible>(handle(state, req, reset).await) }
                 });
                 let builder = auto::Builder::new(TokioExecutor::new());
-                if let Err(error) = builder
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await
-                {
-                    eprintln!("{SERVER_NAME}: connection error: {error}");
+                let conn = builder.serve_connection(TokioIo::new(stream), service);
+                tokio::select! {
+                    result = conn => if let Err(error) = result {
+                        eprintln!("{SERVER_NAME}: connection error: {error}");
+                    },
+                    _ = asked.cancelled() => {}
                 }
             });
         }
@@ -135,7 +143,11 @@ pub async fn run(config: DemoConfig, addr: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn handle(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body> {
+async fn handle(
+    state: Arc<State>,
+    req: Request<IncomingBody>,
+    reset: CancellationToken,
+) -> Response<Body> {
     if req.uri().path() != MCP_PATH {
         return plain(StatusCode::NOT_FOUND, "not found");
     }
@@ -163,7 +175,7 @@ async fn handle(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body>
         );
     }
     match *req.method() {
-        Method::POST => post(state, req).await,
+        Method::POST => post(state, req, reset).await,
         Method::GET => get(state, req.headers()),
         Method::DELETE => delete(state, req.headers()),
         _ => {
@@ -176,7 +188,11 @@ async fn handle(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body>
     }
 }
 
-async fn post(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body> {
+async fn post(
+    state: Arc<State>,
+    req: Request<IncomingBody>,
+    reset: CancellationToken,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let json_content = parts
         .headers
@@ -229,6 +245,25 @@ async fn post(state: Arc<State>, req: Request<IncomingBody>) -> Response<Body> {
         }
     }
     let incoming = classify(message);
+    if let Incoming::Request { method, params, .. } = &incoming {
+        if method == "tools/call" {
+            let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
+            match state
+                .server
+                .arrivals
+                .arrive(tool, &state.server.config().flaky)
+            {
+                super::flaky::Fault::None => {}
+                super::flaky::Fault::Unavailable => {
+                    return plain(StatusCode::SERVICE_UNAVAILABLE, "flaky: unavailable")
+                }
+                super::flaky::Fault::Reset => {
+                    reset.cancel();
+                    return std::future::pending().await;
+                }
+            }
+        }
+    }
     if state.server.config().hangs_on(&incoming) {
         eprintln!("{SERVER_NAME}: --hang-calls: this request is never answered");
         return std::future::pending().await;

@@ -29,8 +29,10 @@
 
 pub mod catalog;
 pub mod cli;
+pub mod flaky;
 pub mod http;
 pub mod modern;
+pub mod modern_tasks;
 mod resources;
 pub mod rogue;
 pub mod stdio;
@@ -80,6 +82,8 @@ pub struct DemoConfig {
     pub fail_initialize: bool,
     /// Speak 2026-07-28 only (stateless; see [`modern`]).
     pub modern: bool,
+    /// Modern mode: offer the Tasks extension (see [`modern_tasks`]).
+    pub tasks: bool,
     /// `ttlMs` on lists and `server/discover` in modern mode.
     pub list_ttl_ms: u64,
     /// Modern mode: declare no `tools.listChanged` and send none.
@@ -109,6 +113,8 @@ pub struct DemoConfig {
     pub notify_caller_only: bool,
     /// Fault modes (`--misbehave`), see [`rogue`].
     pub misbehave: rogue::Rogue,
+    /// A flaky upstream (`--flaky-*`), see [`flaky`].
+    pub flaky: flaky::Flaky,
     /// Catalogue mode (`--catalog`, `--catalog-server`): these tools instead of
     /// the demo's own, see [`catalog`].
     pub catalog: Option<Arc<catalog::ServedCatalog>>,
@@ -137,6 +143,7 @@ impl Default for DemoConfig {
             instructions: Some(DEFAULT_INSTRUCTIONS.to_owned()),
             fail_initialize: false,
             modern: false,
+            tasks: false,
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
             no_list_changed: false,
             bad_request_over: None,
@@ -148,6 +155,7 @@ impl Default for DemoConfig {
             docs: false,
             notify_caller_only: false,
             misbehave: rogue::Rogue::default(),
+            flaky: flaky::Flaky::default(),
             catalog: None,
         }
     }
@@ -304,8 +312,12 @@ pub struct DemoServer {
     /// URIs in the `resourceSubscriptions` of open `subscriptions/listen`
     /// streams (`--modern`), counted per stream.
     watched: Mutex<HashMap<String, usize>>,
+    /// Tasks (`--modern --tasks`).
+    pub(crate) task_store: Arc<modern_tasks::Store>,
     /// The pid of the process started at launch (`--spawn-grandchild`).
     grandchild: Option<u32>,
+    /// `tools/call`s that arrived, by tool (the `calls` tool reports them).
+    pub(crate) arrivals: flaky::Arrivals,
 }
 
 impl DemoServer {
@@ -328,6 +340,9 @@ impl DemoServer {
         if grandchild.is_some() {
             diagnostics.push("grandchild");
         }
+        if config.flaky.is_on() {
+            diagnostics.push("calls");
+        }
         if config.misbehave.has(rogue::Misbehaviour::BrokenSchema) {
             diagnostics.push("broken_schema");
         }
@@ -337,6 +352,7 @@ impl DemoServer {
         config.misbehave.flood_stderr();
         Arc::new(Self {
             grandchild,
+            arrivals: Default::default(),
             tools: match &config.catalog {
                 Some(served) => tools::Catalog::listing(served.tools().to_vec()),
                 None => tools::Catalog::with_diagnostics(
@@ -351,6 +367,7 @@ impl DemoServer {
             log_level: Mutex::new(None),
             subscribed: Mutex::new(Default::default()),
             watched: Mutex::new(Default::default()),
+            task_store: Default::default(),
         })
     }
 

@@ -112,7 +112,11 @@ pub(crate) async fn dispatch(
     }
     check_meta(method, params)?;
     let ttl = session.server.config.list_ttl_ms;
+    let tasks = session.server.config.tasks;
     match method {
+        "tasks/get" | "tasks/update" | "tasks/cancel" if tasks => {
+            session.server.task_store.request(method, params, ctx)
+        }
         "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
             Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
@@ -127,6 +131,9 @@ pub(crate) async fn dispatch(
             if let Some(tools) = list.get_mut("tools").and_then(Value::as_array_mut) {
                 if !catalogue {
                     tools.extend(extra_tools());
+                    if tasks {
+                        tools.extend(crate::modern_tasks::tools());
+                    }
                 }
             }
             list["ttlMs"] = json!(ttl);
@@ -142,6 +149,10 @@ pub(crate) async fn dispatch(
                 "structuredContent": {"meta": params.get("_meta"), "headers": ctx.mcp_headers},
             }))),
             Some("ask") => Ok(ask(params)),
+            Some(name) if tasks => match session.server.task_store.call(name, params).await {
+                Some(r) => r,
+                None => session.dispatch(method, params, ctx).await.map(complete),
+            },
             _ => session.dispatch(method, params, ctx).await.map(complete),
         },
         "prompts/list" | "resources/list" | "resources/templates/list" => {
@@ -161,6 +172,14 @@ pub(crate) async fn dispatch(
 }
 
 fn discover(session: &Session) -> Value {
+    let mut v = discover_core(session);
+    if session.server.config.tasks {
+        v["capabilities"]["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    }
+    v
+}
+
+fn discover_core(session: &Session) -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": [MODERN_VERSION],

@@ -10,7 +10,8 @@
 //! (the process kills itself), at start (a stderr flood), or on an HTTP SSE
 //! body (trickled a byte at a time).
 //!
-//! What not: the hung server (`--hang-calls`) and the list flapping (`touch`)
+//! What not: the hung server (`--hang-calls`), the list flapping (`touch`) and
+//! the flaky upstream (`--flaky-*`, the `flaky` module)
 //! live with the features they break.
 
 use std::io::Write;

@@ -115,6 +115,16 @@ impl ArgumentValidators {
         out
     }
 
+    /// Whether results of `tool` are checked: it has a compiled `outputSchema`
+    /// and output checks are on. Without one, [`check_output`](Self::check_output)
+    /// passes whatever the result is, so a caller need not parse it.
+    pub fn checks_output(&self, tool: &str) -> bool {
+        matches!(
+            self.output.get(tool).map(|k| &*k.compiled),
+            Some(Compiled::Ready(_))
+        )
+    }
+
     /// `Err`: why a `tools/call` result of `tool` breaks its `outputSchema`:
     /// `structuredContent` must be there and fit it. Results with `isError`,
     /// tools without an (compilable) `outputSchema`, pass.

@@ -22,6 +22,7 @@ pub mod logging;
 pub mod methods;
 pub mod results;
 pub mod sse;
+pub mod tasks;
 pub mod version;
 
 pub use errors::{ErrorCode, RpcError};

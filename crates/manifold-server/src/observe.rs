@@ -56,7 +56,16 @@ pub(crate) struct Observed {
     pub injected: Option<Value>,
     /// The human's answer, for a call under `[confirm]`.
     pub confirmation: Option<manifold_audit::Confirmation>,
+    /// The `[[endpoint]]` the request came through (`None`: the default one).
+    pub endpoint: Option<Arc<str>>,
+    /// `call_tool`, for a tool called through the search meta-tool.
+    pub via: Option<&'static str>,
     pub arguments: Option<Value>,
+    /// A task's creation, or the task a `tasks/*` request acted on.
+    pub task: Option<manifold_audit::TaskEvent>,
+    /// Times the request was sent upstream (an upstream with retries or a
+    /// breaker).
+    pub attempts: Option<u32>,
     in_flight: Option<Gauge>,
     finished: bool,
 }
@@ -87,23 +96,30 @@ impl Observed {
             original: None,
             injected: None,
             confirmation: None,
+            endpoint: None,
+            via: None,
             arguments: None,
+            task: None,
+            attempts: None,
             in_flight: None,
             finished: false,
         }
     }
 
-    /// The request was admitted: its session (by id), its client as it named
-    /// itself, its principal as audit records name it, and the principal's
-    /// metrics label (`[metrics] principal_label`).
+    /// The request was admitted: its session (by its
+    /// [`session_ref`](crate::state::sessions::session_ref), which
+    /// the session computed once when it opened: a SHA-256 per request cost
+    /// 5 % of a relayed call), its client as it named itself, its principal
+    /// as audit records name it, and the principal's metrics label
+    /// (`[metrics] principal_label`).
     pub(crate) fn admitted(
         &mut self,
-        session: Option<&str>,
+        session_digest: Option<&str>,
         client: Option<ClientInfo>,
         principal: String,
         label: Option<String>,
     ) {
-        self.session = session.and_then(session_ref);
+        self.session = session_digest.filter(|d| !d.is_empty()).map(str::to_owned);
         self.client = client;
         self.principal = principal;
         self.principal_label = label;
@@ -158,6 +174,9 @@ impl Observed {
         if let Some(p) = &self.principal_label {
             metrics.answered_for(p, outcome.as_str());
         }
+        if let Some(e) = &self.endpoint {
+            metrics.answered_at(e, outcome.as_str());
+        }
         if let Some(up) = &self.upstream {
             // Only tools and prompts name a series; URIs would use up the bound.
             let tool = match (&self.original, self.method.as_str()) {
@@ -210,7 +229,11 @@ impl Observed {
         rec.original = self.original.take();
         rec.injected = self.injected.take();
         rec.confirmation = self.confirmation.take();
+        rec.endpoint = self.endpoint.as_ref().map(|e| e.to_string());
+        rec.via = self.via.map(str::to_string);
+        rec.task = self.task.take();
         rec.arguments = self.arguments.take();
+        rec.attempts = self.attempts;
         rec.outcome = outcome;
         rec.latency_us = elapsed.as_micros() as u64;
         rec.request_bytes = self.request_bytes as u64;
@@ -235,6 +258,9 @@ impl Drop for Observed {
         );
         if let Some(p) = &self.principal_label {
             self.gw.metrics.answered_for(p, Outcome::Cancelled.as_str());
+        }
+        if let Some(e) = &self.endpoint {
+            self.gw.metrics.answered_at(e, Outcome::Cancelled.as_str());
         }
         let elapsed = self.started.elapsed();
         let Some(rec) = self.record(Outcome::Cancelled, elapsed, 0) else {
@@ -294,4 +320,89 @@ pub(crate) fn outcome_of(o: &CallOutcome) -> Outcome {
     }
 }
 
-pub(crate) use crate::tracectx::session_ref;
+/// A task's end, as Manifold first saw it: a terminal status, the upstream
+/// forgetting the task, or its id's expiry.
+pub(crate) struct TaskEnd<'a> {
+    pub client_record_id: String,
+    pub facts: &'a crate::state::tasks::TaskFacts,
+    /// `Completed`, `Failed`, `Cancelled` or `Expired`.
+    pub outcome: Outcome,
+    /// A completed task's tool result had `isError: true`.
+    pub is_error: bool,
+    /// The owner's audit name.
+    pub owner: String,
+}
+
+/// Records a task's end once per replica (see `state::tasks`): the end
+/// counter, the in-flight gauge if this replica followed the task, and one
+/// audit record — `tools/call`, named from the sealed facts, chained like
+/// every record — for the request that saw it (`by`; `None`: the expiry
+/// sweep). Returns once the record is written.
+pub(crate) async fn task_end(gw: &Arc<Gateway>, end: TaskEnd<'_>, by: Option<&Observed>) {
+    let Some(tracked) = gw.task_ids.ended(&end.client_record_id) else {
+        return;
+    };
+    gw.metrics
+        .task_ended(&end.facts.upstream, end.outcome.as_str(), tracked);
+    let Some(auditor) = gw.auditor.clone() else {
+        return;
+    };
+    let request_id = by.map_or_else(|| gw.request_id(), |o| o.request_id.clone());
+    let mut rec = AuditRecord::new(request_id, m::TOOLS_CALL);
+    rec.principal = end.owner;
+    if let Some(o) = by {
+        rec.session = o.session.clone();
+        rec.client = o.client.clone();
+        rec.latency_us = o.started.elapsed().as_micros() as u64;
+    }
+    rec.name = Some(end.facts.tool.clone());
+    rec.upstream = Some(end.facts.upstream.clone());
+    rec.original = Some(end.facts.original.clone());
+    let now = crate::state::tasks::now_ms();
+    rec.task = Some(manifold_audit::TaskEvent {
+        id: end.client_record_id,
+        stage: manifold_audit::TaskStage::Ended,
+        duration_us: Some(
+            now.saturating_sub(end.facts.created_ms)
+                .saturating_mul(1000),
+        ),
+        is_error: end.is_error,
+    });
+    rec.outcome = end.outcome;
+    let write = gw.tasks.spawn(async move {
+        if let Err(e) = auditor.record(rec).await {
+            tracing::error!(error = %e, "audit record not written");
+        }
+    });
+    let _ = write.await;
+}
+
+/// Every `TASK_SWEEP_INTERVAL`, records the end of each task this replica
+/// follows whose id expired with no end seen here (`expired`), until the
+/// gateway stops.
+pub(crate) async fn sweep_tasks(gw: Arc<Gateway>) {
+    loop {
+        tokio::select! {
+            _ = gw.stop.cancelled() => return,
+            _ = tokio::time::sleep(crate::state::tasks::TASK_SWEEP_INTERVAL) => {}
+        }
+        let now = crate::state::held_calls::now_secs();
+        for swept in gw.task_ids.sweep(now) {
+            let end = TaskEnd {
+                client_record_id: swept.record_id,
+                facts: &swept.facts,
+                outcome: Outcome::Expired,
+                is_error: false,
+                owner: swept.owner,
+            };
+            task_end(&gw, end, None).await;
+        }
+    }
+}
+
+impl Observed {
+    /// The principal the request was admitted as (its audit name).
+    pub(crate) fn principal(&self) -> &str {
+        &self.principal
+    }
+}

@@ -93,6 +93,9 @@ pub(crate) struct Arrival {
     pub identity: Option<Arc<Identity>>,
     /// The client's address (`None` for the operator).
     pub peer: Option<std::net::IpAddr>,
+    /// The endpoint's path (`[server] path` or an `[[endpoint]]`'s; stdio
+    /// and the operator use the default endpoint).
+    pub endpoint: Arc<str>,
     pub accepts: Accepts,
 }
 
@@ -275,8 +278,17 @@ impl Caller {
 
     /// What a 2026-07-28 upstream is told about this client.
     pub(crate) fn for_upstream(&self) -> manifold_upstream::ClientFacts {
+        let mut capabilities = self.capabilities();
+        if let (Caller::Session(_), Some(Value::Object(ext))) =
+            (self, capabilities.get_mut("extensions"))
+        {
+            // Undefined before 2026-07-28 (SEP-2663): a session-era client's
+            // `initialize` cannot enable tasks upstream, where it could not
+            // read them through Manifold.
+            ext.shift_remove(manifold_protocol::tasks::EXTENSION);
+        }
         manifold_upstream::ClientFacts {
-            capabilities: self.capabilities(),
+            capabilities,
             log_level: self.log_filter().level().map(|l| l.as_str().to_string()),
             // Only a session can answer a bridged question; the operator sees
             // a 2026-07-28 upstream's `InputRequiredResult` as it is.
@@ -300,9 +312,22 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// What this request's caller may see and use (its `[[policy]]` view).
+    /// What this request's caller may see and use (its `[[policy]]` view of
+    /// its endpoint).
     pub(crate) fn access(&self) -> crate::state::views::Access {
-        self.gw.access(self.principal.identity().as_deref())
+        self.gw
+            .access(&self.arrival.endpoint, self.principal.identity().as_deref())
+    }
+
+    /// The request's endpoint as the views in force know it (`None`: a
+    /// reload removed it).
+    pub(crate) fn access_endpoint(&self) -> Option<Arc<crate::state::endpoints::Endpoint>> {
+        self.gw
+            .views
+            .load()
+            .endpoints()
+            .at(&self.arrival.endpoint)
+            .cloned()
     }
 
     /// The request, owned, for a phase that answers after its handler has

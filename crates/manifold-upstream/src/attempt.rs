@@ -125,9 +125,12 @@ impl Attempt {
         }
         let ended = self.conn.ended(false).await;
         self.conn.wire.router.forget(self.id);
-        self.end(CallOutcome::Failed(UpstreamError::unavailable(
+        // The request was sent; the upstream went away before answering (a
+        // child that exited mid-call, an HTTP connection that failed).
+        self.end(CallOutcome::Failed(UpstreamError::transient(
             self.conn.wire.upstream(),
             ended.reason,
+            true,
         )))
     }
 
@@ -149,9 +152,10 @@ impl Attempt {
     }
 
     fn lost(&self) -> CallOutcome {
-        CallOutcome::Failed(UpstreamError::unavailable(
+        CallOutcome::Failed(UpstreamError::transient(
             self.conn.wire.upstream(),
             "the connection closed before the response",
+            true,
         ))
     }
 

@@ -6,6 +6,9 @@
 //! Invariants: nothing is sent on a closed connection; a request whose send fails
 //! leaves nothing registered.
 //!
+//! A [`Slot`] holds the upstream's live connection, if any: what calls use,
+//! and what a retry waits on while a restarting upstream comes back.
+//!
 //! Not here: waiting for the answer (`attempt`), the handshake (`handshake`),
 //! restarting (`upstream`).
 
@@ -36,6 +39,42 @@ impl std::fmt::Debug for Connection {
         f.debug_struct("Connection")
             .field("upstream", self.wire.upstream())
             .finish()
+    }
+}
+
+/// Where an upstream's live connection is published (`None` between
+/// connections).
+#[derive(Default)]
+pub(crate) struct Slot {
+    conn: parking_lot::RwLock<Option<Arc<Connection>>>,
+    connected: tokio::sync::Notify,
+}
+
+impl Slot {
+    pub(crate) fn get(&self) -> Option<Arc<Connection>> {
+        self.conn.read().clone()
+    }
+    pub(crate) fn set(&self, conn: Option<Arc<Connection>>) {
+        let up = conn.is_some();
+        *self.conn.write() = conn;
+        if up {
+            self.connected.notify_waiters();
+        }
+    }
+    /// The live connection, waiting for one until `until` at the latest.
+    pub(crate) async fn wait(&self, until: tokio::time::Instant) -> Option<Arc<Connection>> {
+        loop {
+            let published = self.connected.notified();
+            tokio::pin!(published);
+            published.as_mut().enable();
+            if let Some(c) = self.get().filter(|c| !c.wire.closed.is_cancelled()) {
+                return Some(c);
+            }
+            tokio::select! {
+                _ = published => {}
+                _ = tokio::time::sleep_until(until) => return None,
+            }
+        }
     }
 }
 
@@ -126,15 +165,12 @@ impl Connection {
         caller: Option<&ClientFacts>,
     ) -> Result<Launched, UpstreamError> {
         if self.wire.closed.is_cancelled() {
-            return Err(UpstreamError::unavailable(
+            return Err(UpstreamError::transient(
                 self.wire.upstream(),
                 "the connection is closed",
+                false,
             ));
         }
-        let mut msg = Map::new();
-        msg.insert("jsonrpc".into(), Value::from("2.0"));
-        msg.insert("id".into(), Value::Null);
-        msg.insert("method".into(), Value::from(method));
         let mut params = params;
         if let Some(version) = self
             .wire
@@ -156,11 +192,8 @@ impl Connection {
                 }
             }
         }
-        if let Some(p) = params {
-            msg.insert("params".into(), Value::Object(p));
-        }
-        let reg = self.wire.router.register(&mut msg)?;
-        let bytes = serde_json::to_vec(&msg).unwrap_or_default();
+        let reg = self.wire.router.register_params(params.as_mut())?;
+        let bytes = request_bytes(reg.id, method, params.as_ref());
         let out = Outgoing {
             id: reg.id,
             method: method.to_string(),
@@ -193,5 +226,56 @@ impl Connection {
         self.wire.closed.cancel();
         self.wire.tasks.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.wire.tasks.wait()).await;
+    }
+}
+
+/// A request's bytes, `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`, the
+/// members in that order, written directly: the same bytes as serializing the
+/// envelope as a map, without building one for every call (its allocation and
+/// a hashed insert per member).
+fn request_bytes(id: u64, method: &str, params: Option<&Map<String, Value>>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + method.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // Writing into a Vec fails only for a value serde_json cannot represent,
+    // which a number, a `str` and a `Map` are not.
+    let _ = serde_json::to_writer(&mut out, &id);
+    out.extend_from_slice(br#","method":"#);
+    let _ = serde_json::to_writer(&mut out, method);
+    if let Some(p) = params {
+        out.extend_from_slice(br#","params":"#);
+        let _ = serde_json::to_writer(&mut out, p);
+    }
+    out.push(b'}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes written directly are those of the envelope as a map, members
+    /// and escapes included (what the upstream received before).
+    #[test]
+    fn request_bytes_are_the_envelope_serialized() {
+        let params: Map<String, Value> = serde_json::from_str(
+            r#"{"name":"echo","arguments":{"text":"h\u00e9\"llo\n","n":[1,2.5,null]},"_meta":{"progressToken":"mf-7","x":{}}}"#,
+        )
+        .unwrap();
+        for (id, method, params) in [
+            (7, "tools/call", Some(&params)),
+            (u64::MAX, "weird \"method\"\u{1}", None),
+        ] {
+            let mut msg = Map::new();
+            msg.insert("jsonrpc".into(), Value::from("2.0"));
+            msg.insert("id".into(), Value::from(id));
+            msg.insert("method".into(), Value::from(method));
+            if let Some(p) = params {
+                msg.insert("params".into(), Value::Object(p.clone()));
+            }
+            assert_eq!(
+                String::from_utf8(request_bytes(id, method, params)).unwrap(),
+                serde_json::to_string(&msg).unwrap()
+            );
+        }
     }
 }

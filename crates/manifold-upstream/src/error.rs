@@ -1,8 +1,10 @@
 //! [`UpstreamError`]: why a request to an upstream produced no response.
 //!
 //! Invariants: each variant knows the JSON-RPC code a client sees for it
-//! ([`UpstreamError::code`]); how it reaches a client (a tool error, a JSON-RPC
-//! error, which HTTP status) is the server's refusal table, not decided here.
+//! ([`UpstreamError::code`]) and whether sending the request again could help
+//! ([`UpstreamError::retry_class`]: only [`UpstreamError::Transient`] can); how
+//! it reaches a client (a tool error, a JSON-RPC error, which HTTP status) is
+//! the server's refusal table, not decided here.
 //!
 //! Not here: the upstream's own JSON-RPC errors, which pass through untouched
 //! ([`CallOutcome::Error`](crate::CallOutcome::Error)).
@@ -15,6 +17,25 @@ use manifold_protocol::ErrorCode;
 pub enum UpstreamError {
     #[error("upstream `{upstream}` is unavailable: {reason}")]
     Unavailable { upstream: String, reason: String },
+    /// A failure that sending again may get past: the request never left
+    /// (`sent: false`: the connection was refused or had closed), or it left
+    /// and the upstream failed in a way that says "not now" before answering
+    /// (`sent: true`: HTTP 502/503/504, a connection reset before the
+    /// response, a stdio child that exited mid-call).
+    #[error("upstream `{upstream}` is unavailable: {reason}")]
+    Transient {
+        upstream: String,
+        reason: String,
+        sent: bool,
+    },
+    /// Its circuit breaker is open: recent calls failed, so calls fail at once
+    /// until `retry_in` has passed and a probe call gets through.
+    #[error("upstream `{upstream}` is failing ({reason}); Manifold stopped calling it for now and will try it again in {}s", retry_in.as_secs_f64().ceil() as u64)]
+    Failing {
+        upstream: String,
+        reason: String,
+        retry_in: std::time::Duration,
+    },
     #[error("upstream `{upstream}` did not answer within {timeout:?}")]
     Timeout {
         upstream: String,
@@ -37,7 +58,47 @@ pub enum UpstreamError {
     },
 }
 
+/// Whether a failed request may be sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryClass {
+    /// It never reached the upstream: safe to send again.
+    NotSent,
+    /// It may have reached the upstream, which failed in a transient way
+    /// before answering: safe to send again only if the call may be repeated.
+    Transient,
+    /// Sending again would not help, or could do harm (a timeout, a broken
+    /// protocol, a refusal of credentials, the caller's cancellation).
+    No,
+}
+
 impl UpstreamError {
+    /// Whether sending the request again could get past this failure.
+    pub fn retry_class(&self) -> RetryClass {
+        match self {
+            UpstreamError::Transient { sent: false, .. } => RetryClass::NotSent,
+            UpstreamError::Transient { sent: true, .. } => RetryClass::Transient,
+            _ => RetryClass::No,
+        }
+    }
+    /// Whether this failure says something about the upstream's health (what
+    /// a circuit breaker counts): not the caller's cancellation, Manifold's
+    /// own limits, credentials or an open breaker.
+    pub fn is_upstream_fault(&self) -> bool {
+        matches!(
+            self,
+            UpstreamError::Unavailable { .. }
+                | UpstreamError::Transient { .. }
+                | UpstreamError::Timeout { .. }
+                | UpstreamError::Protocol { .. }
+        )
+    }
+    pub(crate) fn transient(upstream: &str, reason: impl Into<String>, sent: bool) -> Self {
+        UpstreamError::Transient {
+            upstream: upstream.to_string(),
+            reason: reason.into(),
+            sent,
+        }
+    }
     /// The JSON-RPC code a client sees when this error ends its request.
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -53,6 +114,8 @@ impl UpstreamError {
         matches!(
             self,
             UpstreamError::Unavailable { .. }
+                | UpstreamError::Transient { .. }
+                | UpstreamError::Failing { .. }
                 | UpstreamError::Busy { .. }
                 | UpstreamError::NeedsLogin { .. }
         )
@@ -130,6 +193,20 @@ mod tests {
                 "unavailable",
             ),
             (
+                UpstreamError::transient("u", "HTTP 503", true),
+                ErrorCode::UPSTREAM_UNAVAILABLE,
+                "unavailable",
+            ),
+            (
+                UpstreamError::Failing {
+                    upstream: up(),
+                    reason: "5 failures in a row".into(),
+                    retry_in: Duration::from_millis(2500),
+                },
+                ErrorCode::UPSTREAM_UNAVAILABLE,
+                "unavailable",
+            ),
+            (
                 UpstreamError::Busy {
                     upstream: up(),
                     limit: 3,
@@ -172,5 +249,32 @@ mod tests {
             }
             assert!(e.to_string().contains("`u`"), "{e} names the upstream");
         }
+    }
+
+    #[test]
+    fn only_transient_failures_may_be_sent_again() {
+        let t = |sent| UpstreamError::transient("u", "x", sent);
+        assert_eq!(t(false).retry_class(), RetryClass::NotSent);
+        assert_eq!(t(true).retry_class(), RetryClass::Transient);
+        for e in [
+            UpstreamError::unavailable("u", "x"),
+            UpstreamError::protocol("u", "x"),
+            UpstreamError::Cancelled {
+                upstream: "u".into(),
+            },
+            UpstreamError::Timeout {
+                upstream: "u".into(),
+                timeout: Duration::from_secs(1),
+            },
+        ] {
+            assert_eq!(e.retry_class(), RetryClass::No, "{e}");
+        }
+        let open = UpstreamError::Failing {
+            upstream: "u".into(),
+            reason: "r".into(),
+            retry_in: Duration::from_millis(2100),
+        };
+        assert!(open.to_string().contains("again in 3s"), "{open}");
+        assert!(!open.is_upstream_fault() && t(true).is_upstream_fault());
     }
 }

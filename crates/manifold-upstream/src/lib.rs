@@ -18,9 +18,10 @@
 //!
 //! Modules, top to bottom (imports point down only; `tests/architecture.rs` checks):
 //! `upstream` (the handle and actor) → `handshake`, `listen` → `call` →
-//! `input_bridge` → `attempt` → `connection` → `transport` (the one seam: stdio,
-//! HTTP) → `probe` (the era check's messages) → `wire` → `router` → `message`
-//! → `error`. Items of this root file are
+//! `retry`, `breaker` (what keeps a flaky upstream's calls going and stops
+//! calling a failing one) → `input_bridge` → `attempt` → `connection` →
+//! `transport` (the one seam: stdio, HTTP) → `probe` (the era check's
+//! messages) → `wire` → `router` → `message` → `error`. Items of this root file are
 //! shared by all.
 //!
 //! Invariants: a dead or hanging upstream never blocks another (each has its own
@@ -31,6 +32,7 @@
 //! (manifold-server).
 
 mod attempt;
+mod breaker;
 mod call;
 mod connection;
 mod error;
@@ -39,16 +41,19 @@ mod input_bridge;
 mod listen;
 mod message;
 mod probe;
+mod retry;
 mod router;
 mod transport;
 mod upstream;
 mod wire;
 
-pub use call::Call;
-pub use error::UpstreamError;
+pub use breaker::{BreakerReport, BreakerState};
+pub use call::{Call, NotStarted};
+pub use error::{RetryClass, UpstreamError};
 pub use manifold_config::UpstreamProtocol;
 pub use manifold_foundation::log_budget::LOG_WINDOW;
 pub use message::{Answer, CallEvent, CallOutcome, NotRelayed, Responder};
+pub use retry::RetryCounts;
 pub use upstream::{State, Upstream, UpstreamStatus};
 
 use serde_json::{Map, Value};

@@ -118,11 +118,19 @@ impl Router {
         &self,
         msg: &mut Map<String, Value>,
     ) -> Result<Registered, UpstreamError> {
+        let reg = self.register_params(msg.get_mut("params").and_then(Value::as_object_mut))?;
+        msg.insert("id".into(), Value::from(reg.id));
+        Ok(reg)
+    }
+
+    /// Registers a call whose envelope the caller writes itself (with
+    /// [`Registered::id`]), rewriting the progress token in its `params`.
+    pub(crate) fn register_params(
+        &self,
+        params: Option<&mut Map<String, Value>>,
+    ) -> Result<Registered, UpstreamError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        msg.insert("id".into(), Value::from(id));
-        let token = msg
-            .get_mut("params")
-            .and_then(Value::as_object_mut)
+        let token = params
             .and_then(|p| p.get_mut("_meta"))
             .and_then(Value::as_object_mut)
             .and_then(|m| m.get_mut("progressToken"))

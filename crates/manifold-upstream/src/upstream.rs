@@ -22,8 +22,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::call::Call;
-use crate::connection::Connection;
+use crate::breaker::{Breaker, BreakerReport};
+use crate::call::{self, Call, Guard, NotStarted};
+use crate::connection::{Connection, Slot};
+use crate::retry::{Retries, RetryCounts};
 use crate::router::Router;
 use crate::{handshake, listen};
 use crate::{ClientFacts, ExtraHeaders, ServerFacts, UpstreamError, UpstreamEvent};
@@ -71,7 +73,7 @@ struct Inner {
     config: UpstreamConfig,
     limits: LimitsConfig,
     name: Arc<str>,
-    connection: RwLock<Option<Arc<Connection>>>,
+    connection: Arc<Slot>,
     lists: RwLock<Option<Arc<ListSnapshot>>>,
     status: watch::Sender<UpstreamStatus>,
     /// Resource URIs whose updates clients want (2026-07-28 upstreams: the listen's
@@ -83,6 +85,10 @@ struct Inner {
     /// `auth` other than `static`: the upstream's tokens, kept across
     /// reconnections (refreshes, step-ups, exchanged tokens).
     tokens: Option<Arc<manifold_credentials::TokenSource>>,
+    /// `[upstreams.<name>.breaker]`, when configured.
+    breaker: Option<Arc<Breaker>>,
+    /// `retries`, when configured (or an override asks for them).
+    retries: Option<Arc<Retries>>,
 }
 
 /// A handle to one upstream. Cheap to clone.
@@ -115,11 +121,18 @@ impl Upstream {
             }
             manifold_config::Transport::Stdio { .. } => None,
         };
+        let name: Arc<str> = Arc::from(config.name.as_str());
+        let breaker = config
+            .breaker
+            .map(|p| Arc::new(Breaker::new(name.clone(), p)));
+        let retries = config.retries.map(|p| Arc::new(Retries::new(p)));
         let inner = Arc::new(Inner {
-            name: Arc::from(config.name.as_str()),
+            breaker,
+            retries,
+            name,
             config,
             limits,
-            connection: RwLock::new(None),
+            connection: Arc::default(),
             lists: RwLock::new(None),
             status,
             watched: watch::channel(Default::default()).0,
@@ -167,7 +180,7 @@ impl Upstream {
         self.inner.lists.read().clone()
     }
     fn connection(&self) -> Option<Arc<Connection>> {
-        self.inner.connection.read().clone()
+        self.inner.connection.get()
     }
 
     /// Sends a request Manifold makes on its own behalf. Fails fast when the
@@ -181,7 +194,73 @@ impl Upstream {
         self.call_as(method, params, headers, None).await
     }
 
-    /// Forwards a client's request, made on behalf of `caller`.
+    /// Forwards a client's request, made on behalf of `caller`, past the
+    /// upstream's circuit breaker (when it has one); `repeatable`: the call
+    /// may be sent again after a failure another attempt may get past, when
+    /// the upstream has `retries` (the caller decides from the tool's hints
+    /// and the operator's overrides; see `call`).
+    pub async fn forward(
+        &self,
+        method: &str,
+        params: Option<Map<String, Value>>,
+        headers: ExtraHeaders,
+        caller: Option<&ClientFacts>,
+        repeatable: bool,
+    ) -> Result<Call, NotStarted> {
+        let retries = self.inner.retries.clone().filter(|_| repeatable);
+        if self.inner.breaker.is_none() && retries.is_none() {
+            return self
+                .call_as(method, params, headers, caller)
+                .await
+                .map_err(|error| NotStarted { error, attempts: 1 });
+        }
+        if self.connection().is_none() {
+            // Down: failed fast as ever, and not the breaker's business (the
+            // actor is restarting it).
+            return Err(NotStarted {
+                error: self.down(),
+                attempts: 0,
+            });
+        }
+        let guard = Guard {
+            breaker: self.inner.breaker.clone(),
+            retries,
+        };
+        call::start_guarded(
+            &self.inner.connection,
+            &self.inner.name,
+            method,
+            params,
+            headers,
+            self.inner.config.timeout,
+            caller,
+            guard,
+        )
+        .await
+    }
+
+    /// Whether its client calls are guarded: a breaker, or retries.
+    pub fn guarded(&self) -> bool {
+        self.inner.breaker.is_some() || self.inner.retries.is_some()
+    }
+
+    /// Whether the upstream retries calls that may be repeated (`retries`).
+    pub fn retries_calls(&self) -> bool {
+        self.inner.retries.is_some()
+    }
+
+    /// Its circuit breaker's state, when it has one.
+    pub fn breaker(&self) -> Option<BreakerReport> {
+        self.inner.breaker.as_ref().map(|b| b.report())
+    }
+
+    /// Its retries and the retries its budget refused, when it retries.
+    pub fn retry_counts(&self) -> Option<RetryCounts> {
+        self.inner.retries.as_ref().map(|r| r.counts())
+    }
+
+    /// Sends a request on behalf of `caller`, unguarded (no breaker, no
+    /// retries: Manifold's own requests, and calls through [`Upstream::call`]).
     pub async fn call_as(
         &self,
         method: &str,
@@ -190,11 +269,7 @@ impl Upstream {
         caller: Option<&ClientFacts>,
     ) -> Result<Call, UpstreamError> {
         let Some(conn) = self.connection() else {
-            let st = self.status();
-            let reason = st
-                .last_error
-                .unwrap_or_else(|| format!("it is {}", st.state.as_str()));
-            return Err(UpstreamError::unavailable(&self.inner.name, reason));
+            return Err(self.down());
         };
         Call::start(
             &conn,
@@ -205,6 +280,15 @@ impl Upstream {
             caller,
         )
         .await
+    }
+
+    /// Why a call finds no connection.
+    fn down(&self) -> UpstreamError {
+        let st = self.status();
+        let reason = st
+            .last_error
+            .unwrap_or_else(|| format!("it is {}", st.state.as_str()));
+        UpstreamError::unavailable(&self.inner.name, reason)
     }
 
     /// Whether the live connection speaks the stateless era.
@@ -252,7 +336,7 @@ impl Upstream {
     }
 
     fn set_connection(&self, conn: Option<Arc<Connection>>) {
-        *self.inner.connection.write() = conn;
+        self.inner.connection.set(conn);
     }
 
     fn set_lists(&self, lists: Option<ListSnapshot>) {
@@ -426,9 +510,11 @@ impl Upstream {
         // scheduled — and only then is what is left of the connection stopped
         // (a child that closed its stdout but lives on takes its grace periods).
         let ended = conn.ended(false).await;
+        // Sent, and the upstream went away before answering: a call that may
+        // be repeated is sent again to the restarted one.
         conn.wire
             .router
-            .fail_all(&UpstreamError::unavailable(&name, ended.reason.clone()));
+            .fail_all(&UpstreamError::transient(&name, ended.reason.clone(), true));
         tracing::warn!(upstream = %name, reason = %ended.reason, "upstream went down; restarting");
         self.set_status(|s| {
             s.state = State::Down;
@@ -499,7 +585,9 @@ impl Upstream {
             Err(e) => {
                 let ended = conn.ended(true).await;
                 let e = match &e {
-                    UpstreamError::Unavailable { .. } if ended.exit_code.is_some() => {
+                    UpstreamError::Unavailable { .. } | UpstreamError::Transient { .. }
+                        if ended.exit_code.is_some() =>
+                    {
                         UpstreamError::unavailable(&self.inner.name, ended.reason)
                     }
                     _ => e,

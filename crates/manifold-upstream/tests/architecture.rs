@@ -12,6 +12,7 @@ const LAYERS: manifold_architecture::Layers = &[
     &["upstream"],
     &["handshake", "listen"],
     &["call"],
+    &["retry", "breaker"],
     &["input_bridge"],
     &["attempt"],
     &["connection"],

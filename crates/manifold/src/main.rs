@@ -109,6 +109,10 @@ enum Command {
         /// source), `cert:cn:alice`, `scope:mcp:tools` or `anonymous`.
         #[arg(long = "as", value_name = "WHO")]
         as_who: Option<String>,
+        /// Print the catalogue of the endpoint served at PATH (`[server]
+        /// path` or an `[[endpoint]]` path) instead of the default one's.
+        #[arg(long = "endpoint", value_name = "PATH")]
+        endpoint: Option<String>,
     },
     /// Print the exposed tool names, one per line, sorted.
     ///
@@ -272,7 +276,14 @@ fn main() -> ExitCode {
             config,
             json,
             as_who,
-        } => cli::check::run(&rt, &config.config, json, as_who.as_deref()),
+            endpoint,
+        } => cli::check::run(
+            &rt,
+            &config.config,
+            json,
+            as_who.as_deref(),
+            endpoint.as_deref(),
+        ),
         Command::Tools { config } => cli::tools::run(&rt, &config.config),
         Command::Login {
             config,

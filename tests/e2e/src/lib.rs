@@ -38,6 +38,11 @@ impl Peers {
             time_server: env_path("MANIFOLD_TIME_SERVER")?,
         })
     }
+    /// The Python of the FastMCP venv (`.peers/py-fastmcp`: fastmcp and
+    /// fastmcp-tasks 4.1.4), for the Tasks extension's interop test.
+    pub fn fastmcp_python(&self) -> Result<PathBuf> {
+        env_path("MANIFOLD_FASTMCP_PYTHON")
+    }
     pub fn everything_js(&self) -> PathBuf {
         self.node_modules
             .join("@modelcontextprotocol/server-everything/dist/index.js")

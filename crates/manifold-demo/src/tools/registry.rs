@@ -28,7 +28,7 @@ pub(super) enum Gate {
     Faults,
     /// A tool that reports on the process for tests, behind its own flag:
     /// `env` (`--env-tool`), `trace` (`--trace-tool`), `grandchild`
-    /// (`--spawn-grandchild`), `rug_pull` (`--misbehave rug-pull`: changes
+    /// (`--spawn-grandchild`), `calls` (`--flaky-*`), `rug_pull` (`--misbehave rug-pull`: changes
     /// other tools mid-run), `broken_schema` (`--misbehave broken-schema`: an
     /// inputSchema no validator compiles; the tool echoes its arguments).
     Diagnostic,
@@ -383,6 +383,24 @@ pub(super) static ROWS: LazyLock<Vec<Row>> = LazyLock::new(|| {
                 })
             },
             run: |i| ready(run::grandchild(i.session.server())),
+        },
+        Row {
+            name: "calls",
+            gate: Gate::Diagnostic,
+            definition: || {
+                json!({
+                    "name": "calls",
+                    "description": "Reports how many tools/call requests arrived, by tool, answered or not (with --flaky-*).",
+                    "inputSchema": {"type": "object"},
+                    "annotations": {"readOnlyHint": true}
+                })
+            },
+            run: |i| {
+                let counts = i.session.server().arrivals.counts();
+                ready(Ok(run::text_result(
+                    &serde_json::to_string(&counts).unwrap_or_default(),
+                )))
+            },
         },
     ]
 });

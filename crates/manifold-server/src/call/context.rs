@@ -24,6 +24,37 @@ pub(crate) enum What {
     Prompt,
     Resource,
     Completion,
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`: to the upstream that owns
+    /// the task.
+    Task,
+}
+
+/// What the answer does with a task (the Tasks extension).
+#[derive(Debug, Clone)]
+pub(crate) enum TaskHook {
+    /// Not a `tools/call` of the 2026-07-28 era, nor a `tasks/*` request.
+    None,
+    /// A 2026-07-28 `tools/call`: a task answer gets a sealed id of this
+    /// caller's (or, when the request did not declare the extension, is
+    /// refused and cancelled upstream).
+    Create {
+        /// The caller's audit name (the owner).
+        owner: String,
+        declared: bool,
+        /// The upstream's endpoint digest (`state::tasks::endpoint_digest`).
+        endpoint: String,
+        /// The exposed tool name and the upstream's own.
+        tool: String,
+        original: String,
+    },
+    /// A `tasks/*` request: the answer gets the client's id back, and its
+    /// status may be the task's end.
+    Relay {
+        client_id: String,
+        facts: Box<crate::state::tasks::TaskFacts>,
+        /// `tasks/get`, `tasks/update` or `tasks/cancel`.
+        method: String,
+    },
 }
 
 /// How an upstream's failure to answer reaches the client, and how a result is
@@ -69,4 +100,6 @@ pub(crate) struct Call {
     /// `[confirm]` covers the call: a human was asked and accepted, or it was
     /// let through unasked (`without_elicitation = "allow"`).
     pub confirmed: bool,
+    /// What the answer does with a task.
+    pub task: TaskHook,
 }

@@ -22,7 +22,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::check_output;
-use super::context::ResultShape;
+use super::context::{ResultShape, TaskHook};
+use super::relay::tasks;
 use crate::era::Era;
 use crate::observe::{outcome_of, Observed};
 use crate::refusal::{Refusal, ToolError};
@@ -55,6 +56,8 @@ pub(crate) struct Answering {
     pub output_check: Option<String>,
     /// Rate-limit places held until the answer (dropped with this).
     pub permit: Option<manifold_policy::Permit>,
+    /// What the answer does with a task (the Tasks extension).
+    pub task: TaskHook,
 }
 
 impl Answering {
@@ -62,11 +65,22 @@ impl Answering {
     /// record. URIs in a result are learned first, so a client's `resources/read`
     /// of a link it was just given reaches its owner.
     pub(crate) async fn answer(&mut self, outcome: CallOutcome) -> Bytes {
-        let outcome = match &self.output_check {
-            Some(tool) => check_output::apply(&self.gw, tool, &self.upstream, outcome),
-            None => outcome,
+        let hook = std::mem::replace(&mut self.task, TaskHook::None);
+        let answerer = tasks::Answerer {
+            gw: &self.gw,
+            upstream: &self.upstream,
+            obs: self.obs.as_mut(),
         };
-        let recorded = outcome_of(&outcome);
+        let shaped = tasks::shape(hook, answerer, outcome).await;
+        let outcome = match shaped.outcome {
+            Ok(o) => o,
+            Err(r) => return self.refuse(r).await.into_bytes(),
+        };
+        let outcome = match (&self.output_check, shaped.skip_check) {
+            (Some(tool), false) => check_output::apply(&self.gw, tool, &self.upstream, outcome),
+            _ => outcome,
+        };
+        let recorded = shaped.recorded.unwrap_or_else(|| outcome_of(&outcome));
         let bytes = match outcome {
             CallOutcome::Result(raw) => {
                 self.gw.learned.learn(&self.upstream, &raw);
@@ -124,8 +138,27 @@ impl Answering {
             obs: self.obs.take(),
             output_check: self.output_check.clone(),
             permit: self.permit.take(),
+            task: std::mem::replace(&mut self.task, TaskHook::None),
         }
     }
+}
+
+/// A task id that opened for its owner but is past its expiry: its end is
+/// recorded as `expired` (once), and the refusal says so.
+pub(crate) async fn task_expired(
+    x: &Request,
+    client_id: &str,
+    facts: &crate::state::tasks::TaskFacts,
+) -> Refusal {
+    let end = crate::observe::TaskEnd {
+        client_record_id: crate::state::tasks::record_id(client_id),
+        facts,
+        outcome: Outcome::Expired,
+        is_error: false,
+        owner: x.principal.audit_name(),
+    };
+    crate::observe::task_end(&x.gw, end, x.obs.as_ref()).await;
+    Refusal::TaskExpired
 }
 
 /// A call confirmed on its stream: writes its answer to the stream (`tx`),

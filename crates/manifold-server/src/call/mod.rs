@@ -26,6 +26,12 @@
 //! checks this list against the files of this folder and the order of the
 //! calls below.
 //!
+//! Retries and the circuit breaker are not a step: they are part of relay
+//! (`relay/repeat.rs` decides which calls may be repeated; manifold-upstream
+//! sends them again), because a call may only be sent again before anything
+//! of its answer has reached the client, and only dispatch sees that point.
+//! An open breaker's refusal is a tool error like any upstream failure.
+//!
 //! Invariants: a step refuses by returning a [`Refusal`] (a tool error is one
 //! of its family); the observation is finished by the pipeline for an answer
 //! made here, and by the relay's [`Answering`](finish::Answering) once it has
@@ -135,6 +141,15 @@ pub(crate) async fn completion(
 ) -> Result<Reply, Refusal> {
     let mut call = resolve::completion(x, params)?;
     limits::take(x, &mut call).await?;
+    credentials::attach(x, &mut call).await?;
+    relay::forward(x, call).await
+}
+
+/// `tasks/get`, `tasks/update`, `tasks/cancel` (the Tasks extension): to the
+/// upstream that owns the task, with the caller's credentials; nothing to
+/// validate, confirm or rate-limit (all applied when the task was created).
+pub(crate) async fn task(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
+    let mut call = resolve::task(x, params).await?;
     credentials::attach(x, &mut call).await?;
     relay::forward(x, call).await
 }

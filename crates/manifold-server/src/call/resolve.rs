@@ -18,9 +18,11 @@ use manifold_protocol::methods as m;
 use manifold_upstream::Upstream;
 use serde_json::{Map, Value};
 
-use super::context::{Call, ResultShape, What};
+use super::context::{Call, ResultShape, TaskHook, What};
+use crate::era::Era;
 use crate::refusal::Refusal;
-use crate::request::Request;
+use crate::request::{Caller, Request};
+use crate::state::tasks::{endpoint_digest, NotOpened};
 use crate::state::views::Access;
 use crate::state::Gateway;
 
@@ -72,6 +74,10 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
         let unknown = Refusal::UnknownName { kind: noun, name };
         return Err(x.gw.unknown_or_quarantined(held, unknown));
     };
+    let task = match what {
+        What::Tool => task_hook(x, &upstream, &mut params, &name, &entry.original)?,
+        _ => TaskHook::None,
+    };
     let cfg = x.gw.cfg();
     let mut sent_arguments = None;
     if let Some(adjust) = &entry.adjust {
@@ -106,6 +112,123 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
         output_check,
         permit: None,
         confirmed: false,
+        task,
+    })
+}
+
+/// A `tools/call`'s tasks: a 2026-07-28 call may be answered with a task
+/// (sealed for its caller); the 2025-11-25 `task` parameter is not relayed —
+/// ignored by the extension, it is taken off before a session-era upstream
+/// (which would make a task no one could read through Manifold), and refused
+/// from a session-era client, which Manifold offers no 2025-11-25 tasks.
+fn task_hook(
+    x: &Request,
+    upstream: &Upstream,
+    params: &mut Map<String, Value>,
+    tool: &str,
+    original: &str,
+) -> Result<TaskHook, Refusal> {
+    match &x.caller {
+        Caller::Stateless(c) => {
+            if !upstream.is_stateless() {
+                params.shift_remove("task");
+            }
+            Ok(TaskHook::Create {
+                owner: x.principal.audit_name(),
+                declared: manifold_protocol::tasks::declares_extension(&c.capabilities),
+                endpoint: endpoint_digest(&upstream.config().transport),
+                tool: tool.to_string(),
+                original: original.to_string(),
+            })
+        }
+        Caller::Session(_) if params.contains_key("task") => Err(Refusal::TasksNotOffered(
+            "Manifold relays no 2025-11-25 task augmentation (`task` in tools/call): it offers \
+             tasks only to 2026-07-28 clients that declare io.modelcontextprotocol/tasks; call \
+             the tool without `task`"
+                .into(),
+        )),
+        _ => Ok(TaskHook::None),
+    }
+}
+
+/// `tasks/get`, `tasks/update`, `tasks/cancel`: the client's task id to the
+/// upstream that made the task, for its owner only, with the upstream's own
+/// id in `params.taskId`. Refused, in this order: a session-era client (no
+/// tasks are offered there); a request that does not declare the extension
+/// (before the id is looked at); a malformed request; an id that does not
+/// open for this caller, or whose upstream is gone or re-pointed (all alike:
+/// an unknown task); an expired one; `tasks/update` for a tool the caller's
+/// current view no longer holds (a reload hid it: as unknown).
+pub(crate) async fn task(x: &mut Request, mut params: Map<String, Value>) -> Result<Call, Refusal> {
+    let Caller::Stateless(c) = &x.caller else {
+        return Err(Refusal::TasksNotOffered(format!(
+            "{}: Manifold relays tasks (the io.modelcontextprotocol/tasks extension) to \
+             2026-07-28 clients only, and issues no 2025-11-25 task ids",
+            x.method
+        )));
+    };
+    if x.era != Era::Stateless || !manifold_protocol::tasks::declares_extension(&c.capabilities) {
+        return Err(Refusal::TasksExtensionRequired {
+            method: x.method.clone(),
+        });
+    }
+    let client_id = required_str(&params, "taskId", &x.method)?;
+    if x.method == manifold_protocol::tasks::TASKS_UPDATE
+        && !params.get("inputResponses").is_some_and(Value::is_object)
+    {
+        return Err(Refusal::InvalidParams(
+            "tasks/update needs params.inputResponses (an object)".into(),
+        ));
+    }
+    let facts = match x.gw.task_ids.open(&client_id, &x.principal.audit_name()) {
+        Ok(f) => f,
+        Err(NotOpened::Unknown) => return Err(Refusal::UnknownTask),
+        Err(NotOpened::Expired(facts)) => {
+            return Err(super::finish::task_expired(x, &client_id, &facts).await)
+        }
+    };
+    if let Some(o) = x.observation() {
+        o.name = Some(facts.tool.clone());
+        o.original = Some(facts.original.clone());
+        o.task = Some(manifold_audit::TaskEvent {
+            id: crate::state::tasks::record_id(&client_id),
+            stage: manifold_audit::TaskStage::Relayed,
+            duration_us: None,
+            is_error: false,
+        });
+    }
+    let upstream =
+        x.gw.upstream(&facts.upstream)
+            .filter(|u| endpoint_digest(&u.config().transport) == facts.endpoint)
+            .ok_or(Refusal::UnknownTask)?;
+    if x.method == manifold_protocol::tasks::TASKS_UPDATE
+        && x.access()
+            .catalog
+            .list(Kind::Tools)
+            .get(&facts.tool)
+            .is_none()
+    {
+        return Err(Refusal::UnknownTask);
+    }
+    params.insert("taskId".into(), Value::String(facts.upstream_id.clone()));
+    Ok(Call {
+        what: What::Task,
+        exposed: facts.tool.clone(),
+        view: None,
+        params,
+        sent_arguments: None,
+        headers: standard_headers(&x.method, Some(&facts.upstream_id)),
+        upstream,
+        shape: ResultShape::Rpc,
+        original: Some(facts.original.clone()),
+        output_check: None,
+        permit: None,
+        confirmed: false,
+        task: TaskHook::Relay {
+            client_id,
+            facts: Box::new(facts),
+            method: x.method.clone(),
+        },
     })
 }
 
@@ -126,7 +249,8 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
     let held = base.resources.owner(&uri).is_none() && gw.integrity.withholds_uri(&uri);
     let owner = (access.may_read(&base, &uri) && !held)
         .then(|| gw.owner_of(&uri))
-        .flatten();
+        .flatten()
+        .filter(|u| access.reaches(u.name()));
     let Some(upstream) = owner else {
         // The URI as asked: a hidden URI answers exactly as an unknown one.
         let unknown = Refusal::ResourceNotFound { uri: asked };
@@ -148,6 +272,7 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
         output_check: None,
         permit: None,
         confirmed: false,
+        task: TaskHook::None,
     })
 }
 
@@ -169,6 +294,7 @@ pub(crate) fn completion(x: &mut Request, mut params: Map<String, Value>) -> Res
         output_check: None,
         permit: None,
         confirmed: false,
+        task: TaskHook::None,
     })
 }
 
@@ -216,13 +342,15 @@ fn completion_target(
                 Some(name) => access
                     .may_use_uri(uri)
                     .then(|| gw.upstream(&name))
-                    .flatten(),
+                    .flatten()
+                    .filter(|u| access.reaches(u.name())),
                 None => {
                     let uri = access.resource_uri(&base, uri)?;
                     let owner = access
                         .may_use_uri(&uri)
                         .then(|| gw.owner_of(&uri))
-                        .flatten();
+                        .flatten()
+                        .filter(|u| access.reaches(u.name()));
                     reference.insert("uri".into(), Value::String(uri));
                     owner
                 }
@@ -258,7 +386,8 @@ pub(crate) fn upstream_of(
             return access
                 .may_read(&base, &uri)
                 .then(|| gw.owner_of(&uri))
-                .flatten();
+                .flatten()
+                .filter(|u| access.reaches(u.name()));
         }
         m::COMPLETION_COMPLETE => {
             // Resolved on a copy: the real resolution rewrites the reference.

@@ -262,6 +262,9 @@ pub(crate) fn readiness(gw: &Gateway) -> (bool, serde_json::Value) {
                 "last_error": st.last_error,
                 "restarts": st.restarts,
                 "last_exit_code": st.last_exit_code,
+                // Reported, not failed: the upstream is up; its calls fail
+                // fast until a probe gets through.
+                "breaker": super::inspect::breaker(u),
             })
         })
         .collect();

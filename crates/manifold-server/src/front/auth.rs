@@ -22,25 +22,45 @@ use manifold_policy::{AuthError, Identity};
 use serde_json::json;
 
 use super::sse::{self, Body};
+use crate::state::endpoints::Endpoint;
 use crate::state::Gateway;
 
 /// The well-known path of the protected resource metadata (RFC 9728 §3).
 pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
-/// Whether `path` is one of the metadata URIs: the bare one, or the one with
-/// the resource's path appended (what RFC 9728 clients try first).
-pub(crate) fn is_metadata_path(gw: &Gateway, headers: &HeaderMap, path: &str) -> bool {
-    gw.live().auth.is_some()
-        && (path == METADATA_PATH
-            || path.strip_prefix(METADATA_PATH) == Some(split(&resource(gw, headers)).1))
+/// The endpoint whose metadata `path` is: the bare well-known URI is the
+/// default endpoint's; the well-known URI with an endpoint's path appended
+/// (what RFC 9728 clients try first) is that endpoint's. `None` without
+/// `[auth]` or for any other path.
+pub(crate) fn metadata_of(gw: &Gateway, headers: &HeaderMap, path: &str) -> Option<Arc<Endpoint>> {
+    let live = gw.live();
+    live.auth.as_ref()?;
+    if path == METADATA_PATH {
+        return Some(live.endpoints.default_endpoint().clone());
+    }
+    let suffix = path.strip_prefix(METADATA_PATH)?;
+    let endpoints = live.endpoints.all();
+    // An endpoint's own resource path first, then the endpoint's path (a
+    // virtual endpoint's resource may be the gateway's).
+    endpoints
+        .iter()
+        .find(|e| split(&resource(gw, headers, e)).1 == suffix)
+        .or_else(|| endpoints.iter().find(|e| &*e.path == suffix))
+        .cloned()
 }
 
-/// The resource URI: `auth.resource` if set, else the URL the client used
-/// (`http://<Host><server.path>`), so discovery names what the client sees.
-fn resource(gw: &Gateway, headers: &HeaderMap) -> String {
+/// The resource URI of `endpoint`: an `[[endpoint]]`'s own `resource` if
+/// set; else `auth.resource` if set, else the URL the client used
+/// (`http://<Host><server.path>`) — the gateway's resource, whose tokens
+/// every endpoint accepts, and a path prefix of every endpoint's URL (which
+/// is what clients check, RFC 9728 §3.3 as the MCP SDKs apply it).
+fn resource(gw: &Gateway, headers: &HeaderMap, endpoint: &Endpoint) -> String {
     let Some(auth) = gw.live().auth.clone() else {
         return String::new();
     };
+    if let Some(own) = &endpoint.resource {
+        return own.clone();
+    }
     let s = auth.settings();
     if s.resource_explicit {
         return s.resource.clone();
@@ -71,21 +91,26 @@ fn split(url: &str) -> (&str, &str) {
 
 /// The absolute URL of the metadata: the resource's origin, the well-known
 /// path, then the resource's path.
-fn metadata_url(gw: &Gateway, headers: &HeaderMap) -> String {
-    let resource = resource(gw, headers);
+fn metadata_url(gw: &Gateway, headers: &HeaderMap, endpoint: &Endpoint) -> String {
+    let resource = resource(gw, headers, endpoint);
     let (origin, path) = split(&resource);
-    format!("{origin}{METADATA_PATH}{path}")
+    if endpoint.is_default() || endpoint.resource.is_some() {
+        return format!("{origin}{METADATA_PATH}{path}");
+    }
+    // A virtual endpoint without its own resource: its metadata is at its own
+    // path-suffixed URL (and names the gateway's resource).
+    format!("{origin}{METADATA_PATH}{}", endpoint.path)
 }
 
 /// The protected resource metadata document.
-pub(crate) fn metadata(gw: &Gateway, headers: &HeaderMap) -> Response<Body> {
+pub(crate) fn metadata(gw: &Gateway, headers: &HeaderMap, endpoint: &Endpoint) -> Response<Body> {
     let Some(auth) = gw.live().auth.clone() else {
         return empty(StatusCode::NOT_FOUND);
     };
     let s = auth.settings();
     let servers: Vec<&str> = s.jwt.iter().map(|j| j.issuer.as_str()).collect();
     let mut doc = json!({
-        "resource": resource(gw, headers),
+        "resource": resource(gw, headers, endpoint),
         "authorization_servers": servers,
         "bearer_methods_supported": ["header"],
         "resource_name": "Manifold",
@@ -109,6 +134,7 @@ pub(crate) async fn authenticate(
     gw: &Gateway,
     headers: &HeaderMap,
     certified: Option<Arc<Identity>>,
+    endpoint: &Endpoint,
 ) -> Result<Option<Arc<Identity>>, Response<Body>> {
     let presented = headers.contains_key(http::header::AUTHORIZATION);
     let Some(auth) = gw
@@ -123,7 +149,7 @@ pub(crate) async fn authenticate(
         None => None,
         Some(v) => match v.to_str() {
             Ok(s) => Some(s),
-            Err(_) => return Err(challenge(gw, headers, &AuthError::Malformed)),
+            Err(_) => return Err(challenge(gw, headers, &AuthError::Malformed, endpoint)),
         },
     };
     match auth.authenticate(header).await {
@@ -136,7 +162,7 @@ pub(crate) async fn authenticate(
                     tracing::info!(error = %e, suppressed, "request refused at authentication");
                 }
             }
-            Err(challenge(gw, headers, &e))
+            Err(challenge(gw, headers, &e, endpoint))
         }
     }
 }
@@ -149,7 +175,12 @@ pub(crate) const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 1;
 /// 401 or 403 with the `WWW-Authenticate` challenge and an OAuth-style body;
 /// 503 with `Retry-After` when the identity provider could not be asked (the
 /// token was not found wanting, so no challenge tells the client to drop it).
-fn challenge(gw: &Gateway, headers: &HeaderMap, e: &AuthError) -> Response<Body> {
+fn challenge(
+    gw: &Gateway,
+    headers: &HeaderMap,
+    e: &AuthError,
+    endpoint: &Endpoint,
+) -> Response<Body> {
     if let AuthError::Unavailable(_) = e {
         let body = json!({
             "error": "temporarily_unavailable",
@@ -164,7 +195,7 @@ fn challenge(gw: &Gateway, headers: &HeaderMap, e: &AuthError) -> Response<Body>
     }
     let mut params = vec![format!(
         "resource_metadata=\"{}\"",
-        metadata_url(gw, headers)
+        metadata_url(gw, headers, endpoint)
     )];
     if let Some(code) = e.bearer_error() {
         params.push(format!("error=\"{code}\""));

@@ -228,24 +228,30 @@ async fn handle(
     peer: IpAddr,
     certified: Option<Arc<manifold_policy::Identity>>,
 ) -> Response<Body> {
-    if req.method() == Method::GET && auth::is_metadata_path(&gw, req.headers(), req.uri().path()) {
-        return auth::metadata(&gw, req.headers());
+    if req.method() == Method::GET {
+        if let Some(e) = auth::metadata_of(&gw, req.headers(), req.uri().path()) {
+            return auth::metadata(&gw, req.headers(), &e);
+        }
     }
-    if req.uri().path() != gw.cfg().server.path {
-        // Not the MCP endpoint: nothing here speaks JSON-RPC.
+    // The default endpoint or an `[[endpoint]]`; anything else speaks no JSON-RPC.
+    let Some(endpoint) = gw.live().endpoints.at(req.uri().path()).cloned() else {
         return plain(StatusCode::NOT_FOUND);
-    }
+    };
     let authority = req.uri().authority().map(|a| a.as_str());
     if let Err(r) = check_origin_and_host(&gw, req.headers(), authority) {
         return refuse(r);
     }
     // Who is calling, before the body is read.
-    let identity = match auth::authenticate(&gw, req.headers(), certified).await {
+    let identity = match auth::authenticate(&gw, req.headers(), certified, &endpoint).await {
         Ok(id) => id,
         Err(refusal) => return refusal,
     };
     let accepts = accepts(req.headers());
-    let from = Peer { peer, identity };
+    let from = Peer {
+        peer,
+        identity,
+        endpoint: endpoint.path.clone(),
+    };
     match *req.method() {
         Method::POST => post(gw, req, accepts, from).await,
         Method::GET => {
@@ -296,6 +302,8 @@ fn accepts(headers: &HeaderMap) -> Accepts {
 struct Peer {
     peer: IpAddr,
     identity: Option<Arc<manifold_policy::Identity>>,
+    /// The endpoint's path.
+    endpoint: Arc<str>,
 }
 
 fn arrival(
@@ -311,6 +319,7 @@ fn arrival(
         front: Front::Http(headers),
         identity: from.identity,
         peer: Some(from.peer),
+        endpoint: from.endpoint,
         accepts,
     }
 }

@@ -42,6 +42,8 @@ pub(crate) fn upstreams(gw: &Gateway) -> Value {
                 "last_error": st.last_error,
                 "last_exit_code": st.last_exit_code,
                 "in_flight": u.in_flight(),
+                "breaker": breaker(u),
+                "retries": u.retry_counts().map(|c| json!({"sent": c.retries, "budget_refusals": c.refused})),
                 "items": {
                     "tools": count(lists.as_ref().map(|l| l.tools.len())),
                     "prompts": count(lists.as_ref().map(|l| l.prompts.len())),
@@ -55,21 +57,44 @@ pub(crate) fn upstreams(gw: &Gateway) -> Value {
     json!({ "upstreams": list })
 }
 
-/// `/catalog` (everything) or `/catalog?as=WHO`; `Err` names what is wrong
-/// with `WHO`.
+/// An upstream's circuit breaker as `/upstreams` and `/readyz` show it
+/// (`null` without one).
+pub(crate) fn breaker(u: &manifold_upstream::Upstream) -> Value {
+    u.breaker().map_or(Value::Null, |b| {
+        json!({
+            "state": b.state.as_str(),
+            "retry_in_ms": b.retry_in.map(|d| d.as_millis() as u64),
+            "consecutive_failures": b.consecutive_failures,
+            "opened": b.opened,
+            "reason": b.reason,
+        })
+    })
+}
+
+/// `/catalog` (everything) or `/catalog?as=WHO`, on the default endpoint or
+/// `endpoint=PATH`; `Err` names what is wrong with `WHO` or `PATH`.
 pub(crate) fn catalog(gw: &Gateway, query: Option<&str>) -> Result<Value, String> {
-    let spec = query
-        .into_iter()
-        .flat_map(|q| q.split('&'))
-        .find_map(|p| p.strip_prefix("as="))
-        .map(percent_decode)
-        .transpose()?;
+    let param = |name: &str| {
+        query
+            .into_iter()
+            .flat_map(|q| q.split('&'))
+            .find_map(|p| p.strip_prefix(name))
+            .map(percent_decode)
+            .transpose()
+    };
+    let spec = param("as=")?;
+    let endpoint = param("endpoint=")?;
     let sources = manifold_config::IdentitySources::of(&gw.cfg());
     let viewer = spec
         .as_deref()
         .map(|s| who::identity_for(s, &sources))
         .transpose()?;
-    let catalog = gw.catalog();
+    let catalog = match &endpoint {
+        None => gw.catalog(),
+        Some(path) => gw.endpoint_catalog(path).ok_or_else(|| {
+            format!("no endpoint is served at `{path}` ([server] path or an [[endpoint]] path)")
+        })?,
+    };
     let policy = gw.policy();
     let key = viewer.as_ref().map(|id| policy.view_key(id));
     let mut hidden = Vec::new();
@@ -108,6 +133,7 @@ pub(crate) fn catalog(gw: &Gateway, query: Option<&str>) -> Result<Value, String
         "uri_template",
     );
     Ok(json!({
+        "endpoint": endpoint,
         "as": spec,
         "tools": tools,
         "prompts": prompts,

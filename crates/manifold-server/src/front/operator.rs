@@ -62,6 +62,7 @@ impl Gateway {
             front: Front::Operator(cancel),
             identity: None,
             peer: None,
+            endpoint: self.default_endpoint(),
             accepts: Accepts {
                 json: true,
                 stream: false,

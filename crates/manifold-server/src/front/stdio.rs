@@ -190,6 +190,7 @@ impl Gateway {
             },
             identity: Some(identity),
             peer: None,
+            endpoint: self.default_endpoint(),
             accepts: Accepts {
                 json: true,
                 stream: true,

@@ -9,7 +9,9 @@
 //!   where it was last;
 //! - a URI nobody owns, or whose upstream refuses the subscription, is left out of
 //!   the acknowledgment rather than failing the listen;
-//! - at most [`MAX_LISTEN_RESOURCES`] URIs per listen.
+//! - at most [`MAX_LISTEN_RESOURCES`] URIs per listen;
+//! - `taskIds` (the Tasks extension) need the extension declared (-32021), and
+//!   are not honoured yet (left out of the acknowledgment).
 //!
 //! Not here: what reaches an open stream and when (`state::listeners`); sub-resource
 //! matching of `notifications/resources/updated` (URIs match exactly).
@@ -21,7 +23,7 @@ use tokio::sync::mpsc;
 
 use crate::refusal::Refusal;
 use crate::reply::Reply;
-use crate::request::Request;
+use crate::request::{Caller, Request};
 use crate::state::listeners::Wanted;
 
 /// At most this many `resourceSubscriptions` URIs on one listen request; more is
@@ -74,6 +76,21 @@ fn filter(params: &Map<String, Value>) -> Result<Wanted, Refusal> {
 /// stream with the acknowledgment of what is honoured.
 pub(crate) async fn listen(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
     let gw = x.gw.clone();
+    // Task status notifications (the Tasks extension) need the extension
+    // declared on this request (SEP-2663: -32021). Manifold does not relay them
+    // yet: a declaring client's `taskIds` are left out of the acknowledgment,
+    // as what is not honoured is, and it polls `tasks/get`.
+    let asks_tasks = params
+        .get("notifications")
+        .and_then(|n| n.get("taskIds"))
+        .is_some_and(|t| !t.is_null());
+    let declared = matches!(&x.caller, Caller::Stateless(c)
+        if manifold_protocol::tasks::declares_extension(&c.capabilities));
+    if asks_tasks && !declared {
+        return Err(Refusal::TasksExtensionRequired {
+            method: x.method.clone(),
+        });
+    }
     let wanted = filter(&params)?;
     // URIs the caller's `[[policy]]` view excludes are not honoured, like URIs
     // nobody owns.
@@ -96,6 +113,7 @@ pub(crate) async fn listen(x: &mut Request, params: Map<String, Value>) -> Resul
             wanted,
             tx.clone(),
             x.principal.identity(),
+            x.arrival.endpoint.clone(),
         )
         .ok_or(Refusal::TooManyListens {
             limit: gw.cfg().limits.max_listens,

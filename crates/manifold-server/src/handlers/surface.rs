@@ -65,6 +65,10 @@ pub(crate) fn list(x: &Request, params: &Map<String, Value>) -> Result<Reply, Re
             ))
         }
     };
+    if x.method == m::TOOLS_LIST && x.access_endpoint().is_some_and(|e| e.searches()) {
+        let page = super::discovery::list(x, cursor)?;
+        return Ok(list_reply(x, &page));
+    }
     let catalog = x.access().catalog;
     let page = match x.method.as_str() {
         m::TOOLS_LIST => catalog.tools.page(cursor),
@@ -73,8 +77,13 @@ pub(crate) fn list(x: &Request, params: &Map<String, Value>) -> Result<Reply, Re
         _ => catalog.resources.templates.page(cursor),
     }
     .map_err(|e| Refusal::InvalidParams(e.to_string()))?;
-    Ok(match x.era {
-        Era::Session => result(x, &page),
+    Ok(list_reply(x, &page))
+}
+
+/// A list page as the era wants it.
+fn list_reply(x: &Request, page: &[u8]) -> Reply {
+    match x.era {
+        Era::Session => result(x, page),
         // Private when `[[policy]]` gives callers different views: a shared
         // cache must not hand one caller's list to another.
         Era::Stateless => {
@@ -83,12 +92,14 @@ pub(crate) fn list(x: &Request, params: &Map<String, Value>) -> Result<Reply, Re
             } else {
                 "public"
             };
+            // A session's expanded list is its own; on a search endpoint the
+            // list is the same for every caller of a view, like any other.
             result(
                 x,
-                &results::with_cache_hints(&page, list_ttl_ms(&x.gw), scope),
+                &results::with_cache_hints(page, list_ttl_ms(&x.gw), scope),
             )
         }
-    })
+    }
 }
 
 /// `initialize`: negotiate, mint a session, answer with the merged capabilities.
@@ -126,6 +137,7 @@ pub(crate) fn initialize(x: &Request, params: &Map<String, Value>) -> Result<Rep
         peer: x.arrival.peer,
         owner: x.principal.session_owner(),
         viewer: x.principal.identity(),
+        endpoint: x.arrival.endpoint.clone(),
         keep_alive: matches!(x.arrival.front, crate::request::Front::Stdio { .. }),
         expires: None,
     };
@@ -139,6 +151,8 @@ pub(crate) fn initialize(x: &Request, params: &Map<String, Value>) -> Result<Rep
             owner: opening.owner.clone(),
             expires: crate::state::held_calls::now_secs()
                 + crate::state::sealed::SEALED_SESSION_MAX_AGE.as_secs(),
+            endpoint: (*x.arrival.endpoint != *gw.default_endpoint())
+                .then(|| x.arrival.endpoint.to_string()),
         };
         let id = s.seal(&facts);
         if id.is_some() {
@@ -166,7 +180,10 @@ pub(crate) fn initialize(x: &Request, params: &Map<String, Value>) -> Result<Rep
     tracing::info!(session = %session.short_id(), client = %client_info, version = negotiated, "session started");
     let mut out = Map::new();
     out.insert("protocolVersion".into(), Value::from(negotiated));
-    out.insert("capabilities".into(), capabilities_for(gw, &x.access()));
+    out.insert(
+        "capabilities".into(),
+        capabilities_for(gw, &x.access(), false),
+    );
     out.insert(
         "serverInfo".into(),
         json!({"name": SERVER_NAME, "version": SERVER_VERSION}),
@@ -199,7 +216,10 @@ pub(crate) fn discover(x: &Request) -> Result<Reply, Refusal> {
     out.insert("supportedVersions".into(), json!(supported));
     // In this era `resources.subscribe` promises `resourceSubscriptions` on a
     // listen, which Manifold honours for every URI an upstream can subscribe to.
-    out.insert("capabilities".into(), capabilities_for(gw, &x.access()));
+    out.insert(
+        "capabilities".into(),
+        capabilities_for(gw, &x.access(), true),
+    );
     if let Some(text) = merged_instructions(gw, &x.access()) {
         out.insert("instructions".into(), Value::from(text));
     }
@@ -215,7 +235,10 @@ pub(crate) fn discover(x: &Request) -> Result<Reply, Refusal> {
 /// The union of what the ready upstreams offer. Tools and prompts are always
 /// offered (an empty list is a valid answer, and an upstream may join later);
 /// Manifold itself emits every `list_changed`, so `listChanged` is true.
-fn capabilities_for(gw: &Gateway, access: &crate::state::views::Access) -> Value {
+/// 2026-07-28 (`stateless`) adds the extensions the caller's upstreams offer
+/// (the Tasks extension); `initialize` never offers them (SEP-2663: undefined
+/// before 2026-07-28).
+fn capabilities_for(gw: &Gateway, access: &crate::state::views::Access, stateless: bool) -> Value {
     // Only upstreams the caller's view holds something of shape what it is
     // told the gateway can do.
     let upstream_caps: Vec<Map<String, Value>> = gw
@@ -246,11 +269,31 @@ fn capabilities_for(gw: &Gateway, access: &crate::state::views::Access) -> Value
     if any("logging") {
         caps.insert("logging".into(), json!({}));
     }
+    // The Tasks extension, exactly when an upstream the caller's view holds
+    // something of offers it (never the 2025-11-25 `tasks` capability).
+    if stateless
+        && upstream_caps
+            .iter()
+            .any(manifold_protocol::tasks::advertises_extension)
+    {
+        caps.insert(
+            "extensions".into(),
+            json!({ manifold_protocol::tasks::EXTENSION: {} }),
+        );
+    }
     Value::Object(caps)
 }
 
-/// One heading per upstream that gave instructions, in upstream order.
+/// An `[[endpoint]]`'s own `instructions`, else one heading per upstream
+/// that gave instructions, in upstream order.
 fn merged_instructions(gw: &Gateway, access: &crate::state::views::Access) -> Option<String> {
+    if let Some(own) = access
+        .endpoint
+        .as_ref()
+        .and_then(|e| e.instructions.clone())
+    {
+        return Some(own);
+    }
     let parts: Vec<String> = gw
         .upstreams()
         .iter()

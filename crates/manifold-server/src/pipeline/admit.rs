@@ -20,7 +20,8 @@
 //! 5. `Mcp-Method` equal to the method → else 400 + -32020;
 //! 6. a method of the session era only → 404 + -32601;
 //! 7. `Mcp-Name` equal to `params.name`/`uri` for `tools/call`, `prompts/get`,
-//!    `resources/read`; every `Mcp-Param-*` of the exposed tool equal to its
+//!    `resources/read`, to `params.taskId` (the id the client holds) for
+//!    `tasks/get`, `tasks/update`, `tasks/cancel` — required, as for the others; every `Mcp-Param-*` of the exposed tool equal to its
 //!    argument (after base64-sentinel decoding; integers compared numerically),
 //!    present exactly when the argument is → else 400 + -32020;
 //! 8. `_meta` logLevel, if any, a level → else 400 + -32602.
@@ -72,7 +73,7 @@ pub(crate) fn request(
     let principal = Principal::from_identity(arrival.identity.as_ref());
     let caller = match era {
         Era::Session => session_era(gw, arrival, method)?,
-        Era::Stateless => stateless(gw, &arrival.front, &principal, method, msg)?,
+        Era::Stateless => stateless(gw, arrival, &principal, method, msg)?,
     };
     Ok(Admitted { caller, principal })
 }
@@ -121,7 +122,9 @@ pub(crate) fn session_of(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSe
     {
         return Err(Refusal::UnknownSession);
     }
-    if session.owner != principal.session_owner() {
+    // Bound to its principal and to the endpoint that opened it: presented by
+    // anyone else, or on another endpoint, it is unknown.
+    if session.owner != principal.session_owner() || session.endpoint != arrival.endpoint {
         return Err(Refusal::UnknownSession);
     }
     session.seen_as(principal.identity());
@@ -146,7 +149,11 @@ fn adopt(
         Refusal::UnknownSession
     })?;
     // Another principal's id is unknown before anything is created for it.
-    if facts.owner != principal.session_owner() {
+    let endpoint = facts
+        .endpoint
+        .as_deref()
+        .map_or_else(|| gw.default_endpoint(), std::sync::Arc::from);
+    if facts.owner != principal.session_owner() || endpoint != arrival.endpoint {
         return Err(Refusal::UnknownSession);
     }
     let opening = crate::state::sessions::Opening {
@@ -156,6 +163,7 @@ fn adopt(
         peer: arrival.peer,
         owner: facts.owner,
         viewer: principal.identity(),
+        endpoint,
         keep_alive: false,
         expires: Some(facts.expires),
     };
@@ -175,11 +183,12 @@ fn adopt(
 
 fn stateless(
     gw: &Gateway,
-    front: &Front,
+    arrival: &Arrival,
     principal: &Principal,
     method: &str,
     msg: &Map<String, Value>,
 ) -> Result<Caller, Refusal> {
+    let front = &arrival.front;
     let empty = Map::new();
     let meta = meta_of(msg).unwrap_or(&empty);
     let Some(requested) = meta.get(meta::PROTOCOL_VERSION).and_then(Value::as_str) else {
@@ -241,7 +250,7 @@ fn stateless(
         });
     }
     if let Some(headers) = headers {
-        check_name_headers(gw, principal, headers, method, msg)?;
+        check_name_headers(gw, &arrival.endpoint, principal, headers, method, msg)?;
     }
     let log = match meta.get(meta::LOG_LEVEL).and_then(Value::as_str) {
         Some(l) => LogFilter::AtLeast(
@@ -266,6 +275,7 @@ fn stateless(
 /// `Mcp-Name` and `Mcp-Param-*` against the body.
 fn check_name_headers(
     gw: &Gateway,
+    endpoint: &str,
     principal: &Principal,
     headers: &HeaderMap,
     method: &str,
@@ -275,6 +285,9 @@ fn check_name_headers(
     let key = match method {
         m::TOOLS_CALL | m::PROMPTS_GET => "name",
         m::RESOURCES_READ => "uri",
+        manifold_protocol::tasks::TASKS_GET
+        | manifold_protocol::tasks::TASKS_UPDATE
+        | manifold_protocol::tasks::TASKS_CANCEL => "taskId",
         _ => return Ok(()),
     };
     let params = jsonrpc::params(msg);
@@ -303,7 +316,7 @@ fn check_name_headers(
     }
     // The caller's view: a tool it may not see is unknown here too, so a
     // header mismatch cannot tell it exists.
-    let catalog = gw.access(principal.identity().as_deref()).catalog;
+    let catalog = gw.access(endpoint, principal.identity().as_deref()).catalog;
     let Some(entry) = catalog.list(Kind::Tools).get(&decoded) else {
         // Unknown tools are refused later, with the usual -32602.
         return Ok(());

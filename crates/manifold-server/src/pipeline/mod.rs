@@ -92,6 +92,9 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
     match msg {
         Incoming::Request { id, method, msg } => {
             let mut obs = Observed::start(gw, &arrival.request_id, arrival.bytes, &method);
+            if *arrival.endpoint != *gw.default_endpoint() {
+                obs.endpoint = Some(arrival.endpoint.clone());
+            }
             let admission = crate::tracectx::phase(crate::tracectx::Phase::Admission);
             let admitted = admission.in_scope(|| admit::request(gw, &arrival, era, &method, &msg));
             let admitted = match admitted {
@@ -99,7 +102,7 @@ async fn serve_message(gw: &Arc<Gateway>, arrival: Arrival, msg: Incoming, era: 
                 Err(r) => return finish(Some(obs), Err(r), &id, era).await,
             };
             obs.admitted(
-                admitted.caller.session().map(|s| s.id.as_str()),
+                admitted.caller.session().map(|s| s.digest.as_str()),
                 admitted.caller.client_info(),
                 admitted.principal.audit_name(),
                 admitted.principal.metrics_label(gw.cfg().principal_label),

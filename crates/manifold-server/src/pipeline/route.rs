@@ -14,6 +14,16 @@
 //! | `resources/subscribe`, `resources/unsubscribe` | yes | 404 | no | `resources` |
 //! | `logging/setLevel` | yes | 404 | no | `mcp_logging::set_level` |
 //! | `subscriptions/listen` | -32601 | yes | no | `listen::listen` |
+//! | `tasks/get` | -32601 | yes | no (counted) | `call::task` |
+//! | `tasks/update`, `tasks/cancel` | -32601 | yes | yes | `call::task` |
+//! | `tasks/result`, `tasks/list` | -32601 | 404 | no | refused |
+//!
+//! `tasks/get` is forwarded but not audited: a poll reads what the task's
+//! records say (its creation, its end) and acts on nothing, so it is counted
+//! (`manifold_requests_total{method="tasks/get"}`) and the end it may show is
+//! recorded once, as the task's end record. The `tasks/*` rows exist in both
+//! eras so that a session-era client is told why (Manifold offers tasks to
+//! 2026-07-28 clients only), not just "method not found".
 //!
 //! The audited methods are the ones that reach an upstream item a client names
 //! (the forwarded ones, which go through the call chain, `call`): every exit of
@@ -30,10 +40,12 @@
 
 use crate::state::held_calls::{CONFIRMED_PREFIX, CONFIRM_PREFIX};
 use manifold_protocol::methods as m;
+use manifold_protocol::tasks;
 use serde_json::{Map, Value};
 
 use crate::call::{self, resolve};
 use crate::era::Era;
+use crate::handlers::discovery::{self, Meta};
 use crate::handlers::{listen, mcp_logging, resources, surface};
 use crate::refusal::Refusal;
 use crate::reply::Reply;
@@ -62,6 +74,10 @@ enum Handler {
     Unsubscribe,
     SetLevel,
     Listen,
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`.
+    Task,
+    /// `tasks/result`, `tasks/list`: tasks forms Manifold does not offer.
+    TasksGone,
 }
 
 /// One row of the method table.
@@ -93,7 +109,7 @@ impl Method {
     fn forwarded(&self) -> bool {
         matches!(
             self.handler,
-            Handler::Tool | Handler::Prompt | Handler::Read | Handler::Complete
+            Handler::Tool | Handler::Prompt | Handler::Read | Handler::Complete | Handler::Task
         )
     }
 }
@@ -116,6 +132,9 @@ fn lookup(method: &str) -> Option<Method> {
         m::RESOURCES_UNSUBSCRIBE => Method::new(SessionOnly, false, Unsubscribe),
         m::LOGGING_SET_LEVEL => Method::new(SessionOnly, false, SetLevel),
         m::SUBSCRIPTIONS_LISTEN => Method::new(StatelessOnly, false, Listen),
+        tasks::TASKS_GET => Method::new(Both, false, Task),
+        tasks::TASKS_UPDATE | tasks::TASKS_CANCEL => Method::new(Both, true, Task),
+        tasks::TASKS_RESULT | tasks::TASKS_LIST => Method::new(Both, false, TasksGone),
         _ => return None,
     })
 }
@@ -135,7 +154,24 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
     let Some(method) = lookup(&x.method).filter(|m| m.serves(x.era)) else {
         return Err(Refusal::MethodNotFound(x.method.clone()));
     };
-    if x.era == Era::Stateless && method.forwarded() {
+    // A search endpoint's meta-tools: `call_tool` becomes the direct call of
+    // the tool it names, before anything else looks at the call (a retry's
+    // held call is the real tool's); `search_tools` is answered here.
+    let meta = match method.handler {
+        Handler::Tool => discovery::meta(x, &params),
+        _ => None,
+    };
+    if meta == Some(Meta::Call) {
+        if let Err(r) = discovery::unwrap_call(x, &mut params) {
+            let arguments = params.get("arguments").cloned();
+            if let Some(o) = x.observation() {
+                o.audit(arguments);
+                o.name = Some(discovery::CALL_TOOL.into());
+            }
+            return Err(r);
+        }
+    }
+    if x.era == Era::Stateless && method.forwarded() && method.handler != Handler::Task {
         // A retry resumes the held call, unless the target upstream is stateless:
         // then the state is its own and goes to it byte-exact. The held call's
         // record is the call's; the retry is counted, not audited again.
@@ -160,13 +196,26 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
                 return reply;
             }
         }
+    }
+    if x.era == Era::Stateless && method.forwarded() {
         strip_reserved_meta(&mut params);
     }
     if method.audited {
-        let arguments = params.get("arguments").cloned();
+        // A tasks/update's input is what it sends upstream: digested (and
+        // redacted) as arguments are.
+        let arguments = params
+            .get("arguments")
+            .or_else(|| params.get("inputResponses"))
+            .cloned();
         if let Some(o) = x.observation() {
             o.audit(arguments);
         }
+    }
+    if meta == Some(Meta::Search) {
+        if let Some(o) = x.observation() {
+            o.name = Some(discovery::SEARCH_TOOLS.into());
+        }
+        return discovery::search(x, &params);
     }
     match method.handler {
         Handler::Initialize => surface::initialize(x, &params),
@@ -181,6 +230,12 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
         Handler::Unsubscribe => resources::unsubscribe(x, params).await,
         Handler::SetLevel => mcp_logging::set_level(x, params).await,
         Handler::Listen => listen::listen(x, params).await,
+        Handler::Task => call::task(x, params).await,
+        Handler::TasksGone => Err(Refusal::TasksNotOffered(format!(
+            "{}: the io.modelcontextprotocol/tasks extension removed it, and Manifold offers \
+             no 2025-11-25 tasks; keep the taskId tools/call returned and poll it with tasks/get",
+            x.method
+        ))),
     }
 }
 
@@ -225,6 +280,8 @@ mod tests {
             (m::RESOURCES_UNSUBSCRIBE, true, false, false),
             (m::LOGGING_SET_LEVEL, true, false, false),
             (m::SUBSCRIPTIONS_LISTEN, false, true, false),
+            (tasks::TASKS_UPDATE, true, true, true),
+            (tasks::TASKS_CANCEL, true, true, true),
         ];
         for (name, session, stateless, audited) in rows {
             let method = lookup(name).expect(name);
@@ -239,6 +296,15 @@ mod tests {
             assert_eq!(session_era_only(name), session && !stateless, "{name}");
         }
         assert!(lookup("tools/delete").is_none());
+        // A poll is forwarded, not audited (see the module doc); the removed
+        // tasks methods are rows, so they are refused with a reason.
+        let get = lookup(tasks::TASKS_GET).unwrap();
+        assert!(get.forwarded() && !get.audited);
+        for gone in [tasks::TASKS_RESULT, tasks::TASKS_LIST] {
+            let row = lookup(gone).unwrap();
+            assert_eq!(row.handler, Handler::TasksGone);
+            assert!(row.serves(Era::Stateless) && row.serves(Era::Session));
+        }
     }
 
     #[test]

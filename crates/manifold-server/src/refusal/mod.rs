@@ -156,6 +156,28 @@ pub(crate) enum Refusal {
         error: manifold_cluster::ClusterError,
     },
 
+    // Tasks (the 2026-07-28 Tasks extension).
+    /// A `tasks/*` request (or a task-augmented call) from a client that did
+    /// not declare the extension on that request.
+    #[error("{method} needs the client capability extensions[\"io.modelcontextprotocol/tasks\"]; declare it in this request's _meta clientCapabilities")]
+    TasksExtensionRequired { method: String },
+    /// A task id that does not open for this caller (never Manifold's,
+    /// tampered, another principal's, its upstream gone or re-pointed): the
+    /// same answer in every case.
+    #[error("Failed to retrieve task: Task not found")]
+    UnknownTask,
+    /// The caller's task id, past its expiry.
+    #[error("Failed to retrieve task: Task has expired")]
+    TaskExpired,
+    /// Task forms Manifold does not relay (2025-11-25 experimental tasks,
+    /// `tasks/list`, `tasks/result`): what to do instead.
+    #[error("Method not found: {0}")]
+    TasksNotOffered(String),
+    /// The upstream answered with a task Manifold cannot relay: the request
+    /// did not declare the extension, or its task id is unusable.
+    #[error("upstream `{upstream}` {why}")]
+    UnusableTask { upstream: String, why: String },
+
     // The tool-error family: answered as a result with `isError: true`.
     #[error("{0}")]
     Tool(ToolError),
@@ -166,6 +188,12 @@ pub(crate) enum Refusal {
     /// `quarantined`.
     #[error("{0}")]
     Quarantined(Box<Refusal>),
+}
+
+impl From<ToolError> for Refusal {
+    fn from(e: ToolError) -> Self {
+        Refusal::Tool(e)
+    }
 }
 
 impl Refusal {
@@ -196,7 +224,11 @@ impl Refusal {
             | InvalidParams(_)
             | BadListenFilter(_)
             | UnknownName { .. }
-            | InvalidRequestState(_) => ErrorCode::INVALID_PARAMS,
+            | InvalidRequestState(_)
+            | UnknownTask
+            | TaskExpired => ErrorCode::INVALID_PARAMS,
+            TasksExtensionRequired { .. } => ErrorCode::MISSING_CLIENT_CAPABILITY,
+            TasksNotOffered(_) => ErrorCode::METHOD_NOT_FOUND,
             HeaderMismatch(_) => ErrorCode::HEADER_MISMATCH,
             UnsupportedVersion { .. } => ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
             ResourceNotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND_LEGACY,
@@ -216,6 +248,7 @@ impl Refusal {
             | HeldCallsFull { .. }
             | HeldCallsFullForPrincipal { .. }
             | ClusterUnavailable { .. }
+            | UnusableTask { .. }
             | HeldCallLost => ErrorCode::INTERNAL_ERROR,
             NoTokenToExchange { .. } | ExchangeRefused { .. } => ErrorCode::INVALID_REQUEST,
             Tool(_) => return None,
@@ -245,6 +278,7 @@ impl Refusal {
             | InvalidLogLevel(_)
             | BadListenFilter(_)
             | MissingCapabilities(_)
+            | TasksExtensionRequired { .. }
             | InvalidRequestState(_) => StatusCode::BAD_REQUEST,
             UnknownSession | DiscoverWithoutMeta | NotInThisRevision { .. } => {
                 StatusCode::NOT_FOUND
@@ -272,7 +306,7 @@ impl Refusal {
             },
             // The 2026-07-28 transport answers an unknown method with 404; the
             // session era with a JSON-RPC error in a 200.
-            MethodNotFound(_) => match era {
+            MethodNotFound(_) | TasksNotOffered(_) => match era {
                 Era::Session => StatusCode::OK,
                 Era::Stateless => StatusCode::NOT_FOUND,
             },
@@ -286,6 +320,9 @@ impl Refusal {
             | TooManyCalls { .. }
             | Cancelled
             | HeldCallLost
+            | UnknownTask
+            | TaskExpired
+            | UnusableTask { .. }
             | Tool(_) => StatusCode::OK,
         }
     }
@@ -310,6 +347,9 @@ impl Refusal {
                     names.iter().map(|n| (n.clone(), json!({}))).collect();
                 Some(json!({ "requiredCapabilities": caps }))
             }
+            Refusal::TasksExtensionRequired { .. } => Some(json!({
+                "requiredCapabilities": {"extensions": {manifold_protocol::tasks::EXTENSION: {}}}
+            })),
             Refusal::ConfirmationUnavailable { .. } => {
                 Some(json!({ "requiredCapabilities": {"elicitation": {"form": {}}} }))
             }

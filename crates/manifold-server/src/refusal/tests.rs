@@ -127,6 +127,26 @@ fn every_refusal_has_its_code_and_status_per_era() {
         (InvalidRequestState("it expired"), -32602, 400, 400),
         (HeldCallLost, -32603, 200, 200),
         (
+            TasksExtensionRequired {
+                method: "tasks/get".into(),
+            },
+            -32021,
+            400,
+            400,
+        ),
+        (UnknownTask, -32602, 200, 200),
+        (TaskExpired, -32602, 200, 200),
+        (TasksNotOffered("x".into()), -32601, 200, 404),
+        (
+            UnusableTask {
+                upstream: "u".into(),
+                why: "w".into(),
+            },
+            -32603,
+            200,
+            200,
+        ),
+        (
             NoTokenToExchange {
                 upstream: "u".into(),
             },
@@ -302,4 +322,17 @@ fn a_quarantined_item_answers_as_an_unknown_one() {
         assert_eq!(held.outcome(), Outcome::Quarantined { code });
         assert_eq!(held.to_string(), plain.to_string());
     }
+}
+
+#[test]
+fn the_tasks_extension_refusal_names_the_extension_in_data() {
+    let v = Refusal::TasksExtensionRequired {
+        method: "tasks/get".into(),
+    }
+    .data()
+    .unwrap();
+    assert_eq!(
+        v,
+        json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}})
+    );
 }

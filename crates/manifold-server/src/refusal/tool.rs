@@ -54,6 +54,16 @@ pub(crate) enum ToolError {
     /// The upstream could not be asked, or did not answer: a model reads why.
     #[error("{0}")]
     Upstream(UpstreamError),
+    /// `search_tools` with a query or limit it cannot use.
+    #[error("search_tools: {0}")]
+    Search(String),
+    /// `call_tool` naming a tool the caller's view of the endpoint does not
+    /// hold (a hidden tool is answered the same).
+    #[error("Unknown tool: `{0}`. Find the tools of this server with search_tools and call one by the exact name it gives.")]
+    UnknownTool(String),
+    /// `call_tool` arguments of the wrong shape.
+    #[error("call_tool: {0}")]
+    CallTool(String),
 }
 
 fn not_confirmed(tool: &str, why: &NotConfirmed) -> String {
@@ -103,6 +113,8 @@ pub(crate) fn upstream_outcome(e: &UpstreamError) -> Outcome {
         UpstreamError::Timeout { .. } => Outcome::Timeout,
         UpstreamError::Cancelled { .. } => Outcome::Cancelled,
         UpstreamError::Unavailable { .. }
+        | UpstreamError::Transient { .. }
+        | UpstreamError::Failing { .. }
         | UpstreamError::Busy { .. }
         | UpstreamError::NeedsLogin { .. } => Outcome::UpstreamUnavailable,
         UpstreamError::Protocol { .. } => Outcome::ProtocolError { code: e.code().0 },
@@ -172,6 +184,21 @@ mod tests {
                     errors: vec!["/x: wrong".into()],
                 },
                 "The result of `t` from upstream `u` does not match the tool's outputSchema:\n/x: wrong",
+                Outcome::ToolError,
+            ),
+            (
+                ToolError::Search("`query` is empty".into()),
+                "search_tools: `query` is empty",
+                Outcome::ToolError,
+            ),
+            (
+                ToolError::UnknownTool("x".into()),
+                "Unknown tool: `x`. Find the tools of this server with search_tools and call one by the exact name it gives.",
+                Outcome::ToolError,
+            ),
+            (
+                ToolError::CallTool("`name` must be a string".into()),
+                "call_tool: `name` must be a string",
                 Outcome::ToolError,
             ),
             (

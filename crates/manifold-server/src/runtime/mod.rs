@@ -212,6 +212,7 @@ impl Gateway {
             views: arc_swap::ArcSwap::from_pointee(views::Views::new(
                 catalog.clone(),
                 live.policy.clone(),
+                live.endpoints.clone(),
             )),
             catalog: arc_swap::ArcSwap::new(catalog),
             live: arc_swap::ArcSwap::from_pointee(live),
@@ -239,6 +240,7 @@ impl Gateway {
             )
             .with_per_principal(limits.max_held_calls_per_principal),
             integrity: integrity::Integrity::new(pins.store, metrics.integrity.clone()),
+            task_ids: crate::state::tasks::Tasks::new(&config),
             metrics,
             shutdown,
             stop,
@@ -266,6 +268,8 @@ impl Gateway {
         gw.tasks.spawn(async move { g.maintain_catalog(rx).await });
         let g = gw.clone();
         gw.tasks.spawn(async move { g.sweep_sessions().await });
+        let g = gw.clone();
+        gw.tasks.spawn(crate::observe::sweep_tasks(g));
         let g = gw.clone();
         gw.tasks.spawn(async move { g.drain().await });
         gw.start_cluster();

@@ -226,12 +226,20 @@ impl Gateway {
     async fn revoke_hidden_subscriptions(self: &Arc<Self>) {
         let base = self.catalog();
         for (uri, who) in self.subscriptions.pairs() {
-            let viewer = if crate::state::listeners::is_listen_key(&who) {
+            let seen = if crate::state::listeners::is_listen_key(&who) {
                 self.listeners.viewer(&who)
             } else {
-                self.sessions.get(&who).and_then(|s| s.viewer())
+                self.sessions
+                    .get(&who)
+                    .map(|s| (s.endpoint.clone(), s.viewer()))
             };
-            if !self.access(viewer.as_deref()).may_read(&base, &uri) {
+            let Some((endpoint, viewer)) = seen else {
+                continue;
+            };
+            if !self
+                .access(&endpoint, viewer.as_deref())
+                .may_read(&base, &uri)
+            {
                 tracing::info!(%uri, "a reload's rules hide this URI; its subscription ends");
                 self.unsubscribe(&who, &uri).await;
             }

@@ -51,6 +51,8 @@ struct Listener {
     tx: mpsc::Sender<Bytes>,
     /// Whose `[[policy]]` view the stream's list changes follow.
     viewer: Option<Arc<manifold_policy::Identity>>,
+    /// The endpoint (path) the stream was opened on.
+    endpoint: Arc<str>,
 }
 
 /// Every open listen stream.
@@ -91,6 +93,7 @@ impl Listeners {
         wanted: Wanted,
         tx: mpsc::Sender<Bytes>,
         viewer: Option<Arc<manifold_policy::Identity>>,
+        endpoint: Arc<str>,
     ) -> Option<String> {
         let mut open = self.open();
         if open.len() >= self.max {
@@ -110,15 +113,21 @@ impl Listeners {
                 missed: Vec::new(),
                 tx,
                 viewer,
+                endpoint,
             },
         );
         Some(key)
     }
 
-    /// Whose view the listen stream `key` follows (`None` when it is gone or
-    /// unrestricted).
-    pub(crate) fn viewer(&self, key: &str) -> Option<Arc<manifold_policy::Identity>> {
-        self.open().get(key).and_then(|l| l.viewer.clone())
+    /// The endpoint and the viewer whose view the listen stream `key`
+    /// follows (`None` when it is gone).
+    pub(crate) fn viewer(
+        &self,
+        key: &str,
+    ) -> Option<(Arc<str>, Option<Arc<manifold_policy::Identity>>)> {
+        self.open()
+            .get(key)
+            .map(|l| (l.endpoint.clone(), l.viewer.clone()))
     }
 
     /// Sends the acknowledgment of what is honoured (the list kinds asked for,
@@ -177,7 +186,7 @@ impl Listeners {
     pub(crate) fn list_changed(
         &self,
         method: &'static str,
-        sees: &mut dyn FnMut(Option<&manifold_policy::Identity>) -> bool,
+        sees: &mut dyn FnMut(&Arc<str>, Option<&manifold_policy::Identity>) -> bool,
     ) -> usize {
         let mut open = self.open();
         let mut sent = 0;
@@ -188,7 +197,7 @@ impl Listeners {
                 m::NOTIF_RESOURCES_LIST_CHANGED => l.wanted.resources,
                 _ => false,
             };
-            if !wants || !sees(l.viewer.as_deref()) {
+            if !wants || !sees(&l.endpoint, l.viewer.as_deref()) {
                 continue;
             }
             if !l.acked {

@@ -51,6 +51,14 @@ impl Live {
             Some(p) => p.confirm.clone(),
             None => Arc::new(manifold_policy::ConfirmRules::new(&config.confirm)),
         };
+        let endpoints = match same(&|p| {
+            p.endpoints == config.endpoints
+                && p.server.path == config.server.path
+                && p.server.discovery == config.server.discovery
+        }) {
+            Some(p) => p.endpoints.clone(),
+            None => Arc::new(super::endpoints::Endpoints::new(&config)),
+        };
         let by_name: HashMap<Arc<str>, Upstream> = upstreams
             .iter()
             .map(|(u, _)| (u.name().clone(), u.clone()))
@@ -78,6 +86,7 @@ impl Live {
             policy,
             rate_limits,
             confirm,
+            endpoints,
             auth_stop,
         }
     }

@@ -92,17 +92,20 @@ impl Gateway {
     /// A message no call claimed: to every session with a GET stream that wants it.
     pub(crate) fn broadcast_log(&self, upstream: &str, msg: &Map<String, Value>) -> usize {
         let mut sent = 0;
-        // Under `[[policy]]`, only sessions whose view holds something of the
-        // upstream hear it (decided once per view).
+        // Under `[[policy]]` or on a virtual endpoint, only sessions whose
+        // view holds something of the upstream hear it (decided once per view).
         let views = self.views.load_full();
-        let mut memo: std::collections::HashMap<Option<manifold_policy::ViewKey>, bool> =
-            std::collections::HashMap::new();
+        type Key = (std::sync::Arc<str>, Option<manifold_policy::ViewKey>);
+        let mut memo: std::collections::HashMap<Key, bool> = std::collections::HashMap::new();
+        let default = self.default_endpoint();
         for session in self.sessions.all() {
             let key = views::key_of(views.policy(), session.viewer().as_deref());
-            if key.is_some() {
+            if key.is_some() || session.endpoint != default {
                 let hears = *memo
-                    .entry(key.clone())
-                    .or_insert_with(|| views::holds_upstream(&views.get(key.as_ref()), upstream));
+                    .entry((session.endpoint.clone(), key.clone()))
+                    .or_insert_with(|| {
+                        views::holds_upstream(&views.get(&session.endpoint, key.as_ref()), upstream)
+                    });
                 if !hears {
                     continue;
                 }

@@ -59,6 +59,9 @@ const METHODS: &[&str] = &[
     m::LOGGING_SET_LEVEL,
     m::SERVER_DISCOVER,
     m::SUBSCRIPTIONS_LISTEN,
+    manifold_protocol::tasks::TASKS_GET,
+    manifold_protocol::tasks::TASKS_UPDATE,
+    manifold_protocol::tasks::TASKS_CANCEL,
 ];
 
 /// A method as a label: known ones as-is, anything else `other`.
@@ -78,6 +81,11 @@ struct MethodOutcome {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PrincipalOutcome {
     principal: String,
+    outcome: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointOutcome {
+    endpoint: String,
     outcome: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -105,6 +113,11 @@ struct OutcomeOnly {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabel {
     reason: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamStatus {
+    upstream: String,
+    status: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindReason {
@@ -137,6 +150,10 @@ pub(crate) struct Metrics {
     response_bytes: Family<MethodLabel, Counter>,
     /// Mirrors the bus's own counts (manifold-cluster `Rejection`).
     cluster_rejected: Family<ReasonLabel, Counter>,
+    /// Tasks (the Tasks extension) this replica created and has not seen end.
+    tasks_in_flight: Family<UpstreamLabel, Gauge>,
+    tasks_created: Family<UpstreamLabel, Counter>,
+    tasks_ended: Family<UpstreamStatus, Counter>,
     /// Tools that have their own latency series.
     tool_series: Mutex<HashSet<String>>,
     max_tool_series: usize,
@@ -146,7 +163,17 @@ pub(crate) struct Metrics {
     max_principal_series: usize,
     /// `[integrity]`'s families (`state::integrity::metrics`).
     pub(crate) integrity: super::integrity::metrics::IntegrityMetrics,
+    /// Requests through an `[[endpoint]]`, by its path (at most
+    /// [`MAX_ENDPOINT_SERIES`] paths; later ones count as `other`).
+    by_endpoint: Family<EndpointOutcome, Counter>,
+    endpoint_series: Mutex<HashSet<String>>,
+    /// Retries and circuit breakers.
+    resilience: super::resilience_metrics::ResilienceMetrics,
 }
+
+/// Distinct `endpoint` labels of `manifold_endpoint_requests_total`: the
+/// paths come from the configuration, but reloads may add new ones for ever.
+pub const MAX_ENDPOINT_SERIES: usize = 64;
 
 impl Metrics {
     pub(crate) fn new(config: &manifold_config::GatewayConfig) -> Metrics {
@@ -162,6 +189,12 @@ impl Metrics {
                 );
                 f
             });
+        let by_endpoint = Family::<EndpointOutcome, Counter>::default();
+        r.register(
+            "endpoint_requests",
+            "Requests answered through an [[endpoint]], by its path and outcome",
+            by_endpoint.clone(),
+        );
         let requests = Family::<MethodOutcome, Counter>::default();
         r.register(
             "requests",
@@ -286,10 +319,33 @@ impl Metrics {
             "Messages from the cluster's Redis bus refused, by reason: unsigned, bad_mac, expired, future, replayed, too_many_senders, too_large, unreadable",
             cluster_rejected.clone(),
         );
+        let tasks_in_flight = Family::<UpstreamLabel, Gauge>::default();
+        r.register(
+            "tasks_in_flight",
+            "Tasks this replica relayed the creation of and has not seen end, by upstream",
+            tasks_in_flight.clone(),
+        );
+        let tasks_created = Family::<UpstreamLabel, Counter>::default();
+        r.register(
+            "tasks_created",
+            "Tasks created by upstreams for calls relayed by this replica, by upstream",
+            tasks_created.clone(),
+        );
+        let tasks_ended = Family::<UpstreamStatus, Counter>::default();
+        r.register(
+            "tasks_ended",
+            "Task ends this replica recorded, by upstream and status: completed, failed, cancelled, expired",
+            tasks_ended.clone(),
+        );
+        let resilience = super::resilience_metrics::ResilienceMetrics::register(&mut r);
         let integrity = super::integrity::metrics::IntegrityMetrics::register(&mut r);
         Metrics {
             integrity,
+            resilience,
             registry: r,
+            tasks_in_flight,
+            tasks_created,
+            tasks_ended,
             requests,
             call_latency,
             in_flight,
@@ -316,6 +372,8 @@ impl Metrics {
             by_principal,
             principal_series: Mutex::new(HashSet::new()),
             max_principal_series: config.max_principal_series,
+            by_endpoint,
+            endpoint_series: Mutex::new(HashSet::new()),
         }
     }
 
@@ -336,6 +394,22 @@ impl Metrics {
         };
         family
             .get_or_create(&PrincipalOutcome { principal, outcome })
+            .inc();
+    }
+
+    /// One request through the `[[endpoint]]` at `path` answered.
+    pub(crate) fn answered_at(&self, path: &str, outcome: &'static str) {
+        let endpoint = {
+            let mut seen = self.endpoint_series.lock();
+            if seen.contains(path) || seen.len() < MAX_ENDPOINT_SERIES {
+                seen.insert(path.to_string());
+                path.to_string()
+            } else {
+                "other".to_string()
+            }
+        };
+        self.by_endpoint
+            .get_or_create(&EndpointOutcome { endpoint, outcome })
             .inc();
     }
 
@@ -403,6 +477,36 @@ impl Metrics {
     pub(crate) fn header_rejected(&self) {
         self.header_rejections.inc();
     }
+    /// A task was created by `upstream` for a call this replica relayed;
+    /// `tracked`: it counts in the in-flight gauge until its end is seen here.
+    pub(crate) fn task_created(&self, upstream: &str, tracked: bool) {
+        let label = UpstreamLabel {
+            upstream: upstream.to_string(),
+        };
+        self.tasks_created.get_or_create(&label).inc();
+        if tracked {
+            self.tasks_in_flight.get_or_create(&label).inc();
+        }
+    }
+
+    /// A task's end was recorded here (`status`: completed, failed, cancelled,
+    /// expired); `tracked`: this replica counted it in flight.
+    pub(crate) fn task_ended(&self, upstream: &str, status: &'static str, tracked: bool) {
+        self.tasks_ended
+            .get_or_create(&UpstreamStatus {
+                upstream: upstream.to_string(),
+                status,
+            })
+            .inc();
+        if tracked {
+            self.tasks_in_flight
+                .get_or_create(&UpstreamLabel {
+                    upstream: upstream.to_string(),
+                })
+                .dec();
+        }
+    }
+
     /// The in-flight gauge of `upstream`.
     pub(crate) fn in_flight(&self, upstream: &str) -> Gauge {
         self.in_flight
@@ -454,6 +558,7 @@ impl Metrics {
                     .get_or_create(&label)
                     .set(i64::from(code));
             }
+            self.resilience.refresh(u);
         }
         self.sessions.set(now.sessions as i64);
         let catalog = now.catalog;

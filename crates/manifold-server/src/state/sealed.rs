@@ -51,6 +51,9 @@ pub(crate) struct SessionFacts {
     /// Seconds since the epoch after which the id is refused.
     #[serde(rename = "e")]
     pub expires: u64,
+    /// The endpoint (path) that opened it (absent: the default endpoint).
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 /// The keys.
@@ -127,6 +130,7 @@ mod tests {
             capabilities: json!({"sampling": {}}).as_object().cloned().unwrap(),
             owner: Some("key:alice".into()),
             expires,
+            endpoint: None,
         }
     }
 

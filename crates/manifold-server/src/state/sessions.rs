@@ -59,6 +59,10 @@ fn pending_prefix() -> Arc<str> {
     Arc::from(format!("mf-{}-", hex::encode(raw)))
 }
 
+/// `discovery_expand`: the most tools a session's searches add to its
+/// `tools/list` (the earliest found leave first).
+pub const MAX_FOUND_TOOLS: usize = 64;
+
 /// `log_level`'s value while the client never sent `logging/setLevel`.
 const LEVEL_UNSET: u8 = u8::MAX;
 
@@ -79,6 +83,11 @@ pub(crate) struct ClientSession {
     /// identity of its latest request (groups and scopes may change with a new
     /// token; the owner may not).
     viewer: Mutex<Option<Arc<manifold_policy::Identity>>>,
+    /// The endpoint (path) that opened it: presented on another it is unknown.
+    pub endpoint: Arc<str>,
+    /// `discovery_expand`: tools its searches found, which join its
+    /// `tools/list` (in the order found; at most [`MAX_FOUND_TOOLS`]).
+    found: Mutex<Vec<String>>,
     /// Exempt from the idle sweep (`Opening::keep_alive`).
     keep_alive: bool,
     /// When a sealed id stops being accepted (`Opening::expires`).
@@ -114,6 +123,8 @@ impl ClientSession {
             peer: opening.peer,
             owner: opening.owner,
             viewer: Mutex::new(opening.viewer),
+            endpoint: opening.endpoint,
+            found: Mutex::new(Vec::new()),
             keep_alive: opening.keep_alive,
             expires: opening.expires,
             max_calls,
@@ -133,6 +144,28 @@ impl ClientSession {
     /// The identity the session's latest request came with.
     pub fn seen_as(&self, viewer: Option<Arc<manifold_policy::Identity>>) {
         *self.viewer.lock() = viewer;
+    }
+
+    /// `discovery_expand`: adds tools a search found; whether any was new
+    /// (the session's `tools/list` then changed). Past [`MAX_FOUND_TOOLS`]
+    /// the earliest found leave.
+    pub fn found(&self, names: &[&str]) -> bool {
+        let mut found = self.found.lock();
+        let mut added = false;
+        for n in names {
+            if !found.iter().any(|f| f == n) {
+                found.push((*n).to_string());
+                added = true;
+            }
+        }
+        let over = found.len().saturating_sub(MAX_FOUND_TOOLS);
+        found.drain(..over);
+        added
+    }
+
+    /// The tools its searches found (`discovery_expand`).
+    pub fn found_tools(&self) -> Vec<String> {
+        self.found.lock().clone()
     }
 
     /// Whose policy view the session sees (`None`: unrestricted).
@@ -261,6 +294,8 @@ pub(crate) struct Opening {
     pub owner: Option<String>,
     /// Its identity, for its `[[policy]]` view.
     pub viewer: Option<Arc<manifold_policy::Identity>>,
+    /// The endpoint (path) it is opened on.
+    pub endpoint: Arc<str>,
     /// Never ended for idleness: the stdio client's one session lives as long
     /// as its process.
     pub keep_alive: bool,
@@ -456,6 +491,7 @@ mod tests {
             peer: None,
             owner: None,
             viewer: None,
+            endpoint: Arc::from("/mcp"),
             keep_alive: false,
             expires: None,
         };

@@ -1,14 +1,20 @@
-//! Per-caller views of the merged catalog under `[[policy]]`.
+//! Per-caller views of the merged catalog: an endpoint's part of it
+//! (`state::endpoints`) under the caller's `[[policy]]`.
 //!
-//! A caller's view depends only on which rules name it (its
-//! [`manifold_policy::ViewKey`]), so each distinct key gets one restricted
-//! [`Catalog`] — its own pre-serialized pages, cursors and name table — built the
-//! first time a caller with that key needs it after a catalogue change, then
-//! shared by every caller with that key. Nothing is built per request.
+//! A caller's view depends only on its endpoint and on which rules name it (its
+//! [`manifold_policy::ViewKey`]), so each distinct (endpoint, key) gets one
+//! restricted [`Catalog`] — its own pre-serialized pages, cursors and name
+//! table — built the first time a caller with that pair needs it after a
+//! catalogue change, then shared by every such caller. Nothing is built per
+//! request. Each endpoint's own catalogue (and its search index, for
+//! `discovery = "search"`) is built once per catalogue change too, and shared
+//! by every view of it.
 //!
 //! Invariants: a view only ever holds items of the catalog it was built from
-//! (the [`Views`] value is swapped whole with the catalog); without any rule the
-//! view *is* the catalog (no copy); the local operator sees everything; at most
+//! (the [`Views`] value is swapped whole with the catalog and the endpoints);
+//! a view holds only what its endpoint holds; without any rule the view *is*
+//! its endpoint's catalogue (no copy), and the default endpoint's is the
+//! catalog; the local operator sees all of its endpoint; at most
 //! [`MAX_CACHED_VIEWS`] views and about [`MAX_CACHED_VIEW_BYTES`] of items are
 //! kept per catalogue; a view is built outside the map's lock (once, by the
 //! first caller that needs it).
@@ -25,10 +31,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use manifold_catalog::search::SearchIndex;
 use manifold_catalog::uri::canonical;
 use manifold_catalog::{Catalog, Item};
 use manifold_policy::{Identity, ItemKind, Policy, ViewKey};
 
+use super::endpoints::{Endpoint, Endpoints};
 use crate::refusal::Refusal;
 
 /// Distinct views kept per catalogue. Past it the cache starts over (views are
@@ -42,30 +50,94 @@ pub const MAX_CACHED_VIEW_BYTES: usize = 256 * 1024 * 1024;
 /// One view, built once by whichever caller needs it first.
 type Slot = Arc<OnceLock<Arc<Catalog>>>;
 
+/// An endpoint's own catalogue and search index, built once per catalogue.
+#[derive(Default)]
+struct PerEndpoint {
+    catalog: OnceLock<Arc<Catalog>>,
+    index: OnceLock<Arc<SearchIndex>>,
+}
+
 /// The catalog and the views built from it so far.
 pub(crate) struct Views {
     pub base: Arc<Catalog>,
     policy: Arc<Policy>,
-    built: Mutex<HashMap<ViewKey, Slot>>,
+    endpoints: Arc<Endpoints>,
+    /// Indexed like `endpoints`.
+    per_endpoint: Vec<PerEndpoint>,
+    built: Mutex<HashMap<(usize, ViewKey), Slot>>,
+    /// A search endpoint's `tools/list` page per view (the meta-tools and the
+    /// `always_visible` tools the view holds), pre-serialized.
+    search_lists: Mutex<HashMap<(usize, Option<ViewKey>), bytes::Bytes>>,
     /// Item bytes of the views in `built`.
     bytes: AtomicUsize,
 }
 
 impl Views {
-    pub(crate) fn new(base: Arc<Catalog>, policy: Arc<Policy>) -> Views {
+    pub(crate) fn new(base: Arc<Catalog>, policy: Arc<Policy>, endpoints: Arc<Endpoints>) -> Views {
         Views {
             base,
             policy,
+            per_endpoint: (0..endpoints.len())
+                .map(|_| PerEndpoint::default())
+                .collect(),
+            endpoints,
             built: Mutex::new(HashMap::new()),
+            search_lists: Mutex::new(HashMap::new()),
             bytes: AtomicUsize::new(0),
         }
     }
 
-    /// The catalog the view `key` sees (`None`: everything).
-    pub(crate) fn get(&self, key: Option<&ViewKey>) -> Arc<Catalog> {
-        let Some(key) = key else {
-            return self.base.clone();
+    /// The endpoints its views are of.
+    pub(crate) fn endpoints(&self) -> &Arc<Endpoints> {
+        &self.endpoints
+    }
+
+    /// The endpoint served at `path` in these views (`None`: a reload removed it).
+    fn endpoint(&self, path: &str) -> Option<&Arc<Endpoint>> {
+        self.endpoints.at(path)
+    }
+
+    /// The catalogue of the endpoint at `path`, for every caller (empty when
+    /// no endpoint is served there any more).
+    pub(crate) fn endpoint_catalog(&self, path: &str) -> Arc<Catalog> {
+        let Some(e) = self.endpoint(path) else {
+            return Arc::new(self.base.restricted(&|_| false));
         };
+        self.per_endpoint[e.index]
+            .catalog
+            .get_or_init(|| e.catalog_of(&self.base))
+            .clone()
+    }
+
+    /// The search index of the tools of the endpoint at `path`, built by the
+    /// first search after a catalogue change and shared by every view of it
+    /// (a caller's search filters it by its view).
+    pub(crate) fn search_index(&self, path: &str) -> Arc<SearchIndex> {
+        let catalog = self.endpoint_catalog(path);
+        let Some(e) = self.endpoint(path) else {
+            return Arc::new(SearchIndex::from_list(&catalog.tools));
+        };
+        self.per_endpoint[e.index]
+            .index
+            .get_or_init(|| {
+                let started = std::time::Instant::now();
+                let index = SearchIndex::from_list(&catalog.tools);
+                tracing::debug!(endpoint = %e.path, tools = index.len(), bytes = index.heap_bytes(),
+                    ms = started.elapsed().as_millis() as u64, "search index built");
+                Arc::new(index)
+            })
+            .clone()
+    }
+
+    /// The catalog the view `key` sees on the endpoint at `path` (`key`
+    /// `None`: all of the endpoint).
+    pub(crate) fn get(&self, path: &str, key: Option<&ViewKey>) -> Arc<Catalog> {
+        let endpoint = self.endpoint_catalog(path);
+        let Some(key) = key else {
+            return endpoint;
+        };
+        let index = self.endpoint(path).map_or(usize::MAX, |e| e.index);
+        let key = &(index, key.clone());
         // The map's lock is held only to find the slot: a view is built
         // outside it, and callers of other views never wait for the build.
         let slot = {
@@ -87,9 +159,10 @@ impl Views {
                 built.entry(key.clone()).or_default().clone()
             }
         };
+        let key = &key.1;
         slot.get_or_init(|| {
             let policy = &self.policy;
-            let view = Arc::new(self.base.restricted(&|item| match item {
+            let view = Arc::new(endpoint.restricted(&|item| match item {
                 Item::Tool(n) => policy.allows(key, ItemKind::Tool, n),
                 Item::Prompt(n) => policy.allows(key, ItemKind::Prompt, n),
                 Item::Resource(u) | Item::Template(u) => policy.allows(key, ItemKind::Resource, u),
@@ -112,24 +185,66 @@ impl Views {
     }
 }
 
-/// What one request may see and use: its view of the catalog and the policy
-/// key it was built for.
+/// What one request may see and use: its view of the catalog, the policy
+/// key it was built for and its endpoint.
 pub(crate) struct Access {
     pub catalog: Arc<Catalog>,
     key: Option<ViewKey>,
     policy: Arc<Policy>,
+    /// `None`: no endpoint is served at the request's path any more (a
+    /// reload removed it): nothing is visible.
+    pub endpoint: Option<Arc<Endpoint>>,
+    views: Arc<Views>,
 }
 
 impl Access {
-    /// What `viewer` may see and use in `views` (`None`: the local operator).
-    pub(crate) fn of(views: &Views, viewer: Option<&Identity>) -> Access {
+    /// What `viewer` may see and use on the endpoint at `path` in `views`
+    /// (`None`: the local operator).
+    pub(crate) fn of(views: &Arc<Views>, path: &str, viewer: Option<&Identity>) -> Access {
         let policy = views.policy().clone();
         let key = key_of(&policy, viewer);
         Access {
-            catalog: views.get(key.as_ref()),
+            catalog: views.get(path, key.as_ref()),
             key,
             policy,
+            endpoint: views.endpoint(path).cloned(),
+            views: views.clone(),
         }
+    }
+
+    /// The search index of the caller's endpoint (its view filters it).
+    pub(crate) fn search_index(&self) -> Arc<SearchIndex> {
+        let path = self.endpoint.as_ref().map_or("", |e| &e.path);
+        self.views.search_index(path)
+    }
+
+    /// The search endpoint's `tools/list` page of this view: built by `build`
+    /// from the view the first time, then shared (at most
+    /// [`MAX_CACHED_VIEWS`] are kept; past it they are built again).
+    pub(crate) fn search_list(&self, build: &dyn Fn(&Catalog) -> bytes::Bytes) -> bytes::Bytes {
+        let index = self.endpoint.as_ref().map_or(usize::MAX, |e| e.index);
+        let key = (index, self.key.clone());
+        if let Some(b) = self.views.search_lists.lock().get(&key) {
+            return b.clone();
+        }
+        // Built outside the lock: two first callers may both build it.
+        let page = build(&self.catalog);
+        let mut lists = self.views.search_lists.lock();
+        if lists.len() >= MAX_CACHED_VIEWS {
+            lists.clear();
+        }
+        lists.insert(key, page.clone());
+        page
+    }
+
+    /// Whether the caller's endpoint holds anything of `upstream`'s.
+    pub(crate) fn reaches(&self, upstream: &str) -> bool {
+        self.endpoint.as_ref().is_some_and(|e| e.reaches(upstream))
+    }
+
+    /// Whether the endpoint's resource globs let `uri` through.
+    fn endpoint_allows_uri(&self, uri: &str) -> bool {
+        self.endpoint.as_ref().is_some_and(|e| e.allows_uri(uri))
     }
 }
 
@@ -156,7 +271,8 @@ impl Access {
     /// Whether the caller's view holds anything of `upstream`: what it is told
     /// about an upstream (its instructions, its log messages) follows.
     pub(crate) fn shows_upstream(&self, upstream: &str) -> bool {
-        self.key.is_none() || holds_upstream(&self.catalog, upstream)
+        let whole = self.endpoint.as_ref().is_some_and(|e| e.is_default());
+        (self.key.is_none() && whole) || holds_upstream(&self.catalog, upstream)
     }
 
     /// The URI a read, subscription or completion names, as rules match it
@@ -183,16 +299,37 @@ impl Access {
     /// Whether the caller may read, subscribe to or complete `uri` (a
     /// resource URI or a template string).
     pub(crate) fn may_use_uri(&self, uri: &str) -> bool {
-        match &self.key {
-            None => true,
-            Some(k) => self.policy.allows(k, ItemKind::Resource, uri),
-        }
+        self.endpoint_allows_uri(uri)
+            && match &self.key {
+                None => true,
+                Some(k) => self.policy.allows(k, ItemKind::Resource, uri),
+            }
     }
 
     /// [`Access::may_use_uri`] for a read or a subscription: the URI, and the
     /// template that would route it (a hidden template does not route reads
     /// for this caller either).
     pub(crate) fn may_read(&self, base: &Catalog, uri: &str) -> bool {
+        let template = base.resources.routing_template(uri);
+        // Owned by an upstream of the endpoint: the listed owner, the routing
+        // template's, or (neither known) only where every upstream is.
+        let owner = base
+            .resources
+            .owner(uri)
+            .or_else(|| template.and_then(|t| base.resources.template_owner(t)));
+        let reached = match owner {
+            Some(o) => self.reaches(o),
+            None => self
+                .endpoint
+                .as_ref()
+                .is_some_and(|e| e.reaches_every_upstream()),
+        };
+        let in_endpoint = reached
+            && self.endpoint_allows_uri(uri)
+            && template.is_none_or(|t| self.endpoint_allows_uri(t));
+        if !in_endpoint {
+            return false;
+        }
         let Some(k) = &self.key else {
             return true;
         };
@@ -292,8 +429,9 @@ mod tests {
             resources: None,
         };
         let policy = Arc::new(Policy::new(&[rule("a", "up__t1*"), rule("b", "up__t2")]));
-        let views = Views::new(catalog(30), policy.clone());
-        let get = |p: &Option<Identity>| views.get(key_of(&policy, p.as_ref()).as_ref());
+        let endpoints = Arc::new(Endpoints::only_default("/mcp"));
+        let views = Views::new(catalog(30), policy.clone(), endpoints);
+        let get = |p: &Option<Identity>| views.get("/mcp", key_of(&policy, p.as_ref()).as_ref());
         let a1 = get(&member("a"));
         let a2 = get(&member("a"));
         assert!(Arc::ptr_eq(&a1, &a2), "same key, same snapshot");

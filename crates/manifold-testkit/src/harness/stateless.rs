@@ -1,6 +1,7 @@
 //! The 2026-07-28 stateless era from the client side: requests that carry their
 //! revision and capabilities in `_meta`, posted with the headers that era
-//! requires (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), and no session.
+//! requires (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`: the `name`,
+//! `uri` or `taskId` of the params), and no session.
 //!
 //! Invariants: [`McpClient::send_stateless`] never sends a session id, and
 //! returns the response whatever its status (tests assert statuses); for an SSE
@@ -47,6 +48,7 @@ impl McpClient {
         let name = body["params"]["name"]
             .as_str()
             .or(body["params"]["uri"].as_str())
+            .or(body["params"]["taskId"].as_str())
             .map(str::to_string);
         if let Some(n) = &name {
             headers.push(("mcp-name", n));

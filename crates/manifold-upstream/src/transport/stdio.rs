@@ -69,9 +69,10 @@ impl Stdin {
         use tokio::sync::mpsc::error::SendTimeoutError;
         match self.writer.send_timeout(Bytes::from(bytes), bound).await {
             Ok(()) => Ok(()),
-            Err(SendTimeoutError::Closed(_)) => Err(UpstreamError::unavailable(
+            Err(SendTimeoutError::Closed(_)) => Err(UpstreamError::transient(
                 &self.upstream,
                 "the child process is not running",
+                false,
             )),
             Err(SendTimeoutError::Timeout(_)) => Err(UpstreamError::unavailable(
                 &self.upstream,

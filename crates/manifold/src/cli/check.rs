@@ -3,7 +3,8 @@
 //! each name's origin and why it changed, what was left out and why, and each
 //! upstream's status. `--json` prints the same facts as one JSON object.
 //! `--as WHO` narrows the catalogue to what that caller would see under
-//! `[[policy]]` and lists every hidden item with the rule that hides it. Each
+//! `[[policy]]` and lists every hidden item with the rule that hides it;
+//! `--endpoint PATH` narrows it to what that endpoint holds. Each
 //! `[upstreams.x.overrides.<tool>]` is reported with what it did, or why it
 //! could not.
 //!
@@ -31,6 +32,7 @@ pub fn run(
     config: &Path,
     as_json: bool,
     as_who: Option<&str>,
+    endpoint: Option<&str>,
 ) -> ExitCode {
     let cfg = match load_config(config) {
         Ok(c) => c,
@@ -47,9 +49,19 @@ pub fn run(
             return ExitCode::from(super::USAGE);
         }
     };
+    if let Some(path) = endpoint {
+        let known = path == cfg.server.path || cfg.endpoints.iter().any(|e| e.path == path);
+        if !known {
+            eprintln!("manifold check --endpoint: no endpoint is served at `{path}` ([server] path or an [[endpoint]] path)");
+            return ExitCode::from(super::USAGE);
+        }
+    }
     let facts = rt.block_on(async {
         let core = InProcess::start(cfg).await;
         let mut facts = Facts::collect(config, &core);
+        if let Some(catalog) = endpoint.and_then(|p| core.gw.endpoint_catalog(p)) {
+            facts.narrow_to_endpoint(endpoint.unwrap_or_default(), &catalog);
+        }
         if let Some((spec, id)) = &viewer {
             facts.narrow_to(spec, &core.gw.policy(), id);
         }
@@ -86,6 +98,8 @@ pub struct Facts {
     overrides: Vec<OverrideFacts>,
     /// `--as WHO`: the caller, and what its view hides.
     viewer: Option<String>,
+    /// `--endpoint PATH`: the endpoint whose catalogue is shown.
+    endpoint: Option<String>,
     hidden: Vec<Hidden>,
     /// What `[integrity]` holds (see `quarantine`).
     quarantined: Vec<manifold_server::Quarantined>,
@@ -148,6 +162,8 @@ struct UpstreamFacts {
     restarts: u64,
     last_error: Option<String>,
     last_exit_code: Option<i32>,
+    /// Its circuit breaker (`[upstreams.x.breaker]`), when it has one.
+    breaker: Option<manifold_upstream::BreakerReport>,
     /// `[upstreams.x.auth] type` (HTTP upstreams).
     auth: Option<&'static str>,
     /// The authorization server its tokens come from, and whether
@@ -212,6 +228,7 @@ impl Facts {
                     restarts: st.restarts,
                     last_error: st.last_error.clone(),
                     last_exit_code: st.last_exit_code,
+                    breaker: u.breaker(),
                     auth: match &u.config().transport {
                         manifold_config::Transport::Http { auth, .. } => Some(auth.kind()),
                         manifold_config::Transport::Stdio { .. } => None,
@@ -231,6 +248,7 @@ impl Facts {
             upstreams,
             overrides: override_facts(core, &catalog.tools),
             viewer: None,
+            endpoint: None,
             hidden: Vec::new(),
             quarantined: core.gw.quarantined(),
         }
@@ -238,6 +256,21 @@ impl Facts {
 
     /// Keeps what `id` may see under `policy`; the rest moves to `hidden` with
     /// the rule that hides it.
+    /// Only what the endpoint at `path` holds (its `catalog`).
+    fn narrow_to_endpoint(&mut self, path: &str, catalog: &manifold_catalog::Catalog) {
+        self.endpoint = Some(path.to_string());
+        self.tools
+            .retain(|n| catalog.tools.get(&n.exposed).is_some());
+        self.prompts
+            .retain(|n| catalog.prompts.get(&n.exposed).is_some());
+        let holds =
+            |list: &manifold_catalog::UriList, uri: &str| list.items().any(|(u, _)| u == uri);
+        self.resources
+            .retain(|r| holds(&catalog.resources.resources, &r.uri));
+        self.templates
+            .retain(|r| holds(&catalog.resources.templates, &r.uri));
+    }
+
     fn narrow_to(&mut self, spec: &str, policy: &Policy, id: &Identity) {
         self.viewer = Some(spec.to_string());
         let key = policy.view_key(id);
@@ -279,6 +312,9 @@ impl Facts {
 
     pub fn to_text(&self) -> String {
         let mut out = format!("Configuration: {}\n", self.config.display());
+        if let Some(path) = &self.endpoint {
+            out.push_str(&format!("Endpoint: {path}\n"));
+        }
         let section = |out: &mut String, title: &str, t: &Table, n: usize| {
             out.push_str(&format!("\n{title} ({n})\n"));
             if t.is_empty() {
@@ -366,7 +402,13 @@ impl Facts {
             t.row(vec![
                 u.name.clone(),
                 u.transport.to_string(),
-                u.state.as_str().to_string(),
+                match &u.breaker {
+                    // A breaker that is not closed is news; a closed one is not.
+                    Some(b) if b.state != manifold_upstream::BreakerState::Closed => {
+                        format!("{} (breaker {})", u.state.as_str(), b.state.as_str())
+                    }
+                    _ => u.state.as_str().to_string(),
+                },
                 u.protocol_version.clone().unwrap_or_default(),
                 u.tools.map(|n| n.to_string()).unwrap_or_default(),
                 u.restarts.to_string(),
@@ -453,6 +495,11 @@ impl Facts {
                     "restarts": u.restarts,
                     "last_error": u.last_error,
                     "last_exit_code": u.last_exit_code,
+                    "breaker": u.breaker.as_ref().map(|b| json!({
+                        "state": b.state.as_str(),
+                        "opened": b.opened,
+                        "reason": b.reason,
+                    })),
                     "auth": u.auth,
                     "issuer": u.issuer.as_ref().map(|(i, _)| i),
                     "issuer_pinned": u.issuer.as_ref().map(|(_, p)| p),
@@ -475,6 +522,7 @@ impl Facts {
             "overrides": self.overrides.iter().map(|o| json!({
                 "upstream": o.upstream, "tool": o.tool, "exposed": o.exposed, "problems": o.problems,
             })).collect::<Vec<_>>(),
+            "endpoint": self.endpoint,
             "as": self.viewer,
             "hidden": self.viewer.as_ref().map(|_| self.hidden.iter().map(|h| json!({
                 "kind": h.kind, "name": h.name, "reason": h.why,

@@ -261,6 +261,41 @@ resources = { allow = ["demo://readme"] }
     );
 }
 
+/// `check --endpoint PATH`: only what that `[[endpoint]]` holds; a path no
+/// endpoint is served at is a usage error.
+#[test]
+fn check_endpoint_shows_what_an_endpoint_holds() {
+    let dir = TempDir::new("check-endpoint");
+    let endpoint = r#"
+[[endpoint]]
+path = "/mcp/ops"
+tools = { allow = ["demo__add", "demo__echo"], deny = ["demo__echo"] }
+prompts = { deny = ["*"] }
+"#;
+    let cfg = dir.write("gateway.toml", &format!("{DEMO}{endpoint}"));
+    let out = run(&cfg, &["check", "--json", "--endpoint", "/mcp/ops"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["endpoint"], "/mcp/ops");
+    let exposed: Vec<&str> = v["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["exposed"].as_str())
+        .collect();
+    assert_eq!(exposed, ["demo__add"]);
+    assert_eq!(v["prompts"].as_array().expect("prompts").len(), 0);
+    let out = run(&cfg, &["check", "--endpoint", "/mcp/ops"]);
+    assert!(text(&out.stdout).contains("Endpoint: /mcp/ops\n"));
+    let out = run(&cfg, &["check", "--endpoint", "/mcp/none"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no endpoint is served at `/mcp/none`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// `check --as` with two identity sources: a subject is named with its
 /// source (`subject:corp:alice`), a certificate with its name type; a bare
 /// `subject:alice` could be either issuer's and is refused with the forms to

@@ -13,6 +13,11 @@ const KEY: &str = "interop-key-0123456789abcdef";
 /// `manifold serve` with `[auth]` (one API key, `mcp:tools` advertised) in front
 /// of its own demo upstream.
 fn gateway() -> Result<super::DemoGateway> {
+    gateway_with("")
+}
+
+/// [`gateway`] with `extra` sections.
+fn gateway_with(extra: &str) -> Result<super::DemoGateway> {
     let hash = Command::new(manifold_bin()?)
         .args(["auth", "hash-key"])
         .stdin(std::process::Stdio::piped())
@@ -30,7 +35,7 @@ fn gateway() -> Result<super::DemoGateway> {
         "auth",
         &format!(
             "[auth]\nscopes_supported = [\"mcp:tools\"]\n\n\
-             [[auth.api_keys]]\nname = \"interop\"\nhash = \"{hash}\"\n"
+             [[auth.api_keys]]\nname = \"interop\"\nhash = \"{hash}\"\n\n{extra}"
         ),
     )
 }
@@ -101,5 +106,47 @@ fn the_typescript_sdk_discovers_the_protected_resource_metadata() -> Result<()> 
         v["metadata"]["bearer_methods_supported"] == json!(["header"]),
         "{v}"
     );
+    Ok(())
+}
+
+/// A virtual endpoint (`[[endpoint]]`) is discovered by the TypeScript SDK's
+/// own OAuth discovery from its path-suffixed metadata, which names the
+/// gateway's resource (a path prefix of the endpoint's URL); with the key, the
+/// SDK client then works on the endpoint.
+#[test]
+fn the_typescript_sdk_discovers_a_virtual_endpoints_metadata() -> Result<()> {
+    let peers = Peers::from_env()?;
+    let gw = gateway_with("[[endpoint]]\npath = \"/mcp/ops\"\ndiscovery = \"search\"\n")?;
+    let ops = gw.url.replace("/mcp", "/mcp/ops");
+    let out = Command::new(&peers.node)
+        .arg(repo_root().join("tests/interop/ts/discover.mjs"))
+        .arg(&ops)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    anyhow::ensure!(v["status"] == 401, "{v}");
+    let base = gw.url.trim_end_matches("/mcp");
+    anyhow::ensure!(
+        v["params"]["resourceMetadataUrl"]
+            == format!("{base}/.well-known/oauth-protected-resource/mcp/ops"),
+        "{v}"
+    );
+    anyhow::ensure!(v["metadata"]["resource"] == gw.url, "{v}");
+    anyhow::ensure!(
+        ops.starts_with(&gw.url),
+        "the resource is a path prefix of {ops}"
+    );
+    let plan = json!({"steps": [{"op": "list_tools"}]});
+    let (code, out, err) = super::run_plan(&peers, "ts", &ops, &plan, Some(KEY))?;
+    anyhow::ensure!(code == Some(0), "ts with the key on /mcp/ops: {err}");
+    let names: Vec<&str> = out["results"][0]
+        .as_array()
+        .map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    anyhow::ensure!(names == ["search_tools", "call_tool"], "{out}");
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! Interop: the official TypeScript and Python SDK clients list and call tools, and
-//! use prompts, resources, subscriptions, completion and logging (see
+//! use prompts, resources, subscriptions, completion and logging, and search and
+//! call through a search endpoint (see
 //! tests/interop/README.md, "The Rust suites"), through Manifold in front of `@modelcontextprotocol/server-everything` (stdio and
 //! Streamable HTTP) and `mcp-server-time` (stdio), all pinned and installed by
 //! `scripts/peers`. Every message Manifold sends the clients is validated against
@@ -11,7 +12,7 @@ use serde_json::{json, Value};
 use std::process::Command;
 use std::time::Duration;
 
-const STARTUP: Duration = Duration::from_secs(60);
+pub(crate) const STARTUP: Duration = Duration::from_secs(60);
 
 /// `manifold serve` in front of its own demo upstream (`demo`), with `extra`
 /// configuration sections: for features the demo upstream is enough to show.
@@ -440,5 +441,7 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
 mod auth;
 mod cluster;
 mod confirm;
+mod search;
 mod stdio;
 mod surface;
+mod tasks;

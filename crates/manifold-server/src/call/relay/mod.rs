@@ -15,12 +15,22 @@
 //! whose disconnection cancels), an expired input round; the answer is
 //! checked against the tool's `outputSchema` there (`check_output`).
 //!
+//! Retries and the circuit breaker are a use of this step, not a step of
+//! their own: the call is dispatched past its upstream's breaker (an open one
+//! fails it at once with a tool error saying when the upstream will be tried
+//! again), and a call that may be repeated (`repeat`) is sent again by the
+//! upstream's `Call` before its first event comes out — the one point where
+//! nothing of the answer has reached the client yet, which only dispatch
+//! sees. The audit record counts the attempts.
+//!
 //! Not here: resolving and the checks before dispatch (the chain's earlier
 //! steps), framing the stream (the front door).
 
 pub(crate) mod input_required;
+mod repeat;
 mod requests;
 mod stream;
+pub(crate) mod tasks;
 
 use bytes::Bytes;
 use manifold_upstream::CallEvent;
@@ -40,6 +50,7 @@ use stream::Pending;
 /// with a stream once the upstream streams.
 pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusal> {
     let gw = x.gw.clone();
+    let repeatable = repeat::repeatable(&call);
     let Call {
         mut params,
         upstream,
@@ -49,6 +60,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         output_check,
         permit,
         confirmed,
+        task,
         ..
     } = call;
     let cancel = x
@@ -77,6 +89,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         obs,
         output_check,
         permit,
+        task,
     };
     tracing::debug!(upstream = %upstream.name(), method = %x.method,
         principal = x.principal.audit_name(), "forwarding");
@@ -84,15 +97,24 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
     // InputRequiredResults as requests it understands.
     let for_upstream = upstream.is_stateless().then(|| x.caller.for_upstream());
     let call = match upstream
-        .call_as(&x.method, Some(params), headers, for_upstream.as_ref())
+        .forward(
+            &x.method,
+            Some(params),
+            headers,
+            for_upstream.as_ref(),
+            repeatable,
+        )
         .instrument(span)
         .await
     {
         Ok(c) => c,
-        Err(e) => {
+        Err(not) => {
             x.caller.end_call(&x.rpc_id);
+            if let Some(o) = answering.obs.as_mut() {
+                o.attempts = upstream.guarded().then_some(not.attempts);
+            }
             let bytes = answering
-                .answer(manifold_upstream::CallOutcome::Failed(e))
+                .answer(manifold_upstream::CallOutcome::Failed(not.error))
                 .await;
             return Ok(Reply::ok(bytes));
         }

@@ -57,7 +57,13 @@ impl Pending {
     pub(crate) async fn next(&mut self) -> Option<CallEvent> {
         let call = self.call.as_mut()?;
         tokio::select! {
-            ev = call.next() => Some(ev),
+            ev = call.next() => {
+                // Final once an event is out: a call is never sent again after.
+                if let (Some(n), Some(o)) = (call.attempts(), self.answering.obs.as_mut()) {
+                    o.attempts = Some(n);
+                }
+                Some(ev)
+            }
             _ = self.cancel.cancelled() => {
                 call.cancel("cancelled by the client").await;
                 self.finished();

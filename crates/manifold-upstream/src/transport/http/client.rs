@@ -210,14 +210,19 @@ impl HttpLink {
         let req = self
             .request(method, body, extra, last_event_id, token)
             .map_err(|e| UpstreamError::protocol(name, e))?;
+        // A connection that could not be made carried nothing; any other
+        // failure before the response (a reset, a close) may have carried the
+        // request: both are worth another attempt for a call that may be
+        // repeated.
         let resp = self.client.request(req).await.map_err(|e| {
-            UpstreamError::unavailable(
+            UpstreamError::transient(
                 name,
                 format!(
                     "HTTP request to {} failed: {}",
                     redact::url(&self.url.to_string()),
                     with_causes(&e)
                 ),
+                !e.is_connect(),
             )
         })?;
         // A stateless (2026-07-28) exchange has no session, whatever is sent.

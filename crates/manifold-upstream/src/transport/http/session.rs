@@ -178,6 +178,17 @@ async fn run_call(
                 )
             }
         }
+        // "Not now": a gateway in front of it, or the server itself, failed
+        // before answering; another attempt may get through.
+        ReplyError::Status(code, body)
+            if matches!(code.as_u16(), 502..=504) =>
+        {
+            UpstreamError::transient(
+                &name,
+                format!("HTTP {code}: {}", body.chars().take(300).collect::<String>()),
+                true,
+            )
+        }
         ReplyError::Status(code, body) => UpstreamError::protocol(
             &name,
             format!(

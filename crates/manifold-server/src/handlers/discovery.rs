@@ -1,0 +1,297 @@
+//! Tool search on an endpoint with `discovery = "search"`: its `tools/list`
+//! holds the meta-tools `search_tools` and `call_tool` (and the
+//! `always_visible` tools) instead of every tool; `search_tools {query,
+//! limit?}` answers with the full definitions of the best matches in the
+//! caller's view of the endpoint, ranked; `call_tool {name, arguments}` is
+//! turned into the direct `tools/call` of `name`, which then goes through the
+//! whole call chain (`call`) like any other.
+//!
+//! Invariants: a search sees only the caller's view of its endpoint (the
+//! endpoint's index, filtered by the view: never a hidden tool, never a tool
+//! of another endpoint); found definitions are the pre-serialized bytes
+//! `tools/list` would send (lossless); nothing is kept per session except,
+//! with `discovery_expand`, the names a session found (bounded,
+//! `MAX_FOUND_TOOLS`); `call_tool` of a tool outside the view answers exactly
+//! as of one that does not exist; every refusal here is a tool error a model
+//! can act on.
+//!
+//! Not here: the index and its ranking (manifold-catalog `search`), views
+//! and endpoints (`state::views`, `state::endpoints`), the call chain.
+
+use bytes::Bytes;
+use manifold_catalog::search::{SearchRequest, DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS};
+use manifold_catalog::Catalog;
+use manifold_protocol::jsonrpc;
+use serde_json::{json, Map, Value};
+use std::sync::OnceLock;
+
+use crate::era::Era;
+use crate::refusal::{Refusal, ToolError};
+use crate::reply::Reply;
+use crate::request::Request;
+use crate::state::endpoints::Endpoint;
+
+/// The search meta-tool's name.
+pub const SEARCH_TOOLS: &str = "search_tools";
+/// The call meta-tool's name.
+pub const CALL_TOOL: &str = "call_tool";
+/// `via` in the audit record of a tool called through `call_tool`.
+pub const VIA_CALL_TOOL: &str = "call_tool";
+
+/// Which meta-tool a `tools/call` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Meta {
+    Search,
+    Call,
+}
+
+/// The meta-tool a `tools/call` on a search endpoint names, if any. On such
+/// an endpoint the meta-tools own their names: an upstream tool exposed as
+/// `search_tools` or `call_tool` is reached through `call_tool`.
+pub(crate) fn meta(x: &Request, params: &Map<String, Value>) -> Option<Meta> {
+    let searches = x.access_endpoint().is_some_and(|e| e.searches());
+    match params.get("name").and_then(Value::as_str) {
+        Some(SEARCH_TOOLS) if searches => Some(Meta::Search),
+        Some(CALL_TOOL) if searches => Some(Meta::Call),
+        _ => None,
+    }
+}
+
+/// The two meta-tools' definitions, serialized once.
+fn meta_tools() -> &'static (Bytes, Bytes) {
+    static TOOLS: OnceLock<(Bytes, Bytes)> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let search = json!({
+            "name": SEARCH_TOOLS,
+            "title": "Search tools",
+            "description": format!(
+                "Find the tools of this server that fit a task. Describe the task in a few words \
+                 (\"create a pull request\", \"restart a deployment\"); the answer holds the full \
+                 definitions of the best matches, best first (`tools`). Call one with {CALL_TOOL}, \
+                 by its exact name, with arguments that fit its inputSchema."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "description": "The task, in a few words.",
+                        "minLength": 1,
+                        "maxLength": MAX_QUERY_CHARS,
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "description": "How many tools to return at most.",
+                        "minimum": 1,
+                        "maximum": MAX_LIMIT,
+                        "default": DEFAULT_LIMIT,
+                    },
+                },
+                "required": ["query"],
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {
+                    "tools": {
+                        "type": "array",
+                        "description": "The matching tools' definitions, as tools/list gives them, best first.",
+                        "items": {"type": "object"},
+                    },
+                },
+                "required": ["tools"],
+            },
+            "annotations": {"readOnlyHint": true, "openWorldHint": false},
+        });
+        let call = json!({
+            "name": CALL_TOOL,
+            "title": "Call a tool",
+            "description": format!(
+                "Call a tool found with {SEARCH_TOOLS}: its exact `name` and its `arguments` \
+                 (an object that fits the tool's inputSchema). The answer is the tool's own result."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The tool's name, as search_tools gave it."},
+                    "arguments": {"type": "object", "description": "The tool's arguments."},
+                },
+                "required": ["name"],
+            },
+        });
+        let bytes = |v: Value| Bytes::from(v.to_string());
+        (bytes(search), bytes(call))
+    })
+}
+
+/// A search endpoint's `tools/list` page: the meta-tools, then the tools of
+/// `view` the endpoint keeps visible, then `found` (tools a session's
+/// searches found, `discovery_expand`) that the view still holds.
+fn page(endpoint: &Endpoint, view: &Catalog, found: &[String]) -> Bytes {
+    let (search, call) = meta_tools();
+    let mut out = Vec::with_capacity(search.len() + call.len() + 64);
+    out.extend_from_slice(b"{\"tools\":[");
+    out.extend_from_slice(search);
+    out.push(b',');
+    out.extend_from_slice(call);
+    let mut listed = std::collections::HashSet::new();
+    for e in view.tools.entries() {
+        if endpoint.always_visible(&e.exposed) {
+            listed.insert(e.exposed.as_str());
+            out.push(b',');
+            out.extend_from_slice(e.json());
+        }
+    }
+    for name in found {
+        if let Some(e) = view
+            .tools
+            .get(name)
+            .filter(|e| !listed.contains(e.exposed.as_str()))
+        {
+            out.push(b',');
+            out.extend_from_slice(e.json());
+        }
+    }
+    out.extend_from_slice(b"]}");
+    Bytes::from(out)
+}
+
+/// `tools/list` on a search endpoint (one page: it is short by design).
+pub(crate) fn list(x: &Request, cursor: Option<&str>) -> Result<Bytes, Refusal> {
+    if cursor.is_some() {
+        return Err(Refusal::InvalidParams(
+            "Invalid cursor: this endpoint's tools/list has one page (find the other tools with search_tools)".into(),
+        ));
+    }
+    let access = x.access();
+    let Some(endpoint) = access.endpoint.clone() else {
+        return Ok(page_for_nothing());
+    };
+    let found = match (endpoint.discovery.expand, x.caller.session()) {
+        (true, Some(s)) => s.found_tools(),
+        _ => Vec::new(),
+    };
+    if found.is_empty() {
+        return Ok(access.search_list(&|view| page(&endpoint, view, &[])));
+    }
+    // A session's own list: built for it (bounded by MAX_FOUND_TOOLS).
+    Ok(page(&endpoint, &access.catalog, &found))
+}
+
+fn page_for_nothing() -> Bytes {
+    Bytes::from_static(b"{\"tools\":[]}")
+}
+
+/// `search_tools`: the best matches in the caller's view of its endpoint.
+pub(crate) fn search(x: &Request, params: &Map<String, Value>) -> Result<Reply, Refusal> {
+    let empty = Map::new();
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(a)) => a,
+        Some(_) => {
+            return Err(ToolError::Search(
+                "`arguments` must be an object: {\"query\": \"…\", \"limit\": 8}".into(),
+            )
+            .into())
+        }
+    };
+    let request =
+        SearchRequest::from_arguments(args).map_err(|e| ToolError::Search(e.to_string()))?;
+    let access = x.access();
+    let view = &access.catalog;
+    let index = access.search_index();
+    // The endpoint's index, filtered by the caller's view: what the view does
+    // not hold is never a candidate.
+    let hits = index.search(&request, &|id| {
+        index.name(id).is_some_and(|n| view.tools.get(n).is_some())
+    });
+    let entries: Vec<&manifold_catalog::Entry> =
+        hits.iter().filter_map(|h| view.tools.get(h.name)).collect();
+    if let (Some(endpoint), Some(session)) = (&access.endpoint, x.caller.session()) {
+        let names: Vec<&str> = entries.iter().map(|e| e.exposed.as_str()).collect();
+        if endpoint.discovery.expand && session.found(&names) {
+            // Its tools/list changed: tell it (on its GET stream, if open).
+            let note = manifold_protocol::jsonrpc::notification_bytes(
+                manifold_protocol::methods::NOTIF_TOOLS_LIST_CHANGED,
+                None,
+            );
+            session.push(Bytes::from(note));
+        }
+    }
+    let mut tools = Vec::with_capacity(entries.iter().map(|e| e.json().len() + 1).sum());
+    tools.extend_from_slice(b"{\"tools\":[");
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            tools.push(b',');
+        }
+        tools.extend_from_slice(e.json());
+    }
+    tools.extend_from_slice(b"]}");
+    let structured = String::from_utf8_lossy(&tools);
+    // The text content carries the same JSON, for clients that read text only.
+    let text = Value::String(structured.to_string()).to_string();
+    let complete = match x.era {
+        Era::Stateless => ",\"resultType\":\"complete\"",
+        Era::Session => "",
+    };
+    let result = format!(
+        "{{\"content\":[{{\"type\":\"text\",\"text\":{text}}}],\"structuredContent\":{structured}{complete}}}"
+    );
+    Ok(Reply::ok(jsonrpc::response_bytes_from_json(
+        &x.rpc_id,
+        result.as_bytes(),
+    )))
+}
+
+/// `call_tool {name, arguments}`: `params` becomes the direct `tools/call` of
+/// `name` (every other member — `_meta`, a `requestState` — kept), for the
+/// chain to take as it is. A name the caller's view does not hold is an
+/// unknown tool, whether it exists elsewhere or not.
+pub(crate) fn unwrap_call(x: &mut Request, params: &mut Map<String, Value>) -> Result<(), Refusal> {
+    let args = match params.get("arguments") {
+        Some(Value::Object(a)) => a.clone(),
+        _ => {
+            return Err(ToolError::CallTool(
+                "its arguments must be an object: {\"name\": \"<tool>\", \"arguments\": {…}}"
+                    .into(),
+            )
+            .into())
+        }
+    };
+    let Some(Value::String(name)) = args.get("name") else {
+        return Err(ToolError::CallTool(
+            "`name` must be a string: the exact name of a tool search_tools gave".into(),
+        )
+        .into());
+    };
+    let arguments = match args.get("arguments") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::Object(a)) => Value::Object(a.clone()),
+        Some(other) => {
+            return Err(ToolError::CallTool(format!(
+                "`arguments` must be an object (the tool's arguments by name), not {}",
+                kind_of(other)
+            ))
+            .into())
+        }
+    };
+    if x.access().catalog.tools.get(name).is_none() {
+        return Err(ToolError::UnknownTool(name.clone()).into());
+    }
+    params.insert("name".into(), Value::String(name.clone()));
+    params.insert("arguments".into(), arguments);
+    if let Some(o) = x.observation() {
+        o.via = Some(VIA_CALL_TOOL);
+    }
+    Ok(())
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

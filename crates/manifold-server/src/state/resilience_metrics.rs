@@ -1,0 +1,93 @@
+//! The metric families of retries and circuit breakers (documented in
+//! docs/metrics.md), registered with the others and refreshed at each
+//! scrape from the upstreams' own counts.
+//!
+//! Invariants: a series exists only for an upstream that has `retries` or a
+//! `breaker`; labels are configured upstream names and the breaker's three
+//! states; monotonic counts are exported as gauges, like
+//! `manifold_upstream_restarts` (a restarted or reloaded upstream counts
+//! from zero again).
+//!
+//! Not here: counting (manifold-upstream `retry`, `breaker`).
+
+use manifold_upstream::{BreakerState, Upstream};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamLabel {
+    upstream: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BreakerLabel {
+    upstream: String,
+    state: &'static str,
+}
+
+pub(crate) struct ResilienceMetrics {
+    retries: Family<UpstreamLabel, Gauge>,
+    refused: Family<UpstreamLabel, Gauge>,
+    breaker: Family<BreakerLabel, Gauge>,
+    opened: Family<UpstreamLabel, Gauge>,
+}
+
+impl ResilienceMetrics {
+    pub(crate) fn register(r: &mut Registry) -> ResilienceMetrics {
+        let m = ResilienceMetrics {
+            retries: Family::default(),
+            refused: Family::default(),
+            breaker: Family::default(),
+            opened: Family::default(),
+        };
+        r.register(
+            "upstream_retries",
+            "Calls sent to the upstream again after a transient failure (retries)",
+            m.retries.clone(),
+        );
+        r.register(
+            "upstream_retry_budget_refusals",
+            "Retries the upstream's retry budget refused (the call failed with its failure)",
+            m.refused.clone(),
+        );
+        r.register(
+            "upstream_breaker_state",
+            "1 for the state the upstream's circuit breaker is in: closed, open or half_open",
+            m.breaker.clone(),
+        );
+        r.register(
+            "upstream_breaker_opened",
+            "Times the upstream's circuit breaker opened",
+            m.opened.clone(),
+        );
+        m
+    }
+
+    /// Refreshes `u`'s series (none for an upstream without either).
+    pub(crate) fn refresh(&self, u: &Upstream) {
+        let label = || UpstreamLabel {
+            upstream: u.name().to_string(),
+        };
+        if let Some(c) = u.retry_counts() {
+            self.retries.get_or_create(&label()).set(c.retries as i64);
+            self.refused.get_or_create(&label()).set(c.refused as i64);
+        }
+        if let Some(b) = u.breaker() {
+            for s in [
+                BreakerState::Closed,
+                BreakerState::Open,
+                BreakerState::HalfOpen,
+            ] {
+                self.breaker
+                    .get_or_create(&BreakerLabel {
+                        upstream: u.name().to_string(),
+                        state: s.as_str(),
+                    })
+                    .set(i64::from(b.state == s));
+            }
+            self.opened.get_or_create(&label()).set(b.opened as i64);
+        }
+    }
+}

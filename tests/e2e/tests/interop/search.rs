@@ -1,0 +1,70 @@
+//! Tool search with the official SDK clients: through a `discovery = "search"`
+//! endpoint (`/mcp/find`), the TypeScript client (session era) and the Python
+//! client (session era, 2026-07-28, and its auto mode) list the meta-tools,
+//! search, and call the found tool through `call_tool` — which goes through
+//! `[confirm]` like a direct call, answered by the SDK's own elicitation handler
+//! (in 2026-07-28 as an `InputRequiredResult` the SDK answers and retries).
+
+use anyhow::Result;
+use manifold_e2e::Peers;
+use serde_json::{json, Value};
+
+fn plan(mode: &str) -> Value {
+    json!({
+        "mode": mode,
+        "elicitation": "accept",
+        "steps": [
+            {"op": "list_tools"},
+            {"op": "call_tool", "name": "search_tools", "arguments": {"query": "add two numbers", "limit": 3}},
+            {"op": "call_tool", "name": "call_tool", "arguments": {"name": "demo__add", "arguments": {"a": 40, "b": 2}}},
+            {"op": "call_tool", "name": "call_tool", "arguments": {"name": "demo__nothing"}}
+        ]
+    })
+}
+
+#[test]
+fn sdk_clients_search_and_call_through_a_search_endpoint_in_both_eras() -> Result<()> {
+    let peers = Peers::from_env()?;
+    let gw = super::DemoGateway::start(
+        "search",
+        "[confirm]\ntools = [\"demo__add\"]\n\n[[endpoint]]\npath = \"/mcp/find\"\ndiscovery = \"search\"\n",
+    )?;
+    let url = gw.url.replace("/mcp", "/mcp/find");
+    for (client, mode) in [
+        ("ts", "legacy"),
+        ("py", "legacy"),
+        ("py", "2026-07-28"),
+        ("py", "auto"),
+    ] {
+        let who = format!("{client} ({mode})");
+        let (code, out, err) = super::run_plan(&peers, client, &url, &plan(mode), None)?;
+        anyhow::ensure!(code == Some(0), "{who}: exit {code:?}: {err}");
+        let names: Vec<&str> = out["results"][0]
+            .as_array()
+            .map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        anyhow::ensure!(names == ["search_tools", "call_tool"], "{who}: {names:?}");
+        let found: Vec<&str> = out["results"][1]["structuredContent"]["tools"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        anyhow::ensure!(found.first() == Some(&"demo__add"), "{who}: {out}");
+        let called = &out["results"][2];
+        anyhow::ensure!(
+            called["content"][0]["text"] == "42" && called["isError"] != true,
+            "{who}: {out}"
+        );
+        let asked = out["elicited"].as_array().cloned().unwrap_or_default();
+        anyhow::ensure!(asked.len() == 1, "{who}: confirmation asked {asked:?}");
+        let unknown = &out["results"][3];
+        anyhow::ensure!(
+            unknown["isError"] == true
+                && unknown["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("Unknown tool: `demo__nothing`"),
+            "{who}: {out}"
+        );
+    }
+    Ok(())
+}
