@@ -181,6 +181,10 @@ pub enum Outcome {
     /// Manifold refused the request itself (authz, rate limit, validation, audit
     /// unavailable); the code is recorded.
     Refused { code: i64 },
+    /// Manifold refused a call to an item held by `[integrity]` (a changed or
+    /// unapproved tool, prompt or resource template): answered exactly as an
+    /// unknown item, whose code is recorded.
+    Quarantined { code: i64 },
     /// The upstream answered a `tools/call` with a task (the Tasks extension):
     /// the call's work goes on upstream, and its end is a record of its own.
     Task,
@@ -206,6 +210,7 @@ impl Outcome {
             Outcome::UpstreamUnavailable => "upstream_unavailable",
             Outcome::Cancelled => "cancelled",
             Outcome::Refused { .. } => "refused",
+            Outcome::Quarantined { .. } => "quarantined",
             Outcome::Task => "task",
             Outcome::Completed => "completed",
             Outcome::Failed { .. } => "failed",
@@ -218,6 +223,7 @@ impl Outcome {
         match self {
             Outcome::ProtocolError { code }
             | Outcome::Refused { code }
+            | Outcome::Quarantined { code }
             | Outcome::Failed { code } => Some(code),
             _ => None,
         }
@@ -652,6 +658,11 @@ mod tests {
             (Outcome::UpstreamUnavailable, "upstream_unavailable", None),
             (Outcome::Cancelled, "cancelled", None),
             (Outcome::Refused { code: -32603 }, "refused", Some(-32603)),
+            (
+                Outcome::Quarantined { code: -32602 },
+                "quarantined",
+                Some(-32602),
+            ),
         ];
         for (outcome, name, code) in cases {
             let mut rec = AuditRecord::new("r", "tools/call");

@@ -13,6 +13,9 @@
 //! Not here: the messages' meaning (`message`, and the server), the MAC and
 //! the replay window (`auth`).
 
+mod shared;
+pub use shared::MAX_SHARED_ENTRIES;
+
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

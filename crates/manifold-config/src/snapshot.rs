@@ -74,7 +74,7 @@ pub(crate) struct Fixed {
 }
 
 /// Every section's settings fixed at start, in the order of the file.
-const FIXED_AT_START: [&[Fixed]; 8] = [
+const FIXED_AT_START: [&[Fixed]; 9] = [
     crate::server::FIXED_AT_START,
     crate::admin::FIXED_AT_START,
     crate::cluster::FIXED_AT_START,
@@ -83,6 +83,7 @@ const FIXED_AT_START: [&[Fixed]; 8] = [
     crate::audit::FIXED_AT_START,
     crate::metrics::FIXED_AT_START,
     crate::limits::FIXED_AT_START,
+    crate::integrity::FIXED_AT_START,
 ];
 
 impl GatewayConfig {

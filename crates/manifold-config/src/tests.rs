@@ -554,7 +554,7 @@ fn upstream_credentials_pin_their_authorization_server() {
 fn each_section_declares_what_a_reload_cannot_change() {
     let base = "[server]\nlisten = \"127.0.0.1:8080\"\n\n[limits]\nmax_sessions = 10\n\n\
                 [naming]\nseparator = \"__\"\n\n[metrics]\nmax_tool_series = 5\n\n\
-                [stdio]\nprincipal = \"a\"\n";
+                [stdio]\nprincipal = \"a\"\n\n[integrity]\nstore = \"/tmp/a.json\"\n";
     let old = load_with(base, &[]).expect("base");
     assert_eq!(old.fixed_at_start(&old), Vec::<String>::new());
     let changed = base
@@ -562,7 +562,8 @@ fn each_section_declares_what_a_reload_cannot_change() {
         .replace("max_sessions = 10", "max_sessions = 11")
         .replace("separator = \"__\"", "separator = \"-\"")
         .replace("max_tool_series = 5", "max_tool_series = 6")
-        .replace("principal = \"a\"", "principal = \"b\"");
+        .replace("principal = \"a\"", "principal = \"b\"")
+        .replace("/tmp/a.json", "/tmp/b.json");
     let new = load_with(&changed, &[]).expect("changed");
     assert_eq!(
         old.fixed_at_start(&new),
@@ -570,7 +571,8 @@ fn each_section_declares_what_a_reload_cannot_change() {
             "server.listen",
             "stdio.principal",
             "metrics.max_tool_series",
-            "limits.max_sessions"
+            "limits.max_sessions",
+            "integrity.store"
         ],
         "the separator reloads; the rest is fixed at start"
     );

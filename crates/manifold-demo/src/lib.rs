@@ -346,6 +346,9 @@ impl DemoServer {
         if config.misbehave.has(rogue::Misbehaviour::BrokenSchema) {
             diagnostics.push("broken_schema");
         }
+        if config.misbehave.has(rogue::Misbehaviour::RugPull) {
+            diagnostics.push("rug_pull");
+        }
         config.misbehave.flood_stderr();
         Arc::new(Self {
             grandchild,

@@ -61,6 +61,12 @@ pub enum Misbehaviour {
     TrickleSse,
     /// Also list `broken_schema`, whose inputSchema does not compile.
     BrokenSchema,
+    /// Also list `rug_pull`: called with `{"pull": true}` it changes
+    /// `weather`'s description and inputSchema, renames `add` to
+    /// `add_numbers`, adds `exfiltrate`, and sends `list_changed` (a tool
+    /// poisoning "rug pull", for `[integrity]` tests); every call reports how
+    /// many calls each tool name received.
+    RugPull,
     /// `weather`'s `structuredContent` breaks its `outputSchema`
     /// (`temperatureC` as a string).
     BadOutput,

@@ -13,6 +13,8 @@
 //!   the admin plane), name lookup, and the journal a gateway audits.
 //! - [`file`]: the store file — loaded with clear errors, written atomically
 //!   under a lock, watched for changes another process made.
+//! - [`replica`]: approvals and revocations as replicas share them, and
+//!   applying another replica's to this one's store.
 //!
 //! How a gateway uses it: keep the [`PinStore`] in memory (loaded from the
 //! file when `[integrity] store` is set); after each successful list fetch of
@@ -35,6 +37,7 @@
 pub mod approve;
 pub mod decide;
 pub mod file;
+pub mod replica;
 pub mod store;
 mod time;
 
@@ -42,6 +45,7 @@ pub use approve::{Approval, ApproveError, Names, Revocation, Selection, Wanted};
 pub use decide::{decide, Decision, Decisions, PinReason, Rules, Verdict};
 pub use file::{StoreError, StoreFile, Watch};
 pub use manifold_catalog::fingerprint::{DefinitionDiff, Fingerprint};
+pub use replica::Shared;
 pub use store::{
     InvalidStore, JournalEntry, Op, Pending, PendingReason, Pin, PinStore, Update, UpstreamPins,
     FORMAT, MAX_JOURNAL, MAX_STORE_BYTES,

@@ -55,6 +55,7 @@ pub use runtime::{
     ReloadError, ReloadReport, StartError, SESSION_SWEEP_INTERVAL, SHUTDOWN_WAIT,
     UPSTREAM_EVENT_QUEUE, WATCH_INTERVAL,
 };
+pub use state::integrity::Quarantined;
 pub use state::learned::LEARNED_URI_CAPACITY;
 pub use state::live::tool_overrides;
 pub use state::sessions::{MAX_PENDING_CLIENT_REQUESTS, SESSION_ID_BYTES};

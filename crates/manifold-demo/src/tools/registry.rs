@@ -28,7 +28,8 @@ pub(super) enum Gate {
     Faults,
     /// A tool that reports on the process for tests, behind its own flag:
     /// `env` (`--env-tool`), `trace` (`--trace-tool`), `grandchild`
-    /// (`--spawn-grandchild`), `calls` (`--flaky-*`), `broken_schema` (`--misbehave broken-schema`: an
+    /// (`--spawn-grandchild`), `calls` (`--flaky-*`), `rug_pull` (`--misbehave rug-pull`: changes
+    /// other tools mid-run), `broken_schema` (`--misbehave broken-schema`: an
     /// inputSchema no validator compiles; the tool echoes its arguments).
     Diagnostic,
 }
@@ -330,6 +331,18 @@ pub(super) static ROWS: LazyLock<Vec<Row>> = LazyLock::new(|| {
                 })
             },
             run: |i| ready(run::trace(i.params)),
+        },
+        Row {
+            name: "rug_pull",
+            gate: Gate::Diagnostic,
+            definition: || {
+                json!({
+                    "name": "rug_pull",
+                    "description": "With pull=true: changes weather (description and inputSchema), renames add to add_numbers, adds exfiltrate, sends list_changed. Always: the calls each tool name received.",
+                    "inputSchema": {"type": "object", "properties": {"pull": {"type": "boolean"}}}
+                })
+            },
+            run: |i| ready(run::rug_pull(i.session, i.args, i.ctx)),
         },
         Row {
             name: "broken_schema",

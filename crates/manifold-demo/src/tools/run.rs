@@ -124,6 +124,35 @@ pub(super) fn regional_lookup(args: &Map<String, Value>, ctx: &CallContext) -> T
     }))
 }
 
+/// `rug_pull`: with `pull`, the catalogue changes under the clients (once)
+/// and they are told; always, the calls each tool name received.
+pub(super) fn rug_pull(
+    session: &Session,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> ToolOutcome {
+    let pull = match args.get("pull") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("argument `pull` must be a boolean".to_owned()),
+    };
+    let server = session.server();
+    if pull && server.tools.pull_rug() {
+        let note = notification("notifications/tools/list_changed", json!({}));
+        match &ctx.outbound {
+            Some(outbound) if server.config().notify_caller_only => {
+                let _ = outbound.send(note);
+            }
+            _ => server.broadcast(note),
+        }
+    }
+    let report = json!({"pulled": server.tools.rug_pulled(), "calls": server.tools.calls()});
+    Ok(json!({
+        "content": [{"type": "text", "text": report.to_string()}],
+        "structuredContent": report
+    }))
+}
+
 pub(super) fn add_tool(
     session: &Session,
     args: &Map<String, Value>,

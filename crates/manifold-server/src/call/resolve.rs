@@ -70,7 +70,9 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
         .get(&name)
         .and_then(|entry| Some((x.gw.upstream(&entry.upstream)?, entry)));
     let Some((upstream, entry)) = resolved else {
-        return Err(Refusal::UnknownName { kind: noun, name });
+        let held = x.gw.integrity.withholds(kind, &name);
+        let unknown = Refusal::UnknownName { kind: noun, name };
+        return Err(x.gw.unknown_or_quarantined(held, unknown));
     };
     let task = match what {
         What::Tool => task_hook(x, &upstream, &mut params, &name, &entry.original)?,
@@ -242,14 +244,17 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
     let (gw, access) = (&x.gw, x.access());
     let base = gw.catalog();
     let uri = access.resource_uri(&base, &asked)?;
-    let owner = access
-        .may_read(&base, &uri)
+    // A URI only a withheld template routes is not read by a guess either
+    // (`owner_of` would fall back to the only upstream serving resources).
+    let held = base.resources.owner(&uri).is_none() && gw.integrity.withholds_uri(&uri);
+    let owner = (access.may_read(&base, &uri) && !held)
         .then(|| gw.owner_of(&uri))
         .flatten()
         .filter(|u| access.reaches(u.name()));
     let Some(upstream) = owner else {
         // The URI as asked: a hidden URI answers exactly as an unknown one.
-        return Err(Refusal::ResourceNotFound { uri: asked });
+        let unknown = Refusal::ResourceNotFound { uri: asked };
+        return Err(gw.unknown_or_quarantined(held, unknown));
     };
     if uri != asked {
         params.insert("uri".into(), Value::String(uri.clone()));
@@ -311,7 +316,9 @@ fn completion_target(
                 return Err(bad("ref/prompt needs a `name` (a string)"));
             };
             let Some(entry) = access.catalog.prompts.get(name) else {
-                return Err(Refusal::InvalidParams(format!("Unknown prompt: {name}")));
+                let held = gw.integrity.withholds(Kind::Prompts, name);
+                let unknown = Refusal::InvalidParams(format!("Unknown prompt: {name}"));
+                return Err(gw.unknown_or_quarantined(held, unknown));
             };
             reference.insert("name".into(), Value::String(entry.original.clone()));
             gw.upstream(&entry.upstream)
@@ -323,6 +330,13 @@ fn completion_target(
             // URI rules go by pattern: refusing here tells nothing of what
             // exists.
             let base = gw.catalog();
+            if base.resources.template_owner(uri).is_none()
+                && base.resources.owner(uri).is_none()
+                && gw.integrity.withholds_uri(uri)
+            {
+                let unknown = bad("No upstream owns what this completion refers to");
+                return Err(gw.unknown_or_quarantined(true, unknown));
+            }
             match base.resources.template_owner(uri).cloned() {
                 // A template the upstream listed goes back as it listed it.
                 Some(name) => access

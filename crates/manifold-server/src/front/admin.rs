@@ -17,6 +17,8 @@
 //!     `inspect`); a bad `as` is a 400 saying why;
 //!   - `POST /reload`: reloads the configuration file (see
 //!     `runtime::reload`): 200 with what changed, 400 with why nothing did;
+//!   - `POST /pins/approve`: approves items `[integrity]` holds, as the admin
+//!     principal (see `pins`).
 //!   - `/ui` and below: the operator's console (`console`), which
 //!     authenticates each page itself (the same credentials as a bearer
 //!     token, or a login cookie made with them) and serves only its login
@@ -47,7 +49,7 @@ use crate::state::Gateway;
 /// Serves until the gateway shuts down.
 pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "admin listener (open: /metrics, /healthz, /readyz; with credentials: /config, /upstreams, /catalog, /reload, the console at /ui)");
+        tracing::info!(%addr, "admin listener (open: /metrics, /healthz, /readyz; with credentials: /config, /upstreams, /catalog, /reload, /pins/approve, the console at /ui)");
     }
     let builder = Arc::new(super::http::builder(&gw.cfg().limits));
     loop {
@@ -86,6 +88,7 @@ enum Endpoint {
     Upstreams,
     Catalog,
     Reload,
+    PinsApprove,
     /// Nothing: answered 404, after authorization like any control path.
     Unknown,
 }
@@ -100,6 +103,7 @@ impl Endpoint {
             "/upstreams" => Endpoint::Upstreams,
             "/catalog" => Endpoint::Catalog,
             "/reload" => Endpoint::Reload,
+            "/pins/approve" => Endpoint::PinsApprove,
             _ => Endpoint::Unknown,
         }
     }
@@ -130,6 +134,16 @@ async fn handle(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Full<Byte
         Ok(p) => p,
         Err(r) => return r.response(),
     };
+    if endpoint == Endpoint::PinsApprove {
+        if req.method() != Method::POST {
+            return not_allowed("POST");
+        }
+        if let Err(r) = admin_auth::not_a_form(req.headers()) {
+            return r.response();
+        }
+        let (status, body) = super::pins::approve(gw, req, &principal).await;
+        return json_reply(status, &body);
+    }
     control(gw, endpoint, &req, &principal).await
 }
 
@@ -210,7 +224,7 @@ async fn control(
         return reply(
             StatusCode::NOT_FOUND,
             "text/plain",
-            "not found: try /metrics, /healthz, /readyz, /config, /upstreams, /catalog?as=WHO, POST /reload, or the console at /ui\n",
+            "not found: try /metrics, /healthz, /readyz, /config, /upstreams, /catalog?as=WHO, POST /reload, POST /pins/approve, or the console at /ui\n",
         );
     }
     if req.method() != Method::GET {

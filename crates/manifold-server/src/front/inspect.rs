@@ -50,6 +50,7 @@ pub(crate) fn upstreams(gw: &Gateway) -> Value {
                     "resources": count(lists.as_ref().map(|l| l.resources.len())),
                     "resource_templates": count(lists.as_ref().map(|l| l.resource_templates.len())),
                 },
+                "integrity": gw.integrity.report(u.name()),
             })
         })
         .collect();

@@ -2,8 +2,8 @@
 //! Streamable-HTTP endpoint (`http`, framing in `sse`, authentication in `auth`),
 //! the admin listener
 //! (`admin`: `/metrics`, `/healthz`, `/readyz`; `inspect`: `/config`,
-//! `/upstreams`, `/catalog`; `admin_auth`: who may use it; `console`: the
-//! operator's console at `/ui`), the Host and
+//! `/upstreams`, `/catalog`; `pins`: `POST /pins/approve`; `admin_auth`: who
+//! may use it; `console`: the operator's console at `/ui`), the Host and
 //! Origin rules both listeners apply (`origin`), the stdio front door (`stdio`:
 //! `manifold stdio`, one client per process), and the local operator
 //! (`operator`: `manifold call`).
@@ -22,6 +22,7 @@ pub(crate) mod http;
 pub(crate) mod inspect;
 pub(crate) mod operator;
 pub(crate) mod origin;
+pub(crate) mod pins;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 pub(crate) mod tls;

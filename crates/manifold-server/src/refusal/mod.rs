@@ -181,6 +181,13 @@ pub(crate) enum Refusal {
     // The tool-error family: answered as a result with `isError: true`.
     #[error("{0}")]
     Tool(ToolError),
+
+    /// A call to an item `[integrity]` holds (a changed or unapproved tool,
+    /// prompt or resource template): answered exactly as the unknown-item
+    /// refusal it wraps (code, status, message, data), audited as
+    /// `quarantined`.
+    #[error("{0}")]
+    Quarantined(Box<Refusal>),
 }
 
 impl From<ToolError> for Refusal {
@@ -245,6 +252,7 @@ impl Refusal {
             | HeldCallLost => ErrorCode::INTERNAL_ERROR,
             NoTokenToExchange { .. } | ExchangeRefused { .. } => ErrorCode::INVALID_REQUEST,
             Tool(_) => return None,
+            Quarantined(unknown) => return unknown.code(),
         })
     }
 
@@ -275,6 +283,7 @@ impl Refusal {
             UnknownSession | DiscoverWithoutMeta | NotInThisRevision { .. } => {
                 StatusCode::NOT_FOUND
             }
+            Quarantined(unknown) => unknown.status(era),
             TooManySessions { .. }
             | TooManySessionsFromPeer { .. }
             | TooManyListens { .. }
@@ -344,6 +353,7 @@ impl Refusal {
             Refusal::ConfirmationUnavailable { .. } => {
                 Some(json!({ "requiredCapabilities": {"elicitation": {"form": {}}} }))
             }
+            Refusal::Quarantined(unknown) => unknown.data(),
             _ => None,
         }
     }
@@ -367,6 +377,9 @@ impl Refusal {
             Refusal::Cancelled => Outcome::Cancelled,
             Refusal::UpstreamRefused { code, .. } => Outcome::ProtocolError { code: *code },
             Refusal::Tool(t) => t.outcome(),
+            Refusal::Quarantined(unknown) => Outcome::Quarantined {
+                code: unknown.code().map_or(0, |c| c.0),
+            },
             other => Outcome::Refused {
                 code: other.code().map_or(0, |c| c.0),
             },

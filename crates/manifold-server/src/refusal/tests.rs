@@ -281,6 +281,49 @@ fn relayed_errors_keep_200_but_a_missing_capability_in_2026() {
     }
 }
 
+/// A call to a quarantined item answers byte for byte as one to an unknown
+/// item (in both eras), and only the audit outcome tells them apart.
+#[test]
+fn a_quarantined_item_answers_as_an_unknown_one() {
+    let id = RequestId::number(3);
+    let unknowns = || {
+        [
+            Refusal::UnknownName {
+                kind: "tool",
+                name: "demo__weather".into(),
+            },
+            Refusal::ResourceNotFound {
+                uri: "demo://forecast/paris".into(),
+            },
+            Refusal::InvalidParams("Unknown prompt: demo__greet".into()),
+        ]
+    };
+    for (plain, held) in unknowns().into_iter().zip(unknowns()) {
+        let held = Refusal::Quarantined(Box::new(held));
+        for era in [Era::Session, Era::Stateless] {
+            let (
+                Reply::Message {
+                    status: s1,
+                    bytes: b1,
+                    ..
+                },
+                Reply::Message {
+                    status: s2,
+                    bytes: b2,
+                    ..
+                },
+            ) = (plain.reply(Some(&id), era), held.reply(Some(&id), era))
+            else {
+                panic!("messages");
+            };
+            assert_eq!((s1, b1), (s2, b2), "{plain:?} in {era:?}");
+        }
+        let code = plain.code().map(|c| c.0).unwrap_or_default();
+        assert_eq!(held.outcome(), Outcome::Quarantined { code });
+        assert_eq!(held.to_string(), plain.to_string());
+    }
+}
+
 #[test]
 fn the_tasks_extension_refusal_names_the_extension_in_data() {
     let v = Refusal::TasksExtensionRequired {

@@ -36,9 +36,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::front;
+use crate::state::integrity::keeper::Pins;
 use crate::state::Live;
 use crate::state::{
-    cluster, held_calls, learned, listeners, log_levels, metrics, sealed, sessions, views,
+    cluster, held_calls, integrity, learned, listeners, log_levels, metrics, sealed, sessions,
+    views,
 };
 use crate::state::{Gateway, SessionEnd};
 
@@ -69,6 +71,10 @@ pub enum StartError {
     /// refuses); the message never quotes the URL.
     #[error("[cluster]: {0}")]
     Cluster(String),
+    /// `[integrity] store` cannot be read (a damaged file is never taken
+    /// for an empty store).
+    #[error("[integrity] {0}")]
+    Pins(String),
 }
 
 impl Gateway {
@@ -116,7 +122,24 @@ impl Gateway {
             Some(c) => cluster::Cluster::new(c).map_err(StartError::Cluster)?,
             None => None,
         };
-        let gw = Gateway::build(config, shutdown, audit_stop, auditor, task, cluster);
+        let settings = config.integrity.clone();
+        let pins = tokio::task::spawn_blocking(move || Pins::open(&settings))
+            .await
+            .map_err(|e| StartError::Pins(format!("the pin store could not be opened: {e}")))?
+            .map_err(|e| StartError::Pins(e.to_string()))?;
+        let (store, watch) = (pins.store, pins.watch);
+        let gw = Gateway::build(
+            config,
+            shutdown,
+            audit_stop,
+            auditor,
+            task,
+            cluster,
+            Pins { store, watch: None },
+        );
+        if let Some(watch) = watch {
+            gw.start_keeper(watch);
+        }
         // The issuers' keys are fetched before the first request is served.
         let live = gw.live();
         if let Some(auth) = live.auth.clone() {
@@ -140,6 +163,18 @@ impl Gateway {
                     None
                 }
             });
+        // The commands that only look (`check`, `tools`, `call`) read the
+        // store and never write it.
+        let pins = match Pins::open(&config.integrity) {
+            Ok(p) => Pins {
+                store: p.store,
+                watch: None,
+            },
+            Err(e) => {
+                tracing::error!(error = %e, "[integrity] store cannot be read; judging against no pins");
+                Pins::in_memory()
+            }
+        };
         Gateway::build(
             config,
             shutdown,
@@ -147,6 +182,7 @@ impl Gateway {
             None,
             None,
             cluster,
+            pins,
         )
     }
 
@@ -157,8 +193,10 @@ impl Gateway {
         auditor: Option<manifold_audit::Auditor>,
         audit_task: Option<tokio::task::JoinHandle<()>>,
         cluster: Option<cluster::Cluster>,
+        pins: Pins,
     ) -> Arc<Gateway> {
         let config = Arc::new(config);
+        let metrics = metrics::Metrics::new(&config);
         let tasks = TaskTracker::new();
         let stop = CancellationToken::new();
         let (tx, rx) = mpsc::channel(UPSTREAM_EVENT_QUEUE);
@@ -201,8 +239,9 @@ impl Gateway {
                 limits.max_held_calls,
             )
             .with_per_principal(limits.max_held_calls_per_principal),
+            integrity: integrity::Integrity::new(pins.store, metrics.integrity.clone()),
             task_ids: crate::state::tasks::Tasks::new(&config),
-            metrics: metrics::Metrics::new(&config),
+            metrics,
             shutdown,
             stop,
             audit_stop,

@@ -201,6 +201,9 @@ impl Gateway {
         }
         let rebuilt = self.rebuild_catalog();
         self.announce(&rebuilt);
+        // An approval made with the file while nobody watched it (or just
+        // now) is picked up at a reload too.
+        self.integrity.nudge.notify_one();
         if !Arc::ptr_eq(&live.policy, &old.policy) {
             self.revoke_hidden_subscriptions().await;
         }

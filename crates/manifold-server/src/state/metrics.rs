@@ -161,6 +161,8 @@ pub(crate) struct Metrics {
     by_principal: Option<Family<PrincipalOutcome, Counter>>,
     principal_series: Mutex<HashSet<String>>,
     max_principal_series: usize,
+    /// `[integrity]`'s families (`state::integrity::metrics`).
+    pub(crate) integrity: super::integrity::metrics::IntegrityMetrics,
     /// Requests through an `[[endpoint]]`, by its path (at most
     /// [`MAX_ENDPOINT_SERIES`] paths; later ones count as `other`).
     by_endpoint: Family<EndpointOutcome, Counter>,
@@ -336,7 +338,9 @@ impl Metrics {
             tasks_ended.clone(),
         );
         let resilience = super::resilience_metrics::ResilienceMetrics::register(&mut r);
+        let integrity = super::integrity::metrics::IntegrityMetrics::register(&mut r);
         Metrics {
+            integrity,
             resilience,
             registry: r,
             tasks_in_flight,

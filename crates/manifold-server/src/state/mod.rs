@@ -18,6 +18,7 @@ pub(crate) mod cluster;
 pub(crate) mod console;
 pub(crate) mod endpoints;
 pub(crate) mod held_calls;
+pub(crate) mod integrity;
 pub(crate) mod learned;
 pub(crate) mod listeners;
 pub(crate) mod live;
@@ -145,6 +146,8 @@ pub struct Gateway {
     pub(crate) admin_addr: OnceLock<SocketAddr>,
     /// Low bits of the start time, so request ids differ across restarts.
     pub(crate) started_at: u32,
+    /// `[integrity]`: the pins and what is held now.
+    pub(crate) integrity: integrity::Integrity,
     /// The operator's console: logins, recent calls, the last reload.
     pub(crate) console: console::ConsoleState,
 }
@@ -272,7 +275,9 @@ impl Gateway {
                 })
             })
             .collect();
-        let new = Catalog::build(&inputs, &self.naming_policy(), live.config.server.page_size);
+        let (naming, page_size) = (self.naming_policy(), live.config.server.page_size);
+        let inputs = self.judge_inputs(inputs, &live.config.integrity, &naming, page_size);
+        let new = Catalog::build(&inputs, &naming, page_size);
         self.metrics.rebuilt();
         for lo in new.tools.left_out().iter().chain(new.prompts.left_out()) {
             if matches!(lo.reason, manifold_catalog::LeftOutReason::InvalidHeader(_)) {

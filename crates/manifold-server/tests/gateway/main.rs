@@ -24,6 +24,7 @@ mod failures;
 mod finish;
 mod held_states;
 mod hostile;
+mod integrity;
 mod issuers;
 mod lists;
 mod observe;

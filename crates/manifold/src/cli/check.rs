@@ -101,6 +101,8 @@ pub struct Facts {
     /// `--endpoint PATH`: the endpoint whose catalogue is shown.
     endpoint: Option<String>,
     hidden: Vec<Hidden>,
+    /// What `[integrity]` holds (see `quarantine`).
+    quarantined: Vec<manifold_server::Quarantined>,
 }
 
 /// An item `--as WHO` does not see, and the rule behind it.
@@ -248,6 +250,7 @@ impl Facts {
             viewer: None,
             endpoint: None,
             hidden: Vec::new(),
+            quarantined: core.gw.quarantined(),
         }
     }
 
@@ -418,6 +421,7 @@ impl Facts {
             ]);
         }
         section(&mut out, "UPSTREAMS", &t, self.upstreams.len());
+        out.push_str(&super::quarantine::text(&self.quarantined));
         let (ready, total) = (self.ready_count(), self.upstreams.len());
         out.push_str(&format!(
             "\n{ready}/{total} upstreams ready; {}, {}, {}, {} exposed; {} left out\n",
@@ -514,6 +518,7 @@ impl Facts {
             "left_out": left_out,
             "unvalidated": self.unvalidated.iter().map(|(t, why)| json!({"tool": t, "reason": why})).collect::<Vec<_>>(),
             "upstreams": upstreams,
+            "quarantined": super::quarantine::json(&self.quarantined),
             "overrides": self.overrides.iter().map(|o| json!({
                 "upstream": o.upstream, "tool": o.tool, "exposed": o.exposed, "problems": o.problems,
             })).collect::<Vec<_>>(),

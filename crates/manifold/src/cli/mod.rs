@@ -18,6 +18,7 @@ pub mod check;
 mod inproc;
 pub mod login;
 pub mod pins;
+mod quarantine;
 pub mod serve;
 pub mod stdio;
 mod table;

@@ -2,7 +2,7 @@
 //! `demo` (exposed with the prefix `dm`) whose `read` tool changed its
 //! description and schema after it was pinned on first use, and whose new tool
 //! `write` waits (`new_tools = "quarantine"`); an upstream `other` with a tool
-//! of the same name `read`.
+//! of the same name `read`. And `manifold check` listing what is held.
 
 use manifold_catalog::UpstreamLists;
 use manifold_config::integrity::NewTools;
@@ -346,5 +346,83 @@ fn pins_needs_a_store_in_the_configuration_and_a_readable_one() {
     assert!(
         !dir.path().join("new.json").exists(),
         "listing writes nothing"
+    );
+}
+
+/// `manifold check` lists what `[integrity]` holds, with the diff against the
+/// approved definition: the demo's `weather` was approved with another
+/// description, so it is held (and absent from the tools), its old and new
+/// description shown in text and JSON; without trust on first use every
+/// other item waits as new. Nothing is written to the store.
+#[test]
+fn check_lists_quarantined_items_with_their_diff() {
+    let dir = TempDir::new("check-quarantine");
+    let store = dir.path().join("pins.json");
+    let config = dir.write(
+        "gateway.toml",
+        &format!(
+            "[integrity]\nmode = \"quarantine\"\nstore = {:?}\n\n\
+             [upstreams.demo]\ncommand = \"${{MANIFOLD_SELF}}\"\nargs = [\"demo-upstream\"]\n",
+            store.display().to_string()
+        ),
+    );
+    let approved = json!({"name": "weather", "title": "Weather (fake)",
+        "description": "The weather, as approved last week.",
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}},
+                        "required": ["city"]}});
+    StoreFile::new(&store)
+        .modify(|s| {
+            let d = decide(s, "demo", &tools(vec![approved]), &RULES, SystemTime::now());
+            s.apply(&d.update)
+        })
+        .expect("write the store");
+    let before = std::fs::read(&store).expect("the store");
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .args(args)
+            .arg("--config")
+            .arg(&config)
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("run manifold")
+    };
+    let out = run(&["check", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let held = v["quarantined"].as_array().expect("quarantined");
+    let weather = held
+        .iter()
+        .find(|q| q["name"] == "weather")
+        .unwrap_or_else(|| panic!("weather held: {v}"));
+    assert_eq!(weather["reason"], "changed");
+    assert_eq!(weather["withheld"], true);
+    assert_eq!(
+        weather["diff"]["description"]["old"],
+        "The weather, as approved last week."
+    );
+    assert!(weather["diff"]["fields"]
+        .as_array()
+        .is_some_and(|f| f.contains(&json!("description")) && f.contains(&json!("outputSchema"))));
+    let tools_listed: Vec<&str> = v["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["exposed"].as_str())
+        .collect();
+    assert!(!tools_listed.contains(&"demo__weather"), "{tools_listed:?}");
+    assert!(
+        tools_listed.contains(&"demo__echo"),
+        "new tools are allowed: {tools_listed:?}"
+    );
+
+    let out = run(&["check"]);
+    let t = text(&out.stdout);
+    assert!(t.contains("QUARANTINED (1)"), "{t}");
+    assert!(t.contains("demo/weather (tool): changed, withheld"), "{t}");
+    assert!(t.contains("  - The weather, as approved last week."), "{t}");
+    assert!(t.contains("  + Deterministic fake weather"), "{t}");
+    assert_eq!(
+        std::fs::read(&store).expect("the store"),
+        before,
+        "check writes nothing"
     );
 }

@@ -4,10 +4,11 @@
 //!
 //! An approval names the fingerprint the operator was shown, so a definition
 //! that changed again since is refused as stale, never approved unseen; both
-//! go through the store's lock on the file as it is then (manifold-integrity
-//! `StoreFile::modify`), are recorded in its journal by the admin principal,
-//! and are written to the audit log (method `pins/approve` or `pins/revoke`,
-//! the principal, the item, the fingerprint).
+//! go through the gateway's pin keeper (`Gateway::approve_pins`,
+//! `revoke_pins`: the store's lock on the file as it is then, its journal by
+//! the admin principal, one audit record per change — method `pins/approve`
+//! or `pins/revoke`, the principal, the item, the fingerprint —, the other
+//! replicas told, the lists rebuilt).
 //!
 //! Invariants: without `[integrity] store` the page says so and changes
 //! nothing; the store file is read and written on a blocking thread; text
@@ -19,13 +20,13 @@
 use http::StatusCode;
 use manifold_integrity::{ItemKind, ItemRef, Pending, Pin, PinStore, Selection, StoreFile, Wanted};
 use maud::{html, Markup};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use super::answer::Query;
 use super::layout;
 use super::session::Viewer;
+use crate::state::integrity::keeper::PinsError;
 use crate::state::Gateway;
 
 /// Journal entries shown, newest first.
@@ -202,9 +203,9 @@ pub(super) async fn change(
     approve: bool,
 ) -> Result<&'static str, (StatusCode, String)> {
     let bad = |why: String| (StatusCode::BAD_REQUEST, why);
-    let Some(file) = store_file(gw) else {
+    if store_file(gw).is_none() {
         return Err(bad("no [integrity] store is configured".into()));
-    };
+    }
     let field = |k: &str| {
         form.get(k)
             .ok_or_else(|| bad(format!("the form has no `{k}`")))
@@ -221,70 +222,34 @@ pub(super) async fn change(
     } else {
         None
     };
-    let (who, it) = (by.clone(), item.clone());
-    let outcome = tokio::task::spawn_blocking(move || {
-        file.modify(|store| {
-            let now = SystemTime::now();
-            if approve {
-                let wanted = Wanted {
-                    item: it.clone(),
-                    fingerprint,
-                };
-                store
-                    .approve(&Selection::Items(vec![wanted]), &who, now)
-                    .map(|a| a.first().map(|a| a.fingerprint))
-            } else {
-                store
-                    .revoke(std::slice::from_ref(&it), &who, now)
-                    .map(|r| r.first().map(|r| r.fingerprint))
-            }
-        })
-    })
-    .await
-    .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    let fp = match outcome {
-        Err(e) => return Err((StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
-        Ok((_, Err(e))) => return Err((StatusCode::CONFLICT, e.to_string())),
-        Ok((_, Ok(fp))) => fp,
+    // Through the gateway's keeper: the store's lock, the journal, one audit
+    // record per change (when the keeper picks the journal up), the other
+    // replicas told, and clients served at once.
+    let outcome = if approve {
+        let wanted = Wanted {
+            item: item.clone(),
+            fingerprint,
+        };
+        gw.approve_pins(Selection::Items(vec![wanted]), by.clone())
+            .await
+            .map(|_| ())
+    } else {
+        gw.revoke_pins(vec![item.clone()], by.clone())
+            .await
+            .map(|_| ())
     };
+    match outcome {
+        Ok(()) => {}
+        Err(PinsError::Approve(e)) => return Err((StatusCode::CONFLICT, e.to_string())),
+        Err(e) => return Err((StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
+    }
     let action = if approve {
         "pins/approve"
     } else {
         "pins/revoke"
     };
     tracing::info!(principal = %by, item = %item, action, "console: pin changed");
-    audit(gw, action, &by, &item, fp).await;
     Ok(if approve { "approved" } else { "revoked" })
-}
-
-/// Writes an approval or revocation to the audit log, when there is one.
-async fn audit(
-    gw: &Arc<Gateway>,
-    action: &str,
-    by: &str,
-    item: &ItemRef,
-    fp: Option<manifold_integrity::Fingerprint>,
-) {
-    let Some(auditor) = gw.auditor.clone() else {
-        return;
-    };
-    let mut rec = manifold_audit::AuditRecord::new(gw.request_id(), action);
-    rec.principal = by.to_string();
-    rec.upstream = Some(item.upstream.clone());
-    rec.original = Some(item.name.clone());
-    rec.name = Some(item.name.clone());
-    rec.arguments = Some(json!({
-        "kind": item.kind.as_str(),
-        "fingerprint": fp.map(|f| f.to_string()),
-    }));
-    // On a task of the gateway, like every record: the write completes even
-    // if the operator's connection goes away.
-    let write = gw.tasks.spawn(async move {
-        if let Err(e) = auditor.record(rec).await {
-            tracing::error!(error = %e, "audit record of a pin change not written");
-        }
-    });
-    let _ = write.await;
 }
 
 /// What the tool page says of a tool's pin.
