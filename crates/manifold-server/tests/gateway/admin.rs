@@ -33,7 +33,30 @@ pub(crate) struct AdminReply {
 
 impl std::fmt::Display for AdminReply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}\n\n{}", self.head, self.body)
+        write!(
+            f,
+            "{}\n\n{}",
+            self.head,
+            self.body.chars().take(2000).collect::<String>()
+        )
+    }
+}
+
+impl AdminReply {
+    /// The first header named `name` (any case), trimmed.
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    }
+
+    /// The CSRF token a console page's forms carry.
+    pub(crate) fn csrf(&self) -> Option<String> {
+        let at = self.body.find("name=\"csrf\" value=\"")? + 19;
+        Some(self.body[at..].split('"').next()?.to_string())
     }
 }
 
@@ -61,7 +84,7 @@ pub(crate) async fn admin_call(
     let mut s = tokio::net::TcpStream::connect(addr).await?;
     s.write_all(req.as_bytes()).await?;
     let mut buf = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await??;
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await??;
     let text = String::from_utf8_lossy(&buf).to_string();
     let (head, body) = text
         .split_once("\r\n\r\n")

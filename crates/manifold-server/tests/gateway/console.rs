@@ -13,13 +13,14 @@
 
 mod pages;
 
+use crate::admin::{admin_call as call, AdminReply as Reply};
 use crate::bounded;
-use anyhow::{anyhow, Context, Result};
+use crate::observe::Scratch;
+use anyhow::{Context, Result};
 use manifold_policy::hash_key;
 use manifold_testkit::harness::{demo_upstream_bin, toml_string, TestGateway};
 use serde_json::json;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 const OPS_TOKEN: &str = "console-ops-token-0123456789abcdef";
@@ -36,94 +37,6 @@ const PAGES: [(&str, &str); 7] = [
     ("/ui/pins", "No pin store is configured"),
     ("/ui/config", "Effective configuration"),
 ];
-
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-impl Scratch {
-    fn new(tag: &str) -> Result<Scratch> {
-        let p = std::env::temp_dir().join(format!("manifold-console-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p)?;
-        Ok(Scratch(p))
-    }
-}
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// One answer.
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
-}
-impl std::fmt::Display for Reply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}\n\n{}",
-            self.head,
-            self.body.chars().take(2000).collect::<String>()
-        )
-    }
-}
-impl Reply {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_string())
-        })
-    }
-    /// The CSRF token the page's forms carry.
-    fn csrf(&self) -> Option<String> {
-        let at = self.body.find("name=\"csrf\" value=\"")? + 19;
-        Some(self.body[at..].split('"').next()?.to_string())
-    }
-}
-
-/// One HTTP/1.1 request to the admin listener (a `Host` naming it unless given).
-async fn call(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Result<Reply> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut req = format!("{method} {path} HTTP/1.1\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        req.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    let mut s = tokio::net::TcpStream::connect(addr).await?;
-    s.write_all(req.as_bytes()).await?;
-    let mut buf = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await??;
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| anyhow!("no header end in {text}"))?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| anyhow!("no status in {text}"))?;
-    Ok(Reply {
-        status,
-        head: head.to_string(),
-        body: body.to_string(),
-    })
-}
 
 /// A gateway with the demo upstream as `local`, `[auth]` keys, a policy hiding
 /// `local__crash` from everyone, and `extra` sections; the admin listener's
