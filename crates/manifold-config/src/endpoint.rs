@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
-use crate::policy::AllowDeny;
+use crate::policy::{check_globs, AllowDeny};
 
 /// Where `[[endpoint]] path`s may not go: the well-known URIs (RFC 8615),
 /// where the protected resource metadata of every endpoint is served.
@@ -121,15 +121,6 @@ pub(crate) fn check_path(at: &str, path: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-fn check_globs(at: &str, globs: &[String]) -> Result<(), String> {
-    match globs.iter().position(|g| g.trim().is_empty()) {
-        Some(i) => Err(format!(
-            "key `{at}[{i}]`: an empty pattern matches nothing; use \"*\" for everything"
-        )),
-        None => Ok(()),
-    }
 }
 
 /// Discovery keys of an endpoint (or of `[server]`, `at` = `server`).

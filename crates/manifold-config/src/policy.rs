@@ -99,7 +99,8 @@ pub(crate) fn check_who(at: &str, who: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn check_globs(at: &str, globs: &[String]) -> Result<(), String> {
+/// An allow/deny list's globs: none empty (shared with `[[endpoint]]`).
+pub(crate) fn check_globs(at: &str, globs: &[String]) -> Result<(), String> {
     match globs.iter().position(|g| g.trim().is_empty()) {
         Some(i) => Err(format!(
             "key `{at}[{i}]`: an empty pattern matches nothing; use \"*\" for everything"
