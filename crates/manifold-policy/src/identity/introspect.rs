@@ -99,8 +99,19 @@ impl Introspector {
         }
     }
 
-    /// The token's identity and until when it may be cached.
-    pub(super) async fn check(&self, token: &str) -> Result<(Identity, SystemTime), Refusal> {
+    /// The audience this source's tokens must name unless a request asks for
+    /// another (`[auth.introspection] audience`, by default the resource).
+    pub(super) fn audience(&self) -> &str {
+        &self.config.audience
+    }
+
+    /// The token's identity (its answer naming `audience`) and until when it
+    /// may be cached.
+    pub(super) async fn check(
+        &self,
+        token: &str,
+        audience: &str,
+    ) -> Result<(Identity, SystemTime), Refusal> {
         let source = &self.config.name;
         if self.bound.check().is_err() {
             tracing::warn!(source = %source, limit = MAX_INTROSPECTIONS_PER_SECOND,
@@ -126,7 +137,7 @@ impl Introspector {
                 return Err(failed("failed"));
             }
         };
-        identity_of(&answer, &self.config).map_err(Refusal::Refused)
+        identity_of(&answer, &self.config, audience).map_err(Refusal::Refused)
     }
 
     /// The endpoint's answer, within [`FETCH_TIMEOUT`] and [`MAX_ANSWER_BYTES`];
@@ -171,6 +182,7 @@ fn is_refresh_token(token_type: &str) -> bool {
 fn identity_of(
     a: &Map<String, Value>,
     c: &Introspection,
+    audience: &str,
 ) -> Result<(Identity, SystemTime), AuthError> {
     let invalid = |m: &str| AuthError::Invalid(m.to_string());
     if a.get("active") != Some(&Value::Bool(true)) {
@@ -186,17 +198,15 @@ fn identity_of(
         }
     }
     match a.get("aud") {
-        Some(aud) if strings(Some(aud)).contains(&c.audience) => {}
+        Some(aud) if strings(Some(aud)).iter().any(|a| a == audience) => {}
         Some(_) => {
             return Err(AuthError::Invalid(format!(
-                "its audience is not `{}`",
-                c.audience
+                "its audience is not `{audience}`"
             )))
         }
         None if c.require_audience => {
             return Err(AuthError::Invalid(format!(
-                "the introspection answer names no audience (`aud`); it must name `{}`",
-                c.audience
+                "the introspection answer names no audience (`aud`); it must name `{audience}`"
             )))
         }
         None => {}
@@ -277,7 +287,8 @@ mod tests {
     #[test]
     fn answers_are_read_strictly() {
         let now = unix_now() as u64;
-        let ok = |v: Value| identity_of(v.as_object().expect("object"), &config());
+        let ok =
+            |v: Value| identity_of(v.as_object().expect("object"), &config(), "https://mcp/mcp");
         let (id, until) = ok(json!({"active": true, "sub": "bob", "scope": "a b",
             "aud": ["x", "https://mcp/mcp"], "groups": ["ops"], "exp": now + 10,
             "token_type": "Bearer"}))
@@ -325,7 +336,7 @@ mod tests {
             require_audience: false,
             ..config()
         };
-        let read = |v: Value| identity_of(v.as_object().expect("object"), &lax);
+        let read = |v: Value| identity_of(v.as_object().expect("object"), &lax, &lax.audience);
         assert!(read(json!({"active": true, "sub": "bob"})).is_ok());
         assert!(read(json!({"active": true, "sub": "bob", "aud": "https://other"})).is_err());
         assert_eq!(form("a b&c=d/é"), "a+b%26c%3Dd%2F%C3%A9");

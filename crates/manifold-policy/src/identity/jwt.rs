@@ -166,9 +166,19 @@ impl Provider {
         }
     }
 
-    /// Verifies `token`: its identity and until when it may be cached (its
-    /// `exp`).
-    pub(super) async fn verify(&self, token: &str) -> Result<(Identity, SystemTime), AuthError> {
+    /// The audience this issuer's tokens must name unless a request asks for
+    /// another (`[auth.jwt] audience`, by default the gateway's resource).
+    pub(super) fn audience(&self) -> &str {
+        &self.config.audience
+    }
+
+    /// Verifies `token`, which must name `audience`: its identity and until
+    /// when it may be cached (its `exp`).
+    pub(super) async fn verify(
+        &self,
+        token: &str,
+        audience: &str,
+    ) -> Result<(Identity, SystemTime), AuthError> {
         let invalid = |m: String| AuthError::Invalid(m);
         let header = jsonwebtoken::decode_header(token).map_err(|e| {
             invalid(
@@ -204,13 +214,20 @@ impl Provider {
         let mut v = Validation::new(header.alg);
         v.algorithms = vec![header.alg];
         v.set_issuer(&[&self.config.issuer]);
-        v.set_audience(&[&self.config.audience]);
+        v.set_audience(&[audience]);
         v.leeway = self.config.clock_skew.as_secs();
         // `nbf` is checked below, floored like `exp` (the library rounds).
         v.validate_nbf = false;
         v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &v)
-            .map_err(|e| invalid(describe(&e, &self.config)))?;
+        let data =
+            jsonwebtoken::decode::<Map<String, Value>>(token, &key, &v).map_err(|e| {
+                match e.kind() {
+                    jsonwebtoken::errors::ErrorKind::InvalidAudience => {
+                        invalid(format!("its audience is not `{audience}`"))
+                    }
+                    _ => invalid(describe(&e, &self.config)),
+                }
+            })?;
         let claims = data.claims;
         let subject = claims
             .get("sub")

@@ -233,6 +233,22 @@ impl Authenticator {
         &self,
         authorization: Option<&str>,
     ) -> Result<Arc<Identity>, AuthError> {
+        self.authenticate_for(authorization, None).await
+    }
+
+    /// [`authenticate`](Self::authenticate) for a request to a virtual
+    /// endpoint with its own `resource` (RFC 8707): a token of a source whose
+    /// audience is the gateway's resource (the default) must name `resource`
+    /// instead, so a token got for one endpoint is refused on another and on
+    /// the default endpoint. A source with its own `audience` keeps it; API
+    /// keys are not tokens of an audience. The decision is cached per
+    /// resource.
+    pub async fn authenticate_for(
+        &self,
+        authorization: Option<&str>,
+        resource: Option<&str>,
+    ) -> Result<Arc<Identity>, AuthError> {
+        let resource = resource.filter(|r| *r != self.settings.resource);
         let Some(value) = authorization else {
             if self.settings.allow_anonymous {
                 return Ok(Arc::new(Identity::anonymous()));
@@ -240,19 +256,29 @@ impl Authenticator {
             return Err(AuthError::Missing);
         };
         let token = bearer_token(value).ok_or(AuthError::Malformed)?;
-        let identity = match self.cache.get(token) {
+        // The cache's key names the resource asked for: an answer for one
+        // endpoint is never served for another.
+        let keyed;
+        let key = match resource {
+            Some(r) => {
+                keyed = format!("{r}\u{0}{token}");
+                keyed.as_str()
+            }
+            None => token,
+        };
+        let identity = match self.cache.get(key) {
             Some(Ok(id)) => id,
             Some(Err(refusal)) => return Err(refusal),
             None => {
                 let (identity, until) = if jwt::looks_like_jwt(token) {
-                    self.verify_jwt(token).await?
+                    self.verify_jwt(token, resource).await?
                 } else if let Some(id) = self.keys.check(token) {
                     (id, std::time::SystemTime::now() + KEY_TTL)
                 } else {
-                    self.introspect(token).await?
+                    self.introspect(token, key, resource).await?
                 };
                 let identity = Arc::new(identity);
-                self.cache.put(token, identity.clone(), until);
+                self.cache.put(key, identity.clone(), until);
                 identity
             }
         };
@@ -275,13 +301,18 @@ impl Authenticator {
     async fn introspect(
         &self,
         token: &str,
+        key: &str,
+        resource: Option<&str>,
     ) -> Result<(Identity, std::time::SystemTime), AuthError> {
         if self.introspection.is_empty() {
             return Err(AuthError::Invalid("unknown API key".into()));
         }
         let mut worst: Option<introspect::Refusal> = None;
         for i in &self.introspection {
-            match i.check(token).await {
+            match i
+                .check(token, self.audience_of(i.audience(), resource))
+                .await
+            {
                 Ok(found) => return Ok(found),
                 // A provider that could not be asked outranks one that said no:
                 // the token may be good there.
@@ -296,14 +327,24 @@ impl Authenticator {
             "no introspection endpoint answered".into(),
         )));
         if let Some(ttl) = refusal.keep_for() {
-            self.cache.refuse(token, refusal.error().clone(), ttl);
+            self.cache.refuse(key, refusal.error().clone(), ttl);
         }
         Err(refusal.into_error())
+    }
+
+    /// The audience a source's token must name: an endpoint's own resource
+    /// where the source's audience is the gateway's resource, else its own.
+    fn audience_of<'a>(&self, configured: &'a str, resource: Option<&'a str>) -> &'a str {
+        match resource {
+            Some(r) if configured == self.settings.resource => r,
+            _ => configured,
+        }
     }
 
     async fn verify_jwt(
         &self,
         token: &str,
+        resource: Option<&str>,
     ) -> Result<(Identity, std::time::SystemTime), AuthError> {
         if self.jwt.is_empty() {
             return Err(AuthError::Invalid(
@@ -318,7 +359,9 @@ impl Authenticator {
             .ok_or_else(|| {
                 AuthError::Invalid(format!("the issuer `{issuer}` is not trusted here"))
             })?;
-        provider.verify(token).await
+        provider
+            .verify(token, self.audience_of(provider.audience(), resource))
+            .await
     }
 }
 

@@ -152,7 +152,10 @@ pub(crate) async fn authenticate(
             Err(_) => return Err(challenge(gw, headers, &AuthError::Malformed, endpoint)),
         },
     };
-    match auth.authenticate(header).await {
+    match auth
+        .authenticate_for(header, endpoint.resource.as_deref())
+        .await
+    {
         Ok(id) => Ok(Some(id)),
         Err(e) => {
             // Credentials that were presented and refused are worth an operator's

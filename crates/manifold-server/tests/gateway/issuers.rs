@@ -126,11 +126,22 @@ impl Idp {
 
     /// A token issuer `name` signs for `sub`, carrying `groups`.
     pub(crate) fn token_in(&self, name: &str, sub: &str, groups: &[&str]) -> Result<String> {
+        self.token_for(name, sub, groups, AUDIENCE)
+    }
+
+    /// A token issuer `name` signs for `sub` with the audience `aud`.
+    pub(crate) fn token_for(
+        &self,
+        name: &str,
+        sub: &str,
+        groups: &[&str],
+        aud: &str,
+    ) -> Result<String> {
         let key = self.keys.get(name).context("no such issuer")?;
         let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
         let mut h = Header::new(Algorithm::ES256);
         h.kid = key.jwk.common.key_id.clone();
-        let claims = json!({"iss": format!("https://{name}.test"), "aud": AUDIENCE,
+        let claims = json!({"iss": format!("https://{name}.test"), "aud": aud,
             "sub": sub, "exp": now + 600, "scope": "mcp:tools", "groups": groups});
         Ok(jsonwebtoken::encode(&h, &claims, &key.encoding)?)
     }
@@ -283,6 +294,66 @@ async fn a_partner_idp_cannot_mint_corps_group() -> Result<()> {
         };
         assert!(names("corp").await?.iter().any(|n| n == "local__echo"));
         assert_eq!(names("partner").await?, ["remote__add"]);
+        Ok(())
+    })
+    .await
+}
+
+/// A virtual endpoint with its own `resource` is its own audience (RFC 8707):
+/// a token got for it works there and nowhere else, and a token for the
+/// gateway's resource is refused there — whichever was accepted first.
+#[tokio::test]
+async fn an_endpoints_own_resource_is_the_audience_its_tokens_must_name() -> Result<()> {
+    bounded(async {
+        const OPS: &str = "http://mcp.test/mcp/ops";
+        let idp = Idp::start(&["corp"]).await?;
+        let f = Setup {
+            extra: format!(
+                "[auth]\nresource = \"{AUDIENCE}\"\n\n{}\
+                 [[endpoint]]\npath = \"/mcp/ops\"\nresource = \"{OPS}\"\n\n\
+                 [[endpoint]]\npath = \"/mcp/ci\"\n",
+                idp.jwt_section("corp")
+            ),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        let for_ops = idp.token_for("corp", "alice", &[], OPS)?;
+        let for_gateway = idp.token("corp", "alice")?;
+        let status = |path: &'static str, token: &str| {
+            let c =
+                manifold_testkit::harness::McpClient::new(format!("http://{}{path}", f.gw.addr()));
+            c.set_bearer(Some(token));
+            async move {
+                let r = c
+                    .request(
+                        "initialize",
+                        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                               "clientInfo": {"name": "t", "version": "1"}}),
+                    )
+                    .await?;
+                if r.status == StatusCode::UNAUTHORIZED {
+                    let challenge = r
+                        .headers
+                        .get("www-authenticate")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_string();
+                    assert!(challenge.contains("invalid_token"), "{challenge}");
+                }
+                anyhow::Ok(r.status)
+            }
+        };
+        // Each order, so a cached acceptance for one cannot answer the other.
+        assert_eq!(status("/mcp/ops", &for_ops).await?, StatusCode::OK);
+        assert_eq!(status("/mcp", &for_ops).await?, StatusCode::UNAUTHORIZED);
+        assert_eq!(status("/mcp/ci", &for_ops).await?, StatusCode::UNAUTHORIZED);
+        assert_eq!(status("/mcp", &for_gateway).await?, StatusCode::OK);
+        assert_eq!(status("/mcp/ci", &for_gateway).await?, StatusCode::OK);
+        assert_eq!(
+            status("/mcp/ops", &for_gateway).await?,
+            StatusCode::UNAUTHORIZED
+        );
         Ok(())
     })
     .await
