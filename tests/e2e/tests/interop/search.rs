@@ -68,3 +68,77 @@ fn sdk_clients_search_and_call_through_a_search_endpoint_in_both_eras() -> Resul
     }
     Ok(())
 }
+
+/// The MCP Inspector's CLI mode (pinned in tests/interop/inspector, installed by
+/// scripts/peers) against the same kind of search endpoint: it lists the
+/// meta-tools, searches, and calls the found tool through `call_tool`, one
+/// process per step as an operator would from a shell.
+#[test]
+fn the_mcp_inspector_cli_searches_and_calls_through_a_search_endpoint() -> Result<()> {
+    let peers = Peers::from_env()?;
+    let cli = std::env::var("MANIFOLD_INSPECTOR_CLI").map_err(|_| {
+        anyhow::anyhow!(
+            "MANIFOLD_INSPECTOR_CLI is not set: run scripts/test (scripts/peers installs the Inspector)"
+        )
+    })?;
+    let gw = super::DemoGateway::start(
+        "search-inspector",
+        "[[endpoint]]\npath = \"/mcp/find\"\ndiscovery = \"search\"\n",
+    )?;
+    let url = gw.url.replace("/mcp", "/mcp/find");
+    let home = std::env::temp_dir().join(format!("manifold-inspector-{}", std::process::id()));
+    std::fs::create_dir_all(&home)?;
+    let run = |args: &[&str]| -> Result<Value> {
+        // `timeout` bounds a CLI that would hang on a broken answer.
+        let out = std::process::Command::new("timeout")
+            .arg("60")
+            .arg(&peers.node)
+            .arg(&cli)
+            .args(["--cli", &url, "--transport", "http"])
+            .args(args)
+            .env("HOME", &home)
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "inspector {args:?}: exit {:?}: {}{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(serde_json::from_slice(&out.stdout)?)
+    };
+    let listed = run(&["--method", "tools/list"])?;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    anyhow::ensure!(names == ["search_tools", "call_tool"], "{listed}");
+    let found = run(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "search_tools",
+        "--tool-arg",
+        "query=echo text back",
+        "limit=3",
+    ])?;
+    let first = &found["structuredContent"]["tools"][0];
+    anyhow::ensure!(first["name"] == "demo__echo", "{found}");
+    // Lossless: the definition as tools/list would give it, unknown members kept.
+    anyhow::ensure!(first["x-demo-extension"]["kept"] == true, "{found}");
+    let called = run(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "call_tool",
+        "--tool-arg",
+        "name=demo__echo",
+        r#"arguments={"text":"via the inspector"}"#,
+    ])?;
+    anyhow::ensure!(
+        called["content"][0]["text"] == "via the inspector" && called["isError"] != true,
+        "{called}"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+    Ok(())
+}
