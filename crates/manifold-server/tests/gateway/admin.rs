@@ -472,3 +472,85 @@ async fn config_shows_references_never_secrets_in_args_or_query_strings_nor_do_e
     })
     .await
 }
+
+/// `POST /pins/approve` releases quarantined tools to every caller, so it is a
+/// control endpoint like `/reload`: no credentials, a wrong token, an MCP
+/// client's key, a foreign `Origin` or a form approve nothing, and the held
+/// tools stay out of the catalogue; the admin token approves.
+#[tokio::test]
+async fn pins_approve_takes_the_admin_credentials_and_nothing_less() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("admin-pins")?;
+        let text = format!(
+            "{}\n[integrity]\nmode = \"quarantine\"\nstore = {}\ntrust_on_first_use = false\n",
+            config(&guarded_admin("127.0.0.1:0"), true),
+            toml_string(&dir.0.join("pins.json").to_string_lossy())
+        );
+        let (_gw, admin) = start(&dir, &text).await?;
+        let ops = format!("Bearer {OPS_TOKEN}");
+        // What the gateway serves, as the admin plane's catalogue shows it.
+        let served = || async {
+            let r = admin_call(
+                admin,
+                "GET",
+                "/catalog",
+                &[("Authorization", ops.as_str())],
+                "",
+            )
+            .await?;
+            let v: serde_json::Value = serde_json::from_str(&r.body)?;
+            anyhow::Ok(v["tools"].as_array().map_or(0, Vec::len))
+        };
+        assert_eq!(served().await?, 0, "nothing approved yet");
+        let all = r#"{"all": true}"#;
+        let json = ("Content-Type", "application/json");
+        let client_key = format!("Bearer {CLIENT_KEY}");
+        for (headers, want) in [
+            (vec![json], 401),
+            (
+                vec![
+                    json,
+                    ("Authorization", "Bearer wrong-token-0123456789abcdef"),
+                ],
+                401,
+            ),
+            (vec![json, ("Authorization", client_key.as_str())], 403),
+            (
+                vec![
+                    json,
+                    ("Authorization", ops.as_str()),
+                    ("Origin", "http://attacker.example"),
+                ],
+                403,
+            ),
+            (
+                vec![
+                    ("Content-Type", "application/x-www-form-urlencoded"),
+                    ("Authorization", ops.as_str()),
+                ],
+                415,
+            ),
+        ] {
+            let r = admin_call(admin, "POST", "/pins/approve", &headers, all).await?;
+            assert_eq!(r.status, want, "{headers:?}: {r}");
+        }
+        assert_eq!(served().await?, 0, "a refused approval approved something");
+        let r = admin_call(
+            admin,
+            "POST",
+            "/pins/approve",
+            &[json, ("Authorization", ops.as_str())],
+            all,
+        )
+        .await?;
+        assert_eq!(r.status, 200, "{r}");
+        manifold_testkit::wait::eventually(
+            "the approved tools served",
+            Duration::from_secs(15),
+            || async { Ok((served().await? > 0).then_some(())) },
+        )
+        .await?;
+        Ok(())
+    })
+    .await
+}
