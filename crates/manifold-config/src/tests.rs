@@ -126,6 +126,34 @@ fn errors_name_the_key_and_line() {
             &["only HTTP"],
         ),
         ("[server]\nlisten = 5\n", &["listen", "line 2"]),
+        (
+            "[upstreams.a]\nurl = \"http://h\"\nurls = [\"http://i\"]\n",
+            &["upstreams.a", "`url`", "`urls`", "not both"],
+        ),
+        (
+            "[upstreams.a]\nurls = [\"http://h\", \"ftp://i\"]\n",
+            &["upstreams.a.urls", "ftp://i"],
+        ),
+        (
+            "[upstreams.a]\nurls = [\"http://h\", \"http://h\"]\n",
+            &["upstreams.a.urls", "twice"],
+        ),
+        (
+            "[upstreams.a]\ncommand = \"x\"\ninstances = 0\n",
+            &["upstreams.a.instances", "between 1 and 64"],
+        ),
+        (
+            "[upstreams.a]\ncommand = \"x\"\ninstances = 65\n",
+            &["upstreams.a.instances"],
+        ),
+        (
+            "[upstreams.a]\nurl = \"http://h\"\ninstances = 2\n",
+            &["upstreams.a.instances", "urls"],
+        ),
+        (
+            "[upstreams.a]\ncommand = \"x\"\nurls = [\"http://h\"]\n",
+            &["upstreams.a", "not both"],
+        ),
     ];
     for (text, needles) in cases {
         let err = load_with(text, &[]).unwrap_err().to_string();
@@ -576,4 +604,39 @@ fn each_section_declares_what_a_reload_cannot_change() {
         ],
         "the separator reloads; the rest is fixed at start"
     );
+}
+
+#[test]
+fn pools_load_from_instances_or_urls() {
+    let c = load_with(
+        "[upstreams.kids]\ncommand = \"srv\"\ninstances = 4\n\
+         [upstreams.web]\nurls = [\"http://a:1/mcp\", \"http://b:2/mcp\"]\n\
+         [upstreams.one]\nurls = [\"http://c:3/mcp\"]\n\
+         [upstreams.plain]\ncommand = \"srv\"\n",
+        &[],
+    )
+    .unwrap();
+    let by = |n: &str| c.upstreams.iter().find(|u| u.name == n).unwrap().clone();
+    let kids = by("kids");
+    assert_eq!((kids.instances, kids.is_pool()), (4, true));
+    assert_eq!(
+        kids.member(3),
+        kids,
+        "a stdio member runs the command as written"
+    );
+    let web = by("web");
+    assert_eq!(web.instances, 2);
+    let url = |u: &crate::UpstreamConfig| match &u.transport {
+        crate::Transport::Http { url, .. } => url.clone(),
+        _ => panic!("http"),
+    };
+    assert_eq!(url(&web), "http://a:1/mcp");
+    assert_eq!(url(&web.member(1)), "http://b:2/mcp");
+    let one = by("one");
+    assert_eq!(
+        (one.instances, url(&one)),
+        (1, "http://c:3/mcp".to_string())
+    );
+    assert!(!one.is_pool() && one.pool_urls.is_empty());
+    assert_eq!(by("plain").instances, 1);
 }

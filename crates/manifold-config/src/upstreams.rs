@@ -25,6 +25,9 @@ pub const DEFAULT_TIMEOUT: &str = "60s";
 /// pinged to prove it still answers.
 pub const DEFAULT_PING_INTERVAL: &str = "30s";
 
+/// The most members a pool may have (`instances`, or `urls` entries).
+pub const MAX_INSTANCES: u32 = 64;
+
 /// `[upstreams.<name>]`: either a stdio command or a Streamable-HTTP `url`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
@@ -46,6 +49,13 @@ pub struct UpstreamSection {
     pub cwd: Option<String>,
     /// HTTP: the upstream's MCP endpoint URL (`http://` or `https://`).
     pub url: Option<String>,
+    /// HTTP: a pool — several instances of the same server, one URL each
+    /// (instead of `url`); calls are spread over them (see `docs/reliability.md`).
+    #[serde(default)]
+    pub urls: Vec<String>,
+    /// stdio: a pool of this many children of `command` (default 1, at most
+    /// [`MAX_INSTANCES`]); calls are spread over them.
+    pub instances: Option<u32>,
     /// HTTP: headers sent on every request (credentials go here, never the client's).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -131,6 +141,32 @@ pub struct UpstreamConfig {
     pub retries: Option<crate::resilience::RetryPolicy>,
     /// `breaker`, when written.
     pub breaker: Option<crate::resilience::BreakerPolicy>,
+    /// Members of its pool: `instances` children of a stdio command, or one
+    /// per `urls` entry; 1 when it is not a pool.
+    pub instances: usize,
+    /// An HTTP pool's member URLs (`urls`), the first also the transport's
+    /// `url`; empty otherwise.
+    pub pool_urls: Vec<String>,
+}
+
+impl UpstreamConfig {
+    /// Whether it is a pool of several members.
+    pub fn is_pool(&self) -> bool {
+        self.instances > 1
+    }
+
+    /// The configuration one member of its pool connects with: an HTTP
+    /// pool's member gets its own URL; a stdio child is the command as
+    /// written.
+    pub fn member(&self, index: usize) -> UpstreamConfig {
+        let mut c = self.clone();
+        if let (Transport::Http { url, .. }, Some(u)) =
+            (&mut c.transport, self.pool_urls.get(index))
+        {
+            *url = u.clone();
+        }
+        c
+    }
 }
 
 /// `upstreams.<name>.protocol`: which era Manifold speaks to an upstream.
@@ -203,6 +239,55 @@ pub fn is_valid_upstream_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// `url`, or `urls` (a pool), expanded and checked: the first URL (the
+/// transport's) and, for a pool, all of them.
+#[allow(clippy::type_complexity)]
+fn pool_urls(
+    key: &str,
+    u: &UpstreamSection,
+    ex: &dyn Fn(&str, &str) -> Result<String, String>,
+) -> Result<(Option<String>, Vec<String>), String> {
+    let checked = |field: &str, raw: &str| -> Result<String, String> {
+        let url = ex(field, raw)?;
+        let lower = url.to_ascii_lowercase();
+        let rest = lower
+            .strip_prefix("http://")
+            .or_else(|| lower.strip_prefix("https://"));
+        match rest {
+            Some(r) if !r.is_empty() && !r.starts_with('/') => Ok(url),
+            _ => Err(format!(
+                "key `{key}.{field}`: `{url}` must be an http:// or https:// URL with a host"
+            )),
+        }
+    };
+    match (&u.url, u.urls.as_slice()) {
+        (Some(_), [_, ..]) => Err(format!(
+            "key `{key}`: give either `url` (one instance) or `urls` (a pool), not both"
+        )),
+        (Some(url), []) => Ok((Some(checked("url", url)?), Vec::new())),
+        (None, []) => Ok((None, Vec::new())),
+        (None, urls) => {
+            if urls.len() > MAX_INSTANCES as usize {
+                return Err(format!(
+                    "key `{key}.urls`: {} URLs; a pool has at most {MAX_INSTANCES}",
+                    urls.len()
+                ));
+            }
+            let mut out = Vec::with_capacity(urls.len());
+            for raw in urls {
+                let url = checked("urls", raw)?;
+                if out.contains(&url) {
+                    return Err(format!("key `{key}.urls`: `{url}` is listed twice"));
+                }
+                out.push(url);
+            }
+            let first = out.first().cloned();
+            let pool = if out.len() > 1 { out } else { Vec::new() };
+            Ok((first, pool))
+        }
+    }
+}
+
 /// `[upstreams.*]` validated, sorted by name; `store` is `[credentials]`
 /// (OAuth upstreams keep their tokens there).
 pub(crate) fn validate(
@@ -221,10 +306,11 @@ pub(crate) fn validate(
         let ex = |field: &str, v: &str| {
             expand(v, lookup).map_err(|e| format!("key `{key}.{field}`: {e}"))
         };
-        let transport = match (&u.command, &u.url) {
+        let (first_url, pool_urls) = pool_urls(&key, &u, &ex)?;
+        let transport = match (&u.command, &first_url) {
             (Some(_), Some(_)) => {
                 return Err(format!(
-                    "key `{key}`: give either `command` (stdio) or `url` (HTTP), not both"
+                    "key `{key}`: give either `command` (stdio) or `url`/`urls` (HTTP), not both"
                 ))
             }
             (None, None) => {
@@ -306,19 +392,7 @@ pub(crate) fn validate(
                         "key `{key}`: `args`, `env`, `inherit_env` and `cwd` apply to stdio upstreams (`command`), not to `url`"
                     ));
                 }
-                let url = ex("url", url)?;
-                let lower = url.to_ascii_lowercase();
-                let rest = lower
-                    .strip_prefix("http://")
-                    .or_else(|| lower.strip_prefix("https://"));
-                match rest {
-                    Some(r) if !r.is_empty() && !r.starts_with('/') => {}
-                    _ => {
-                        return Err(format!(
-                        "key `{key}.url`: `{url}` must be an http:// or https:// URL with a host"
-                    ))
-                    }
-                }
+                let url = url.clone();
                 let mut headers = BTreeMap::new();
                 for (k, v) in &u.headers {
                     let valid_name = !k.is_empty()
@@ -391,6 +465,20 @@ pub(crate) fn validate(
                 ))
             }
         };
+        let instances = match (u.instances, &transport) {
+            (None, _) => pool_urls.len().max(1),
+            (Some(n), Transport::Stdio { .. }) if (1..=MAX_INSTANCES).contains(&n) => n as usize,
+            (Some(n), Transport::Stdio { .. }) => {
+                return Err(format!(
+                    "key `{key}.instances`: {n} is not between 1 and {MAX_INSTANCES}"
+                ))
+            }
+            (Some(_), Transport::Http { .. }) => {
+                return Err(format!(
+                    "key `{key}.instances`: applies to stdio upstreams (`command`); an HTTP pool lists its instances in `urls`"
+                ))
+            }
+        };
         let overrides = crate::overrides::validate(&key, &u.overrides)?;
         let retries = crate::resilience::retries(&key, u.retries.as_ref())?.or_else(|| {
             overrides
@@ -411,6 +499,8 @@ pub(crate) fn validate(
             required: u.required,
             prefix,
             overrides,
+            instances,
+            pool_urls,
         });
     }
     // BTreeMap iteration already sorted them; make the invariant explicit.

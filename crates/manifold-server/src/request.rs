@@ -293,6 +293,7 @@ impl Caller {
             // Only a session can answer a bridged question; the operator sees
             // a 2026-07-28 upstream's `InputRequiredResult` as it is.
             bridge_input: matches!(self, Caller::Session(_)),
+            member: None,
         }
     }
 }

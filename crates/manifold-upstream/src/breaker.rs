@@ -219,6 +219,16 @@ impl Breaker {
         }
     }
 
+    /// Whether it refuses calls now: open and not yet due for a probe, or
+    /// half-open with its probe out.
+    pub(crate) fn is_open(&self, now: Instant) -> bool {
+        match self.inner.lock().phase {
+            Phase::Open { until } => now < until,
+            Phase::HalfOpen { probing } => probing,
+            Phase::Closed => false,
+        }
+    }
+
     /// The probe ended without an outcome: another call may probe.
     fn release(&self) {
         let mut g = self.inner.lock();

@@ -7,12 +7,13 @@
 //! left to read the answer.
 //!
 //! A guarded call ([`start_guarded`]: a client's, to an upstream with a
-//! breaker or retries) passes its upstream's circuit breaker for each
-//! attempt, and a call that may be repeated is sent again after a failure
+//! breaker or retries, or to a pool) goes to the member the pool picks and
+//! passes that member's circuit breaker for each attempt, and a call that may be repeated is sent again after a failure
 //! that another attempt may get past ([`UpstreamError::retry_class`]), with
 //! backoff, within the budget and the call's own deadline — but only while
 //! nothing of it has been handed to the caller: once an event came out of
-//! [`Call::next`], its first failure is its outcome.
+//! [`Call::next`], its first failure is its outcome. A retry prefers
+//! another member of a pool than the one that failed.
 //!
 //! Not here: sending and reading (`connection`, the transports), one request's
 //! lifecycle (`attempt`), the budget and backoff (`retry`), the breaker's
@@ -24,11 +25,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::attempt::Attempt;
-use crate::breaker::{Admitted, Breaker};
-use crate::connection::{Connection, Slot};
+use crate::connection::Connection;
 use crate::error::RetryClass;
 use crate::input_bridge::{self, Bridge};
 use crate::message::{CallEvent, CallOutcome, NotRelayed};
+use crate::pool::{Leave, Picked, Pool};
 use crate::retry::{self, Retries};
 use crate::{ClientFacts, ExtraHeaders, UpstreamError};
 
@@ -37,22 +38,29 @@ pub struct Call {
     attempt: Attempt,
     /// Set for a session-era caller's call to a 2026-07-28 upstream (see `input_bridge`).
     bridge: Option<Box<Bridge>>,
-    /// The breaker's leave for the current attempt (guarded calls).
-    admitted: Option<Admitted>,
+    /// What the current attempt records when it ends (guarded calls): its
+    /// member's breaker and health.
+    leave: Option<Leave>,
     /// What sending it again needs, while it still may be sent again.
     again: Option<Box<Again>>,
     /// Attempts made (1 but for a retried call).
     attempts: u32,
-    /// Made past a breaker or with retries ([`start_guarded`]).
+    /// Made past a breaker or with retries ([`start_guarded`]): its attempts
+    /// are reported.
     guarded: bool,
+    /// The pool member it went to (its latest attempt's).
+    pub(crate) member: usize,
 }
 
-/// How a guarded call is made: its upstream's breaker, and for a call that
-/// may be repeated, its retries.
-#[derive(Default)]
+/// How a guarded call is made: its upstream's pool (the members and their
+/// breakers), for a call that may be repeated its retries, and the member
+/// it must go to, if any.
 pub(crate) struct Guard {
-    pub breaker: Option<Arc<Breaker>>,
+    pub pool: Arc<Pool>,
     pub retries: Option<Arc<Retries>>,
+    pub pin: Option<usize>,
+    /// Its attempts are reported (a breaker or retries are configured).
+    pub counted: bool,
 }
 
 /// A guarded call that could not be sent at all, and how many times it was
@@ -66,9 +74,11 @@ pub struct NotStarted {
 /// What sending a call again needs.
 struct Again {
     upstream: String,
-    slot: Arc<Slot>,
+    pool: Arc<Pool>,
+    pin: Option<usize>,
+    /// The member the last attempt went to (a retry prefers another).
+    last: usize,
     retries: Arc<Retries>,
-    breaker: Option<Arc<Breaker>>,
     method: String,
     params: Option<Map<String, Value>>,
     headers: ExtraHeaders,
@@ -94,26 +104,25 @@ impl Again {
         Some(pause)
     }
 
-    /// Waits `pause`, then sends the call again: a fresh attempt on the live
-    /// connection (waiting for a restarting upstream within the deadline),
-    /// past the breaker (whose leave records a launch that fails).
-    async fn send(&self, pause: Duration) -> Result<Launched, UpstreamError> {
+    /// Waits `pause`, then sends the call again: a fresh attempt on a live
+    /// member (another than the last, when the pool has one; waiting for a
+    /// restarting upstream within the deadline), past its breaker (whose leave
+    /// records a launch that fails).
+    async fn send(&mut self, pause: Duration) -> Result<Launched, UpstreamError> {
         tokio::time::sleep(pause).await;
         let until = self.deadline.min(Instant::now() + retry::RECONNECT_WAIT);
-        let Some(conn) = self.slot.wait(until).await else {
+        let Some(picked) = self.pool.wait(until, self.pin, Some(self.last)).await else {
             return Err(UpstreamError::transient(
                 &self.upstream,
                 "it did not come back in time for a retry",
                 false,
             ));
         };
-        let mut admitted = match &self.breaker {
-            Some(b) => Some(b.admit()?),
-            None => None,
-        };
+        self.last = picked.member.index;
+        let mut leave = self.pool.admit(&picked)?;
         let left = self.deadline.saturating_duration_since(Instant::now());
         let launched = launch(
-            &conn,
+            &picked.conn,
             &self.method,
             self.params.clone(),
             self.headers.clone(),
@@ -124,12 +133,10 @@ impl Again {
         match launched {
             Ok((mut attempt, bridge)) => {
                 attempt.timeout = self.timeout;
-                Ok((attempt, bridge, admitted))
+                Ok((attempt, bridge, leave))
             }
             Err(e) => {
-                if let Some(a) = admitted.as_mut() {
-                    a.record(Some(&e));
-                }
+                leave.record(Some(&e));
                 Err(e)
             }
         }
@@ -162,8 +169,8 @@ impl Again {
     }
 }
 
-/// An attempt launched, its bridge, and its breaker's leave.
-type Launched = (Attempt, Option<Box<Bridge>>, Option<Admitted>);
+/// An attempt launched, its bridge, and its leave.
+type Launched = (Attempt, Option<Box<Bridge>>, Leave);
 
 /// Launches one attempt (with its bridge, when it needs one).
 async fn launch(
@@ -189,12 +196,12 @@ async fn launch(
     Ok((attempt, bridge))
 }
 
-/// Sends a client's call on the upstream's live connection (`slot`), past
-/// its breaker, and — when `guard.retries` is set (the call may be repeated)
-/// — again after a failure another attempt may get past.
+/// Sends a client's call to the member `picked` (the pool's pick), past its
+/// breaker, and — when `guard.retries` is set (the call may be repeated) —
+/// again after a failure another attempt may get past.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn start_guarded(
-    slot: &Arc<Slot>,
+    picked: Picked,
     upstream: &str,
     method: &str,
     params: Option<Map<String, Value>>,
@@ -204,14 +211,16 @@ pub(crate) async fn start_guarded(
     guard: Guard,
 ) -> Result<Call, NotStarted> {
     let deadline = Instant::now() + timeout;
+    let member = picked.member.index;
     let mut again = guard.retries.map(|retries| {
         retries.called();
         Box::new(Again {
             upstream: upstream.to_string(),
-            slot: slot.clone(),
+            pool: guard.pool.clone(),
+            pin: guard.pin,
+            last: member,
             left: retries.policy.max,
             retries,
-            breaker: guard.breaker.clone(),
             method: method.to_string(),
             params: params.clone(),
             headers: headers.clone(),
@@ -221,24 +230,16 @@ pub(crate) async fn start_guarded(
         })
     });
     let not_started = |error, attempts| Err(NotStarted { error, attempts });
-    let mut admitted = match &guard.breaker {
-        Some(b) => match b.admit() {
-            Ok(a) => Some(a),
-            Err(e) => return not_started(e, 0),
-        },
-        None => None,
+    let mut leave = match guard.pool.admit(&picked) {
+        Ok(l) => l,
+        Err(e) => return not_started(e, 0),
     };
     let mut attempts = 1;
-    let first = match slot.get() {
-        Some(conn) => launch(&conn, method, params, headers, timeout, caller).await,
-        None => Err(UpstreamError::unavailable(upstream, "it is not connected")),
-    };
-    let (attempt, bridge, admitted) = match first {
-        Ok((attempt, bridge)) => (attempt, bridge, admitted),
+    let first = launch(&picked.conn, method, params, headers, timeout, caller).await;
+    let (attempt, bridge, leave) = match first {
+        Ok((attempt, bridge)) => (attempt, bridge, leave),
         Err(e) => {
-            if let Some(a) = admitted.as_mut() {
-                a.record(Some(&e));
-            }
+            leave.record(Some(&e));
             let Some(a) = again.as_mut() else {
                 return not_started(e, attempts);
             };
@@ -249,12 +250,13 @@ pub(crate) async fn start_guarded(
         }
     };
     Ok(Call {
+        member: leave.member(),
         attempt,
         bridge,
-        admitted,
+        leave: Some(leave),
         again,
         attempts,
-        guarded: true,
+        guarded: guard.counted,
     })
 }
 
@@ -272,10 +274,11 @@ impl Call {
         Ok(Call {
             attempt,
             bridge,
-            admitted: None,
+            leave: None,
             again: None,
             attempts: 1,
             guarded: false,
+            member: 0,
         })
     }
 
@@ -297,18 +300,19 @@ impl Call {
                 CallOutcome::Failed(e) => Some(e),
                 _ => None,
             };
-            if let Some(a) = self.admitted.as_mut() {
-                a.record(failure);
+            if let Some(l) = self.leave.as_mut() {
+                l.record(failure);
             }
             let (Some(again), Some(e)) = (self.again.as_mut(), failure) else {
                 self.again = None;
                 return CallEvent::Done(outcome);
             };
             match again.retry(&mut self.attempts, e.clone()).await {
-                Ok((attempt, bridge, admitted)) => {
+                Ok((attempt, bridge, leave)) => {
+                    self.member = leave.member();
                     self.attempt = attempt;
                     self.bridge = bridge;
-                    self.admitted = admitted;
+                    self.leave = Some(leave);
                 }
                 Err(e) => {
                     self.again = None;
@@ -339,6 +343,12 @@ impl Call {
                 CallEvent::Notification(msg) => self.attempt.conn.wire.router.unrouted(msg),
             }
         }
+    }
+
+    /// The pool member the call went to (0 unless the upstream is a pool): a
+    /// task it made lives there.
+    pub fn member(&self) -> usize {
+        self.member
     }
 
     /// The id Manifold used upstream (of the latest round, for a bridged call).

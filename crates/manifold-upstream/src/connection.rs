@@ -6,8 +6,7 @@
 //! Invariants: nothing is sent on a closed connection; a request whose send fails
 //! leaves nothing registered.
 //!
-//! A [`Slot`] holds the upstream's live connection, if any: what calls use,
-//! and what a retry waits on while a restarting upstream comes back.
+//! A [`Slot`] holds a pool member's live connection, if any: what calls use.
 //!
 //! Not here: waiting for the answer (`attempt`), the handshake (`handshake`),
 //! restarting (`upstream`).
@@ -42,12 +41,11 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-/// Where an upstream's live connection is published (`None` between
-/// connections).
+/// Where a member's live connection is published (`None` between
+/// connections); a retry waiting for one waits on its pool (`pool`).
 #[derive(Default)]
 pub(crate) struct Slot {
     conn: parking_lot::RwLock<Option<Arc<Connection>>>,
-    connected: tokio::sync::Notify,
 }
 
 impl Slot {
@@ -55,26 +53,7 @@ impl Slot {
         self.conn.read().clone()
     }
     pub(crate) fn set(&self, conn: Option<Arc<Connection>>) {
-        let up = conn.is_some();
         *self.conn.write() = conn;
-        if up {
-            self.connected.notify_waiters();
-        }
-    }
-    /// The live connection, waiting for one until `until` at the latest.
-    pub(crate) async fn wait(&self, until: tokio::time::Instant) -> Option<Arc<Connection>> {
-        loop {
-            let published = self.connected.notified();
-            tokio::pin!(published);
-            published.as_mut().enable();
-            if let Some(c) = self.get().filter(|c| !c.wire.closed.is_cancelled()) {
-                return Some(c);
-            }
-            tokio::select! {
-                _ = published => {}
-                _ = tokio::time::sleep_until(until) => return None,
-            }
-        }
     }
 }
 

@@ -1,5 +1,6 @@
-//! One actor task per upstream MCP server. It owns the connection (a stdio child
-//! process or a Streamable-HTTP session), finds the upstream's era (a
+//! One actor task per upstream MCP server (per member, for a pool of several
+//! instances: `instances` children or `urls`; see `pool`). It owns the
+//! connection (a stdio child process or a Streamable-HTTP session), finds the upstream's era (a
 //! `server/discover` probe, else the `initialize` handshake), keeps the upstream's
 //! lists (all pages) until the upstream says `list_changed` or, for a 2026-07-28
 //! upstream, until their `ttlMs` runs out, restarts it with capped exponential
@@ -18,10 +19,11 @@
 //!
 //! Modules, top to bottom (imports point down only; `tests/architecture.rs` checks):
 //! `upstream` (the handle and actor) → `handshake`, `listen` → `call` →
+//! `pool` (the members behind one upstream, and which one a call goes to) →
 //! `retry`, `breaker` (what keeps a flaky upstream's calls going and stops
 //! calling a failing one) → `input_bridge` → `attempt` → `connection` →
 //! `transport` (the one seam: stdio, HTTP) → `probe` (the era check's
-//! messages) → `wire` → `router` → `message` → `error`. Items of this root file are
+//! messages) → `wire` → `router` → `message` → `status` (what an upstream reports) → `error`. Items of this root file are
 //! shared by all.
 //!
 //! Invariants: a dead or hanging upstream never blocks another (each has its own
@@ -40,9 +42,11 @@ mod handshake;
 mod input_bridge;
 mod listen;
 mod message;
+mod pool;
 mod probe;
 mod retry;
 mod router;
+mod status;
 mod transport;
 mod upstream;
 mod wire;
@@ -53,8 +57,10 @@ pub use error::{RetryClass, UpstreamError};
 pub use manifold_config::UpstreamProtocol;
 pub use manifold_foundation::log_budget::LOG_WINDOW;
 pub use message::{Answer, CallEvent, CallOutcome, NotRelayed, Responder};
+pub use pool::MemberReport;
 pub use retry::RetryCounts;
-pub use upstream::{State, Upstream, UpstreamStatus};
+pub use status::{Holder, State, UpstreamStatus};
+pub use upstream::Upstream;
 
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -116,6 +122,9 @@ pub struct ClientFacts {
     /// `InputRequiredResult` becomes [`CallEvent::Request`]s whose answers are
     /// sent back in a retry, instead of being returned as the result.
     pub bridge_input: bool,
+    /// The pool member the request must go to (a task's, which lives on the
+    /// member that made it); `None`: any.
+    pub member: Option<usize>,
 }
 
 /// What an upstream tells the gateway outside any call.

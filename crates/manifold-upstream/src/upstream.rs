@@ -1,7 +1,8 @@
-//! [`Upstream`]: the handle to one upstream MCP server, and its actor — connect,
-//! find the era and handshake, fetch the lists, serve until the connection dies,
-//! restart with capped exponential backoff — which publishes the upstream's status
-//! and lists.
+//! [`Upstream`]: the handle to one upstream MCP server, and the actor of each of
+//! its pool's members (one, unless it is a pool) — connect, find the era and
+//! handshake, fetch the lists, serve until the connection dies, restart with
+//! capped exponential backoff — which publishes the member's status and lists;
+//! the upstream's are made of its members' (`pool`).
 //!
 //! Invariants: a connection is published (calls may use it) only once its lists
 //! are in; a dead connection fails every call in flight at once and leaves
@@ -9,12 +10,13 @@
 //! died; every task of the actor ends with the gateway's shutdown token.
 //!
 //! Not here: the live connection (`connection`), its requests (`call`), the
-//! handshake itself (`handshake`).
+//! handshake itself (`handshake`), picking a member (`pool`).
 
 use manifold_config::{LimitsConfig, UpstreamConfig};
 use manifold_protocol::lists::ListSnapshot;
 use parking_lot::RwLock;
 use serde_json::{Map, Value};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -22,49 +24,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::breaker::{Breaker, BreakerReport};
+use crate::breaker::BreakerReport;
 use crate::call::{self, Call, Guard, NotStarted};
-use crate::connection::{Connection, Slot};
+use crate::connection::Connection;
+use crate::pool::{Member, MemberReport, Pool};
 use crate::retry::{Retries, RetryCounts};
 use crate::router::Router;
+use crate::status::{starting, Holder, State, UpstreamStatus};
 use crate::{handshake, listen};
 use crate::{ClientFacts, ExtraHeaders, ServerFacts, UpstreamError, UpstreamEvent};
-
-/// The state an upstream is in, as `/readyz` and `manifold check` report it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
-    Starting,
-    Ready,
-    Down,
-    /// Its credentials need a person: `manifold login <name>`.
-    NeedsLogin,
-    Stopped,
-}
-
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Starting => "starting",
-            State::Ready => "ready",
-            State::Down => "down",
-            State::NeedsLogin => "needs_login",
-            State::Stopped => "stopped",
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct UpstreamStatus {
-    pub state: State,
-    pub last_error: Option<String>,
-    pub restarts: u64,
-    pub last_exit_code: Option<i32>,
-    pub facts: Option<ServerFacts>,
-    /// How long the current lists are kept before a refetch: a 2026-07-28 upstream's
-    /// shortest list `ttlMs` (at least `MIN_LIST_TTL`). `None`: until a
-    /// `list_changed` (session-era upstreams, and stateless ones that gave no `ttlMs`).
-    pub list_ttl: Option<Duration>,
-}
 
 /// A connected session, what it said about itself, its lists and their lifetime.
 type Connected = (Arc<Connection>, ServerFacts, ListSnapshot, Option<Duration>);
@@ -73,22 +41,24 @@ struct Inner {
     config: UpstreamConfig,
     limits: LimitsConfig,
     name: Arc<str>,
-    connection: Arc<Slot>,
+    /// Its members (one unless it is a pool).
+    pool: Arc<Pool>,
+    /// The pool's lists: its holder's.
     lists: RwLock<Option<Arc<ListSnapshot>>>,
+    /// Made of the members' (see [`Upstream::recompute`]).
     status: watch::Sender<UpstreamStatus>,
-    /// Resource URIs whose updates clients want (2026-07-28 upstreams: the listen's
-    /// `resourceSubscriptions`).
+    /// Resource URIs whose updates clients want (2026-07-28 upstreams: the
+    /// holder's listen's `resourceSubscriptions`).
     watched: watch::Sender<std::collections::BTreeSet<String>>,
-    /// Asks the live connection to refetch its lists (what the router does on
-    /// `list_changed`); `None` between connections.
-    refresh: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
     /// `auth` other than `static`: the upstream's tokens, kept across
-    /// reconnections (refreshes, step-ups, exchanged tokens).
+    /// reconnections (refreshes, step-ups, exchanged tokens). A pool's members
+    /// share them: they are one service.
     tokens: Option<Arc<manifold_credentials::TokenSource>>,
-    /// `[upstreams.<name>.breaker]`, when configured.
-    breaker: Option<Arc<Breaker>>,
-    /// `retries`, when configured (or an override asks for them).
+    /// `retries`, when configured (or an override asks for them); one budget
+    /// for the whole pool.
     retries: Option<Arc<Retries>>,
+    /// `[upstreams.<name>.breaker]` is configured (each member has one).
+    breakers: bool,
 }
 
 /// A handle to one upstream. Cheap to clone.
@@ -107,14 +77,7 @@ impl Upstream {
         shutdown: CancellationToken,
         tracker: &TaskTracker,
     ) -> Upstream {
-        let (status, _) = watch::channel(UpstreamStatus {
-            state: State::Starting,
-            last_error: None,
-            restarts: 0,
-            last_exit_code: None,
-            facts: None,
-            list_ttl: None,
-        });
+        let (status, _) = watch::channel(starting());
         let tokens = match &config.transport {
             manifold_config::Transport::Http { url, auth, .. } => {
                 manifold_credentials::TokenSource::new(&config.name, url, auth).map(Arc::new)
@@ -122,26 +85,26 @@ impl Upstream {
             manifold_config::Transport::Stdio { .. } => None,
         };
         let name: Arc<str> = Arc::from(config.name.as_str());
-        let breaker = config
-            .breaker
-            .map(|p| Arc::new(Breaker::new(name.clone(), p)));
+        let pool = Arc::new(Pool::new(&name, &config, config.breaker));
         let retries = config.retries.map(|p| Arc::new(Retries::new(p)));
         let inner = Arc::new(Inner {
-            breaker,
+            breakers: config.breaker.is_some(),
+            pool,
             retries,
             name,
             config,
             limits,
-            connection: Arc::default(),
             lists: RwLock::new(None),
             status,
             watched: watch::channel(Default::default()).0,
-            refresh: parking_lot::Mutex::new(None),
             tokens,
         });
         let up = Upstream { inner };
-        let actor = up.clone();
-        tracker.spawn(async move { actor.run(gateway, shutdown).await });
+        for member in up.inner.pool.members.iter() {
+            let (actor, member) = (up.clone(), member.clone());
+            let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
+            tracker.spawn(async move { actor.run(member, gateway, shutdown).await });
+        }
         up
     }
 
@@ -156,9 +119,11 @@ impl Upstream {
     /// replica heard it on its own connection); coalesced with a refetch
     /// already asked for, a no-op while not connected.
     pub fn refetch_lists(&self) {
-        let tx = self.inner.refresh.lock().clone();
-        if let Some(tx) = tx {
-            let _ = tx.try_send(());
+        for m in self.inner.pool.members.iter() {
+            let tx = m.refresh.lock().clone();
+            if let Some(tx) = tx {
+                let _ = tx.try_send(());
+            }
         }
     }
     pub fn config(&self) -> &UpstreamConfig {
@@ -179,8 +144,23 @@ impl Upstream {
     pub fn lists(&self) -> Option<Arc<ListSnapshot>> {
         self.inner.lists.read().clone()
     }
+    /// The connection Manifold's own requests go to: the holder's (the one
+    /// member's, unless it is a pool).
     fn connection(&self) -> Option<Arc<Connection>> {
-        self.inner.connection.get()
+        match &self.inner.pool.members[..] {
+            [only] => only.slot.get(),
+            _ => self.inner.pool.holder_connection(),
+        }
+    }
+
+    /// The members of its pool as reported (one, unless it is a pool).
+    pub fn members(&self) -> Vec<MemberReport> {
+        self.inner.pool.reports()
+    }
+
+    /// Whether it is a pool of several members.
+    pub fn is_pool(&self) -> bool {
+        self.inner.pool.is_pool()
     }
 
     /// Sends a request Manifold makes on its own behalf. Fails fast when the
@@ -208,26 +188,30 @@ impl Upstream {
         repeatable: bool,
     ) -> Result<Call, NotStarted> {
         let retries = self.inner.retries.clone().filter(|_| repeatable);
-        if self.inner.breaker.is_none() && retries.is_none() {
+        let pool = &self.inner.pool;
+        if !self.inner.breakers && retries.is_none() && !pool.is_pool() {
             return self
                 .call_as(method, params, headers, caller)
                 .await
                 .map_err(|error| NotStarted { error, attempts: 1 });
         }
-        if self.connection().is_none() {
+        let pin = caller.and_then(|c| c.member);
+        let Some(picked) = pool.pick(pin, None) else {
             // Down: failed fast as ever, and not the breaker's business (the
             // actor is restarting it).
             return Err(NotStarted {
-                error: self.down(),
+                error: self.down(pin),
                 attempts: 0,
             });
-        }
+        };
         let guard = Guard {
-            breaker: self.inner.breaker.clone(),
+            pool: pool.clone(),
             retries,
+            pin,
+            counted: self.guarded(),
         };
         call::start_guarded(
-            &self.inner.connection,
+            picked,
             &self.inner.name,
             method,
             params,
@@ -241,7 +225,7 @@ impl Upstream {
 
     /// Whether its client calls are guarded: a breaker, or retries.
     pub fn guarded(&self) -> bool {
-        self.inner.breaker.is_some() || self.inner.retries.is_some()
+        self.inner.breakers || self.inner.retries.is_some()
     }
 
     /// Whether the upstream retries calls that may be repeated (`retries`).
@@ -251,7 +235,7 @@ impl Upstream {
 
     /// Its circuit breaker's state, when it has one.
     pub fn breaker(&self) -> Option<BreakerReport> {
-        self.inner.breaker.as_ref().map(|b| b.report())
+        self.inner.pool.breaker()
     }
 
     /// Its retries and the retries its budget refused, when it retries.
@@ -261,6 +245,8 @@ impl Upstream {
 
     /// Sends a request on behalf of `caller`, unguarded (no breaker, no
     /// retries: Manifold's own requests, and calls through [`Upstream::call`]).
+    /// In a pool it goes to the member `caller` pins (a task's), else to the
+    /// holder.
     pub async fn call_as(
         &self,
         method: &str,
@@ -268,10 +254,18 @@ impl Upstream {
         headers: ExtraHeaders,
         caller: Option<&ClientFacts>,
     ) -> Result<Call, UpstreamError> {
-        let Some(conn) = self.connection() else {
-            return Err(self.down());
+        let pin = caller.and_then(|c| c.member).filter(|_| self.is_pool());
+        let (conn, member) = match pin {
+            Some(i) => match self.inner.pool.pick(Some(i), None) {
+                Some(p) => (p.conn, i),
+                None => return Err(self.down(Some(i))),
+            },
+            None => match self.connection() {
+                Some(c) => (c, 0),
+                None => return Err(self.down(None)),
+            },
         };
-        Call::start(
+        let mut call = Call::start(
             &conn,
             method,
             params,
@@ -279,11 +273,56 @@ impl Upstream {
             self.inner.config.timeout,
             caller,
         )
-        .await
+        .await?;
+        call.member = member;
+        Ok(call)
     }
 
-    /// Why a call finds no connection.
-    fn down(&self) -> UpstreamError {
+    /// Sends one of Manifold's own requests to every connected member (the
+    /// log level: each child logs on its own).
+    pub async fn call_each(
+        &self,
+        method: &str,
+        params: Option<Map<String, Value>>,
+        headers: ExtraHeaders,
+    ) -> Vec<Result<Call, UpstreamError>> {
+        let mut calls = Vec::new();
+        for m in self.inner.pool.members.iter() {
+            let Some(conn) = m.slot.get() else { continue };
+            let timeout = self.inner.config.timeout;
+            let call = Call::start(
+                &conn,
+                method,
+                params.clone(),
+                headers.clone(),
+                timeout,
+                None,
+            );
+            calls.push(call.await);
+        }
+        if calls.is_empty() {
+            calls.push(Err(self.down(None)));
+        }
+        calls
+    }
+
+    /// Why a call finds no connection (`pin`: the member it had to go to).
+    fn down(&self, pin: Option<usize>) -> UpstreamError {
+        if let Some(m) = pin.and_then(|i| self.inner.pool.members.get(i)) {
+            if self.is_pool() {
+                let st = m.status.borrow().clone();
+                let why = st
+                    .last_error
+                    .unwrap_or_else(|| format!("it is {}", st.state.as_str()));
+                return UpstreamError::unavailable(
+                    &self.inner.name,
+                    format!(
+                        "its pool member {} that holds this is not connected: {why}",
+                        m.index
+                    ),
+                );
+            }
+        }
         let st = self.status();
         let reason = st
             .last_error
@@ -300,28 +339,32 @@ impl Upstream {
     /// upstream: they arrive on its `subscriptions/listen` stream, which is
     /// reopened with the new set. Session-era upstreams use `resources/subscribe`.
     pub fn watch_resource(&self, uri: &str, on: bool) {
-        self.inner.watched.send_if_modified(|set| {
+        let changed = self.inner.watched.send_if_modified(|set| {
             if on {
                 set.insert(uri.to_string())
             } else {
                 set.remove(uri)
             }
         });
+        if changed {
+            // The holder's listen asks for the new set.
+            self.recompute(None);
+        }
     }
 
     /// Requests in flight to this upstream.
     /// Responses of the current connection that came after their call had
     /// ended (cancelled, or past its timeout) and were dropped.
     pub fn late_responses(&self) -> u64 {
-        self.connection()
+        let members = self.inner.pool.members.iter();
+        members
+            .filter_map(|m| m.slot.get())
             .map(|c| c.wire.router.late_responses())
-            .unwrap_or(0)
+            .sum()
     }
 
     pub fn in_flight(&self) -> usize {
-        self.connection()
-            .map(|c| c.wire.router.in_flight())
-            .unwrap_or(0)
+        self.inner.pool.members.iter().map(|m| m.in_flight()).sum()
     }
 
     /// Sends a notification (e.g. `notifications/cancelled`) if connected.
@@ -331,19 +374,73 @@ impl Upstream {
         }
     }
 
-    fn set_status(&self, f: impl FnOnce(&mut UpstreamStatus)) {
-        self.inner.status.send_modify(f);
+    /// Makes the upstream's status and lists of its members': a pool of one
+    /// is its member; a pool is ready while any member is, its lists and
+    /// facts are its holder's, and members that publish other lists are
+    /// marked (see `pool`). `changed`: the member that just changed.
+    fn recompute(&self, changed: Option<&Member>) {
+        let pool = &self.inner.pool;
+        let holder = pool.elect(&self.inner.watched.borrow());
+        let members = &pool.members;
+        let lists = holder.and_then(|i| members[i].lists.read().clone());
+        pool.check_agreement(lists.as_deref(), &self.inner.name);
+        *self.inner.lists.write() = lists;
+        let connections: u64 = members.iter().map(|m| m.connections.load(Relaxed)).sum();
+        let holder = holder.map(|i| Holder {
+            member: i,
+            connection: members[i].connections.load(Relaxed),
+        });
+        let next = if let [only] = &members[..] {
+            UpstreamStatus {
+                holder,
+                connections,
+                ..only.status.borrow().clone()
+            }
+        } else {
+            let all: Vec<UpstreamStatus> =
+                members.iter().map(|m| m.status.borrow().clone()).collect();
+            let any = |s: State| all.iter().any(|m| m.state == s);
+            let state = if any(State::Ready) {
+                State::Ready
+            } else if all.iter().all(|m| m.state == State::Stopped) {
+                State::Stopped
+            } else if any(State::Starting) {
+                State::Starting
+            } else if any(State::NeedsLogin) {
+                State::NeedsLogin
+            } else {
+                State::Down
+            };
+            let lead = holder.map(|h| &all[h.member]);
+            let last_error = (state != State::Ready)
+                .then(|| {
+                    all.iter().enumerate().find_map(|(i, m)| {
+                        m.last_error.as_ref().map(|e| format!("member {i}: {e}"))
+                    })
+                })
+                .flatten();
+            let prev = self.inner.status.borrow().last_exit_code;
+            UpstreamStatus {
+                state,
+                last_error,
+                restarts: all.iter().map(|m| m.restarts).sum(),
+                last_exit_code: changed
+                    .and_then(|m| m.status.borrow().last_exit_code)
+                    .or(prev),
+                facts: lead
+                    .and_then(|m| m.facts.clone())
+                    .or_else(|| all.iter().find_map(|m| m.facts.clone())),
+                list_ttl: lead.and_then(|m| m.list_ttl),
+                holder,
+                connections,
+            }
+        };
+        self.inner.status.send_replace(next);
     }
 
-    fn set_connection(&self, conn: Option<Arc<Connection>>) {
-        self.inner.connection.set(conn);
-    }
-
-    fn set_lists(&self, lists: Option<ListSnapshot>) {
-        *self.inner.lists.write() = lists.map(Arc::new);
-    }
-
-    async fn changed(&self, gateway: &mpsc::Sender<UpstreamEvent>) {
+    /// [`recompute`](Self::recompute), then tells the gateway.
+    async fn publish(&self, changed: &Member, gateway: &mpsc::Sender<UpstreamEvent>) {
+        self.recompute(Some(changed));
         let _ = gateway
             .send(UpstreamEvent::Changed {
                 upstream: self.inner.name.clone(),
@@ -352,20 +449,28 @@ impl Upstream {
     }
 
     /// The actor: connect, serve, restart with backoff, until shutdown.
-    async fn run(self, gateway: mpsc::Sender<UpstreamEvent>, shutdown: CancellationToken) {
+    async fn run(
+        self,
+        m: Arc<Member>,
+        gateway: mpsc::Sender<UpstreamEvent>,
+        shutdown: CancellationToken,
+    ) {
         let name = self.inner.name.clone();
         let mut backoff = crate::BACKOFF_INITIAL;
         loop {
             if shutdown.is_cancelled() {
                 break;
             }
-            self.set_status(|s| s.state = State::Starting);
+            m.status.send_modify(|s| s.state = State::Starting);
+            self.recompute(Some(&m));
             let (refresh_tx, refresh_rx) = mpsc::channel::<()>(1);
-            *self.inner.refresh.lock() = Some(refresh_tx.clone());
+            *m.refresh.lock() = Some(refresh_tx.clone());
             let started = Instant::now();
-            match self.connect(&gateway, refresh_tx, &shutdown).await {
+            match self.connect(&m, &gateway, refresh_tx, &shutdown).await {
                 Ok(connected) => {
-                    let stopping = self.serve(connected, refresh_rx, &gateway, &shutdown).await;
+                    let stopping = self
+                        .serve(&m, connected, refresh_rx, &gateway, &shutdown)
+                        .await;
                     if stopping {
                         break;
                     }
@@ -374,8 +479,8 @@ impl Upstream {
                     }
                 }
                 Err((e, exit)) => {
-                    tracing::warn!(upstream = %name, error = %e, retry_in = ?backoff, "upstream failed to start");
-                    self.set_status(|s| {
+                    tracing::warn!(upstream = %name, member = m.index, error = %e, retry_in = ?backoff, "upstream failed to start");
+                    m.status.send_modify(|s| {
                         s.state = if e.is_needs_login() {
                             State::NeedsLogin
                         } else {
@@ -384,7 +489,7 @@ impl Upstream {
                         s.last_error = Some(e.to_string());
                         s.last_exit_code = exit.or(s.last_exit_code);
                     });
-                    self.changed(&gateway).await;
+                    self.publish(&m, &gateway).await;
                 }
             }
             tokio::select! {
@@ -392,9 +497,10 @@ impl Upstream {
                 _ = tokio::time::sleep(backoff) => {}
             }
             backoff = (backoff * 2).min(crate::BACKOFF_MAX);
-            self.set_status(|s| s.restarts += 1);
+            m.status.send_modify(|s| s.restarts += 1);
         }
-        self.set_status(|s| s.state = State::Stopped);
+        m.status.send_modify(|s| s.state = State::Stopped);
+        self.recompute(Some(&m));
     }
 
     /// Publishes a ready connection and keeps its lists fresh (on `list_changed`,
@@ -402,25 +508,29 @@ impl Upstream {
     /// stops; then fails its calls and reports it. True when stopping.
     async fn serve(
         &self,
+        m: &Member,
         (conn, facts, lists, ttl): Connected,
         mut refresh: mpsc::Receiver<()>,
         gateway: &mpsc::Sender<UpstreamEvent>,
         shutdown: &CancellationToken,
     ) -> bool {
         let name = self.inner.name.clone();
-        tracing::info!(upstream = %name, protocol = %facts.protocol_version,
+        tracing::info!(upstream = %name, member = m.index, protocol = %facts.protocol_version,
             tools = lists.tools.len(), prompts = lists.prompts.len(), "upstream ready");
-        self.set_connection(Some(conn.clone()));
-        self.set_lists(Some(lists));
-        self.set_status(|s| {
+        m.connections.fetch_add(1, Relaxed);
+        m.slot.set(Some(conn.clone()));
+        self.inner.pool.published(true);
+        *m.lists.write() = Some(Arc::new(lists));
+        m.status.send_modify(|s| {
             s.state = State::Ready;
             s.last_error = None;
             s.facts = Some(facts.clone());
             s.list_ttl = ttl;
         });
-        self.changed(gateway).await;
+        self.publish(m, gateway).await;
         if facts.is_stateless() {
-            listen::start(&conn, &facts, self.inner.watched.subscribe());
+            // Only the holder's listen asks for resource updates (see `pool`).
+            listen::start(&conn, &facts, m.watched.subscribe());
         }
         // A 2026-07-28 upstream's lists expire after their `ttlMs`.
         let mut expiry = ttl.map(|t| Instant::now() + t);
@@ -445,7 +555,7 @@ impl Upstream {
                     } else {
                         unanswered += 1;
                         if unanswered >= crate::LIVENESS_FAILURES {
-                            tracing::warn!(upstream = %name, pings = unanswered,
+                            tracing::warn!(upstream = %name, member = m.index, pings = unanswered,
                                 "the upstream answers no pings; restarting it");
                             conn.wire.closed.cancel();
                         }
@@ -475,29 +585,33 @@ impl Upstream {
             match fetched {
                 Ok((lists, ttl)) => {
                     expiry = ttl.map(|t| Instant::now() + t);
-                    self.inner.status.send_if_modified(|s| {
+                    let ttl_changed = m.status.send_if_modified(|s| {
                         let changed = s.list_ttl != ttl;
                         s.list_ttl = ttl;
                         changed
                     });
-                    let same = self.lists().is_some_and(|cur| *cur == lists);
+                    let same = m.lists.read().as_deref().is_some_and(|cur| *cur == lists);
                     if !same {
-                        self.set_lists(Some(lists));
-                        if or_closed(&conn, self.changed(gateway)).await.is_none() {
+                        *m.lists.write() = Some(Arc::new(lists));
+                        if or_closed(&conn, self.publish(m, gateway)).await.is_none() {
                             break false;
                         }
+                    } else if ttl_changed {
+                        self.recompute(Some(m));
                     }
                 }
                 Err(e) => {
                     // Retried when the next change or expiry comes.
                     expiry = expiry
                         .map(|_| Instant::now() + crate::MIN_LIST_TTL.max(Duration::from_secs(5)));
-                    tracing::warn!(upstream = %name, error = %e, "refetching lists failed; keeping the previous ones");
+                    tracing::warn!(upstream = %name, member = m.index, error = %e, "refetching lists failed; keeping the previous ones");
                 }
             }
         };
-        self.set_connection(None);
-        self.set_lists(None);
+        m.slot.set(None);
+        *m.lists.write() = None;
+        // Another member holds what this one held, at once.
+        self.recompute(Some(m));
         if stopping {
             conn.shutdown().await;
             conn.wire.router.fail_all(&UpstreamError::unavailable(
@@ -515,13 +629,13 @@ impl Upstream {
         conn.wire
             .router
             .fail_all(&UpstreamError::transient(&name, ended.reason.clone(), true));
-        tracing::warn!(upstream = %name, reason = %ended.reason, "upstream went down; restarting");
-        self.set_status(|s| {
+        tracing::warn!(upstream = %name, member = m.index, reason = %ended.reason, "upstream went down; restarting");
+        m.status.send_modify(|s| {
             s.state = State::Down;
             s.last_error = Some(ended.reason);
             s.last_exit_code = ended.exit_code.or(s.last_exit_code);
         });
-        self.changed(gateway).await;
+        self.publish(m, gateway).await;
         conn.shutdown().await;
         false
     }
@@ -529,11 +643,12 @@ impl Upstream {
     /// Opens a connection and sets it up: era, handshake, lists.
     async fn connect(
         &self,
+        m: &Member,
         gateway: &mpsc::Sender<UpstreamEvent>,
         refresh: mpsc::Sender<()>,
         shutdown: &CancellationToken,
     ) -> Result<Connected, (UpstreamError, Option<i32>)> {
-        let cfg = &self.inner.config;
+        let cfg = &m.config;
         let router = Router::new(
             self.inner.name.clone(),
             self.inner.limits.max_pending_per_upstream,

@@ -12,6 +12,7 @@ const LAYERS: manifold_architecture::Layers = &[
     &["upstream"],
     &["handshake", "listen"],
     &["call"],
+    &["pool"],
     &["retry", "breaker"],
     &["input_bridge"],
     &["attempt"],
@@ -21,6 +22,7 @@ const LAYERS: manifold_architecture::Layers = &[
     &["wire"],
     &["router"],
     &["message"],
+    &["status"],
     &["error"],
 ];
 

@@ -58,6 +58,9 @@ pub(crate) struct Answering {
     pub permit: Option<manifold_policy::Permit>,
     /// What the answer does with a task (the Tasks extension).
     pub task: TaskHook,
+    /// The pool member that answers, when the upstream is a pool (a task
+    /// made there lives there).
+    pub member: Option<usize>,
 }
 
 impl Answering {
@@ -70,6 +73,7 @@ impl Answering {
             gw: &self.gw,
             upstream: &self.upstream,
             obs: self.obs.as_mut(),
+            member: self.member,
         };
         let shaped = tasks::shape(hook, answerer, outcome).await;
         let outcome = match shaped.outcome {
@@ -139,6 +143,7 @@ impl Answering {
             output_check: self.output_check.clone(),
             permit: self.permit.take(),
             task: std::mem::replace(&mut self.task, TaskHook::None),
+            member: self.member,
         }
     }
 }

@@ -51,10 +51,44 @@ pub(crate) fn upstreams(gw: &Gateway) -> Value {
                     "resource_templates": count(lists.as_ref().map(|l| l.resource_templates.len())),
                 },
                 "integrity": gw.integrity.report(u.name()),
+                "pool": pool(u),
             })
         })
         .collect();
     json!({ "upstreams": list })
+}
+
+/// A pool's members as `/upstreams` shows them (`null` unless it is a pool).
+fn pool(u: &manifold_upstream::Upstream) -> Value {
+    if !u.is_pool() {
+        return Value::Null;
+    }
+    let members: Vec<Value> = u
+        .members()
+        .into_iter()
+        .map(|m| {
+            json!({
+                "member": m.index,
+                "url": m.url,
+                "state": m.status.state.as_str(),
+                "restarts": m.status.restarts,
+                "last_error": m.status.last_error,
+                "last_exit_code": m.status.last_exit_code,
+                "in_flight": m.in_flight,
+                "holder": m.holder,
+                "disagrees": m.disagrees,
+                "ejected_for_ms": m.ejected_for.map(|d| d.as_millis() as u64),
+                "ejections": m.ejections,
+                "breaker": m.breaker.map(|b| json!({
+                    "state": b.state.as_str(),
+                    "retry_in_ms": b.retry_in.map(|d| d.as_millis() as u64),
+                    "opened": b.opened,
+                    "reason": b.reason,
+                })),
+            })
+        })
+        .collect();
+    json!({ "members": members })
 }
 
 /// An upstream's circuit breaker as `/upstreams` and `/readyz` show it

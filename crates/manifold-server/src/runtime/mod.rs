@@ -23,9 +23,9 @@ pub use reload::{ReloadError, ReloadReport, WATCH_INTERVAL};
 
 use manifold_catalog::Catalog;
 use manifold_config::GatewayConfig;
-use manifold_upstream::{Upstream, UpstreamEvent};
+use manifold_upstream::{Holder, Upstream, UpstreamEvent};
 use parking_lot::Mutex;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
@@ -438,7 +438,7 @@ impl Gateway {
     async fn maintain_catalog(self: Arc<Self>, mut rx: mpsc::Receiver<UpstreamEvent>) {
         use manifold_protocol::methods as m;
         // Upstreams known ready, to notice a (re)connection.
-        let mut ready: HashSet<Arc<str>> = Default::default();
+        let mut ready: HashMap<Arc<str>, (Holder, u64)> = Default::default();
         loop {
             let ev = tokio::select! {
                 _ = self.stop.cancelled() => return,
@@ -489,17 +489,27 @@ impl Gateway {
     }
 
     /// An upstream that just became ready gets the state sessions built up on
-    /// the old connection: resource subscriptions and the log level.
-    fn on_upstreams_changed(self: &Arc<Self>, ready: &mut HashSet<Arc<str>>) {
+    /// the old connection: resource subscriptions (on the member that holds
+    /// them: when the holder changes, they are made again there) and the log
+    /// level (on every member: when any reconnects).
+    fn on_upstreams_changed(self: &Arc<Self>, seen: &mut HashMap<Arc<str>, (Holder, u64)>) {
         for u in &self.upstreams() {
-            let is_ready = u.status().state == manifold_upstream::State::Ready;
-            if is_ready && ready.insert(u.name().clone()) {
+            let st = u.status();
+            let holder = st
+                .holder
+                .filter(|_| st.state == manifold_upstream::State::Ready);
+            let Some(holder) = holder else {
+                seen.remove(u.name());
+                continue;
+            };
+            let before = seen.insert(u.name().clone(), (holder, st.connections));
+            if before.map(|b| b.0) != Some(holder) {
                 self.renew_subscriptions(u);
-                if self.sessions.most_verbose_log_level().is_some() {
-                    self.apply_log_level_later();
-                }
-            } else if !is_ready {
-                ready.remove(u.name());
+            }
+            if before.map(|b| b.1) != Some(st.connections)
+                && self.sessions.most_verbose_log_level().is_some()
+            {
+                self.apply_log_level_later();
             }
         }
     }

@@ -43,14 +43,17 @@ impl Gateway {
             let mut params = Map::new();
             params.insert("level".into(), Value::from(level.as_str()));
             let headers = standard_headers(m::LOGGING_SET_LEVEL, None);
-            match u.call(m::LOGGING_SET_LEVEL, Some(params), headers).await {
-                Ok(mut call) => {
-                    if let manifold_upstream::CallOutcome::Failed(e) = call.outcome().await {
-                        tracing::warn!(upstream = %u.name(), error = %e, "logging/setLevel failed");
+            // Each member of a pool logs on its own: each is told.
+            for call in u.call_each(m::LOGGING_SET_LEVEL, Some(params), headers).await {
+                match call {
+                    Ok(mut call) => {
+                        if let manifold_upstream::CallOutcome::Failed(e) = call.outcome().await {
+                            tracing::warn!(upstream = %u.name(), error = %e, "logging/setLevel failed");
+                        }
                     }
-                }
-                Err(e) => {
-                    tracing::debug!(upstream = %u.name(), error = %e, "logging/setLevel not sent")
+                    Err(e) => {
+                        tracing::debug!(upstream = %u.name(), error = %e, "logging/setLevel not sent")
+                    }
                 }
             }
         });

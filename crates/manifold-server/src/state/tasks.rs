@@ -81,6 +81,10 @@ pub(crate) struct TaskFacts {
     /// Seconds since the epoch after which the id is expired.
     #[serde(rename = "e")]
     pub expires: u64,
+    /// The pool member that made the task (an upstream that is a pool): its
+    /// `tasks/*` go there, where the task lives.
+    #[serde(rename = "m", default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<usize>,
 }
 
 /// Why an id does not route.
@@ -315,6 +319,7 @@ mod tests {
             original: "slow".into(),
             created_ms: now_ms(),
             expires,
+            member: None,
         }
     }
 

@@ -38,7 +38,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::confirm;
-use super::context::Call;
+use super::context::{Call, TaskHook};
 use super::finish::Answering;
 use crate::era::Era;
 use crate::refusal::{status_of_relayed, Refusal};
@@ -90,12 +90,17 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         output_check,
         permit,
         task,
+        member: None,
     };
     tracing::debug!(upstream = %upstream.name(), method = %x.method,
         principal = x.principal.audit_name(), "forwarding");
     // A 2026-07-28 upstream is told who the client is; a session-era client gets its
     // InputRequiredResults as requests it understands.
-    let for_upstream = upstream.is_stateless().then(|| x.caller.for_upstream());
+    let mut for_upstream = upstream.is_stateless().then(|| x.caller.for_upstream());
+    if let (Some(f), TaskHook::Relay { facts, .. }) = (for_upstream.as_mut(), &answering.task) {
+        // A task lives on the pool member that made it.
+        f.member = facts.member;
+    }
     let call = match upstream
         .forward(
             &x.method,
@@ -107,7 +112,12 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         .instrument(span)
         .await
     {
-        Ok(c) => c,
+        Ok(c) => {
+            if upstream.is_pool() {
+                answering.member = Some(c.member());
+            }
+            c
+        }
         Err(not) => {
             x.caller.end_call(&x.rpc_id);
             if let Some(o) = answering.obs.as_mut() {

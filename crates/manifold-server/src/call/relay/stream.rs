@@ -62,6 +62,9 @@ impl Pending {
                 if let (Some(n), Some(o)) = (call.attempts(), self.answering.obs.as_mut()) {
                     o.attempts = Some(n);
                 }
+                if self.answering.member.is_some() {
+                    self.answering.member = Some(call.member());
+                }
                 Some(ev)
             }
             _ = self.cancel.cancelled() => {

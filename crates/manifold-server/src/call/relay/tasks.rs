@@ -67,6 +67,8 @@ pub(crate) struct Answerer<'a> {
     pub gw: &'a Arc<Gateway>,
     pub upstream: &'a Arc<str>,
     pub obs: Option<&'a mut Observed>,
+    /// The pool member that answered (a pool's).
+    pub member: Option<usize>,
 }
 
 /// The answer `outcome` with its task id rewritten for the client (see the
@@ -120,6 +122,7 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
                 original,
                 created_ms,
                 expires: expiry(created_ms, f.ttl_ms),
+                member: a.member,
             };
             let spliced = a.gw.task_ids.seal(&facts).and_then(|client_id| {
                 let text = t::replace_top_level_string(raw.get(), "taskId", &client_id).ok()?;
@@ -239,6 +242,7 @@ fn cancel_upstream(a: &Answerer<'_>, upstream_id: Option<String>) {
     caps.insert("extensions".into(), json!({ t::EXTENSION: {} }));
     let caller = manifold_upstream::ClientFacts {
         capabilities: caps,
+        member: a.member,
         ..Default::default()
     };
     let mut params = Map::new();
