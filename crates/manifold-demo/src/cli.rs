@@ -117,6 +117,13 @@ pub struct Args {
     #[arg(long)]
     pub notify_caller_only: bool,
 
+    /// stdio: handle one `tools/call` at a time, each taking MS milliseconds
+    /// before it runs (a single-threaded server doing its work on the request
+    /// thread): for tests and benchmarks of upstream pools. `crash` skips the
+    /// queue.
+    #[arg(long, value_name = "MS")]
+    pub serial_calls: Option<u64>,
+
     /// Fault mode, for tests (HTTP): reset the connection of this share (0..1)
     /// of `tools/call` requests before answering. See the `flaky` module.
     #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
@@ -180,6 +187,7 @@ impl Args {
             trace_tool: self.trace_tool,
             docs: self.docs,
             notify_caller_only: self.notify_caller_only,
+            serial_calls: self.serial_calls.map(std::time::Duration::from_millis),
             misbehave: super::rogue::Rogue(self.misbehave.clone()),
             flaky: super::flaky::Flaky {
                 reset: self.flaky_reset,

@@ -111,6 +111,10 @@ pub struct DemoConfig {
     /// only, as SDK servers with one server object per session do, instead of
     /// to every session (`--notify-caller-only`).
     pub notify_caller_only: bool,
+    /// stdio: handle one `tools/call` at a time, each taking this long first
+    /// (`--serial-calls MS`): a single-threaded server, for pool tests and
+    /// benchmarks. `crash` is not queued (it kills the child with its queue).
+    pub serial_calls: Option<std::time::Duration>,
     /// Fault modes (`--misbehave`), see [`rogue`].
     pub misbehave: rogue::Rogue,
     /// A flaky upstream (`--flaky-*`), see [`flaky`].
@@ -154,6 +158,7 @@ impl Default for DemoConfig {
             trace_tool: false,
             docs: false,
             notify_caller_only: false,
+            serial_calls: None,
             misbehave: rogue::Rogue::default(),
             flaky: flaky::Flaky::default(),
             catalog: None,

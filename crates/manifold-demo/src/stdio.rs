@@ -12,6 +12,7 @@
 //!
 //! What not: no batches, no Content-Length framing (that is LSP, not MCP).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -78,6 +79,11 @@ where
     let mut input = BufReader::new(input);
     let mut line = Vec::new();
     let mut seen = std::collections::HashMap::new();
+    // `--serial-calls`: one call at a time.
+    let serial = server
+        .config()
+        .serial_calls
+        .map(|d| (d, Arc::new(tokio::sync::Mutex::new(()))));
     loop {
         line.clear();
         if input.read_until(b'\n', &mut line).await? == 0 {
@@ -113,7 +119,16 @@ where
                     let _ = raw.send(Line::Close);
                     continue;
                 }
+                let queue = serial.clone().filter(|_| call && !is_crash(&params));
                 tokio::spawn(async move {
+                    let _turn = match &queue {
+                        Some((took, lock)) => {
+                            let turn = lock.clone().lock_owned().await;
+                            tokio::time::sleep(*took).await;
+                            Some(turn)
+                        }
+                        None => None,
+                    };
                     let ctx = CallContext {
                         outbound: Some(tx.clone()),
                         ..CallContext::default()
@@ -150,6 +165,11 @@ where
     // moment to flush what is queued, but never hang on a stuck output.
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
     Ok(())
+}
+
+/// Whether a `tools/call` is of `crash` (which skips `--serial-calls`' queue).
+fn is_crash(params: &serde_json::Map<String, Value>) -> bool {
+    params.get("name").and_then(Value::as_str) == Some("crash")
 }
 
 /// Owns the output. Raw lines (fault modes) go first: they were queued before

@@ -57,7 +57,10 @@ pub use error::{RetryClass, UpstreamError};
 pub use manifold_config::UpstreamProtocol;
 pub use manifold_foundation::log_budget::LOG_WINDOW;
 pub use message::{Answer, CallEvent, CallOutcome, NotRelayed, Responder};
-pub use pool::MemberReport;
+pub use pool::{
+    MemberReport, OUTLIER_EJECT_FOR, OUTLIER_ERROR_RATIO, OUTLIER_LATENCY_FACTOR,
+    OUTLIER_LATENCY_FLOOR, OUTLIER_MIN_CALLS, OUTLIER_WINDOW,
+};
 pub use retry::RetryCounts;
 pub use status::{Holder, State, UpstreamStatus};
 pub use upstream::Upstream;

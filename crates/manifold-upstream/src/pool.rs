@@ -13,8 +13,9 @@
 //!   upstream that is not a pool, so no client owns an upstream session.
 //! - **What is stateful stays put.** Manifold's own requests (resource
 //!   subscriptions, the 2026-07-28 listen's `resourceSubscriptions`) go to
-//!   the *holder*: the lowest-numbered ready member, kept until it goes down
-//!   (never moved back while it serves, so nothing is held twice); a task
+//!   the *holder*: the first member ready (the lowest-numbered ready one
+//!   when the holder goes down), kept while it serves (never moved back, so
+//!   nothing is held twice); a task
 //!   goes back to the member that made it ([`Pool::pick`] with a pin).
 //! - **Agreement.** The pool's lists are the holder's; a ready member that
 //!   publishes different lists is reported (`/upstreams`, a warning) and

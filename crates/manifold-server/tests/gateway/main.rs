@@ -30,6 +30,7 @@ mod lists;
 mod observe;
 mod overrides;
 mod policy;
+mod pools;
 mod reload;
 mod resilience;
 mod rogue;
