@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 mod callgrind;
 mod peers;
+mod pool;
 mod search_endpoint;
 mod search_index;
 mod soak;
@@ -49,7 +50,8 @@ struct Args {
     /// one with `[auth]`, 100 `[[policy]]` views and validation). Running one alone is
     /// handy under a profiler. `search`: a `discovery = "search"` endpoint
     /// (`search_endpoint`): tools/list bytes, call_tool vs a direct call,
-    /// search_tools over 10,000 tools.
+    /// search_tools over 10,000 tools. `pool`: a slow single-threaded stdio
+    /// upstream as one child vs a pool of four (`instances = 4`, see `pool`).
     #[arg(long, value_delimiter = ',', default_value = "call,list")]
     scenarios: Vec<String>,
     /// Give the gateway a CPU of its own, as a sidecar with its own CPU budget has:
@@ -195,28 +197,38 @@ struct Stats {
     p99_us: u128,
 }
 
+/// Warm-up calls of each worker before a measurement, not recorded.
+const WARMUP_CALLS: usize = 20;
+
 /// Runs direct and gateway measurements in alternating rounds; returns the rounds
 /// with the median throughput of each.
 async fn compare(
+    client: &HttpClient,
+    direct: (&str, &Value),
+    gateway: (&str, &Value),
+    concurrency: usize,
+    args: &Args,
+) -> Result<(Stats, Stats)> {
+    compare_warm(client, direct, gateway, concurrency, args, WARMUP_CALLS).await
+}
+
+/// [`compare`] with `warmup` calls per worker first (fewer for a slow
+/// upstream, whose warm-up would otherwise eat the measurement).
+async fn compare_warm(
     client: &HttpClient,
     (direct_url, direct_body): (&str, &Value),
     (gw_url, gw_body): (&str, &Value),
     concurrency: usize,
     args: &Args,
+    warmup: usize,
 ) -> Result<(Stats, Stats)> {
     let (mut d, mut g) = (Vec::new(), Vec::new());
+    let secs = args.seconds;
     for _ in 0..args.rounds.max(1) {
-        d.push(
-            measure(
-                client,
-                direct_url,
-                direct_body.clone(),
-                concurrency,
-                args.seconds,
-            )
-            .await?,
-        );
-        g.push(measure(client, gw_url, gw_body.clone(), concurrency, args.seconds).await?);
+        let body = direct_body.clone();
+        d.push(measure_warm(client, direct_url, body, concurrency, secs, warmup).await?);
+        let body = gw_body.clone();
+        g.push(measure_warm(client, gw_url, body, concurrency, secs, warmup).await?);
     }
     let median = |mut v: Vec<Stats>| {
         v.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
@@ -237,6 +249,17 @@ async fn measure(
     body: Value,
     concurrency: usize,
     secs: u64,
+) -> Result<Stats> {
+    measure_warm(client, url, body, concurrency, secs, WARMUP_CALLS).await
+}
+
+async fn measure_warm(
+    client: &HttpClient,
+    url: &str,
+    body: Value,
+    concurrency: usize,
+    secs: u64,
+    warmup: usize,
 ) -> Result<Stats> {
     // `URL#K1,K2,…`: callers with different keys; worker w holds a session for
     // each key w, w + concurrency, … and takes them in turn, so every key (and,
@@ -264,7 +287,7 @@ async fn measure(
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             // Warm-up, not recorded.
-            for s in sessions.iter().cycle().take(20) {
+            for s in sessions.iter().cycle().take(warmup) {
                 s.post(&body).await?;
             }
             let mut turn = sessions.iter().cycle();
@@ -391,8 +414,10 @@ async fn main() -> Result<()> {
     println!("| measurement | concurrency | direct calls/s | via Manifold calls/s | ratio | direct p50 / p99 (µs) | via Manifold p50 / p99 (µs) | added p50 (µs) |");
     println!("|---|---|---|---|---|---|---|---|");
     for scenario in &args.scenarios {
-        if !["call", "list", "auth", "policy", "search"].contains(&scenario.as_str()) {
-            bail!("unknown scenario {scenario:?}: expected call, list, auth, policy or search");
+        if !["call", "list", "auth", "policy", "search", "pool"].contains(&scenario.as_str()) {
+            bail!(
+                "unknown scenario {scenario:?}: expected call, list, auth, policy, search or pool"
+            );
         }
     }
     let run = |s: &str| args.scenarios.iter().any(|x| x == s);
@@ -486,6 +511,9 @@ async fn main() -> Result<()> {
     }
     if run("search") {
         search_endpoint::run(&client, &exe, &dir, &upstreams, &args).await?;
+    }
+    if run("pool") {
+        pool::run(&client, &exe, &dir, &args).await?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
