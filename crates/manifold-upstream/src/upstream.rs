@@ -153,6 +153,16 @@ impl Upstream {
         }
     }
 
+    /// Waits until every member has become ready or failed once, and the
+    /// upstream's own status says so (it is made of theirs just after).
+    pub async fn settled(&self) {
+        let settled = |s: &UpstreamStatus| s.state != State::Starting || s.restarts > 0;
+        for m in self.inner.pool.members.iter() {
+            let _ = m.status.subscribe().wait_for(settled).await;
+        }
+        let _ = self.inner.status.subscribe().wait_for(settled).await;
+    }
+
     /// The members of its pool as reported (one, unless it is a pool).
     pub fn members(&self) -> Vec<MemberReport> {
         self.inner.pool.reports()

@@ -309,10 +309,7 @@ impl Gateway {
     pub async fn wait_ready(&self, limit: Duration) {
         let wait_all = async {
             for u in &self.upstreams() {
-                let mut rx = u.watch_status();
-                let _ = rx
-                    .wait_for(|s| s.state != manifold_upstream::State::Starting || s.restarts > 0)
-                    .await;
+                u.settled().await;
             }
         };
         let _ = tokio::time::timeout(limit, wait_all).await;

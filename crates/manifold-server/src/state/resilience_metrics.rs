@@ -1,9 +1,9 @@
-//! The metric families of retries and circuit breakers (documented in
-//! docs/metrics.md), registered with the others and refreshed at each
+//! The metric families of retries, circuit breakers and pools (documented
+//! in docs/metrics.md), registered with the others and refreshed at each
 //! scrape from the upstreams' own counts.
 //!
-//! Invariants: a series exists only for an upstream that has `retries` or a
-//! `breaker`; labels are configured upstream names and the breaker's three
+//! Invariants: a series exists only for an upstream that has `retries`, a
+//! `breaker` or several members (a pool); labels are configured upstream names and the breaker's three
 //! states; monotonic counts are exported as gauges, like
 //! `manifold_upstream_restarts` (a restarted or reloaded upstream counts
 //! from zero again).
@@ -21,6 +21,13 @@ struct UpstreamLabel {
     upstream: String,
 }
 
+/// A pool's members in one of [`MEMBER_STATES`].
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MemberLabel {
+    upstream: String,
+    state: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BreakerLabel {
     upstream: String,
@@ -32,7 +39,12 @@ pub(crate) struct ResilienceMetrics {
     refused: Family<UpstreamLabel, Gauge>,
     breaker: Family<BreakerLabel, Gauge>,
     opened: Family<UpstreamLabel, Gauge>,
+    members: Family<MemberLabel, Gauge>,
+    ejections: Family<UpstreamLabel, Gauge>,
 }
+
+/// What a pool member is doing, for `manifold_upstream_pool_members`.
+const MEMBER_STATES: [&str; 4] = ["serving", "disagrees", "ejected", "down"];
 
 impl ResilienceMetrics {
     pub(crate) fn register(r: &mut Registry) -> ResilienceMetrics {
@@ -41,6 +53,8 @@ impl ResilienceMetrics {
             refused: Family::default(),
             breaker: Family::default(),
             opened: Family::default(),
+            members: Family::default(),
+            ejections: Family::default(),
         };
         r.register(
             "upstream_retries",
@@ -61,6 +75,16 @@ impl ResilienceMetrics {
             "upstream_breaker_opened",
             "Times the upstream's circuit breaker opened",
             m.opened.clone(),
+        );
+        r.register(
+            "upstream_pool_members",
+            "A pool's members by what they do: serving (ready, agreeing, not ejected), disagrees (other lists than the holder's), ejected (an outlier), down (not ready)",
+            m.members.clone(),
+        );
+        r.register(
+            "upstream_pool_ejections",
+            "Times a pool's members were ejected as outliers",
+            m.ejections.clone(),
         );
         m
     }
@@ -88,6 +112,32 @@ impl ResilienceMetrics {
                     .set(i64::from(b.state == s));
             }
             self.opened.get_or_create(&label()).set(b.opened as i64);
+        }
+        if u.is_pool() {
+            let members = u.members();
+            let mut counts = [0i64; MEMBER_STATES.len()];
+            for m in &members {
+                let k = if m.status.state != manifold_upstream::State::Ready {
+                    3
+                } else if m.disagrees {
+                    1
+                } else if m.ejected_for.is_some() {
+                    2
+                } else {
+                    0
+                };
+                counts[k] += 1;
+            }
+            for (state, n) in MEMBER_STATES.iter().zip(counts) {
+                self.members
+                    .get_or_create(&MemberLabel {
+                        upstream: u.name().to_string(),
+                        state,
+                    })
+                    .set(n);
+            }
+            let ejections: u64 = members.iter().map(|m| m.ejections).sum();
+            self.ejections.get_or_create(&label()).set(ejections as i64);
         }
     }
 }

@@ -13,7 +13,7 @@ use manifold_testkit::harness::{stateless_meta, toml_string, DemoHttp, TestGatew
 use manifold_upstream::{MemberReport, State, Upstream};
 use serde_json::{json, Value};
 
-use crate::observe::admin_get;
+use crate::observe::{admin_get, sample};
 use crate::{bin, bounded, eventually, text_of};
 
 /// A gateway in front of stdio upstream `kids`: `instances` children of the
@@ -125,6 +125,15 @@ async fn calls_spread_over_the_children_and_a_killed_one_costs_only_its_own_call
         assert_eq!(pool[killed]["restarts"], 1, "{body}");
         // One member holds Manifold's own stateful requests; it moved only if
         // it was the one killed.
+        let admin = gw.gateway().admin_addr().context("admin address")?;
+        let (_, metrics) = admin_get(admin, "/metrics").await?;
+        for (series, value) in [
+            (r#"manifold_upstream_pool_members{upstream="kids",state="serving"}"#, 4.0),
+            (r#"manifold_upstream_pool_members{upstream="kids",state="down"}"#, 0.0),
+            (r#"manifold_upstream_pool_ejections{upstream="kids"}"#, 0.0),
+        ] {
+            assert_eq!(sample(&metrics, series), Some(value), "{series} in\n{metrics}");
+        }
         let holders: Vec<usize> = (0..4).filter(|&i| pool[i]["holder"] == true).collect();
         let held = before.iter().position(|m| m.holder).context("a holder")?;
         assert_eq!(holders.len(), 1, "{body}");

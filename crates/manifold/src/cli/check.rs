@@ -164,6 +164,9 @@ struct UpstreamFacts {
     last_exit_code: Option<i32>,
     /// Its circuit breaker (`[upstreams.x.breaker]`), when it has one.
     breaker: Option<manifold_upstream::BreakerReport>,
+    /// A pool's members: (serving, all) — serving: ready, agreeing on the
+    /// lists, not ejected.
+    pool: Option<(usize, usize)>,
     /// `[upstreams.x.auth] type` (HTTP upstreams).
     auth: Option<&'static str>,
     /// The authorization server its tokens come from, and whether
@@ -229,6 +232,18 @@ impl Facts {
                     last_error: st.last_error.clone(),
                     last_exit_code: st.last_exit_code,
                     breaker: u.breaker(),
+                    pool: u.is_pool().then(|| {
+                        let members = u.members();
+                        let serving = members
+                            .iter()
+                            .filter(|m| {
+                                m.status.state == State::Ready
+                                    && !m.disagrees
+                                    && m.ejected_for.is_none()
+                            })
+                            .count();
+                        (serving, members.len())
+                    }),
                     auth: match &u.config().transport {
                         manifold_config::Transport::Http { auth, .. } => Some(auth.kind()),
                         manifold_config::Transport::Stdio { .. } => None,
@@ -402,12 +417,19 @@ impl Facts {
             t.row(vec![
                 u.name.clone(),
                 u.transport.to_string(),
-                match &u.breaker {
-                    // A breaker that is not closed is news; a closed one is not.
-                    Some(b) if b.state != manifold_upstream::BreakerState::Closed => {
-                        format!("{} (breaker {})", u.state.as_str(), b.state.as_str())
+                {
+                    let mut state = u.state.as_str().to_string();
+                    if let Some((serving, all)) = u.pool {
+                        state.push_str(&format!(" ({serving}/{all} members)"));
                     }
-                    _ => u.state.as_str().to_string(),
+                    match &u.breaker {
+                        // A breaker that is not closed is news; a closed one is not.
+                        Some(b) if b.state != manifold_upstream::BreakerState::Closed => {
+                            state.push_str(&format!(" (breaker {})", b.state.as_str()));
+                        }
+                        _ => {}
+                    }
+                    state
                 },
                 u.protocol_version.clone().unwrap_or_default(),
                 u.tools.map(|n| n.to_string()).unwrap_or_default(),
@@ -500,6 +522,7 @@ impl Facts {
                         "opened": b.opened,
                         "reason": b.reason,
                     })),
+                    "pool": u.pool.map(|(serving, all)| json!({"members": all, "serving": serving})),
                     "auth": u.auth,
                     "issuer": u.issuer.as_ref().map(|(i, _)| i),
                     "issuer_pinned": u.issuer.as_ref().map(|(_, p)| p),

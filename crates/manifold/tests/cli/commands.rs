@@ -2,7 +2,7 @@
 //! binary (`${MANIFOLD_SELF} demo-upstream`), run in-process without a listener.
 
 use manifold_testkit::process::Proc;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -48,6 +48,14 @@ command = "${MANIFOLD_SELF}"
 args = ["demo-upstream", "--faults"]
 prefix = "demo"
 tools = { allow = ["echo"] }
+"#;
+
+/// A pool of two demo children.
+const POOL: &str = r#"
+[upstreams.kids]
+command = "${MANIFOLD_SELF}"
+args = ["demo-upstream"]
+instances = 2
 "#;
 
 const GONE: &str = r#"
@@ -620,5 +628,44 @@ args = ["demo-upstream", "--misbehave", "broken-schema"]
         text(&out.stdout).contains("/text: 5 is not of type"),
         "{}",
         text(&out.stdout)
+    );
+}
+
+#[test]
+fn check_shows_a_pools_members() {
+    let dir = TempDir::new("check-pool");
+    let cfg = dir.write("gateway.toml", POOL);
+    let out = run(&cfg, &["check"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        has_row(
+            &stdout,
+            &[
+                "kids",
+                "stdio",
+                "ready",
+                "(2/2",
+                "members)",
+                "2025-11-25",
+                "12",
+                "0",
+                "-",
+                "-"
+            ]
+        ),
+        "{stdout}"
+    );
+    let out = run(&cfg, &["check", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(
+        v["upstreams"][0]["pool"],
+        json!({"members": 2, "serving": 2}),
+        "{v}"
     );
 }
