@@ -1,9 +1,10 @@
-//! The metric families of retries and circuit breakers (documented in
-//! docs/metrics.md), registered with the others and refreshed at each
-//! scrape from the upstreams' own counts.
+//! The metric families of retries, circuit breakers and coalesced calls
+//! (documented in docs/metrics.md), registered with the others; those of
+//! retries and breakers are refreshed at each scrape from the upstreams' own
+//! counts, coalesced calls are counted as they happen.
 //!
 //! Invariants: a series exists only for an upstream that has `retries` or a
-//! `breaker`; labels are configured upstream names and the breaker's three
+//! `breaker` (or, for coalesced calls, a call that was coalesced); labels are configured upstream names and the breaker's three
 //! states; monotonic counts are exported as gauges, like
 //! `manifold_upstream_restarts` (a restarted or reloaded upstream counts
 //! from zero again).
@@ -12,6 +13,7 @@
 
 use manifold_upstream::{BreakerState, Upstream};
 use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -32,6 +34,7 @@ pub(crate) struct ResilienceMetrics {
     refused: Family<UpstreamLabel, Gauge>,
     breaker: Family<BreakerLabel, Gauge>,
     opened: Family<UpstreamLabel, Gauge>,
+    coalesced: Family<UpstreamLabel, Counter>,
 }
 
 impl ResilienceMetrics {
@@ -41,6 +44,7 @@ impl ResilienceMetrics {
             refused: Family::default(),
             breaker: Family::default(),
             opened: Family::default(),
+            coalesced: Family::default(),
         };
         r.register(
             "upstream_retries",
@@ -62,7 +66,21 @@ impl ResilienceMetrics {
             "Times the upstream's circuit breaker opened",
             m.opened.clone(),
         );
+        r.register(
+            "coalesced_calls",
+            "Tool calls served from an identical concurrent call's upstream call (coalesce = true), without a call of their own",
+            m.coalesced.clone(),
+        );
         m
+    }
+
+    /// A call of `upstream` was served from another's upstream call.
+    pub(crate) fn coalesced(&self, upstream: &str) {
+        self.coalesced
+            .get_or_create(&UpstreamLabel {
+                upstream: upstream.to_string(),
+            })
+            .inc();
     }
 
     /// Refreshes `u`'s series (none for an upstream without either).
