@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use manifold_policy::hash_key;
-use manifold_testkit::harness::{toml_string, DemoHttp, McpClient, Reply, TestGateway};
+use manifold_testkit::harness::{
+    stateless_request, toml_string, DemoHttp, McpClient, Reply, TestGateway,
+};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
@@ -295,35 +297,30 @@ async fn a_call_with_a_progress_token_is_its_own() -> Result<()> {
 }
 
 #[tokio::test]
-async fn one_caller_cancelling_does_not_end_the_shared_call() -> Result<()> {
+async fn callers_leaving_do_not_end_the_shared_call() -> Result<()> {
     bounded(async {
         let s = start("coalesce-cancel", COALESCED, "").await?;
         let c = s.gw.session("2025-11-25", json!({})).await?;
         let params = json!({"name": "f__slow_read", "arguments": {"ms": SLOW, "key": "k"}});
-        // The first caller (the one whose request made the upstream call)
-        // cancels it; a follower cancels too; the others still get the result.
-        let first = {
+        let with_id = |id: &'static str| {
             let (c, params) = (c.clone(), params.clone());
-            tokio::spawn(async move {
-                c.request_with_id(json!("first"), "tools/call", params)
-                    .await
-            })
+            tokio::spawn(async move { c.request_with_id(json!(id), "tools/call", params).await })
         };
+        // The first caller (whose request made the upstream call) cancels, a
+        // follower cancels, another's HTTP request is dropped: the one left
+        // still gets the result, from the one upstream call.
+        let first = with_id("first");
         s.until_upstream_holds(1).await?;
-        let follower = {
-            let (c, params) = (c.clone(), params.clone());
-            tokio::spawn(async move {
-                c.request_with_id(json!("leaves"), "tools/call", params)
-                    .await
-            })
-        };
-        let stays = spawn_call(&c, "f__slow_read", json!({"ms": SLOW, "key": "k"}));
-        crate::eventually("three callers wait", Duration::from_secs(10), || async {
+        let leaves = with_id("leaves");
+        let dropped = with_id("dropped");
+        let stays = with_id("stays");
+        crate::eventually("three followers wait", Duration::from_secs(10), || async {
             Ok(s.metric("manifold_coalesced_calls_total{upstream=\"f\"}")
                 .await?
-                .filter(|n| *n >= 2.0))
+                .filter(|n| *n >= 3.0))
         })
         .await?;
+        dropped.abort();
         for id in ["first", "leaves"] {
             let ack = c
                 .notify("notifications/cancelled", json!({"requestId": id}))
@@ -331,7 +328,7 @@ async fn one_caller_cancelling_does_not_end_the_shared_call() -> Result<()> {
             assert_eq!(ack.status, http::StatusCode::ACCEPTED);
         }
         // A cancelled request gets no response.
-        for cancelled in [first, follower] {
+        for cancelled in [first, leaves] {
             let r = cancelled.await.context("join")?;
             assert!(
                 r.is_err() || r.as_ref().is_ok_and(|r| r.response().is_err()),
@@ -342,21 +339,69 @@ async fn one_caller_cancelling_does_not_end_the_shared_call() -> Result<()> {
         assert_eq!(text_of(r.result()?)?, "k", "{r}");
         assert_eq!(served(&r.raw_result()?)?, 1);
         assert_eq!(arrivals(&c).await?.get("slow_read"), Some(&1));
-        let records = s.records("f__slow_read")?;
-        let outcomes: Vec<&str> = records
-            .iter()
-            .filter_map(|r| r["outcome"].as_str())
-            .collect();
-        assert_eq!(
-            outcomes.iter().filter(|o| **o == "cancelled").count(),
-            2,
-            "{records:#?}"
+        // A session-era client that disconnects has not cancelled: its call
+        // ran on and is recorded with the outcome, like any relayed call.
+        let records = crate::eventually("four records", Duration::from_secs(10), || async {
+            let r = s.records("f__slow_read")?;
+            Ok((r.len() == 4).then_some(r))
+        })
+        .await?;
+        let count = |outcome: &str| records.iter().filter(|r| r["outcome"] == outcome).count();
+        assert_eq!((count("cancelled"), count("ok")), (2, 2), "{records:#?}");
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_2026_07_28_principal_shares_and_anonymous_requests_never_do() -> Result<()> {
+    bounded(async {
+        let auth = format!(
+            "[auth]\nallow_anonymous = true\n\n\
+             [[auth.api_keys]]\nname = \"alice\"\nhash = \"{}\"\n",
+            hash_key(ALICE)
         );
+        let s = start("coalesce-stateless", COALESCED, &auth).await?;
+        let call = |id: u64| {
+            stateless_request(
+                id,
+                "tools/call",
+                json!({"name": "f__slow_read", "arguments": {"ms": SLOW, "key": "k"}}),
+            )
+        };
+        let send = |bearer: Option<&'static str>, id: u64| {
+            let (c, body) = (s.gw.client(), call(id));
+            c.set_bearer(bearer);
+            tokio::spawn(async move { c.send_stateless(&body, &[]).await })
+        };
+        let served_by = |r: &Value| r["result"]["x-demo-served"].as_u64();
+        let a = send(Some(ALICE), 1);
+        s.until_upstream_holds(1).await?;
+        let a2 = send(Some(ALICE), 2);
+        // Anonymous 2026-07-28 requests have no session to share within.
+        let n = send(None, 3);
+        s.until_upstream_holds(2).await?;
+        let n2 = send(None, 4);
+        s.until_upstream_holds(3).await?;
+        let mut r = Vec::new();
+        for call in [a, a2, n, n2] {
+            let (status, v) = call.await??;
+            assert_eq!(status, http::StatusCode::OK, "{v}");
+            r.push(v);
+        }
+        assert_eq!(r[0]["result"], r[1]["result"], "alice's requests share");
         assert_eq!(
-            outcomes.iter().filter(|o| **o == "ok").count(),
-            1,
-            "{records:#?}"
+            (r[0]["id"].as_u64(), r[1]["id"].as_u64()),
+            (Some(1), Some(2))
         );
+        assert_eq!(r[1]["result"]["resultType"], "complete", "{}", r[1]);
+        let anon = [served_by(&r[2]), served_by(&r[3])];
+        assert!(
+            anon[0].is_some() && anon[0] != anon[1] && anon[0] != served_by(&r[0]),
+            "{r:?}"
+        );
+        let c = s.gw.session("2025-11-25", json!({})).await?;
+        assert_eq!(arrivals(&c).await?.get("slow_read"), Some(&3));
         Ok(())
     })
     .await

@@ -183,6 +183,8 @@ name = "plus"
 hide = ["text"]
 [upstreams.demo.overrides.nonesuch]
 description = "x"
+[upstreams.demo.overrides.sleep]
+coalesce = true
 
 [[policy]]
 who = ["group:ops"]
@@ -229,6 +231,11 @@ resources = { allow = ["demo://readme"] }
     );
     assert!(
         stdout.contains("the upstream publishes no tool `nonesuch`"),
+        "{stdout}"
+    );
+    // `sleep` is not read-only: coalescing it is refused at run time, and said.
+    assert!(
+        stdout.contains("`coalesce = true`, but its annotations do not say readOnlyHint: true"),
         "{stdout}"
     );
 
