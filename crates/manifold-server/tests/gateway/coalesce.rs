@@ -378,6 +378,16 @@ async fn a_2026_07_28_principal_shares_and_anonymous_requests_never_do() -> Resu
         let a = send(Some(ALICE), 1);
         s.until_upstream_holds(1).await?;
         let a2 = send(Some(ALICE), 2);
+        // A 2026-07-28 client cancels by closing its stream: this one leaves,
+        // the others wait on.
+        let leaves = send(Some(ALICE), 5);
+        crate::eventually("two followers wait", Duration::from_secs(10), || async {
+            Ok(s.metric("manifold_coalesced_calls_total{upstream=\"f\"}")
+                .await?
+                .filter(|n| *n >= 2.0))
+        })
+        .await?;
+        leaves.abort();
         // Anonymous 2026-07-28 requests have no session to share within.
         let n = send(None, 3);
         s.until_upstream_holds(2).await?;
@@ -402,6 +412,18 @@ async fn a_2026_07_28_principal_shares_and_anonymous_requests_never_do() -> Resu
         );
         let c = s.gw.session("2025-11-25", json!({})).await?;
         assert_eq!(arrivals(&c).await?.get("slow_read"), Some(&3));
+        let records = crate::eventually("five records", Duration::from_secs(10), || async {
+            let r = s.records("f__slow_read")?;
+            Ok((r.len() == 5).then_some(r))
+        })
+        .await?;
+        let alice: Vec<(&Value, &Value)> = records
+            .iter()
+            .filter(|r| r["principal"] == "key:alice")
+            .map(|r| (&r["outcome"], &r["coalesced"]))
+            .collect();
+        let cancelled = alice.iter().filter(|(o, _)| *o == "cancelled").count();
+        assert_eq!((alice.len(), cancelled), (3, 1), "{records:#?}");
         Ok(())
     })
     .await
