@@ -41,8 +41,14 @@ struct Shared {
 /// `overrides` (`[upstreams.f.overrides.*]` sections), `extra` sections, an
 /// admin listener and an audit log.
 async fn start(tag: &str, overrides: &str, extra: &str) -> Result<Shared> {
+    start_with(&[], tag, overrides, extra).await
+}
+
+/// [`start`], the demo upstream started with `flags` too.
+async fn start_with(flags: &[&str], tag: &str, overrides: &str, extra: &str) -> Result<Shared> {
     let dir = Scratch::new(tag)?;
-    let remote = DemoHttp::spawn_bin(bin(), &["--slow-read-tool"]).await?;
+    let flags: Vec<&str> = ["--slow-read-tool"].iter().chain(flags).copied().collect();
+    let remote = DemoHttp::spawn_bin(bin(), &flags).await?;
     let audit = dir.0.join("audit.jsonl");
     let gw = TestGateway::start(&format!(
         "[admin]\nlisten = \"127.0.0.1:0\"\n\n\
@@ -227,6 +233,40 @@ async fn anonymous_callers_share_only_within_their_session() -> Result<()> {
         let r = raw_results(vec![a, b, a2]).await?;
         assert_ne!(served(&r[0])?, served(&r[1])?, "{r:?}");
         assert_eq!(r[0], r[2]);
+        assert_eq!(arrivals(&one).await?.get("slow_read"), Some(&2));
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn calls_to_a_2026_07_28_upstream_share_when_the_client_facts_agree() -> Result<()> {
+    bounded(async {
+        let auth = format!(
+            "[auth]\n[[auth.api_keys]]\nname = \"alice\"\nhash = \"{}\"\n",
+            hash_key(ALICE)
+        );
+        let s = start_with(&["--modern"], "coalesce-modern", COALESCED, &auth).await?;
+        // Alice's sessions: a 2026-07-28 upstream is told each client's
+        // capabilities with each call, so only those that declare the same
+        // share.
+        let session = |capabilities: Value| {
+            let c = s.gw.client();
+            c.set_bearer(Some(ALICE));
+            async move { c.initialize("2025-11-25", capabilities).await.map(|_| c) }
+        };
+        let (one, two) = (session(json!({})).await?, session(json!({})).await?);
+        let roots = session(json!({"roots": {}})).await?;
+        let args = json!({"ms": SLOW, "key": "k"});
+        let mut calls = vec![spawn_call(&one, "f__slow_read", args.clone())];
+        s.until_upstream_holds(1).await?;
+        calls.push(spawn_call(&two, "f__slow_read", args.clone()));
+        let apart = spawn_call(&roots, "f__slow_read", args);
+        s.until_upstream_holds(2).await?;
+        let r = raw_results(calls).await?;
+        assert_eq!(r[0], r[1]);
+        let apart = raw_results(vec![apart]).await?;
+        assert_ne!(served(&r[0])?, served(&apart[0])?);
         assert_eq!(arrivals(&one).await?.get("slow_read"), Some(&2));
         Ok(())
     })
