@@ -278,6 +278,9 @@ pub struct AuditRecord {
     /// retries or a circuit breaker (`0`: its open breaker refused it; more
     /// than `1`: it was retried).
     pub attempts: Option<u32>,
+    /// The call was served from an identical concurrent call's upstream call
+    /// (`coalesce = true`): this caller did not reach the upstream itself.
+    pub coalesced: bool,
     pub latency_us: u64,
     pub request_bytes: u64,
     pub response_bytes: u64,
@@ -306,6 +309,7 @@ impl AuditRecord {
             task: None,
             outcome: Outcome::Ok,
             attempts: None,
+            coalesced: false,
             latency_us: 0,
             request_bytes: 0,
             response_bytes: 0,
@@ -378,6 +382,9 @@ impl AuditRecord {
         }
         if let Some(n) = self.attempts {
             m.insert("attempts".into(), Value::from(n));
+        }
+        if self.coalesced {
+            m.insert("coalesced".into(), Value::Bool(true));
         }
         m.insert("latency_us".into(), Value::from(self.latency_us));
         m.insert("request_bytes".into(), Value::from(self.request_bytes));
@@ -470,6 +477,7 @@ mod tests {
             task: None,
             outcome: Outcome::ProtocolError { code: -32602 },
             attempts: None,
+            coalesced: false,
             latency_us: 1500,
             request_bytes: 200,
             response_bytes: 90,
@@ -586,6 +594,20 @@ mod tests {
         let at = keys.iter().position(|k| *k == "error_code").unwrap();
         assert_eq!(keys[at + 1..at + 3], ["attempts", "latency_us"]);
         assert_eq!(m["attempts"], 3);
+    }
+
+    #[test]
+    fn coalesced_is_written_only_for_a_served_follower() {
+        let m = full_record().to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        assert!(!m.contains_key("coalesced"));
+        let mut rec = full_record();
+        rec.attempts = Some(1);
+        rec.coalesced = true;
+        let m = rec.to_entry(&Redactor::new(&[] as &[&str]), false, &SizeCap::default());
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        let at = keys.iter().position(|k| *k == "attempts").unwrap();
+        assert_eq!(keys[at + 1..at + 3], ["coalesced", "latency_us"]);
+        assert_eq!(m["coalesced"], true);
     }
 
     #[test]

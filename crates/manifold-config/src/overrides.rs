@@ -2,8 +2,9 @@
 //! upstream publishes for one tool — its exposed name, its description,
 //! arguments pinned to a value (removed from the exposed `inputSchema` and
 //! injected on every call) and optional arguments hidden (removed from the
-//! exposed `inputSchema` and from calls), and whether its calls may be
-//! retried (`retry`).
+//! exposed `inputSchema` and from calls), whether its calls may be
+//! retried (`retry`), and whether identical concurrent calls of one principal
+//! may share one upstream call (`coalesce`).
 //!
 //! Invariants: a validated override changes something; its `name` fits the
 //! exposed-name alphabet; an argument is not both pinned and hidden.
@@ -40,6 +41,13 @@ pub struct ToolOverride {
     /// `idempotentHint` cannot be trusted. Unset: its annotations decide.
     #[serde(default)]
     pub retry: Option<bool>,
+    /// Whether identical concurrent calls of this tool by the same principal
+    /// may share one upstream call (docs/reliability.md, "Coalescing").
+    /// Honoured only while the tool's annotations say `readOnlyHint: true`
+    /// (a tool that is not read-only is called once per call, and the
+    /// gateway warns). Unset or `false`: every call is its own.
+    #[serde(default)]
+    pub coalesce: Option<bool>,
 }
 
 pub(crate) fn validate(
@@ -53,9 +61,10 @@ pub(crate) fn validate(
             && o.pin.is_empty()
             && o.hide.is_empty()
             && o.retry.is_none()
+            && o.coalesce.is_none()
         {
             return Err(format!(
-                "key `{at}`: set at least one of `name`, `description`, `pin`, `hide` or `retry`"
+                "key `{at}`: set at least one of `name`, `description`, `pin`, `hide`, `retry` or `coalesce`"
             ));
         }
         if let Some(n) = &o.name {
@@ -125,5 +134,10 @@ mod tests {
             ..Default::default()
         };
         assert!(validate("upstreams.gh", &one(only_retry)).is_ok());
+        let only_coalesce = ToolOverride {
+            coalesce: Some(true),
+            ..Default::default()
+        };
+        assert!(validate("upstreams.gh", &one(only_coalesce)).is_ok());
     }
 }

@@ -441,6 +441,32 @@ command = "c"
 }
 
 #[test]
+fn coalesce_is_an_override_key_off_unless_written() {
+    let text = r#"
+[upstreams.a]
+command = "a"
+
+[upstreams.a.overrides.lookup]
+coalesce = true
+
+[upstreams.a.overrides.search]
+name = "find"
+"#;
+    let cfg = load_with(text, &[]).unwrap();
+    let a = &cfg.upstreams[0];
+    assert_eq!(a.overrides["lookup"].coalesce, Some(true));
+    assert_eq!(a.overrides["search"].coalesce, None);
+    // Coalescing alone turns nothing else on.
+    assert_eq!(a.retries, None);
+    let err = load_with(
+        "[upstreams.a]\ncommand = \"a\"\n[upstreams.a.overrides.t]\ncoalesce = \"yes\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(err.message.contains("coalesce"), "{err}");
+}
+
+#[test]
 fn upstream_credentials_pin_their_authorization_server() {
     let up = |auth: &str| {
         format!(

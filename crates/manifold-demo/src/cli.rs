@@ -103,6 +103,13 @@ pub struct Args {
     #[arg(long)]
     pub trace_tool: bool,
 
+    /// Diagnostics, for tests: a read-only tool `slow_read {ms, key}` that
+    /// waits `ms` and answers with `key`, the number of `slow_read` calls
+    /// that began so far (`x-demo-served`) and an unknown member; and the
+    /// tool `calls`, which counts the `tools/call`s that arrived (HTTP).
+    #[arg(long)]
+    pub slow_read_tool: bool,
+
     /// Diagnostics, for tests: also list the template `file:///srv/docs/{+path}`
     /// and answer a read of any `file:` or `https:` URI with the URI exactly
     /// as it arrived (`read <uri>`), as a file server that resolves `..`
@@ -185,6 +192,7 @@ impl Args {
             env_tool: self.env_tool,
             spawn_grandchild: self.spawn_grandchild,
             trace_tool: self.trace_tool,
+            slow_read_tool: self.slow_read_tool,
             docs: self.docs,
             notify_caller_only: self.notify_caller_only,
             serial_calls: self.serial_calls.map(std::time::Duration::from_millis),

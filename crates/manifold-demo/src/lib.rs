@@ -104,6 +104,9 @@ pub struct DemoConfig {
     pub spawn_grandchild: bool,
     /// The diagnostic tool `trace` (`--trace-tool`).
     pub trace_tool: bool,
+    /// The diagnostic tools `slow_read` (a slow read-only tool) and `calls`
+    /// (`--slow-read-tool`).
+    pub slow_read_tool: bool,
     /// The `file:///srv/docs/{+path}` template, reads echoing their URI
     /// (`--docs`, see [`resources`]).
     pub docs: bool,
@@ -156,6 +159,7 @@ impl Default for DemoConfig {
             env_tool: false,
             spawn_grandchild: false,
             trace_tool: false,
+            slow_read_tool: false,
             docs: false,
             notify_caller_only: false,
             serial_calls: None,
@@ -323,6 +327,8 @@ pub struct DemoServer {
     grandchild: Option<u32>,
     /// `tools/call`s that arrived, by tool (the `calls` tool reports them).
     pub(crate) arrivals: flaky::Arrivals,
+    /// `slow_read` calls that began: each result carries its number.
+    pub(crate) slow_reads: std::sync::atomic::AtomicU64,
 }
 
 impl DemoServer {
@@ -345,7 +351,10 @@ impl DemoServer {
         if grandchild.is_some() {
             diagnostics.push("grandchild");
         }
-        if config.flaky.is_on() {
+        if config.slow_read_tool {
+            diagnostics.push("slow_read");
+        }
+        if config.flaky.is_on() || config.slow_read_tool {
             diagnostics.push("calls");
         }
         if config.misbehave.has(rogue::Misbehaviour::BrokenSchema) {
@@ -358,6 +367,7 @@ impl DemoServer {
         Arc::new(Self {
             grandchild,
             arrivals: Default::default(),
+            slow_reads: Default::default(),
             tools: match &config.catalog {
                 Some(served) => tools::Catalog::listing(served.tools().to_vec()),
                 None => tools::Catalog::with_diagnostics(

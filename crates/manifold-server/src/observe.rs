@@ -66,6 +66,9 @@ pub(crate) struct Observed {
     /// Times the request was sent upstream (an upstream with retries or a
     /// breaker).
     pub attempts: Option<u32>,
+    /// Served from an identical concurrent call's upstream call
+    /// (`call::relay::coalesce`).
+    pub coalesced: bool,
     in_flight: Option<Gauge>,
     finished: bool,
 }
@@ -101,6 +104,7 @@ impl Observed {
             arguments: None,
             task: None,
             attempts: None,
+            coalesced: false,
             in_flight: None,
             finished: false,
         }
@@ -234,6 +238,7 @@ impl Observed {
         rec.task = self.task.take();
         rec.arguments = self.arguments.take();
         rec.attempts = self.attempts;
+        rec.coalesced = self.coalesced;
         rec.outcome = outcome;
         rec.latency_us = elapsed.as_micros() as u64;
         rec.request_bytes = self.request_bytes as u64;

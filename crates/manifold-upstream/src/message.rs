@@ -168,6 +168,10 @@ pub enum NotRelayed {
     NoStream { method: String },
     #[error("{method}: the client that made this call has disconnected")]
     ClientGone { method: String },
+    /// The call is shared by identical calls of several clients (`coalesce =
+    /// true`): there is no one client to ask.
+    #[error("{method} is not relayed during a call shared by identical calls (coalesce = true)")]
+    Coalesced { method: String },
     /// A stdio client closed its input: it can no longer answer.
     #[error("the client closed its input")]
     ClientClosedInput,
@@ -207,6 +211,7 @@ impl NotRelayed {
             | OutsideCall { .. }
             | NoStream { .. }
             | AfterStreamStarted { .. }
+            | Coalesced { .. }
             | MissingCapability { .. } => ErrorCode::METHOD_NOT_FOUND,
             RoundMissesCapability => ErrorCode::MISSING_CLIENT_CAPABILITY,
             NoResponseInRetry => ErrorCode::INVALID_PARAMS,

@@ -28,7 +28,8 @@ pub(super) enum Gate {
     Faults,
     /// A tool that reports on the process for tests, behind its own flag:
     /// `env` (`--env-tool`), `trace` (`--trace-tool`), `grandchild`
-    /// (`--spawn-grandchild`), `calls` (`--flaky-*`), `rug_pull` (`--misbehave rug-pull`: changes
+    /// (`--spawn-grandchild`), `calls` (`--flaky-*`, `--slow-read-tool`),
+    /// `slow_read` (`--slow-read-tool`), `rug_pull` (`--misbehave rug-pull`: changes
     /// other tools mid-run), `broken_schema` (`--misbehave broken-schema`: an
     /// inputSchema no validator compiles; the tool echoes its arguments).
     Diagnostic,
@@ -383,6 +384,23 @@ pub(super) static ROWS: LazyLock<Vec<Row>> = LazyLock::new(|| {
                 })
             },
             run: |i| ready(run::grandchild(i.session.server())),
+        },
+        Row {
+            name: "slow_read",
+            gate: Gate::Diagnostic,
+            definition: || {
+                json!({
+                    "name": "slow_read",
+                    "description": "Waits ms milliseconds, then answers with key and the number of slow_read calls begun so far (x-demo-served). Read-only.",
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": {"ms": {"type": "integer", "minimum": 0}, "key": {"type": "string"}},
+                        "required": ["ms", "key"]
+                    },
+                    "annotations": {"readOnlyHint": true, "idempotentHint": true}
+                })
+            },
+            run: |i| Box::pin(run::slow_read(i.session.server(), i.args)),
         },
         Row {
             name: "calls",

@@ -198,6 +198,25 @@ pub(super) async fn sleep(
     Ok(text_result("slept"))
 }
 
+/// `slow_read`: waits, then answers with `key`, the number this call got
+/// when it began (calls that share one upstream call share it too) and an
+/// unknown member a gateway must pass on.
+pub(super) async fn slow_read(server: &DemoServer, args: &Map<String, Value>) -> ToolOutcome {
+    let ms = u64_arg(args, "ms", None)?.min(MAX_SLEEP_MS);
+    let key = str_arg(args, "key")?.to_owned();
+    let served = server
+        .slow_reads
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + 1;
+    // Cancellation is handled by Session::handle_request dropping this future.
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    Ok(json!({
+        "content": [{"type": "text", "text": key}],
+        "x-demo-served": served,
+        "x-demo-result-extra": {"z": 1, "a": 2}
+    }))
+}
+
 pub(super) fn crash(transport: TransportKind, args: &Map<String, Value>) -> ToolOutcome {
     match transport {
         TransportKind::Stdio => {

@@ -233,6 +233,7 @@ impl Gateway {
             subscriptions: Default::default(),
             upstream_log_level: log_levels::UpstreamLogLevel::default(),
             listeners: listeners::Listeners::new(limits.max_listens),
+            coalescing: Default::default(),
             held: held_calls::HeldCalls::new(
                 config.server.request_state_key.as_deref(),
                 limits.held_call_ttl,

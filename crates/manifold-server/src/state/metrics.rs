@@ -516,6 +516,11 @@ impl Metrics {
             .clone()
     }
 
+    /// A tool call of `upstream` was coalesced (`call::relay::coalesce`).
+    pub(crate) fn coalesced(&self, upstream: &str) {
+        self.resilience.coalesced(upstream);
+    }
+
     /// The tool label: its name while under the series bound, else `other`.
     fn tool_label(&self, tool: &str) -> String {
         let mut seen = self.tool_series.lock();

@@ -2,7 +2,8 @@
 //! configuration, the upstreams, the merged catalog snapshot, client sessions
 //! (`sessions`), URIs learned from results (`learned`), resource subscriptions
 //! (`subscriptions`, kept in step upstream by `subscribing`), open listen streams (`listeners`), calls held for a client's
-//! input (`held_calls`), the upstreams' log level (`log_levels`), the metrics
+//! input (`held_calls`), upstream calls shared by identical calls
+//! (`coalescing`), the upstreams' log level (`log_levels`), the metrics
 //! registry (`metrics`), and the console's share (`console`, with recent calls
 //! per upstream in `recent`).
 //!
@@ -15,6 +16,7 @@
 //! starting and serving (`runtime`).
 
 pub(crate) mod cluster;
+pub(crate) mod coalescing;
 pub(crate) mod console;
 pub(crate) mod endpoints;
 pub(crate) mod held_calls;
@@ -115,6 +117,8 @@ pub struct Gateway {
     pub(crate) listeners: listeners::Listeners,
     /// Calls held for a 2026-07-28 client's input (`InputRequiredResult`).
     pub(crate) held: held_calls::HeldCalls,
+    /// Upstream calls shared by identical concurrent calls (`coalesce = true`).
+    pub(crate) coalescing: coalescing::Coalescing,
     /// Task ids' keys and the tasks this replica follows (the Tasks extension).
     pub(crate) task_ids: tasks::Tasks,
     /// Cancelled when shutdown begins: the front door stops accepting, readiness

@@ -1,10 +1,12 @@
-//! The metric families of retries, circuit breakers and pools (documented
-//! in docs/metrics.md), registered with the others and refreshed at each
-//! scrape from the upstreams' own counts.
+//! The metric families of retries, circuit breakers, pools and coalesced
+//! calls (documented in docs/metrics.md), registered with the others; those
+//! of retries, breakers and pools are refreshed at each scrape from the
+//! upstreams' own counts, coalesced calls are counted as they happen.
 //!
 //! Invariants: a series exists only for an upstream that has `retries`, a
-//! `breaker` or several members (a pool); labels are configured upstream names and the breaker's three
-//! states; monotonic counts are exported as gauges, like
+//! `breaker` or several members (a pool), or (coalesced calls) a call that
+//! was coalesced; labels are configured upstream names, the breaker's three
+//! states and a member's four; monotonic counts are exported as gauges, like
 //! `manifold_upstream_restarts` (a restarted or reloaded upstream counts
 //! from zero again).
 //!
@@ -12,6 +14,7 @@
 
 use manifold_upstream::{BreakerState, Upstream};
 use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -41,6 +44,7 @@ pub(crate) struct ResilienceMetrics {
     opened: Family<UpstreamLabel, Gauge>,
     members: Family<MemberLabel, Gauge>,
     ejections: Family<UpstreamLabel, Gauge>,
+    coalesced: Family<UpstreamLabel, Counter>,
 }
 
 /// What a pool member is doing, for `manifold_upstream_pool_members`.
@@ -55,6 +59,7 @@ impl ResilienceMetrics {
             opened: Family::default(),
             members: Family::default(),
             ejections: Family::default(),
+            coalesced: Family::default(),
         };
         r.register(
             "upstream_retries",
@@ -86,7 +91,21 @@ impl ResilienceMetrics {
             "Times a pool's members were ejected as outliers",
             m.ejections.clone(),
         );
+        r.register(
+            "coalesced_calls",
+            "Tool calls served from an identical concurrent call's upstream call (coalesce = true), without a call of their own",
+            m.coalesced.clone(),
+        );
         m
+    }
+
+    /// A call of `upstream` was served from another's upstream call.
+    pub(crate) fn coalesced(&self, upstream: &str) {
+        self.coalesced
+            .get_or_create(&UpstreamLabel {
+                upstream: upstream.to_string(),
+            })
+            .inc();
     }
 
     /// Refreshes `u`'s series (none for an upstream without either).

@@ -14,6 +14,7 @@ mod caps;
 mod cluster;
 mod cluster_bus;
 mod cluster_redis;
+mod coalesce;
 mod confirm;
 mod console;
 mod disconnect;

@@ -575,6 +575,16 @@ fn override_facts(core: &InProcess, tools: &NamedList) -> Vec<OverrideFacts> {
                 }
                 (Some(_), Some(item)) => {
                     problems.extend(manifold_catalog::overrides::apply(&mut item.clone(), o).1);
+                    let coalesce = u.config().overrides.get(tool).and_then(|o| o.coalesce);
+                    let read_only = item
+                        .get("annotations")
+                        .and_then(|a| a.get("readOnlyHint"))
+                        .and_then(Value::as_bool);
+                    if coalesce == Some(true) && read_only != Some(true) {
+                        problems.push(
+                            "`coalesce = true`, but its annotations do not say readOnlyHint: true: its calls are not coalesced".into(),
+                        );
+                    }
                 }
             }
             let exposed = tools

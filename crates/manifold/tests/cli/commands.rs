@@ -191,6 +191,8 @@ name = "plus"
 hide = ["text"]
 [upstreams.demo.overrides.nonesuch]
 description = "x"
+[upstreams.demo.overrides.sleep]
+coalesce = true
 
 [[policy]]
 who = ["group:ops"]
@@ -237,6 +239,11 @@ resources = { allow = ["demo://readme"] }
     );
     assert!(
         stdout.contains("the upstream publishes no tool `nonesuch`"),
+        "{stdout}"
+    );
+    // `sleep` is not read-only: coalescing it is refused at run time, and said.
+    assert!(
+        stdout.contains("`coalesce = true`, but its annotations do not say readOnlyHint: true"),
         "{stdout}"
     );
 

@@ -23,9 +23,15 @@
 //! nothing of the answer has reached the client yet, which only dispatch
 //! sees. The audit record counts the attempts.
 //!
+//! Coalescing is a use of this step too (`coalesce`): identical concurrent
+//! calls of a read-only tool whose override says `coalesce = true`, by one
+//! principal, are dispatched once, on a task of the gateway, and each caller
+//! is answered (and recorded) from that call's outcome.
+//!
 //! Not here: resolving and the checks before dispatch (the chain's earlier
 //! steps), framing the stream (the front door).
 
+mod coalesce;
 pub(crate) mod input_required;
 mod repeat;
 mod requests;
@@ -51,6 +57,7 @@ use stream::Pending;
 pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusal> {
     let gw = x.gw.clone();
     let repeatable = repeat::repeatable(&call);
+    let shared = coalesce::key(x, &call);
     let Call {
         mut params,
         upstream,
@@ -101,6 +108,18 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         // A task lives on the pool member that made it.
         f.member = facts.member;
     }
+    if let Some(joined) = shared.and_then(|key| gw.coalescing.join(key, &gw.stop)) {
+        let dispatch = coalesce::Dispatch {
+            upstream,
+            method: x.method.clone(),
+            params,
+            headers,
+            for_upstream,
+            repeatable,
+            span,
+        };
+        return coalesce::answer(x, joined, cancel, answering, dispatch).await;
+    }
     let call = match upstream
         .forward(
             &x.method,
@@ -150,7 +169,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
 async fn first_answer(x: &Request, mut pending: Pending) -> Result<Reply, Refusal> {
     let accepts_stream = x.arrival.accepts.stream;
     let Some(first) = pending.next().await else {
-        return cancelled(accepts_stream);
+        return stream::cancelled(accepts_stream);
     };
     let first = match first {
         CallEvent::Request {
@@ -197,21 +216,9 @@ async fn first_answer(x: &Request, mut pending: Pending) -> Result<Reply, Refusa
                 CallEvent::Notification(_) => {}
             }
             let Some(next) = pending.next().await else {
-                return cancelled(accepts_stream);
+                return stream::cancelled(accepts_stream);
             };
             ev = next;
         },
-    }
-}
-
-/// The answer to a request the client cancelled while it waited (its
-/// observation is finished as cancelled). The spec says a cancelled request gets
-/// no response, so a client that accepts a stream gets one that ends empty; one
-/// that does not gets an error it can read.
-fn cancelled(accepts_stream: bool) -> Result<Reply, Refusal> {
-    if accepts_stream {
-        Ok(Reply::empty_stream())
-    } else {
-        Err(Refusal::Cancelled)
     }
 }

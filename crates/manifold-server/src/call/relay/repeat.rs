@@ -30,11 +30,11 @@ struct Definition {
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct Hints {
+pub(super) struct Hints {
     #[serde(default)]
-    read_only_hint: Option<bool>,
+    pub read_only_hint: Option<bool>,
     #[serde(default)]
-    idempotent_hint: Option<bool>,
+    pub idempotent_hint: Option<bool>,
 }
 
 /// Whether `call` may be sent again after a transient failure.
@@ -50,16 +50,17 @@ pub(super) fn repeatable(call: &Call) -> bool {
     if let Some(marked) = marked {
         return marked;
     }
-    let Some(entry) = call
-        .view
+    let hints = hints(call);
+    hints.read_only_hint == Some(true) || hints.idempotent_hint == Some(true)
+}
+
+/// The hints of `call`'s tool as the caller was shown them (none for a tool
+/// its view does not hold).
+pub(super) fn hints(call: &Call) -> Hints {
+    call.view
         .as_ref()
         .and_then(|v| v.list(Kind::Tools).get(&call.exposed))
-    else {
-        return false;
-    };
-    let hints = serde_json::from_slice::<Definition>(entry.json())
-        .ok()
+        .and_then(|entry| serde_json::from_slice::<Definition>(entry.json()).ok())
         .and_then(|d| d.annotations)
-        .unwrap_or_default();
-    hints.read_only_hint == Some(true) || hints.idempotent_hint == Some(true)
+        .unwrap_or_default()
 }

@@ -267,3 +267,15 @@ async fn ended(
         _ = shutdown.cancelled() => "the gateway is shutting down",
     }
 }
+
+/// The answer to a request the client cancelled while it waited (its
+/// observation is finished as cancelled). The spec says a cancelled request gets
+/// no response, so a client that accepts a stream gets one that ends empty; one
+/// that does not gets an error it can read.
+pub(super) fn cancelled(accepts_stream: bool) -> Result<Reply, Refusal> {
+    if accepts_stream {
+        Ok(Reply::empty_stream())
+    } else {
+        Err(Refusal::Cancelled)
+    }
+}
