@@ -59,6 +59,9 @@ struct Inner {
     retries: Option<Arc<Retries>>,
     /// `[upstreams.<name>.breaker]` is configured (each member has one).
     breakers: bool,
+    /// Held while the status and lists are made of the members' (members'
+    /// actors run at once; one's older view must not overwrite another's).
+    recomputing: parking_lot::Mutex<()>,
 }
 
 /// A handle to one upstream. Cheap to clone.
@@ -98,6 +101,7 @@ impl Upstream {
             status,
             watched: watch::channel(Default::default()).0,
             tokens,
+            recomputing: parking_lot::Mutex::new(()),
         });
         let up = Upstream { inner };
         for member in up.inner.pool.members.iter() {
@@ -389,6 +393,7 @@ impl Upstream {
     /// facts are its holder's, and members that publish other lists are
     /// marked (see `pool`). `changed`: the member that just changed.
     fn recompute(&self, changed: Option<&Member>) {
+        let _one_at_a_time = self.inner.recomputing.lock();
         let pool = &self.inner.pool;
         let holder = pool.elect(&self.inner.watched.borrow());
         let members = &pool.members;

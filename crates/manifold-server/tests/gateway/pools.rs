@@ -308,3 +308,81 @@ async fn a_task_stays_on_the_member_that_made_it() -> Result<()> {
     })
     .await
 }
+
+/// `tools/call` of `tool` sent straight to pool member `member` (as a task's
+/// `tasks/*` are): what the test uses to reach one child in particular.
+async fn on_member(up: &Upstream, member: usize, tool: &str, args: Value) -> Result<Value> {
+    let pin = manifold_upstream::ClientFacts {
+        member: Some(member),
+        ..Default::default()
+    };
+    let params = json!({"name": tool, "arguments": args});
+    let mut call = up
+        .call_as(
+            "tools/call",
+            params.as_object().cloned(),
+            Vec::new(),
+            Some(&pin),
+        )
+        .await?;
+    match call.outcome().await {
+        manifold_upstream::CallOutcome::Result(raw) => Ok(serde_json::from_str(raw.get())?),
+        other => bail!("{tool} on member {member}: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_subscription_is_held_by_one_member_and_moves_when_it_dies() -> Result<()> {
+    bounded(async {
+        let (gw, up) = stdio_pool(2, &["--faults"]).await?;
+        let c = gw.session("2025-11-25", json!({})).await?;
+        let mut stream = c.open_get_stream().await?;
+        c.request("resources/subscribe", json!({"uri": "demo://readme"}))
+            .await?
+            .result()?;
+        let holder = up
+            .members()
+            .iter()
+            .position(|m| m.holder)
+            .context("a holder")?;
+        let other = 1 - holder;
+        // The demo's `touch` fails where nobody subscribed: the holder alone
+        // has the subscription (an update is never relayed twice).
+        let touch = json!({"uri": "demo://readme"});
+        let r = on_member(&up, holder, "touch", touch.clone()).await?;
+        assert_ne!(r["isError"], true, "the holder is subscribed: {r}");
+        stream
+            .wait_for(|m| m["method"] == "notifications/resources/updated")
+            .await?;
+        let r = on_member(&up, other, "touch", touch.clone()).await?;
+        assert_eq!(r["isError"], true, "only the holder is subscribed: {r}");
+        // The holder dies: the other member takes over and is subscribed.
+        let _ = on_member(&up, holder, "crash", json!({})).await;
+        eventually(
+            "the other member holds",
+            Duration::from_secs(10),
+            || async { Ok(up.members()[other].holder.then_some(())) },
+        )
+        .await?;
+        let r = eventually(
+            "the subscription moved",
+            Duration::from_secs(10),
+            || async {
+                let r = on_member(&up, other, "touch", touch.clone()).await?;
+                Ok((r["isError"] != true).then_some(r))
+            },
+        )
+        .await?;
+        assert_ne!(r["isError"], true);
+        let update = stream
+            .wait_for(|m| m["method"] == "notifications/resources/updated")
+            .await?;
+        assert_eq!(update["params"]["uri"], "demo://readme", "{update}");
+        // The restarted child does not hold it again.
+        all_ready(&up).await?;
+        let r = on_member(&up, holder, "touch", touch).await?;
+        assert_eq!(r["isError"], true, "held once, by the new holder: {r}");
+        Ok(())
+    })
+    .await
+}
