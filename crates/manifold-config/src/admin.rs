@@ -8,7 +8,9 @@
 //! `manifold auth hash-key` prints, exactly like `[[auth.api_keys]]`; token
 //! names are unique; `who` uses the `[[policy]]` grammar but never `*` (it
 //! would name anonymous callers) and needs an `[auth]` section to
-//! authenticate anyone; `listen` is fixed at start, the rest is reloadable.
+//! authenticate anyone; a loopback listener without credentials keeps its
+//! `Host` check (`allowed_hosts` is not `*`); `listen` is fixed at start,
+//! the rest is reloadable.
 //!
 //! Not here: checking a request (manifold-server `front::admin_auth`).
 
@@ -120,6 +122,19 @@ pub(crate) fn validate(
             );
         }
     }
+    if listen.ip().is_loopback()
+        && tokens.is_empty()
+        && a.who.is_empty()
+        && a.allowed_hosts.iter().any(|h| h == "*")
+    {
+        // Without credentials a loopback listener's control endpoints are open
+        // to whatever reaches loopback: the Host check is what keeps a
+        // DNS-rebinding web page out.
+        return Err(
+            "key `admin.allowed_hosts`: `*` on a loopback listener without [[admin.tokens]]              or `who` would let any web page the operator opens reach /config and /reload              (DNS rebinding); name the hosts, or give the admin plane credentials"
+                .into(),
+        );
+    }
     Ok(AdminSettings {
         listen,
         allowed_hosts: a.allowed_hosts.clone(),
@@ -183,6 +198,11 @@ mod tests {
                 ),
                 true,
                 "named twice",
+            ),
+            (
+                "listen = \"127.0.0.1:9090\"\nallowed_hosts = [\"*\"]".into(),
+                false,
+                "DNS rebinding",
             ),
             (
                 "listen = \"127.0.0.1:9090\"\nwho = [\"*\"]".into(),

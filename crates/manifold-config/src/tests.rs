@@ -666,3 +666,20 @@ fn pools_load_from_instances_or_urls() {
     assert!(!one.is_pool() && one.pool_urls.is_empty());
     assert_eq!(by("plain").instances, 1);
 }
+
+#[test]
+fn an_admin_token_may_not_be_a_clients_api_key() {
+    let hash = format!("sha256:{}", "ab".repeat(32));
+    let other = format!("sha256:{}", "cd".repeat(32));
+    let text = |admin_hash: &str| {
+        format!(
+            "[auth]\n[[auth.api_keys]]\nname = \"ci-bot\"\nhash = \"{hash}\"\n\n\
+             [admin]\nlisten = \"127.0.0.1:9090\"\n[[admin.tokens]]\nname = \"ops\"\nhash = \"{admin_hash}\"\n"
+        )
+    };
+    let err = load_with(&text(&hash), &[]).unwrap_err().to_string();
+    for needle in ["admin.tokens", "ops", "ci-bot", "admin token"] {
+        assert!(err.contains(needle), "{needle} in {err}");
+    }
+    assert!(load_with(&text(&other), &[]).is_ok());
+}

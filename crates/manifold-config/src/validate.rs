@@ -109,5 +109,25 @@ pub(crate) fn validate(
     };
     // Needs `[auth]` and `[server.tls]` validated: which sources exist.
     crate::principals::qualify_rules(&mut cfg)?;
+    admin_tokens_are_not_client_keys(&cfg)?;
     Ok(cfg)
+}
+
+/// An `[[admin.tokens]]` entry with the digest of an `[[auth.api_keys]]`
+/// one would make that client's key an admin key (whoever holds it could
+/// reload, approve pins and read `/config`): refused.
+fn admin_tokens_are_not_client_keys(cfg: &GatewayConfig) -> Result<(), String> {
+    let (Some(admin), Some(auth)) = (&cfg.admin, &cfg.auth) else {
+        return Ok(());
+    };
+    for t in &admin.tokens {
+        if let Some(k) = auth.api_keys.iter().find(|k| k.sha256 == t.sha256) {
+            return Err(format!(
+                "key `admin.tokens` ({}): its hash is also `[[auth.api_keys]]` `{}`'s: a client's key \
+                 would be an admin token; give the admin plane a key of its own",
+                t.name, k.name
+            ));
+        }
+    }
+    Ok(())
 }
