@@ -596,6 +596,68 @@ async fn introspection_answers_are_checked_and_refusals_kept() -> Result<()> {
     Ok(())
 }
 
+/// One client address flooding made-up tokens spends its own budget, not
+/// everyone's: another address's token is still checked (security review 3,
+/// F6). An IPv6 client's budget is its /64's.
+#[tokio::test]
+async fn one_addresss_made_up_tokens_do_not_spend_the_others_budget() -> Result<()> {
+    let (url, calls) = introspection_endpoint().await?;
+    let auth = Arc::new(Authenticator::new(introspection_settings(&url, "s3cret")));
+    let shared = manifold_policy::identity::MAX_INTROSPECTIONS_PER_SECOND as usize;
+    let per_peer = manifold_policy::identity::MAX_INTROSPECTIONS_PER_PEER_PER_SECOND as usize;
+    let attacker: std::net::IpAddr = "203.0.113.7".parse()?;
+    let started = std::time::Instant::now();
+    let mut busy = 0;
+    for n in 0..shared * 2 {
+        let e = auth
+            .authenticate_from(Some(&format!("Bearer made-up-{n}")), None, Some(attacker))
+            .await
+            .expect_err("made up");
+        if e.http_status() == 503 {
+            assert!(e.to_string().contains("one client address"), "{e}");
+            busy += 1;
+        }
+    }
+    let refill = (started.elapsed().as_secs_f64() * per_peer as f64).ceil() as usize;
+    let posts = calls.load(Ordering::SeqCst);
+    assert!(
+        posts <= per_peer + refill,
+        "{posts} requests from one address"
+    );
+    assert!(busy >= shared * 2 - per_peer - refill, "{busy} refused");
+    // Another client's good token is checked at once.
+    let other: std::net::IpAddr = "198.51.100.9".parse()?;
+    let id = auth
+        .authenticate_from(Some("Bearer opaque-client"), None, Some(other))
+        .await?;
+    assert_eq!(id.display_name(), "introspection:okta:client:ci-app");
+    // Two addresses of one IPv6 /64 share a budget; another /64 has its own.
+    let v6 = |s: &str| -> std::net::IpAddr { s.parse().expect("v6") };
+    let mut refused = 0;
+    for n in 0..per_peer * 3 {
+        let from = if n % 2 == 0 {
+            v6("2001:db8:1:2::1")
+        } else {
+            v6("2001:db8:1:2::ffff")
+        };
+        let r = auth
+            .authenticate_from(Some(&format!("Bearer v6-made-up-{n}")), None, Some(from))
+            .await;
+        if r.is_err_and(|e| e.http_status() == 503) {
+            refused += 1;
+        }
+    }
+    assert!(refused > 0, "one /64, one budget");
+    let r = auth
+        .authenticate_from(Some("Bearer v6-other-net"), None, Some(v6("2001:db8:9::1")))
+        .await;
+    assert!(
+        r.is_err_and(|e| e.http_status() != 503),
+        "another /64 is asked"
+    );
+    Ok(())
+}
+
 /// A flood of made-up tokens costs the provider at most the per-second bound;
 /// past it, callers are told to come back (503), not that their token is bad.
 #[tokio::test]

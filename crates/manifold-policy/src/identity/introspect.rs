@@ -8,8 +8,11 @@
 //! name this gateway (or that has none, with `require_audience`) is refused;
 //! the identity names this endpoint's source; an answer is cached (by the
 //! caller) no longer than the token's `exp` nor `cache_ttl`; at most
-//! [`MAX_INTROSPECTIONS_PER_SECOND`] requests per second go to one endpoint
-//! (past that a token is refused as "could not be checked", 503, not asked);
+//! [`MAX_INTROSPECTIONS_PER_SECOND`] requests per second go to one endpoint,
+//! and at most [`MAX_INTROSPECTIONS_PER_PEER_PER_SECOND`] of them for one
+//! client address (an IPv6 /64), so one client's made-up tokens cannot spend
+//! everyone's budget (past either, a token is refused as "could not be
+//! checked", 503, not asked);
 //! every request is bounded in time ([`super::jwt::FETCH_TIMEOUT`]) and size
 //! ([`MAX_ANSWER_BYTES`]); the token never appears in a log line or an error.
 //!
@@ -17,10 +20,11 @@
 
 use base64::Engine;
 use bytes::Bytes;
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use http_body_util::Full;
 use manifold_foundation::http as bounded;
 use serde_json::{Map, Value};
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime};
 
@@ -36,11 +40,33 @@ pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// provider this much, not one request each. Past it, new tokens are refused
 /// with 503 until the next second; cached answers are still served.
 pub const MAX_INTROSPECTIONS_PER_SECOND: u32 = 50;
+/// Introspection requests the tokens of one client address (an IPv6 /64)
+/// may cause per second (and in one burst), before the endpoint's own bound.
+pub const MAX_INTROSPECTIONS_PER_PEER_PER_SECOND: u32 = 5;
+/// Client addresses whose budget is kept at once: past it, those idle long
+/// enough to have a full budget again are forgotten.
+pub const MAX_TRACKED_PEERS: usize = 10_000;
 
 pub(super) struct Introspector {
     config: Introspection,
     client: super::HttpsClient,
     bound: DefaultDirectRateLimiter,
+    per_peer: DefaultKeyedRateLimiter<IpAddr>,
+}
+
+/// The address a client's budget is kept under: an IPv4 address, or the /64
+/// of an IPv6 one (a single host commonly holds a whole /64).
+fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
 }
 
 /// Why an endpoint did not vouch for a token, and so how long the refusal may
@@ -92,10 +118,13 @@ impl Refusal {
 impl Introspector {
     pub(super) fn new(config: Introspection) -> Introspector {
         let per_second = NonZeroU32::new(MAX_INTROSPECTIONS_PER_SECOND).unwrap_or(NonZeroU32::MIN);
+        let per_peer =
+            NonZeroU32::new(MAX_INTROSPECTIONS_PER_PEER_PER_SECOND).unwrap_or(NonZeroU32::MIN);
         Introspector {
             config,
             client: super::https_client(),
             bound: RateLimiter::direct(Quota::per_second(per_second)),
+            per_peer: RateLimiter::keyed(Quota::per_second(per_peer)),
         }
     }
 
@@ -111,8 +140,21 @@ impl Introspector {
         &self,
         token: &str,
         audience: &str,
+        peer: Option<IpAddr>,
     ) -> Result<(Identity, SystemTime), Refusal> {
         let source = &self.config.name;
+        if let Some(ip) = peer.map(peer_key) {
+            if self.per_peer.len() >= MAX_TRACKED_PEERS {
+                self.per_peer.retain_recent();
+            }
+            if self.per_peer.check_key(&ip).is_err() {
+                return Err(Refusal::Busy(AuthError::Unavailable(format!(
+                    "the identity provider `{source}` is asked for at most \
+                     {MAX_INTROSPECTIONS_PER_PEER_PER_SECOND} new tokens a second from one \
+                     client address; try again"
+                ))));
+            }
+        }
         if self.bound.check().is_err() {
             tracing::warn!(source = %source, limit = MAX_INTROSPECTIONS_PER_SECOND,
                 "introspection requests over their bound; refusing new tokens this second");

@@ -31,7 +31,10 @@ use tokio_util::task::TaskTracker;
 
 pub use api_key::{find_key, hash_key};
 pub use cache::{FAILURE_TTL, KEY_TTL, MAX_CACHED_REFUSALS, MAX_CACHED_TOKENS, REFUSAL_TTL};
-pub use introspect::{MAX_ANSWER_BYTES, MAX_INTROSPECTIONS_PER_SECOND};
+pub use introspect::{
+    MAX_ANSWER_BYTES, MAX_INTROSPECTIONS_PER_PEER_PER_SECOND, MAX_INTROSPECTIONS_PER_SECOND,
+    MAX_TRACKED_PEERS,
+};
 pub use jwt::{FETCH_TIMEOUT, MAX_JWKS_BYTES, MIN_REFETCH, RETRY_AFTER_FAILURE};
 
 /// How a caller was authenticated.
@@ -248,6 +251,19 @@ impl Authenticator {
         authorization: Option<&str>,
         resource: Option<&str>,
     ) -> Result<Arc<Identity>, AuthError> {
+        self.authenticate_from(authorization, resource, None).await
+    }
+
+    /// [`authenticate_for`](Self::authenticate_for) for a request from the
+    /// client address `peer`: an opaque token that must be introspected
+    /// spends that address's budget first
+    /// ([`MAX_INTROSPECTIONS_PER_PEER_PER_SECOND`]).
+    pub async fn authenticate_from(
+        &self,
+        authorization: Option<&str>,
+        resource: Option<&str>,
+        peer: Option<std::net::IpAddr>,
+    ) -> Result<Arc<Identity>, AuthError> {
         let resource = resource.filter(|r| *r != self.settings.resource);
         let Some(value) = authorization else {
             if self.settings.allow_anonymous {
@@ -275,7 +291,7 @@ impl Authenticator {
                 } else if let Some(id) = self.keys.check(token) {
                     (id, std::time::SystemTime::now() + KEY_TTL)
                 } else {
-                    self.introspect(token, key, resource).await?
+                    self.introspect(token, key, resource, peer).await?
                 };
                 let identity = Arc::new(identity);
                 self.cache.put(key, identity.clone(), until);
@@ -303,6 +319,7 @@ impl Authenticator {
         token: &str,
         key: &str,
         resource: Option<&str>,
+        peer: Option<std::net::IpAddr>,
     ) -> Result<(Identity, std::time::SystemTime), AuthError> {
         if self.introspection.is_empty() {
             return Err(AuthError::Invalid("unknown API key".into()));
@@ -310,7 +327,7 @@ impl Authenticator {
         let mut worst: Option<introspect::Refusal> = None;
         for i in &self.introspection {
             match i
-                .check(token, self.audience_of(i.audience(), resource))
+                .check(token, self.audience_of(i.audience(), resource), peer)
                 .await
             {
                 Ok(found) => return Ok(found),

@@ -46,6 +46,8 @@ pub(crate) enum TaskHook {
         /// The exposed tool name and the upstream's own.
         tool: String,
         original: String,
+        /// The Manifold endpoint the call came through.
+        path: String,
     },
     /// A `tasks/*` request: the answer gets the client's id back, and its
     /// status may be the task's end.

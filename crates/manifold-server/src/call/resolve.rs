@@ -139,6 +139,7 @@ fn task_hook(
                 endpoint: endpoint_digest(&upstream.config().transport),
                 tool: tool.to_string(),
                 original: original.to_string(),
+                path: x.arrival.endpoint.to_string(),
             })
         }
         Caller::Session(_) if params.contains_key("task") => Err(Refusal::TasksNotOffered(
@@ -196,6 +197,14 @@ pub(crate) async fn task(x: &mut Request, mut params: Map<String, Value>) -> Res
             duration_us: None,
             is_error: false,
         });
+    }
+    // Made through another endpoint: unknown here, as another principal's.
+    if facts
+        .path
+        .as_deref()
+        .is_some_and(|p| p != &*x.arrival.endpoint)
+    {
+        return Err(Refusal::UnknownTask);
     }
     let upstream =
         x.gw.upstream(&facts.upstream)

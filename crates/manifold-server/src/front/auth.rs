@@ -135,6 +135,7 @@ pub(crate) async fn authenticate(
     headers: &HeaderMap,
     certified: Option<Arc<Identity>>,
     endpoint: &Endpoint,
+    peer: std::net::IpAddr,
 ) -> Result<Option<Arc<Identity>>, Response<Body>> {
     let presented = headers.contains_key(http::header::AUTHORIZATION);
     let Some(auth) = gw
@@ -153,7 +154,7 @@ pub(crate) async fn authenticate(
         },
     };
     match auth
-        .authenticate_for(header, endpoint.resource.as_deref())
+        .authenticate_from(header, endpoint.resource.as_deref(), Some(peer))
         .await
     {
         Ok(id) => Ok(Some(id)),

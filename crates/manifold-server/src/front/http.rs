@@ -242,7 +242,7 @@ async fn handle(
         return refuse(r);
     }
     // Who is calling, before the body is read.
-    let identity = match auth::authenticate(&gw, req.headers(), certified, &endpoint).await {
+    let identity = match auth::authenticate(&gw, req.headers(), certified, &endpoint, peer).await {
         Ok(id) => id,
         Err(refusal) => return refusal,
     };

@@ -85,6 +85,11 @@ pub(crate) struct TaskFacts {
     /// `tasks/*` go there, where the task lives.
     #[serde(rename = "m", default, skip_serializing_if = "Option::is_none")]
     pub member: Option<usize>,
+    /// The Manifold endpoint (`[server] path` or an `[[endpoint]]`'s) the
+    /// task was made through: its `tasks/*` are answered there only (ids
+    /// sealed before it was kept: anywhere, as then).
+    #[serde(rename = "w", default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// Why an id does not route.
@@ -320,6 +325,7 @@ mod tests {
             created_ms: now_ms(),
             expires,
             member: None,
+            path: None,
         }
     }
 

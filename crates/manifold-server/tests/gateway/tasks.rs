@@ -191,6 +191,47 @@ async fn a_task_is_created_polled_and_completed_under_the_clients_own_id() -> Re
 }
 
 #[tokio::test]
+async fn a_task_is_answered_only_on_the_endpoint_that_made_it() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("tasks-endpoint")?;
+        let demo = DemoHttp::spawn_bin(bin(), &["--modern", "--tasks"]).await?;
+        let gw = TestGateway::start(&config(
+            &demo.url,
+            &dir,
+            "[[endpoint]]\npath = \"/mcp/tasks\"\nupstreams = [\"tasks\"]\n\n",
+        ))
+        .await?;
+        let on = |path: &str| {
+            let c = McpClient::new(format!("http://{}{path}", gw.addr()));
+            c.set_bearer(Some(ALICE));
+            c
+        };
+        let (default, other) = (on("/mcp"), on("/mcp/tasks"));
+        let (id, _) = create(&default, "tasks__task_ask", json!({})).await?;
+        // The same principal, through the other endpoint: an unknown task, as
+        // another principal's id would be.
+        for method in ["tasks/get", "tasks/cancel"] {
+            let (status, r) = send(&other, &req(3, method, json!({"taskId": id}), true)).await?;
+            assert_eq!(status, StatusCode::OK, "{r}");
+            assert_eq!(
+                r["error"]["code"], -32602,
+                "{method} through /mcp/tasks: {r}"
+            );
+        }
+        let r = get(&default, &id).await?;
+        assert_eq!(r["result"]["status"], "input_required", "untouched: {r}");
+        // Made through /mcp/tasks, it is answered there.
+        let (id, _) = create(&other, "tasks__task_slow", json!({"ms": 50})).await?;
+        let r = get(&other, &id).await?;
+        assert_eq!(r["result"]["taskId"], id.as_str(), "{r}");
+        let (_, r) = send(&default, &req(4, "tasks/get", json!({"taskId": id}), true)).await?;
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
 async fn another_principals_id_answers_as_an_unknown_task_and_reaches_nothing() -> Result<()> {
     bounded(async {
         let t = start("tasks-owner").await?;

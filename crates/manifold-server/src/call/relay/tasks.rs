@@ -82,6 +82,7 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
             endpoint,
             tool,
             original,
+            path,
         } => {
             let CallOutcome::Result(raw) = &outcome else {
                 return pass(outcome);
@@ -123,6 +124,7 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
                 created_ms,
                 expires: expiry(created_ms, f.ttl_ms),
                 member: a.member,
+                path: Some(path),
             };
             let spliced = a.gw.task_ids.seal(&facts).and_then(|client_id| {
                 let text = t::replace_top_level_string(raw.get(), "taskId", &client_id).ok()?;
