@@ -8,7 +8,9 @@
 //!
 //! The certificate, key, CA and CRL files are read again when they change
 //! (checked every [`RELOAD_CHECK`]): new connections get the new ones; a file
-//! that fails to load is logged and the previous configuration kept.
+//! that fails to load is logged and the previous configuration kept. A
+//! revocation list past its `nextUpdate` is still used (better than none) and
+//! logged: at load, and once when it passes while in use.
 //!
 //! Invariants: a handshake is bounded by `limits.header_read_timeout`; the
 //! principal comes only from a certificate rustls verified; with CRLs, a
@@ -38,6 +40,36 @@ pub const RELOAD_CHECK: Duration = Duration::from_secs(5);
 pub(crate) struct Tls {
     config: TlsConfig,
     acceptor: Mutex<(TlsAcceptor, Stamps)>,
+    /// The earliest `nextUpdate` of the revocation lists in use, until it
+    /// passes and is logged.
+    crl_due: Mutex<Option<SystemTime>>,
+}
+
+/// The earliest `nextUpdate` among the lists of `files` still to come (one
+/// already past was logged when the list was read).
+fn next_crl_update(files: &[std::path::PathBuf]) -> Option<SystemTime> {
+    files
+        .iter()
+        .filter_map(|p| CertificateRevocationListDer::pem_file_iter(p).ok())
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|crl| {
+            let (_, c) = x509_parser::parse_x509_crl(crl.as_ref()).ok()?;
+            let secs = u64::try_from(c.next_update()?.timestamp()).ok()?;
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+        })
+        .filter(|t| *t > SystemTime::now())
+        .min()
+}
+
+/// Whether the list due at `*due` has passed by `now`; says so once.
+fn crl_overdue(due: &Mutex<Option<SystemTime>>, now: SystemTime) -> bool {
+    let mut due = due.lock();
+    if due.is_some_and(|d| now >= d) {
+        *due = None;
+        return true;
+    }
+    false
 }
 
 /// Modification times of the files, to notice a change.
@@ -150,6 +182,7 @@ impl Tls {
         let acceptor = load(config)?;
         Ok(Tls {
             acceptor: Mutex::new((acceptor, stamps(config))),
+            crl_due: Mutex::new(next_crl_update(&config.client_crl)),
             config: config.clone(),
         })
     }
@@ -190,6 +223,9 @@ impl Tls {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(RELOAD_CHECK) => {}
             }
+            if crl_overdue(&self.crl_due, SystemTime::now()) {
+                tracing::warn!("server.tls.client_crl: a revocation list in use passed its nextUpdate; it is still used, renew it");
+            }
             let now = stamps(&self.config);
             let changed = self.acceptor.lock().1 != now;
             if !changed {
@@ -198,6 +234,7 @@ impl Tls {
             match load(&self.config) {
                 Ok(acceptor) => {
                     *self.acceptor.lock() = (acceptor, now);
+                    *self.crl_due.lock() = next_crl_update(&self.config.client_crl);
                     tracing::info!(
                         "server.tls: certificate files changed; new connections use them"
                     );
@@ -236,4 +273,55 @@ fn identity_of(der: &[u8]) -> Option<Identity> {
     };
     let (kind, name) = cn.or_else(san)?;
     Some(Identity::certificate(kind, &name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertificateRevocationListParams, IsCa, KeyIdMethod,
+        KeyPair, SerialNumber,
+    };
+
+    /// A PEM revocation list of a fresh CA whose `nextUpdate` is `year`-01-01.
+    fn crl(year: i32) -> String {
+        let key = KeyPair::generate().expect("key");
+        let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = p.self_signed(&key).expect("ca");
+        CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2001, 1, 1),
+            next_update: rcgen::date_time_ymd(year, 1, 1),
+            crl_number: SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs: Vec::new(),
+            key_identifier_method: KeyIdMethod::Sha256,
+        }
+        .signed_by(&ca, &key)
+        .expect("crl")
+        .pem()
+        .expect("pem")
+    }
+
+    #[test]
+    fn a_list_in_use_that_passes_its_next_update_is_said_once() {
+        let dir = std::env::temp_dir().join(format!("manifold-crl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let (a, b) = (dir.join("a.pem"), dir.join("b.pem"));
+        std::fs::write(&a, crl(2100) + &crl(2003)).expect("write");
+        std::fs::write(&b, crl(2090)).expect("write");
+        // The earliest still to come: 2003 has passed (logged at load).
+        let due = next_crl_update(&[a.clone(), b.clone()]).expect("a date to come");
+        let y2090 = SystemTime::UNIX_EPOCH + Duration::from_secs(3_786_912_000);
+        assert_eq!(due, y2090);
+        let due = Mutex::new(Some(due));
+        assert!(!crl_overdue(&due, y2090 - Duration::from_secs(1)));
+        assert!(crl_overdue(&due, y2090), "said when it passes");
+        assert!(
+            !crl_overdue(&due, y2090 + Duration::from_secs(5)),
+            "and only once"
+        );
+        assert_eq!(next_crl_update(&[dir.join("missing.pem")]), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
