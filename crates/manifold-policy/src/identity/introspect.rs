@@ -261,8 +261,21 @@ fn identity_of(
     };
     // A token a client got for itself (client credentials) has no resource
     // owner: its principal is the client, marked so it is not taken for a user.
+    // A `username` (which users may pick) in that form would pass for the
+    // client: refused, where `sub` (the provider's) is not there to name them.
+    let username = text("username");
+    if text("sub").is_none()
+        && username
+            .as_deref()
+            .is_some_and(|u| u.starts_with("client:"))
+    {
+        return Err(invalid(
+            "the introspection answer has no `sub` and a `username` in the `client:` form, \
+             which names a client's own tokens; the provider must send `sub`",
+        ));
+    }
     let subject = text("sub")
-        .or_else(|| text("username"))
+        .or(username)
         .or_else(|| text("client_id").map(|id| format!("client:{id}")))
         .ok_or_else(|| invalid("the introspection answer names no `sub` or `client_id`"))?;
     let now = unix_now();
@@ -362,6 +375,8 @@ mod tests {
             json!({"active": true, "sub": "bob", "aud": "https://other"}),
             json!({"active": true, "sub": "bob"}),
             json!({"active": true, "aud": "https://mcp/mcp"}),
+            // A user who picked the username `client:ci` is not the client `ci`.
+            json!({"active": true, "username": "client:ci", "aud": "https://mcp/mcp"}),
             json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp", "exp": now - 5}),
             json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp", "exp": "soon"}),
             json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp", "nbf": now + 60}),
@@ -373,6 +388,16 @@ mod tests {
         for v in refused {
             assert!(ok(v.clone()).is_err(), "{v}");
         }
+        // `username` stands in for a missing `sub`; with `sub`, it is not read.
+        let (id, _) = ok(json!({"active": true, "username": "alice", "aud": "https://mcp/mcp"}))
+            .expect("username");
+        assert_eq!(id.display_name(), "introspection:okta:alice");
+        let (id, _) = ok(
+            json!({"active": true, "sub": "u-42", "username": "client:ci",
+            "aud": "https://mcp/mcp"}),
+        )
+        .expect("sub wins");
+        assert_eq!(id.display_name(), "introspection:okta:u-42");
         // Without `require_audience`, an answer without `aud` passes; a wrong one never.
         let lax = Introspection {
             require_audience: false,
