@@ -69,10 +69,10 @@ impl IdentitySources {
 
     /// `entry` in its qualified form(s), or why it cannot be (a message
     /// without a key, for the caller to prefix). An unqualified `subject:<sub>`
-    /// becomes `subject:<the one source>:<sub>`, `cert:<type>:<sub>` for each
-    /// name type when client certificates are the one source (what it named
-    /// before principals were qualified: the certificate's name), and
-    /// `subject:local:<sub>`.
+    /// becomes `subject:<the one source>:<sub>`, `cert:cn:<sub>` when client
+    /// certificates are the one source (a certificate's common name: a host
+    /// certificate whose DNS name is `alice` is not the person `alice`; write
+    /// `cert:dns:alice` for it), and `subject:local:<sub>`.
     pub fn qualify(&self, entry: &str) -> Result<Vec<String>, String> {
         if let Some(rest) = entry.strip_prefix("cert:") {
             return match rest.split_once(':') {
@@ -107,7 +107,7 @@ impl IdentitySources {
             out.push(format!("subject:{name}:{sub}"));
         }
         if self.certificates {
-            out.extend(CERT_NAME_TYPES.iter().map(|t| format!("cert:{t}:{sub}")));
+            out.push(format!("cert:cn:{sub}"));
         }
         out.push(format!("subject:{LOCAL_SOURCE}:{sub}"));
         Ok(out)
@@ -257,9 +257,10 @@ mod tests {
             sources(&[], false).qualify("subject:alice").unwrap(),
             ["subject:local:alice"]
         );
+        // Certificates alone: the common name only (a host certificate whose
+        // DNS name is `alice` is not the person `alice`).
         let certs = sources(&[], true).qualify("subject:alice").unwrap();
-        assert_eq!(certs[0], "cert:cn:alice");
-        assert_eq!(certs.len(), CERT_NAME_TYPES.len() + 1);
+        assert_eq!(certs, ["cert:cn:alice", "subject:local:alice"]);
         for other in ["group:ops", "key:ci", "scope:s", "*", "cert:dns:a.example"] {
             assert_eq!(one.qualify(other).unwrap(), [other]);
         }
