@@ -45,8 +45,14 @@ pub(crate) enum Reply {
 impl Reply {
     /// A result or error message with status 200.
     pub(crate) fn ok(bytes: impl Into<Bytes>) -> Reply {
+        Reply::relayed(StatusCode::OK, bytes)
+    }
+
+    /// A relayed answer with the status the era gives it
+    /// ([`status_of_relayed`](crate::refusal::status_of_relayed)).
+    pub(crate) fn relayed(status: StatusCode, bytes: impl Into<Bytes>) -> Reply {
         Reply::Message {
-            status: StatusCode::OK,
+            status,
             bytes: bytes.into(),
             session: None,
             refused: false,

@@ -298,13 +298,7 @@ impl Waiting {
         let outcome = ended.outcome.to_call_outcome();
         let status = status_of_relayed(self.era, &outcome);
         let bytes = a.answer(outcome).await;
-        Ok(Reply::Message {
-            status,
-            bytes,
-            session: None,
-            refused: false,
-            retry_after: None,
-        })
+        Ok(Reply::relayed(status, bytes))
     }
 }
 

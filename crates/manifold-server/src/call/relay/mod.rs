@@ -190,13 +190,7 @@ async fn first_answer(x: &Request, mut pending: Pending) -> Result<Reply, Refusa
         CallEvent::Done(outcome) => {
             let status = status_of_relayed(x.era, &outcome);
             let bytes = pending.answer(outcome).await;
-            Ok(Reply::Message {
-                status,
-                bytes,
-                session: None,
-                refused: false,
-                retry_after: None,
-            })
+            Ok(Reply::relayed(status, bytes))
         }
         ev if accepts_stream => {
             let (tx, rx) = mpsc::channel::<Bytes>(x.gw.cfg().limits.stream_queue);
