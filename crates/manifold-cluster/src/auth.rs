@@ -1,15 +1,22 @@
-//! Who may speak on the bus: every message is signed by the replica that
-//! sends it and checked by every replica that takes it, so that whoever can
-//! PUBLISH on the Redis channel without holding `[cluster] session_key` can
-//! neither answer another user's question, cancel a call, push into a stream
-//! nor forge the answer to a forwarded retry.
+//! Who may speak on the bus, and who may read it: every message is sealed by
+//! the replica that sends it and opened by every replica that takes it, so
+//! that whoever can PUBLISH on the Redis channel without holding `[cluster]
+//! session_key` can neither answer another user's question, cancel a call,
+//! push into a stream nor forge the answer to a forwarded retry — and whoever
+//! can SUBSCRIBE reads nothing of what travels (tool results of resumed
+//! calls, answers to questions, resource updates).
 //!
-//! On the wire a message is `mb1.` + hex(MAC) + `.` + the JSON [`Envelope`]
-//! (which names its sender, a timestamp and the sender's sequence number).
-//! The MAC is HMAC-SHA256 over the channel's name, a zero byte and the JSON,
-//! under a key derived with HKDF-SHA256 from the session key and a label of
-//! its own ([`KEY_LABEL`]): the same secret seals session ids under another
-//! derivation, so neither key tells anything about the other.
+//! On the wire a message is `mb2.` + the sealed JSON [`Envelope`] (which names
+//! its sender, a timestamp and the sender's sequence number): AES-256-GCM,
+//! `nonce ‖ ciphertext ‖ tag` (bytes, not text), the channel's name as
+//! associated data, under a key derived from the session key in a domain of
+//! its own ([`SEAL_DOMAIN`], `manifold_foundation::aead`). Replicas of the
+//! version before sent `mb1.` + hex(MAC) + `.` + the JSON in clear, the MAC
+//! HMAC-SHA256 over the channel's name, a zero byte and the JSON under a key
+//! derived with HKDF-SHA256 and [`KEY_LABEL`]: still taken (a rolling upgrade
+//! passes through a mixed deployment), never sent. The same secret seals
+//! session ids under another derivation, so no key tells anything about
+//! another.
 //!
 //! Invariants: a message is taken at most once by a replica, and only when
 //! its MAC verifies (in constant time) under the current or a previous session
@@ -44,19 +51,23 @@ pub const REPLAY_WINDOW: u64 = 1024;
 /// longer than [`MAX_ENVELOPE_AGE`] is forgotten (its old messages have
 /// expired anyway). Only authentic messages create an entry.
 pub const MAX_SENDERS: usize = 1024;
-/// The HKDF label (salt) of the bus key: the bus's own domain.
+/// The HKDF label (salt) of the version-1 bus MAC key: the bus's own domain.
 pub const KEY_LABEL: &[u8] = b"manifold cluster bus v1";
+/// The domain of the bus's sealing key (`manifold_foundation::aead`).
+pub const SEAL_DOMAIN: &str = "manifold cluster bus v2";
 
 const PREFIX: &[u8] = b"mb1.";
+const SEALED_PREFIX: &[u8] = b"mb2.";
 const MAC_HEX: usize = 64;
 
 /// Why a message from the bus was not taken: the `reason` label of
 /// `manifold_cluster_rejected_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rejection {
-    /// No MAC at all (not `mb1.<hex>.`): someone publishing plain JSON.
+    /// Neither sealed (`mb2.`) nor signed (`mb1.<hex>.`): someone publishing
+    /// plain JSON.
     Unsigned,
-    /// A MAC that does not verify under any key this replica holds.
+    /// A seal or MAC that does not verify under any key this replica holds.
     BadMac,
     /// Sent more than [`MAX_ENVELOPE_AGE`] ago, or before this replica
     /// started listening.
@@ -105,12 +116,17 @@ impl Rejection {
     }
 }
 
-/// The bus keys derived from the session keys: messages are signed with the
+/// The bus keys derived from the session keys: messages are sealed with the
 /// current one and taken under any (a rotation rolls through the replicas).
 pub struct Keys {
     current: hmac::Key,
     previous: Vec<hmac::Key>,
+    sealing: manifold_foundation::aead::Keys,
 }
+
+/// Why a message could not be sealed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotSealed;
 
 /// The HKDF info of the bus key.
 const KEY_INFO: &[u8] = b"envelope mac";
@@ -136,6 +152,7 @@ impl Keys {
         Keys {
             current: derive(session_key),
             previous: previous.iter().map(|k| derive(k)).collect(),
+            sealing: manifold_foundation::aead::Keys::new(SEAL_DOMAIN, session_key, previous),
         }
     }
 
@@ -147,7 +164,20 @@ impl Keys {
         ctx.sign()
     }
 
-    /// `body` (an envelope's JSON) as it goes on `channel`.
+    /// `body` (an envelope's JSON) as it goes on `channel`: sealed.
+    pub fn seal(&self, channel: &str, body: &str) -> Result<Vec<u8>, NotSealed> {
+        let sealed = self
+            .sealing
+            .seal(channel.as_bytes(), body.as_bytes().to_vec())
+            .map_err(|_| NotSealed)?;
+        let mut out = Vec::with_capacity(SEALED_PREFIX.len() + sealed.len());
+        out.extend_from_slice(SEALED_PREFIX);
+        out.extend_from_slice(&sealed);
+        Ok(out)
+    }
+
+    /// `body` signed in clear, as replicas of the version before sent it
+    /// (what a mixed deployment still takes; tests forge with it).
     pub fn sign(&self, channel: &str, body: &str) -> String {
         let tag = Keys::mac(&self.current, channel, body.as_bytes());
         let mut out = String::with_capacity(PREFIX.len() + MAC_HEX + 1 + body.len());
@@ -158,8 +188,27 @@ impl Keys {
         out
     }
 
-    /// The JSON of a message taken from `channel`, when its MAC verifies.
-    pub fn open<'a>(&self, channel: &str, wire: &'a [u8]) -> Result<&'a [u8], Rejection> {
+    /// The JSON of a message taken from `channel`, when its seal (or, from a
+    /// replica of the version before, its MAC) verifies.
+    pub fn open<'a>(
+        &self,
+        channel: &str,
+        wire: &'a [u8],
+    ) -> Result<std::borrow::Cow<'a, [u8]>, Rejection> {
+        if let Some(sealed) = wire.strip_prefix(SEALED_PREFIX) {
+            use manifold_foundation::aead::OpenError;
+            return match self.sealing.open(channel.as_bytes(), sealed) {
+                Ok(plain) => Ok(std::borrow::Cow::Owned(plain)),
+                Err(OpenError::TooShort) => Err(Rejection::Unsigned),
+                Err(OpenError::NotAuthentic) => Err(Rejection::BadMac),
+            };
+        }
+        self.open_signed(channel, wire)
+            .map(std::borrow::Cow::Borrowed)
+    }
+
+    /// A version-1 message: the JSON, when its MAC verifies.
+    fn open_signed<'a>(&self, channel: &str, wire: &'a [u8]) -> Result<&'a [u8], Rejection> {
         let rest = wire.strip_prefix(PREFIX).ok_or(Rejection::Unsigned)?;
         if rest.len() < MAC_HEX + 1 || rest[MAC_HEX] != b'.' {
             return Err(Rejection::Unsigned);
@@ -304,12 +353,46 @@ mod tests {
     }
 
     #[test]
+    fn a_sealed_message_opens_under_the_same_key_and_channel_only_and_shows_nothing() {
+        let keys = Keys::new("k".repeat(32).as_str(), &[]);
+        let body = r#"{"kind":"resumed","bytes":"a tool result"}"#;
+        let wire = keys.seal("manifold", body).expect("sealed");
+        assert!(wire.starts_with(b"mb2."));
+        let shown = String::from_utf8_lossy(&wire);
+        assert!(
+            !shown.contains("tool result") && !shown.contains("kind"),
+            "{shown}"
+        );
+        assert_eq!(keys.open("manifold", &wire).as_deref(), Ok(body.as_bytes()));
+        // Two seals of one body differ (a fresh nonce each).
+        assert_ne!(keys.seal("manifold", body).expect("sealed"), wire);
+        // Another channel, another key, a changed byte, a truncated seal.
+        assert_eq!(keys.open("other", &wire), Err(Rejection::BadMac));
+        let other = Keys::new("o".repeat(32).as_str(), &[]);
+        assert_eq!(other.open("manifold", &wire), Err(Rejection::BadMac));
+        let mut flipped = wire.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert_eq!(keys.open("manifold", &flipped), Err(Rejection::BadMac));
+        assert_eq!(
+            keys.open("manifold", b"mb2.short"),
+            Err(Rejection::Unsigned)
+        );
+        // Rotation: a previous key opens what it sealed.
+        let rotated = Keys::new("n".repeat(32).as_str(), &["k".repeat(32)]);
+        assert_eq!(
+            rotated.open("manifold", &wire).as_deref(),
+            Ok(body.as_bytes())
+        );
+    }
+
+    #[test]
     fn a_signed_message_opens_under_the_same_key_and_channel_only() {
         let keys = Keys::new("k".repeat(32).as_str(), &[]);
         let wire = keys.sign("manifold", r#"{"x":1}"#);
         assert!(wire.starts_with("mb1."), "{wire}");
         assert_eq!(
-            keys.open("manifold", wire.as_bytes()),
+            keys.open("manifold", wire.as_bytes()).as_deref(),
             Ok(&br#"{"x":1}"#[..])
         );
         // Another channel, another key, a changed body, a changed MAC, no MAC.
@@ -327,7 +410,7 @@ mod tests {
         let mut flipped = wire.clone().into_bytes();
         flipped[5] = if flipped[5] == b'0' { b'1' } else { b'0' };
         assert_eq!(keys.open("manifold", &flipped), Err(Rejection::BadMac));
-        for bad in [&br#"{"x":1}"#[..], b"mb1.", b"mb1.zz.{}", b"mb2.00.{}"] {
+        for bad in [&br#"{"x":1}"#[..], b"mb1.", b"mb1.zz.{}", b"mb3.00.{}"] {
             assert_eq!(keys.open("manifold", bad), Err(Rejection::Unsigned));
         }
     }

@@ -5,7 +5,7 @@
 //! subscription; it ends when its stop token fires. Between connections
 //! `publish` and `rate` fail at once with [`ClusterError::Unavailable`]; a
 //! command that fails on a broken connection makes `run` reconnect. A replica
-//! ignores its own messages as they come back. Every message is signed when
+//! ignores its own messages as they come back. Every message is sealed when
 //! published and taken only when `auth` accepts it; a refused one is counted
 //! by reason and logged at most once per power of two of its count (an
 //! attacker publishing garbage cannot flood the log).
@@ -73,7 +73,7 @@ pub struct Bus {
 }
 
 impl Bus {
-    /// A bus for `url` on `channel`, signing with `keys`; connects when
+    /// A bus for `url` on `channel`, sealing with `keys`; connects when
     /// [`Bus::run`] runs. `ca` (PEM) is what a `rediss://` server's
     /// certificate must chain to (else the web's root certificates). Fails
     /// ([`ClusterError::Config`]) on a URL the client cannot parse or a CA it
@@ -155,7 +155,7 @@ impl Bus {
         let n = self.rejected[why.index()].fetch_add(1, Ordering::Relaxed) + 1;
         if n.is_power_of_two() {
             tracing::warn!(reason = why.as_str(), so_far = n,
-                "refused a message on the cluster's bus (not signed with this deployment's key, expired or replayed)");
+                "refused a message on the cluster's bus (not sealed with this deployment's key, expired or replayed)");
         }
     }
 
@@ -252,7 +252,7 @@ impl Bus {
             return Err(Rejection::TooLarge);
         }
         let body = self.keys.open(&self.channel, payload)?;
-        let env: Envelope = serde_json::from_slice(body).map_err(|e| {
+        let env: Envelope = serde_json::from_slice(&body).map_err(|e| {
             tracing::debug!(error = %e, "an authentic cluster message this version cannot read");
             Rejection::Unreadable
         })?;
@@ -303,8 +303,8 @@ impl Bus {
         }
     }
 
-    /// `message` signed, as it goes on the channel.
-    fn seal(&self, message: Message) -> Result<String, ClusterError> {
+    /// `message` sealed, as it goes on the channel.
+    fn seal(&self, message: Message) -> Result<Vec<u8>, ClusterError> {
         let body = serde_json::to_string(&Envelope {
             from: self.replica.clone(),
             ts: now_ms(),
@@ -312,7 +312,9 @@ impl Bus {
             message,
         })
         .map_err(|e| ClusterError::Unavailable(e.to_string()))?;
-        Ok(self.keys.sign(&self.channel, &body))
+        self.keys.seal(&self.channel, &body).map_err(|_| {
+            ClusterError::Unavailable("the message could not be sealed (no randomness)".into())
+        })
     }
 
     /// Publishes `message` to every other replica: how many received it.
@@ -391,40 +393,41 @@ mod tests {
     }
 
     #[test]
-    fn a_peer_takes_each_signed_message_once_and_a_stranger_none() {
+    fn a_peer_takes_each_sealed_message_once_and_a_stranger_none() {
         let (a, b) = (bus(KEY), bus(KEY));
         let wire = a.seal(cancel()).expect("sealed");
         let now = now_ms();
-        let env = b
-            .accept(wire.as_bytes(), now)
-            .expect("taken")
-            .expect("not ours");
+        let env = b.accept(&wire[..], now).expect("taken").expect("not ours");
         assert_eq!(env.from, a.replica());
         assert_eq!(env.message, cancel());
-        assert_eq!(
-            b.accept(wire.as_bytes(), now).err(),
-            Some(Rejection::Replayed)
-        );
+        assert_eq!(b.accept(&wire[..], now).err(), Some(Rejection::Replayed));
         // Our own message coming back is no refusal.
-        assert!(matches!(a.accept(wire.as_bytes(), now), Ok(None)));
+        assert!(matches!(a.accept(&wire[..], now), Ok(None)));
         // Another deployment's key, or none.
         let stranger = bus("another-key-0123456789abcdef0123456789");
         assert_eq!(
-            stranger.accept(wire.as_bytes(), now).err(),
+            stranger.accept(&wire[..], now).err(),
             Some(Rejection::BadMac)
         );
-        let plain = wire.splitn(3, '.').nth(2).expect("json");
+        // What a replica of the version before sent (signed, in clear) is
+        // still taken; the same JSON without its MAC is not.
+        let body = serde_json::to_string(&crate::Envelope {
+            from: "old-replica".into(),
+            ts: now,
+            seq: 1,
+            message: cancel(),
+        })
+        .expect("json");
+        let signed = Keys::new(KEY, &[]).sign(&b.channel, &body);
+        assert!(matches!(b.accept(signed.as_bytes(), now), Ok(Some(_))));
         assert_eq!(
-            b.accept(plain.as_bytes(), now).err(),
+            b.accept(body.as_bytes(), now).err(),
             Some(Rejection::Unsigned)
         );
         // Kept and replayed later than the age window.
         let wire = a.seal(cancel()).expect("sealed");
         let late = now + crate::MAX_ENVELOPE_AGE.as_millis() as u64 + 1_000;
-        assert_eq!(
-            b.accept(wire.as_bytes(), late).err(),
-            Some(Rejection::Expired)
-        );
+        assert_eq!(b.accept(&wire[..], late).err(), Some(Rejection::Expired));
     }
 
     #[test]

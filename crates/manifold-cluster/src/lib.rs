@@ -17,10 +17,11 @@
 //! nor taken; received messages wait in a queue of [`QUEUE`] and are dropped
 //! (counted) when the server does not keep up, never buffered without bound.
 //!
-//! Every message is signed with a key derived from `[cluster] session_key`
-//! and taken at most once, within [`MAX_ENVELOPE_AGE`] of being sent (`auth`):
-//! a client of Redis that does not hold the key can read the channel (use
-//! `rediss://` and an ACL user) and deny service, but not speak on it. The
+//! Every message is sealed (AES-256-GCM) with a key derived from `[cluster]
+//! session_key` and taken at most once, within [`MAX_ENVELOPE_AGE`] of being
+//! sent (`auth`): a client of Redis that does not hold the key can deny service
+//! (use `rediss://` and an ACL user), but neither read the channel nor speak
+//! on it. The
 //! connection authenticates with the URL's user and password and, for
 //! `rediss://`, checks the server's certificate against `redis_ca` (else the
 //! web's root certificates).

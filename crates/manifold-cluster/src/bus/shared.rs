@@ -100,7 +100,7 @@ impl Bus {
                 continue;
             }
             match self.keys.open(&key, wire) {
-                Ok(body) => match std::str::from_utf8(body) {
+                Ok(body) => match std::str::from_utf8(&body) {
                     Ok(text) => out.push((id, text.to_string())),
                     Err(_) => self.refuse(Rejection::Unreadable),
                 },

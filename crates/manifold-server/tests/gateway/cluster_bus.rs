@@ -130,29 +130,33 @@ async fn forged_answers_on_the_bus_do_not_answer_another_users_question() -> Res
             .to_string()
         };
         let body = forged(now_ms());
-        let attempts: Vec<(&str, String)> = vec![
+        let sealed = |keys: Keys, body: &str| keys.seal(CHANNEL, body).expect("sealed");
+        let attackers = || Keys::new("the-attackers-own-key-0123456789abcdef", &[]);
+        let attempts: Vec<(&str, Vec<u8>)> = vec![
             // What worked before the bus was signed.
-            ("unsigned", body.clone()),
-            ("bad_mac", format!("mb1.{}.{body}", "0".repeat(64))),
-            // A MAC under a key of the attacker's choosing.
+            ("unsigned", body.clone().into_bytes()),
             (
                 "bad_mac",
-                Keys::new("the-attackers-own-key-0123456789abcdef", &[]).sign(CHANNEL, &body),
+                format!("mb1.{}.{body}", "0".repeat(64)).into_bytes(),
             ),
-            // Signed with the deployment's key (a captured message), but sent
+            ("bad_mac", [&b"mb2."[..], &[0u8; 64][..]].concat()),
+            // A MAC, or a seal, under a key of the attacker's choosing.
+            ("bad_mac", attackers().sign(CHANNEL, &body).into_bytes()),
+            ("bad_mac", sealed(attackers(), &body)),
+            // Sealed with the deployment's key (a captured message), but sent
             // longer ago than the window, or claiming a time ahead.
             (
                 "expired",
-                Keys::new(KEY, &[]).sign(CHANNEL, &forged(now_ms() - 60_000)),
+                sealed(Keys::new(KEY, &[]), &forged(now_ms() - 60_000)),
             ),
             (
                 "future",
-                Keys::new(KEY, &[]).sign(CHANNEL, &forged(now_ms() + 60_000)),
+                sealed(Keys::new(KEY, &[]), &forged(now_ms() + 60_000)),
             ),
         ];
         let mut want = std::collections::HashMap::<&str, u64>::new();
         for (reason, payload) in &attempts {
-            let receivers = publish(&redis.url(), payload.as_bytes()).await?;
+            let receivers = publish(&redis.url(), payload).await?;
             assert_eq!(receivers, 1, "the replica listens on the channel");
             *want.entry(reason).or_default() += 1;
             until_rejected(&gw, reason, want[reason]).await?;
@@ -206,10 +210,15 @@ async fn a_captured_message_published_again_is_not_taken_twice() -> Result<()> {
             .await?;
         assert_eq!(ack.status, StatusCode::ACCEPTED, "{ack}");
         assert!(stream.next().await?.is_none(), "the call was not cancelled");
+        // The attacker cannot read what passes; the test, holding the
+        // deployment's key, finds the cancellation among it.
+        let keys = Keys::new(KEY, &[]);
         let captured = tokio::time::timeout(Duration::from_secs(10), async {
             while let Some(m) = heard.next().await {
                 let payload = m.get_payload_bytes().to_vec();
-                if String::from_utf8_lossy(&payload).contains(r#""kind":"cancel""#) {
+                let opened = keys.open(CHANNEL, &payload).map(|b| b.into_owned());
+                if opened.is_ok_and(|b| String::from_utf8_lossy(&b).contains(r#""kind":"cancel""#))
+                {
                     return Some(payload);
                 }
             }
@@ -218,8 +227,17 @@ async fn a_captured_message_published_again_is_not_taken_twice() -> Result<()> {
         .await?
         .context("no cancellation heard on the channel")?;
         let text = String::from_utf8_lossy(&captured);
-        assert!(text.starts_with("mb1."), "not signed: {text}");
-        assert!(!text.contains(&id), "the session id is on the bus: {text}");
+        assert!(captured.starts_with(b"mb2."), "not sealed: {text}");
+        assert!(
+            !text.contains("cancel"),
+            "the message is readable on the bus: {text}"
+        );
+        let opened = keys.open(CHANNEL, &captured).expect("opens").into_owned();
+        let opened = String::from_utf8_lossy(&opened);
+        assert!(
+            !opened.contains(&id),
+            "the session id is on the bus: {opened}"
+        );
 
         // The client uses the same request id again; the attacker publishes
         // the captured cancellation while that call runs.
