@@ -21,8 +21,8 @@
 //!   publishes different lists is reported (`/upstreams`, a warning) and
 //!   gets no calls until it agrees again.
 //! - **Outlier ejection.** A member whose calls fail ([`UpstreamError::is_upstream_fault`])
-//!   at [`OUTLIER_ERROR_RATIO`] or more while the rest of the pool does at
-//!   most half as badly, or whose answers take [`OUTLIER_LATENCY_FACTOR`]
+//!   at [`OUTLIER_ERROR_RATIO`] or more while the rest of the pool (called at
+//!   least as often) does at most half as badly, or whose answers take [`OUTLIER_LATENCY_FACTOR`]
 //!   times the others' (and [`OUTLIER_LATENCY_FLOOR`] more), over at least
 //!   [`OUTLIER_MIN_CALLS`] calls in [`OUTLIER_WINDOW`], is ejected for
 //!   [`OUTLIER_EJECT_FOR`]; at most half the pool is ejected at once.
@@ -416,7 +416,11 @@ impl Pool {
         } else {
             f64::from(other_failures) / f64::from(other_calls)
         };
-        if ratio >= OUTLIER_ERROR_RATIO && others <= ratio / 2.0 {
+        // Standing out needs a baseline: the rest of the pool called as often
+        // (a member that alone took the first calls of an outage is not an
+        // outlier, the whole upstream may be failing).
+        if ratio >= OUTLIER_ERROR_RATIO && other_calls >= OUTLIER_MIN_CALLS && others <= ratio / 2.0
+        {
             return Some(format!(
                 "{failures} of its last {calls} calls failed (the others: {:.0} %)",
                 others * 100.0
@@ -512,5 +516,110 @@ impl Leave {
     /// The member this attempt went to.
     pub(crate) fn member(&self) -> usize {
         self.member.index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use manifold_config::{Transport, UpstreamProtocol};
+
+    /// An HTTP pool of `n` members (never connected: the tests feed
+    /// outcomes straight to the pool's bookkeeping).
+    fn pool(n: usize) -> Pool {
+        let urls: Vec<String> = (0..n)
+            .map(|i| format!("http://127.0.0.1:{}/mcp", 9000 + i))
+            .collect();
+        let config = UpstreamConfig {
+            name: "web".into(),
+            transport: Transport::Http {
+                url: urls[0].clone(),
+                headers: Default::default(),
+                auth: Default::default(),
+                tls: Default::default(),
+            },
+            timeout: Duration::from_secs(30),
+            ping_interval: None,
+            required: false,
+            prefix: "web".into(),
+            tools: Default::default(),
+            prompts: Default::default(),
+            protocol: UpstreamProtocol::Auto,
+            overrides: Default::default(),
+            retries: None,
+            breaker: None,
+            instances: n,
+            pool_urls: urls,
+        };
+        Pool::new(&Arc::from("web"), &config, None)
+    }
+
+    fn feed(p: &Pool, member: usize, calls: u32, failing: bool, took: Duration) {
+        let fault = UpstreamError::unavailable("web", "reset");
+        for _ in 0..calls {
+            p.record(&p.members[member], failing.then_some(&fault), took);
+        }
+    }
+
+    fn ejected(p: &Pool) -> Vec<usize> {
+        p.reports()
+            .iter()
+            .filter(|m| m.ejected_for.is_some())
+            .map(|m| m.index)
+            .collect()
+    }
+
+    #[test]
+    fn a_member_whose_answers_take_far_longer_is_ejected_and_similar_ones_are_not() {
+        let p = pool(3);
+        let fast = Duration::from_millis(20);
+        feed(&p, 0, OUTLIER_MIN_CALLS, false, fast);
+        feed(&p, 1, OUTLIER_MIN_CALLS, false, fast * 2);
+        assert!(ejected(&p).is_empty(), "twice as slow does not stand out");
+        feed(&p, 2, OUTLIER_MIN_CALLS, false, Duration::from_millis(400));
+        assert_eq!(ejected(&p), [2]);
+        assert_eq!(p.reports()[2].ejections, 1);
+    }
+
+    #[test]
+    fn a_failing_member_is_ejected_unless_the_whole_pool_fails_and_never_more_than_half() {
+        let ok = Duration::from_millis(5);
+        // The others answer: the failing one stands out.
+        let p = pool(4);
+        feed(&p, 0, OUTLIER_MIN_CALLS, false, ok);
+        feed(&p, 1, OUTLIER_MIN_CALLS, true, ok);
+        assert_eq!(ejected(&p), [1]);
+        // Everyone fails: the upstream is failing, not a member (the
+        // breaker's business), so nobody is ejected.
+        let p = pool(2);
+        feed(&p, 0, OUTLIER_MIN_CALLS, true, ok);
+        feed(&p, 1, OUTLIER_MIN_CALLS, true, ok);
+        assert!(ejected(&p).is_empty());
+        // At most half the pool: of three failing members among four, two go.
+        let p = pool(4);
+        feed(&p, 0, OUTLIER_MIN_CALLS * 3, false, ok);
+        for m in 1..4 {
+            feed(&p, m, OUTLIER_MIN_CALLS, true, ok);
+        }
+        assert_eq!(ejected(&p).len(), 2, "{:?}", ejected(&p));
+        // Too few calls to judge.
+        let p = pool(2);
+        feed(&p, 0, OUTLIER_MIN_CALLS, false, ok);
+        feed(&p, 1, OUTLIER_MIN_CALLS - 1, true, ok);
+        assert!(ejected(&p).is_empty());
+    }
+
+    #[test]
+    fn a_pool_of_one_records_nothing() {
+        let p = Arc::new(pool(1));
+        assert!(!p.is_pool());
+        // Its leave carries no pool: a single upstream's calls cost what they did.
+        let picked_member = p.members[0].clone();
+        assert!(picked_member.breaker.is_none());
+        assert_eq!(p.reports().len(), 1);
+        assert!(
+            p.pick(None, None).is_none(),
+            "nothing connected, nothing picked"
+        );
     }
 }

@@ -233,11 +233,12 @@ async fn an_http_member_whose_calls_fail_is_ejected_and_the_pool_goes_on() -> Re
             members[0].ejections, 0,
             "the healthy member stays: {members:?}"
         );
-        // Once ejected (after at most OUTLIER_MIN_CALLS of its calls), every
-        // call succeeds.
+        // Once ejected (after OUTLIER_MIN_CALLS of its calls, or one more if
+        // the good member had not yet been called as often: the baseline),
+        // every call succeeds; the good member failed its first call.
         let failures = outcomes.iter().filter(|ok| !**ok).count();
         assert!(
-            failures <= manifold_upstream::OUTLIER_MIN_CALLS as usize + 1,
+            failures <= manifold_upstream::OUTLIER_MIN_CALLS as usize + 2,
             "{failures} failures: {outcomes:?}"
         );
         assert!(
