@@ -58,7 +58,7 @@ pub use manifold_config::UpstreamProtocol;
 pub use manifold_foundation::log_budget::LOG_WINDOW;
 pub use message::{Answer, CallEvent, CallOutcome, NotRelayed, Responder};
 pub use pool::{
-    MemberReport, OUTLIER_EJECT_FOR, OUTLIER_ERROR_RATIO, OUTLIER_LATENCY_FACTOR,
+    MemberReport, MemberRole, OUTLIER_EJECT_FOR, OUTLIER_ERROR_RATIO, OUTLIER_LATENCY_FACTOR,
     OUTLIER_LATENCY_FLOOR, OUTLIER_MIN_CALLS, OUTLIER_WINDOW,
 };
 pub use retry::RetryCounts;

@@ -85,6 +85,51 @@ pub struct MemberReport {
     pub breaker: Option<BreakerReport>,
 }
 
+/// What a member does, as `/metrics` and `manifold check` count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberRole {
+    /// Ready, agreeing on the lists, not ejected.
+    Serving,
+    /// Ready, but publishing other lists than the holder's: no calls.
+    Disagrees,
+    /// Ejected as an outlier.
+    Ejected,
+    /// Not ready (starting, restarting).
+    Down,
+}
+
+impl MemberRole {
+    pub const ALL: [MemberRole; 4] = [
+        MemberRole::Serving,
+        MemberRole::Disagrees,
+        MemberRole::Ejected,
+        MemberRole::Down,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberRole::Serving => "serving",
+            MemberRole::Disagrees => "disagrees",
+            MemberRole::Ejected => "ejected",
+            MemberRole::Down => "down",
+        }
+    }
+}
+
+impl MemberReport {
+    pub fn role(&self) -> MemberRole {
+        if self.status.state != State::Ready {
+            MemberRole::Down
+        } else if self.disagrees {
+            MemberRole::Disagrees
+        } else if self.ejected_for.is_some() {
+            MemberRole::Ejected
+        } else {
+            MemberRole::Serving
+        }
+    }
+}
+
 /// One member: its connection, lists and state, as its actor publishes them.
 pub(crate) struct Member {
     pub(crate) index: usize,
@@ -228,11 +273,9 @@ impl Pool {
         self.members.len() > 1
     }
 
-    /// A member published (or dropped) its connection.
-    pub(crate) fn published(&self, up: bool) {
-        if up {
-            self.connected.notify_waiters();
-        }
+    /// A member published a connection: retries waiting for one go on.
+    pub(crate) fn published(&self) {
+        self.connected.notify_waiters();
     }
 
     /// The member a call goes to: `pin`'s (a task's owner: that member or

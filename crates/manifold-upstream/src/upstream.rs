@@ -534,7 +534,7 @@ impl Upstream {
             tools = lists.tools.len(), prompts = lists.prompts.len(), "upstream ready");
         m.connections.fetch_add(1, Relaxed);
         m.slot.set(Some(conn.clone()));
-        self.inner.pool.published(true);
+        self.inner.pool.published();
         *m.lists.write() = Some(Arc::new(lists));
         m.status.send_modify(|s| {
             s.state = State::Ready;

@@ -12,7 +12,7 @@
 //!
 //! Not here: counting (manifold-upstream `retry`, `breaker`).
 
-use manifold_upstream::{BreakerState, Upstream};
+use manifold_upstream::{BreakerState, MemberRole, Upstream};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -24,7 +24,7 @@ struct UpstreamLabel {
     upstream: String,
 }
 
-/// A pool's members in one of [`MEMBER_STATES`].
+/// A pool's members in one [`MemberRole`].
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MemberLabel {
     upstream: String,
@@ -46,9 +46,6 @@ pub(crate) struct ResilienceMetrics {
     ejections: Family<UpstreamLabel, Gauge>,
     coalesced: Family<UpstreamLabel, Counter>,
 }
-
-/// What a pool member is doing, for `manifold_upstream_pool_members`.
-const MEMBER_STATES: [&str; 4] = ["serving", "disagrees", "ejected", "down"];
 
 impl ResilienceMetrics {
     pub(crate) fn register(r: &mut Registry) -> ResilienceMetrics {
@@ -108,7 +105,8 @@ impl ResilienceMetrics {
             .inc();
     }
 
-    /// Refreshes `u`'s series (none for an upstream without either).
+    /// Refreshes `u`'s series (none for an upstream without retries, a
+    /// breaker or a pool).
     pub(crate) fn refresh(&self, u: &Upstream) {
         let label = || UpstreamLabel {
             upstream: u.name().to_string(),
@@ -134,26 +132,14 @@ impl ResilienceMetrics {
         }
         if u.is_pool() {
             let members = u.members();
-            let mut counts = [0i64; MEMBER_STATES.len()];
-            for m in &members {
-                let k = if m.status.state != manifold_upstream::State::Ready {
-                    3
-                } else if m.disagrees {
-                    1
-                } else if m.ejected_for.is_some() {
-                    2
-                } else {
-                    0
-                };
-                counts[k] += 1;
-            }
-            for (state, n) in MEMBER_STATES.iter().zip(counts) {
+            for role in MemberRole::ALL {
+                let n = members.iter().filter(|m| m.role() == role).count();
                 self.members
                     .get_or_create(&MemberLabel {
                         upstream: u.name().to_string(),
-                        state,
+                        state: role.as_str(),
                     })
-                    .set(n);
+                    .set(n as i64);
             }
             let ejections: u64 = members.iter().map(|m| m.ejections).sum();
             self.ejections.get_or_create(&label()).set(ejections as i64);

@@ -236,11 +236,7 @@ impl Facts {
                         let members = u.members();
                         let serving = members
                             .iter()
-                            .filter(|m| {
-                                m.status.state == State::Ready
-                                    && !m.disagrees
-                                    && m.ejected_for.is_none()
-                            })
+                            .filter(|m| m.role() == manifold_upstream::MemberRole::Serving)
                             .count();
                         (serving, members.len())
                     }),
