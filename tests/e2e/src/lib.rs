@@ -71,6 +71,35 @@ pub fn manifold_bin() -> Result<PathBuf> {
 
 pub use manifold_testkit::process::Proc;
 
+/// `manifold serve --config cfg` (its log at `log`), started as `name`: the
+/// process, its `Manifold listening on …` line (which says how many
+/// upstreams are ready) and the URL in it, within `startup`.
+pub fn serve(
+    name: &str,
+    cfg: &Path,
+    log: &str,
+    startup: std::time::Duration,
+) -> Result<(Proc, String, String)> {
+    let mut cmd = std::process::Command::new(manifold_bin()?);
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(cfg)
+        .env("RUST_LOG", log);
+    let proc = Proc::spawn(name, cmd)?;
+    let line = Proc::wait_line(&proc.stdout, "Manifold listening on", startup, name)?;
+    let url = url_in(&line)?;
+    Ok((proc, line, url))
+}
+
+/// The `http://…` URL in a `Manifold listening on …` line.
+pub fn url_in(line: &str) -> Result<String> {
+    Ok(line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .context("no URL in the listening line")?
+        .to_string())
+}
+
 /// The MCP schemas, beside the repository (not in it): a clone alone has none,
 /// and its schema checks say they are skipped; CI has them.
 pub const SCHEMA_DIR: &str = "../shared/mcp-schema";

@@ -11,7 +11,7 @@
 //! (the ones the README shows).
 
 use anyhow::{bail, Context, Result};
-use manifold_e2e::{manifold_bin, repo_root, Proc, TempDir};
+use manifold_e2e::{repo_root, url_in, Proc, TempDir};
 use manifold_integrity::{decide, PinStore, Rules, StoreFile};
 use manifold_testkit::harness::McpClient;
 use manifold_testkit::wait::eventually_blocking;
@@ -140,26 +140,7 @@ fn the_console_end_to_end_in_chromium() -> Result<()> {
     let dir = TempDir::new("console")?;
     let cfg = dir.0.join("gateway.toml");
     std::fs::write(&cfg, config(&dir.0))?;
-    let mut cmd = Command::new(manifold_bin()?);
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(&cfg)
-        .env("RUST_LOG", "warn");
-    let gateway = Proc::spawn("manifold-console", cmd)?;
-    let line = Proc::wait_line(
-        &gateway.stdout,
-        "Manifold listening on",
-        STARTUP,
-        "manifold",
-    )?;
-    let url_in = |line: &str| -> Result<String> {
-        Ok(line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .context("no URL")?
-            .to_string())
-    };
-    let mcp = url_in(&line)?;
+    let (gateway, line, mcp) = manifold_e2e::serve("manifold-console", &cfg, "warn", STARTUP)?;
     let admin = url_in(&Proc::wait_line(
         &gateway.stdout,
         "Manifold admin on",

@@ -7,7 +7,7 @@
 //! the official schema of the negotiated revision.
 
 use anyhow::{bail, Context, Result};
-use manifold_e2e::{manifold_bin, repo_root, Peers, Proc, Schema, TempDir};
+use manifold_e2e::{manifold_bin, repo_root, serve, Peers, Proc, Schema, TempDir};
 use serde_json::{json, Value};
 use std::process::Command;
 use std::time::Duration;
@@ -31,18 +31,7 @@ impl DemoGateway {
         );
         let cfg = dir.0.join("gateway.toml");
         std::fs::write(&cfg, config)?;
-        let mut cmd = Command::new(manifold_bin()?);
-        cmd.arg("serve")
-            .arg("--config")
-            .arg(&cfg)
-            .env("RUST_LOG", "warn");
-        let proc = Proc::spawn(&format!("manifold-{tag}"), cmd)?;
-        let line = Proc::wait_line(&proc.stdout, "Manifold listening on", STARTUP, "manifold")?;
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .context("no URL")?
-            .to_string();
+        let (proc, _, url) = serve(&format!("manifold-{tag}"), &cfg, "warn", STARTUP)?;
         Ok(DemoGateway {
             _proc: proc,
             url,
@@ -145,26 +134,10 @@ args = ["--local-timezone", "UTC"]
     );
     let cfg_path = dir.0.join("gateway.toml");
     std::fs::write(&cfg_path, config)?;
-    let mut cmd = Command::new(manifold_bin()?);
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(&cfg_path)
-        .env("RUST_LOG", "info");
-    let gateway = Proc::spawn("manifold", cmd)?;
-    let line = Proc::wait_line(
-        &gateway.stdout,
-        "Manifold listening on",
-        STARTUP,
-        "manifold",
-    )?;
+    let (gateway, line, url) = serve("manifold", &cfg_path, "info", STARTUP)?;
     if !line.contains("(3/3 upstreams ready") {
         bail!("not every upstream came up: {line}");
     }
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .context("no URL in the listening line")?
-        .to_string();
     Ok(Setup {
         _everything_http: everything_http,
         gateway,

@@ -7,7 +7,7 @@
 //! except for the task ids, which Manifold seals.
 
 use anyhow::{bail, Context, Result};
-use manifold_e2e::{manifold_bin, repo_root, Peers, Proc, TempDir};
+use manifold_e2e::{repo_root, serve, Peers, Proc, TempDir};
 use serde_json::Value;
 use std::process::Command;
 
@@ -84,26 +84,10 @@ fn a_fastmcp_task_server_behind_manifold_serves_the_python_sdk_client_as_directl
     );
     let cfg = dir.0.join("gateway.toml");
     std::fs::write(&cfg, config)?;
-    let mut cmd = Command::new(manifold_bin()?);
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(&cfg)
-        .env("RUST_LOG", "warn");
-    let gateway = Proc::spawn("manifold", cmd)?;
-    let line = Proc::wait_line(
-        &gateway.stdout,
-        "Manifold listening on",
-        STARTUP,
-        "manifold",
-    )?;
+    let (gateway, line, url) = serve("manifold", &cfg, "warn", STARTUP)?;
     if !line.contains("(1/1 upstreams ready") {
         bail!("the FastMCP upstream did not come up: {line}");
     }
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .context("no URL")?
-        .to_string();
 
     let direct = drive(&python, &upstream)?;
     let via = drive(&python, &url)?;
