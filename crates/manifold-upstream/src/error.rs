@@ -95,7 +95,7 @@ impl UpstreamError {
     pub(crate) fn transient(upstream: &str, reason: impl Into<String>, sent: bool) -> Self {
         UpstreamError::Transient {
             upstream: upstream.to_string(),
-            reason: reason.into(),
+            reason: scrub(reason.into()),
             sent,
         }
     }
@@ -174,6 +174,11 @@ mod tests {
             ),
             UpstreamError::protocol("u", "https://SECRET@h/mcp answered 200 with HTML"),
             UpstreamError::needs_login("u", "https://as/token?client_secret=SECRET: 401", false),
+            UpstreamError::transient(
+                "u",
+                "HTTP request to https://user:SECRET@h/mcp failed: reset",
+                false,
+            ),
         ] {
             let shown = e.to_string();
             assert!(!shown.contains("SECRET") && shown.contains("h"), "{shown}");

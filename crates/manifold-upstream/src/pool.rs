@@ -488,7 +488,10 @@ impl Pool {
                 MemberReport {
                     index: m.index,
                     url: match &m.config.transport {
-                        manifold_config::Transport::Http { url, .. } => Some(url.clone()),
+                        // Expanded `${VAR}`s may be secrets: shown as errors show URLs.
+                        manifold_config::Transport::Http { url, .. } => {
+                            Some(manifold_foundation::redact::url(url).into_owned())
+                        }
                         manifold_config::Transport::Stdio { .. } => None,
                     },
                     status: m.status.borrow().clone(),

@@ -62,11 +62,16 @@ fn next_crl_update(files: &[std::path::PathBuf]) -> Option<SystemTime> {
         .min()
 }
 
-/// Whether the list due at `*due` has passed by `now`; says so once.
-fn crl_overdue(due: &Mutex<Option<SystemTime>>, now: SystemTime) -> bool {
+/// Whether a list due at `*due` has passed by `now`; says so once per list
+/// (the next date is then `next()`: the next list's).
+fn crl_overdue(
+    due: &Mutex<Option<SystemTime>>,
+    now: SystemTime,
+    next: impl FnOnce() -> Option<SystemTime>,
+) -> bool {
     let mut due = due.lock();
     if due.is_some_and(|d| now >= d) {
-        *due = None;
+        *due = next();
         return true;
     }
     false
@@ -228,7 +233,8 @@ impl Tls {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(RELOAD_CHECK) => {}
             }
-            if crl_overdue(&self.crl_due, SystemTime::now()) {
+            let next = || next_crl_update(&self.config.client_crl);
+            if crl_overdue(&self.crl_due, SystemTime::now(), next) {
                 tracing::warn!("server.tls.client_crl: a revocation list in use passed its nextUpdate; it is still used, renew it");
             }
             let now = stamps(&self.config);
@@ -320,11 +326,17 @@ mod tests {
         let y2090 = SystemTime::UNIX_EPOCH + Duration::from_secs(3_786_912_000);
         assert_eq!(due, y2090);
         let due = Mutex::new(Some(due));
-        assert!(!crl_overdue(&due, y2090 - Duration::from_secs(1)));
-        assert!(crl_overdue(&due, y2090), "said when it passes");
+        let y2100 = SystemTime::UNIX_EPOCH + Duration::from_secs(4_102_444_800);
+        assert!(!crl_overdue(&due, y2090 - Duration::from_secs(1), || None));
         assert!(
-            !crl_overdue(&due, y2090 + Duration::from_secs(5)),
-            "and only once"
+            crl_overdue(&due, y2090, || Some(y2100)),
+            "said when it passes"
+        );
+        let later = y2090 + Duration::from_secs(5);
+        assert!(!crl_overdue(&due, later, || None), "and only once");
+        assert!(
+            crl_overdue(&due, y2100, || None),
+            "then the next list's date"
         );
         assert_eq!(next_crl_update(&[dir.join("missing.pem")]), None);
         let _ = std::fs::remove_dir_all(&dir);

@@ -16,7 +16,6 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request, StatusCode};
 use http_body_util::Full;
 use manifold_foundation::http::with_causes;
-use manifold_foundation::redact;
 use manifold_protocol::methods as m;
 use std::sync::Arc;
 
@@ -217,11 +216,8 @@ impl HttpLink {
         let resp = self.client.request(req).await.map_err(|e| {
             UpstreamError::transient(
                 name,
-                format!(
-                    "HTTP request to {} failed: {}",
-                    redact::url(&self.url.to_string()),
-                    with_causes(&e)
-                ),
+                // `transient` scrubs the URL's userinfo and query.
+                format!("HTTP request to {} failed: {}", self.url, with_causes(&e)),
                 !e.is_connect(),
             )
         })?;
