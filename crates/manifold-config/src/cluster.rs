@@ -11,7 +11,7 @@
 //! `redis_ca` comes only with `rediss://` and is a readable file holding a
 //! PEM certificate. Neither a key nor the Redis password is a placeholder
 //! shipped in `deploy/` ([`PLACEHOLDER_MARK`]). There is no bus without a `session_key`: the section
-//! requires one, and the bus's messages are signed with a key derived from it.
+//! requires one, and the bus's messages are sealed with a key derived from it.
 //!
 //! Not here: sealing and opening ids (manifold-server `state::sealed`),
 //! connecting (manifold-cluster).

@@ -1,6 +1,8 @@
 //! Logs every replica of a deployment shares, in Redis: entries appended by
 //! one replica, read by all, each signed with the deployment's keys (a
-//! writer of the Redis server without them cannot add one). `[integrity]`
+//! writer of the Redis server without them cannot write an entry of its own;
+//! the signature covers the entry, not its ID, so it can append a copy of an
+//! authentic one again). Signed, not sealed: whoever reads Redis reads them. `[integrity]`
 //! shares its approvals and revocations this way (the log `pins`), so a
 //! replica that was down when an approval was made applies it when it comes
 //! back.

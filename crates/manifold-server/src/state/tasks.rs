@@ -19,7 +19,8 @@
 //! ([`MAX_TASKS_TRACKED`], [`ENDED_TASKS_REMEMBERED`]); no lock is held across
 //! an `.await`.
 //!
-//! Not here: routing and relaying `tasks/*` (`handlers::tasks`), the records
+//! Not here: routing and relaying `tasks/*` (the call chain: `call::resolve::task`,
+//! `call::relay::tasks`), the records
 //! themselves (`observe`, manifold-audit).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
