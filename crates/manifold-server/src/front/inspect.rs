@@ -79,12 +79,7 @@ fn pool(u: &manifold_upstream::Upstream) -> Value {
                 "disagrees": m.disagrees,
                 "ejected_for_ms": m.ejected_for.map(|d| d.as_millis() as u64),
                 "ejections": m.ejections,
-                "breaker": m.breaker.map(|b| json!({
-                    "state": b.state.as_str(),
-                    "retry_in_ms": b.retry_in.map(|d| d.as_millis() as u64),
-                    "opened": b.opened,
-                    "reason": b.reason,
-                })),
+                "breaker": m.breaker.as_ref().map_or(Value::Null, breaker_json),
             })
         })
         .collect();
@@ -94,14 +89,17 @@ fn pool(u: &manifold_upstream::Upstream) -> Value {
 /// An upstream's circuit breaker as `/upstreams` and `/readyz` show it
 /// (`null` without one).
 pub(crate) fn breaker(u: &manifold_upstream::Upstream) -> Value {
-    u.breaker().map_or(Value::Null, |b| {
-        json!({
-            "state": b.state.as_str(),
-            "retry_in_ms": b.retry_in.map(|d| d.as_millis() as u64),
-            "consecutive_failures": b.consecutive_failures,
-            "opened": b.opened,
-            "reason": b.reason,
-        })
+    u.breaker().as_ref().map_or(Value::Null, breaker_json)
+}
+
+/// One breaker (an upstream's, or a pool member's) as the admin plane shows it.
+fn breaker_json(b: &manifold_upstream::BreakerReport) -> Value {
+    json!({
+        "state": b.state.as_str(),
+        "retry_in_ms": b.retry_in.map(|d| d.as_millis() as u64),
+        "consecutive_failures": b.consecutive_failures,
+        "opened": b.opened,
+        "reason": b.reason,
     })
 }
 

@@ -265,8 +265,6 @@ impl Facts {
         }
     }
 
-    /// Keeps what `id` may see under `policy`; the rest moves to `hidden` with
-    /// the rule that hides it.
     /// Only what the endpoint at `path` holds (its `catalog`).
     fn narrow_to_endpoint(&mut self, path: &str, catalog: &manifold_catalog::Catalog) {
         self.endpoint = Some(path.to_string());
@@ -282,6 +280,8 @@ impl Facts {
             .retain(|r| holds(&catalog.resources.templates, &r.uri));
     }
 
+    /// Keeps what `id` may see under `policy`; the rest moves to `hidden` with
+    /// the rule that hides it.
     fn narrow_to(&mut self, spec: &str, policy: &Policy, id: &Identity) {
         self.viewer = Some(spec.to_string());
         let key = policy.view_key(id);
