@@ -278,9 +278,9 @@ impl Tasks {
         Some(self.tracked.lock().remove(record_id).is_some())
     }
 
-    /// Followed tasks whose ids expired with no end seen here, taken off the
-    /// table (their ends are then recorded as `expired`).
-    /// (They stay counted in flight until [`Tasks::ended`] records them.)
+    /// Followed tasks whose ids expired with no end seen here, for their
+    /// ends to be recorded as `expired`; they stay in the table (and counted
+    /// in flight) until [`Tasks::ended`] takes them off.
     pub(crate) fn sweep(&self, now_secs: u64) -> Vec<Swept> {
         let t = self.tracked.lock();
         t.iter()
