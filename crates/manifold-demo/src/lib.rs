@@ -405,6 +405,16 @@ impl DemoServer {
         let _ = self.events.send(message);
     }
 
+    /// Adds the tool `name` and announces `list_changed` to every listener;
+    /// false (and nothing sent) when the name is taken.
+    pub fn add_tool_and_announce(&self, name: &str) -> bool {
+        let added = self.tools.add_dynamic(name);
+        if added {
+            self.broadcast(notification("notifications/tools/list_changed", json!({})));
+        }
+        added
+    }
+
     pub fn new_session(self: &Arc<Self>) -> Arc<Session> {
         Arc::new(Session {
             server: Arc::clone(self),

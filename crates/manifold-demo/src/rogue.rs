@@ -7,7 +7,8 @@
 //! invalid UTF-8, an oversized line, a progress flood), on the answer itself
 //! (wrong and duplicate ids), on `notifications/cancelled` (ignored), at the
 //! first `tools/call` (stdout closed), at a list refetch or a liveness probe
-//! (the process kills itself), at start (a stderr flood), or on an HTTP SSE
+//! (the process kills itself), after the first `tools/list` (the list
+//! changes), at start (a stderr flood), or on an HTTP SSE
 //! body (trickled a byte at a time).
 //!
 //! What not: the hung server (`--hang-calls`), the list flapping (`touch`) and
@@ -78,6 +79,11 @@ pub enum Misbehaviour {
     /// stdio: the process kills itself with SIGKILL, unanswered, at a liveness
     /// probe: `ping`, or a `server/discover` after the first.
     DieOnPing,
+    /// stdio: right after answering the first `tools/list`, adds the tool
+    /// `late` and sends `list_changed` to the listen streams open then: a
+    /// server whose tools change while a client connects, so a 2026-07-28
+    /// client that opens its listen only after fetching the lists misses it.
+    ChangeAfterFirstList,
 }
 
 /// The modes in force.
@@ -112,6 +118,19 @@ impl Rogue {
         (self.has(Misbehaviour::DieOnRefetch) && list && *n > 1)
             || (self.has(Misbehaviour::DieOnPing)
                 && (method == "ping" || (method == "server/discover" && *n > 1)))
+    }
+
+    /// Whether the answer to the request `method` is followed by a change of
+    /// the tool list (`change-after-first-list`); call after [`dies_on`](Self::dies_on)
+    /// counted it.
+    pub fn changes_after(
+        &self,
+        method: &str,
+        seen: &std::collections::HashMap<String, u32>,
+    ) -> bool {
+        self.has(Misbehaviour::ChangeAfterFirstList)
+            && method == "tools/list"
+            && seen.get(method) == Some(&1)
     }
 
     /// Whether `notifications/cancelled` is acted on.

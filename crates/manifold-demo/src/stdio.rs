@@ -111,6 +111,7 @@ where
                     eprintln!("{SERVER_NAME}: --misbehave: killed by itself at {method}");
                     super::rogue::die();
                 }
+                let change_after = rogue.changes_after(&method, &seen);
                 let session = session.clone();
                 let (tx, raw, rogue) = (tx.clone(), raw_tx.clone(), rogue.clone());
                 let call = method == "tools/call";
@@ -142,6 +143,9 @@ where
                         } else {
                             let _ = tx.send(response);
                         }
+                    }
+                    if change_after {
+                        session.server().add_tool_and_announce("late");
                     }
                 });
             }

@@ -87,6 +87,11 @@ pub const BACKOFF_RESET_AFTER: std::time::Duration = std::time::Duration::from_s
 pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// A 2026-07-28 upstream's `subscriptions/listen` stream is reopened after this long.
 pub const LISTEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Longest wait (or the upstream's timeout, if shorter) for a 2026-07-28
+/// upstream to acknowledge Manifold's `subscriptions/listen` before the first
+/// list fetch; a later acknowledgment refetches the lists, so a change between
+/// the fetch and the listen is never missed.
+pub const LISTEN_ACK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Shortest time a 2026-07-28 upstream's lists are kept, whatever `ttlMs` it gives (a
 /// `ttlMs` of 0 would otherwise mean refetching on every client request).
 pub const MIN_LIST_TTL: std::time::Duration = std::time::Duration::from_secs(1);

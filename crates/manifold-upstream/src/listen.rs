@@ -6,6 +6,11 @@
 //! `list_changed` refetches the lists (router), a resource update goes to the
 //! gateway with the upstream's `subscriptionId` removed.
 //!
+//! The listen is opened before the first list fetch, which waits for its
+//! acknowledgment (at most [`LISTEN_ACK_WAIT`](crate::LISTEN_ACK_WAIT)): a
+//! change made between the fetch and the listen would otherwise be heard by
+//! nobody. An acknowledgment that comes after the fetch refetches the lists.
+//!
 //! The stream is reopened when the watched URIs change, after [`LISTEN_TIMEOUT`],
 //! and, with capped backoff, after it fails; a failed or replaced stream may have
 //! missed a change, so the lists are refetched once the next one is acknowledged.
@@ -17,7 +22,7 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use crate::call::Call;
 use crate::connection::Connection;
@@ -48,27 +53,36 @@ fn wanted(facts: &ServerFacts, uris: &BTreeSet<String>) -> Option<Map<String, Va
     (!n.is_empty()).then_some(n)
 }
 
-/// Starts the session's listen task (ends with the session).
+/// Starts the session's listen task (ends with the session). The receiver
+/// resolves when the first stream is acknowledged, and fails as soon as there
+/// is nothing to listen for or that stream ends first: fetch the lists after it.
 pub(crate) fn start(
     session: &Arc<Connection>,
     facts: &ServerFacts,
     watched: watch::Receiver<BTreeSet<String>>,
-) {
+) -> oneshot::Receiver<()> {
     let (s, facts) = (session.clone(), facts.clone());
-    session.wire.spawn_owned(run(s, facts, watched));
+    let (acked, first) = oneshot::channel();
+    session.wire.spawn_owned(run(s, facts, watched, acked));
+    first
 }
 
 async fn run(
     session: Arc<Connection>,
     facts: ServerFacts,
     mut watched: watch::Receiver<BTreeSet<String>>,
+    acked: oneshot::Sender<()>,
 ) {
     let name = session.wire.upstream().clone();
     let mut retry = RETRY_INITIAL;
     let mut missed = false;
+    // Until the first acknowledgment: whoever waits for it fetches the lists
+    // next. Dropped when there is no stream to wait for.
+    let mut first = Some(acked);
     loop {
         let uris = watched.borrow_and_update().clone();
         let Some(notifications) = wanted(&facts, &uris) else {
+            first = None;
             // Nothing to listen for until a client subscribes to a resource.
             if watched.changed().await.is_err() {
                 return;
@@ -107,6 +121,10 @@ async fn run(
                         let method = msg.get("method").and_then(Value::as_str).unwrap_or_default();
                         if method == m::NOTIF_SUBSCRIPTIONS_ACKNOWLEDGED {
                             tracing::debug!(upstream = %name, "subscriptions/listen acknowledged");
+                            // No longer waited for: the first fetch went before it.
+                            if first.take().is_some_and(|a| a.send(()).is_err()) {
+                                missed = true;
+                            }
                             if std::mem::take(&mut missed) {
                                 session.wire.router.request_refresh();
                             }
@@ -140,6 +158,7 @@ async fn run(
             }
         }
         session.wire.router.set_listen(0);
+        first = None;
         // A stream the upstream ends at once every time must not become a loop.
         if failed || opened.elapsed() < RETRY_INITIAL * 2 {
             missed = true;

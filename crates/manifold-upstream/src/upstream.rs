@@ -543,10 +543,6 @@ impl Upstream {
             s.list_ttl = ttl;
         });
         self.publish(m, gateway).await;
-        if facts.is_stateless() {
-            // Only the holder's listen asks for resource updates (see `pool`).
-            listen::start(&conn, &facts, m.watched.subscribe());
-        }
         // A 2026-07-28 upstream's lists expire after their `ttlMs`.
         let mut expiry = ttl.map(|t| Instant::now() + t);
         let ping_every = self.inner.config.ping_interval;
@@ -695,6 +691,13 @@ impl Upstream {
         }));
         let setup = async {
             let facts = handshake::establish(&conn, cfg.protocol).await?;
+            if facts.is_stateless() {
+                // Listen, then fetch: a change between the two is heard. Only
+                // the holder's listen asks for resource updates (see `pool`).
+                let acked = listen::start(&conn, &facts, m.watched.subscribe());
+                let wait = crate::LISTEN_ACK_WAIT.min(conn.wire.timeout);
+                let _ = tokio::time::timeout(wait, acked).await;
+            }
             let (lists, ttl) = handshake::fetch_lists(&conn, &facts).await?;
             Ok::<_, UpstreamError>((facts, lists, ttl))
         };

@@ -194,7 +194,7 @@ impl Catalog {
 
     /// Append a dynamic tool; false if the name is taken. Check and insert
     /// happen under one lock so concurrent `add_tool` calls cannot both win.
-    fn add_dynamic(&self, name: &str) -> bool {
+    pub(super) fn add_dynamic(&self, name: &str) -> bool {
         let mut dynamic = self.dynamic.lock();
         if self.fixed_names.contains(name) || dynamic.iter().any(|(n, _)| n == name) {
             return false;

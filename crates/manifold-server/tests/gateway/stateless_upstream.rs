@@ -638,3 +638,40 @@ async fn a_confirmed_wrapper_is_for_its_principal_and_expires() -> Result<()> {
     })
     .await
 }
+
+/// A 2026-07-28 upstream whose tools change while Manifold connects — right
+/// after it answered Manifold's first `tools/list` — is heard: the listen is
+/// acknowledged before the lists are fetched, so the change reaches it. (Opened
+/// after the fetch, the listen would miss it, and with a long `ttlMs` the
+/// gateway would list the old tools for ten minutes.)
+#[tokio::test]
+async fn a_change_made_while_the_gateway_connects_is_not_missed() -> Result<()> {
+    bounded(async {
+        let args = [
+            "--modern",
+            "--list-ttl-ms",
+            "600000",
+            "--misbehave",
+            "change-after-first-list",
+        ];
+        let args: Vec<String> = args.iter().map(|a| toml_string(a)).collect();
+        let toml = format!(
+            "[upstreams.m]\ncommand = {}\nargs = [{}]\nrequired = true\n",
+            toml_string(bin()),
+            args.join(", ")
+        );
+        let gw = TestGateway::start(&toml).await?;
+        let client = gw.session("2025-11-25", json!({})).await?;
+        // The refetch waits out the list-change debounce (1 s).
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !listed(&client, "m__late").await? {
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the change made while the gateway connected was missed"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        Ok(())
+    })
+    .await
+}
