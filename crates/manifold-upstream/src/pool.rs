@@ -366,6 +366,20 @@ impl Pool {
         *holder
     }
 
+    /// Gives member `index`, about to be ready, the watched URIs now when no
+    /// ready member holds them: [`elect`](Self::elect) will make it the holder,
+    /// and its first listen asks for them instead of being reopened for them.
+    pub(crate) fn claim(&self, index: usize, watched: &BTreeSet<String>) {
+        let holder = *self.holder.lock();
+        if holder.is_none_or(|i| i == index || !self.members[i].ready()) {
+            self.members[index].watched.send_if_modified(|w| {
+                let changed = *w != *watched;
+                w.clone_from(watched);
+                changed
+            });
+        }
+    }
+
     /// Marks the ready members whose lists differ from `lists` (the
     /// holder's); says which started or stopped disagreeing.
     pub(crate) fn check_agreement(&self, lists: Option<&ListSnapshot>, upstream: &str) {

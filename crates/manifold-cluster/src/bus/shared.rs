@@ -1,21 +1,27 @@
 //! Logs every replica of a deployment shares, in Redis: entries appended by
-//! one replica, read by all, each signed with the deployment's keys (a
-//! writer of the Redis server without them cannot write an entry of its own;
-//! the signature covers the entry, not its ID, so it can append a copy of an
-//! authentic one again). Signed, not sealed: whoever reads Redis reads them. `[integrity]`
-//! shares its approvals and revocations this way (the log `pins`), so a
-//! replica that was down when an approval was made applies it when it comes
-//! back.
+//! one replica, read by all, each signed with the deployment's keys together
+//! with its ID (its place in the log). A writer of the Redis server without
+//! the keys cannot write an entry of its own, nor put a copy of an authentic
+//! one at another place: a copy under a new ID fails its ID check, a copy
+//! under its own ID comes after a higher one. It can still withhold entries
+//! (delete or trim them). Signed, not sealed: whoever reads Redis reads them.
+//! `[integrity]` shares its approvals and revocations this way (the log
+//! `pins`), so a replica that was down when an approval was made applies it
+//! when it comes back.
 //!
 //! Keys: `<channel>:log:<name>` (a list of `ID SIGNED-ENTRY`, the last
 //! [`MAX_SHARED_ENTRIES`] kept) and `<channel>:log:<name>:seq` (the last ID).
-//! Entries are signed under `<channel>:log:<name>`, never the channel itself,
-//! so a bus message cannot pass for a log entry, nor the reverse.
+//! An entry's signed text is `ID ENTRY`. Entries are signed under
+//! `<channel>:log:<name>`, never the channel itself, so a bus message cannot
+//! pass for a log entry, nor the reverse.
 //!
-//! Invariants: an append is one script (numbered and trimmed atomically);
+//! Invariants: an append signs the next ID, then appends only if that is still
+//! the next one (one script; numbered and trimmed atomically), and signs again
+//! when another replica appended first, at most [`APPEND_ATTEMPTS`] times;
 //! every operation is bounded by `OP_TIMEOUT`; an entry over
-//! `MAX_MESSAGE_BYTES` is refused; an entry that fails its signature is
-//! skipped and counted, never returned.
+//! `MAX_MESSAGE_BYTES` is refused; an entry that fails its signature, signed
+//! for another ID, or whose ID is not above every one before it is skipped and
+//! counted, never returned.
 //!
 //! Not here: what the entries mean (the server).
 
@@ -27,11 +33,19 @@ use std::sync::atomic::Ordering;
 /// Entries a shared log keeps (the oldest go first).
 pub const MAX_SHARED_ENTRIES: usize = 1000;
 
-/// KEYS: the list, the counter. ARGV: the signed entry, how many to keep.
+/// Attempts to append while other replicas append first.
+pub const APPEND_ATTEMPTS: usize = 16;
+
+/// KEYS: the list, the counter. ARGV: the ID the entry was signed for, the
+/// signed entry, how many to keep. Returns that ID when it was appended, or
+/// `-N` when the last ID is `N` (and the entry was signed for another).
 const APPEND: &str = r#"
-local id = redis.call('INCR', KEYS[2])
-redis.call('RPUSH', KEYS[1], id .. ' ' .. ARGV[1])
-redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
+local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+local id = tonumber(ARGV[1])
+if id ~= last + 1 then return -last end
+redis.call('SET', KEYS[2], id)
+redis.call('RPUSH', KEYS[1], id .. ' ' .. ARGV[2])
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
 return id
 "#;
 
@@ -43,22 +57,33 @@ impl Bus {
     /// Appends `body` to the log `name`; returns its ID.
     pub async fn append_shared(&self, name: &str, body: &str) -> Result<u64, ClusterError> {
         let key = self.log_key(name);
-        let wire = self.keys.sign(&key, body);
-        if wire.len() > MAX_MESSAGE_BYTES {
-            return Err(ClusterError::TooLarge(wire.len()));
+        let mut next = self.shared_last(name).await?.saturating_add(1);
+        for _ in 0..APPEND_ATTEMPTS {
+            let wire = self.keys.sign(&key, &format!("{next} {body}"));
+            if wire.len() > MAX_MESSAGE_BYTES {
+                return Err(ClusterError::TooLarge(wire.len()));
+            }
+            let mut conn = self.conn()?;
+            let got: i64 = self
+                .bounded(
+                    redis::Script::new(APPEND)
+                        .key(&key)
+                        .key(format!("{key}:seq"))
+                        .arg(next)
+                        .arg(wire)
+                        .arg(MAX_SHARED_ENTRIES)
+                        .invoke_async(&mut conn),
+                )
+                .await?;
+            match u64::try_from(got) {
+                Ok(id) if id > 0 => return Ok(id),
+                // Another replica appended first: sign for the ID after its.
+                _ => next = got.unsigned_abs().saturating_add(1),
+            }
         }
-        let mut conn = self.conn()?;
-        let id: i64 = self
-            .bounded(
-                redis::Script::new(APPEND)
-                    .key(&key)
-                    .key(format!("{key}:seq"))
-                    .arg(wire)
-                    .arg(MAX_SHARED_ENTRIES)
-                    .invoke_async(&mut conn),
-            )
-            .await?;
-        Ok(u64::try_from(id).unwrap_or(0))
+        Err(ClusterError::Unavailable(format!(
+            "the shared log `{name}` changed under each of {APPEND_ATTEMPTS} attempts to append to it"
+        )))
     }
 
     /// The ID of the log's last entry (`0`: none yet).
@@ -93,20 +118,47 @@ impl Bus {
             )
             .await?;
         let mut out = Vec::new();
+        // The highest ID of an authentic entry so far: IDs only grow down the
+        // list, so one that does not is a copy put after a later entry (an
+        // approval after its revocation) to undo it.
+        let mut highest = 0;
         for raw in all {
             let Some((id, wire)) = split_id(&raw) else {
                 self.refuse(Rejection::Unreadable);
                 continue;
             };
-            if id <= after {
+            // What this replica read past is not counted again.
+            let refuse = |r| {
+                if id > after {
+                    self.refuse(r)
+                }
+            };
+            let body = match self.keys.open(&key, wire) {
+                Ok(body) => body,
+                Err(r) => {
+                    refuse(r);
+                    continue;
+                }
+            };
+            let text = match split_id(&body).map(|(n, e)| (n, std::str::from_utf8(e))) {
+                Some((n, Ok(text))) if n == id => text,
+                // Authentic, but signed for another place in the log.
+                Some((_, Ok(_))) => {
+                    refuse(Rejection::Replayed);
+                    continue;
+                }
+                _ => {
+                    refuse(Rejection::Unreadable);
+                    continue;
+                }
+            };
+            if id <= highest {
+                refuse(Rejection::Replayed);
                 continue;
             }
-            match self.keys.open(&key, wire) {
-                Ok(body) => match std::str::from_utf8(&body) {
-                    Ok(text) => out.push((id, text.to_string())),
-                    Err(_) => self.refuse(Rejection::Unreadable),
-                },
-                Err(r) => self.refuse(r),
+            highest = id;
+            if id > after {
+                out.push((id, text.to_string()));
             }
         }
         Ok(out)
@@ -124,7 +176,7 @@ impl Bus {
     }
 }
 
-/// `ID ENTRY` → (ID, ENTRY).
+/// `ID ENTRY` → (ID, ENTRY): a list item, or the text signed in it.
 fn split_id(raw: &[u8]) -> Option<(u64, &[u8])> {
     let space = raw.iter().position(|b| *b == b' ')?;
     let id = std::str::from_utf8(&raw[..space]).ok()?.parse().ok()?;
@@ -140,5 +192,6 @@ mod tests {
         assert_eq!(split_id(b"12 v1.abc.{}"), Some((12, &b"v1.abc.{}"[..])));
         assert_eq!(split_id(b"x v1"), None);
         assert_eq!(split_id(b"12"), None);
+        assert_eq!(split_id(br#"{"action":1}"#), None, "an entry signed without its ID");
     }
 }

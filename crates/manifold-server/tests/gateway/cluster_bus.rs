@@ -42,7 +42,7 @@ fn now_ms() -> u64 {
 }
 
 /// `manifold_cluster_rejected_total{reason}` of `gw`.
-async fn rejected(gw: &TestGateway, reason: &str) -> Result<u64> {
+pub(crate) async fn rejected(gw: &TestGateway, reason: &str) -> Result<u64> {
     let addr = gw
         .gateway()
         .bind_admin()

@@ -516,3 +516,126 @@ async fn one_approval_serves_every_replica_through_redis() -> Result<()> {
     })
     .await
 }
+
+/// Approves (`true`) or revokes `name` of `demo` in the store file at `store`,
+/// as `manifold pins` next to a running replica does.
+fn change_pin(store: &Path, name: &str, approve: bool) -> Result<()> {
+    let item = ItemRef::new("demo", ItemKind::Tool, name);
+    let file = StoreFile::new(store);
+    if approve {
+        let wanted = Selection::Items(vec![Wanted {
+            item,
+            fingerprint: None,
+        }]);
+        file.modify(|s| s.approve(&wanted, "local:tester", SystemTime::now()))?
+            .1?;
+    } else {
+        file.modify(|s| s.revoke(&[item], "local:tester", SystemTime::now()))?
+            .1?;
+    }
+    Ok(())
+}
+
+/// Whoever can write Redis, without the cluster's key, cannot undo a
+/// revocation by putting a copy of the approval it revoked back into the
+/// shared log: neither under a new ID (it was signed for its own) nor under
+/// its own (it then follows a higher one). The replica that applied the
+/// revocation and one that starts afterwards and reads the whole log both
+/// keep the tool held, count the copies as `replayed`, and still apply the
+/// genuine approval that follows them.
+#[tokio::test]
+async fn a_copy_of_a_revoked_approval_put_back_in_redis_approves_nothing() -> Result<()> {
+    bounded(async {
+        let redis = crate::cluster_redis::Redis::start().await?;
+        let demo = DemoHttp::spawn_bin(bin(), &[]).await?;
+        let cluster = format!(
+            "\n[cluster]\nsession_key = {}\nredis = {}\n",
+            toml_string(crate::cluster_redis::KEY),
+            toml_string(&redis.url())
+        );
+        let replica = |dir: &Path| {
+            config(dir, &demo.url, "quarantine")
+                .replace("new_tools = \"quarantine\"", "trust_on_first_use = false")
+                + &cluster
+        };
+        let dirs = [
+            Scratch::new("integrity-log-a")?,
+            Scratch::new("integrity-log-b")?,
+            Scratch::new("integrity-log-c")?,
+        ];
+        let store_a = dirs[0].0.join("pins.json");
+        let a = TestGateway::start(&replica(&dirs[0].0)).await?;
+        let b = TestGateway::start(&replica(&dirs[1].0)).await?;
+        let cb = b.session("2025-11-25", json!({})).await?;
+        let echo = "demo__echo".to_string();
+        crate::until("echo and add held in a's store", WITHIN, || {
+            std::fs::read_to_string(&store_a)
+                .is_ok_and(|s| s.contains("\"echo\"") && s.contains("\"add\""))
+        })
+        .await?;
+
+        // An approval on a, shared with b; then its revocation.
+        change_pin(&store_a, "echo", true)?;
+        until_names("echo approved on b", &cb, |n| n.contains(&echo)).await?;
+        change_pin(&store_a, "echo", false)?;
+        until_names("echo revoked on b", &cb, |n| !n.contains(&echo)).await?;
+
+        // The attacker copies the approval to the end of the log, under the
+        // next ID and under its own.
+        let client = redis::Client::open(redis.url())?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        let log: Vec<Vec<u8>> = redis::cmd("LRANGE")
+            .arg("manifold:log:pins")
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await?;
+        let approval = log
+            .iter()
+            .find(|e| {
+                let e = String::from_utf8_lossy(e);
+                e.contains(r#""action":"approve""#) && e.contains(r#""name":"echo""#)
+            })
+            .with_context(|| format!("no approval of echo in the log ({} entries)", log.len()))?
+            .clone();
+        let space = approval
+            .iter()
+            .position(|b| *b == b' ')
+            .context("an entry is `ID SIGNED`")?;
+        for copy in [None, Some(approval.clone())] {
+            let next: u64 = redis::cmd("INCR")
+                .arg("manifold:log:pins:seq")
+                .query_async(&mut conn)
+                .await?;
+            let copy = copy.unwrap_or_else(|| {
+                let mut c = next.to_string().into_bytes();
+                c.extend_from_slice(&approval[space..]);
+                c
+            });
+            let _: i64 = redis::cmd("RPUSH")
+                .arg("manifold:log:pins")
+                .arg(copy)
+                .query_async(&mut conn)
+                .await?;
+        }
+
+        // A genuine approval after the copies: once a replica serves it, it
+        // has read past them.
+        change_pin(&store_a, "add", true)?;
+        let add = "demo__add".to_string();
+        let names = until_names("add approved on b", &cb, |n| n.contains(&add)).await?;
+        anyhow::ensure!(!names.contains(&echo), "b approved echo again: {names:?}");
+        anyhow::ensure!(crate::cluster_bus::rejected(&b, "replayed").await? >= 1);
+
+        let c = TestGateway::start(&replica(&dirs[2].0)).await?;
+        let cc = c.session("2025-11-25", json!({})).await?;
+        let names = until_names("add approved on c", &cc, |n| n.contains(&add)).await?;
+        anyhow::ensure!(!names.contains(&echo), "c approved echo again: {names:?}");
+        anyhow::ensure!(crate::cluster_bus::rejected(&c, "replayed").await? >= 2);
+        for gw in [a, b, c] {
+            gw.shutdown().await?;
+        }
+        Ok(())
+    })
+    .await
+}
