@@ -58,7 +58,7 @@ pub struct Args {
 
     /// In --modern mode, offer the Tasks extension (`io.modelcontextprotocol/tasks`):
     /// advertise it, list the task tools (`task_slow`, `task_required`,
-    /// `task_ask`, `task_fail`, `task_stats`) and serve `tasks/*`.
+    /// `task_ask`, `task_fail`, `task_unasked`, `task_stats`) and serve `tasks/*`.
     #[arg(long)]
     pub tasks: bool,
 

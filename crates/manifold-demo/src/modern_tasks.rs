@@ -10,6 +10,8 @@
 //! - `task_ask {}`: required — goes `input_required` with one elicitation
 //!   (`confirm-1`), completes once `tasks/update` answers it, echoing the answer;
 //! - `task_fail {}`: required — ends `failed` with a JSON-RPC error;
+//! - `task_unasked {}`: a broken server's tool — a task (working until
+//!   cancelled) whatever the request declared;
 //! - `task_stats {}`: what reached the store (counts per method, the last
 //!   `Mcp-Name`, the last `inputResponses`), for tests to assert on.
 //!
@@ -51,6 +53,7 @@ pub fn tools() -> Vec<Value> {
         json!({"name": "task_required", "description": "Runs only as a task.", "inputSchema": empty}),
         json!({"name": "task_ask", "description": "A task that asks for confirmation (elicitation) and echoes the answer.", "inputSchema": empty}),
         json!({"name": "task_fail", "description": "A task that fails with a JSON-RPC error.", "inputSchema": empty}),
+        json!({"name": "task_unasked", "description": "A task whatever the request declared (a broken server); it works until cancelled.", "inputSchema": empty}),
         json!({"name": "task_stats", "description": "What reached the task store.", "inputSchema": empty}),
     ]
 }
@@ -230,6 +233,11 @@ impl Store {
                         }
                     }
                 });
+                Ok(self.created(&id))
+            }
+            "task_unasked" => {
+                self.count("task_unasked");
+                let (id, _) = self.create(DEFAULT_TTL_MS);
                 Ok(self.created(&id))
             }
             "task_required" | "task_ask" | "task_fail" if !declared => Err(missing()),

@@ -3,7 +3,8 @@
 //! extension advertised per caller's view, a task created, polled, updated and
 //! cancelled under the client's own sealed id, another principal's attempts
 //! answered as an unknown task (nothing reaches the upstream), the gates, the
-//! audit records and metrics of a task's life, a reload that hides the tool,
+//! audit records and metrics of a task's life, a task the request did not ask
+//! for (refused, cancelled upstream), a reload that hides the tool,
 //! a gateway restart, and three replicas (Redis, as `cluster_redis`) each
 //! serving a step of one task.
 
@@ -607,6 +608,45 @@ async fn rate_limits_apply_at_creation_only_and_a_running_task_holds_no_place() 
         // A concurrency cap counts the creating call: two long tasks run at once.
         create(&alice, "tasks__task_slow", json!({"ms": 60000})).await?;
         create(&alice, "tasks__task_slow", json!({"ms": 60000})).await?;
+        Ok(())
+    })
+    .await
+}
+
+/// An upstream that answers with a task although the request did not declare
+/// the extension (a broken server): the client gets an internal error naming
+/// the upstream, never the upstream's task id, and Manifold cancels the task
+/// upstream — for a 2026-07-28 request and a session-era one alike.
+#[tokio::test]
+async fn a_task_the_request_did_not_ask_for_is_refused_and_cancelled_upstream() -> Result<()> {
+    bounded(async {
+        let t = start("tasks-unasked").await?;
+        let alice = t.client(ALICE);
+        let call = json!({"name": "tasks__task_unasked"});
+        let (status, r) = send(&alice, &req(1, "tools/call", call, false)).await?;
+        assert_eq!(status, StatusCode::OK, "{r}");
+        let session = t.client(ALICE);
+        session.initialize("2025-11-25", json!({})).await?;
+        let old = session.call_tool("tasks__task_unasked", json!({})).await?;
+        for r in [r, old.response()?.clone()] {
+            assert_eq!(r["error"]["code"], -32603, "{r}");
+            let message = r["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("upstream `tasks`") && message.contains("did not declare"),
+                "{r}"
+            );
+            assert!(
+                !r.to_string().contains("demo-task-"),
+                "the upstream's task id reached the client: {r}"
+            );
+        }
+        // Both tasks were made upstream, and both are cancelled there.
+        let stats = eventually("both tasks cancelled upstream", Duration::from_secs(10), || async {
+            let s = stats(&alice).await?;
+            Ok((s["tasks/cancel"] == 2).then_some(s))
+        })
+        .await?;
+        assert_eq!(stats["task_unasked"], 2, "{stats}");
         Ok(())
     })
     .await
