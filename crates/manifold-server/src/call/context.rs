@@ -49,6 +49,10 @@ pub(crate) enum TaskHook {
         /// The Manifold endpoint the call came through.
         path: String,
     },
+    /// A session-era client's `tools/call` to a 2026-07-28 upstream: the
+    /// client can hold no task, so a task answer (a broken upstream's) is
+    /// refused and cancelled upstream.
+    Unwanted,
     /// A `tasks/*` request: the answer gets the client's id back, and its
     /// status may be the task's end.
     Relay {

@@ -117,7 +117,8 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
 }
 
 /// A `tools/call`'s tasks: a 2026-07-28 call may be answered with a task
-/// (sealed for its caller); the 2025-11-25 `task` parameter is not relayed —
+/// (sealed for its caller), a session-era one never (a task an upstream
+/// answers it with is refused); the 2025-11-25 `task` parameter is not relayed —
 /// ignored by the extension, it is taken off before a session-era upstream
 /// (which would make a task no one could read through Manifold), and refused
 /// from a session-era client, which Manifold offers no 2025-11-25 tasks.
@@ -148,6 +149,8 @@ fn task_hook(
              the tool without `task`"
                 .into(),
         )),
+        // Only a 2026-07-28 upstream answers with an extension task.
+        Caller::Session(_) if upstream.is_stateless() => Ok(TaskHook::Unwanted),
         _ => Ok(TaskHook::None),
     }
 }

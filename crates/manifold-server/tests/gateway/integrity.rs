@@ -554,9 +554,10 @@ async fn a_copy_of_a_revoked_approval_put_back_in_redis_approves_nothing() -> Re
             toml_string(&redis.url())
         );
         let replica = |dir: &Path| {
-            config(dir, &demo.url, "quarantine")
-                .replace("new_tools = \"quarantine\"", "trust_on_first_use = false")
-                + &cluster
+            config(dir, &demo.url, "quarantine").replace(
+                "new_tools = \"quarantine\"",
+                "new_tools = \"quarantine\"\ntrust_on_first_use = false",
+            ) + &cluster
         };
         let dirs = [
             Scratch::new("integrity-log-a")?,

@@ -632,7 +632,8 @@ async fn a_task_the_request_did_not_ask_for_is_refused_and_cancelled_upstream() 
             assert_eq!(r["error"]["code"], -32603, "{r}");
             let message = r["error"]["message"].as_str().unwrap_or_default();
             assert!(
-                message.contains("upstream `tasks`") && message.contains("did not declare"),
+                message.contains("upstream `tasks` answered with a task")
+                    && message.contains("cancelled"),
                 "{r}"
             );
             assert!(

@@ -8,8 +8,8 @@
 //! Invariants: only the top-level `taskId` of an answer changes; every other
 //! byte is the upstream's (`manifold_protocol::tasks::replace_top_level_string`);
 //! the upstream's task id never reaches the client; a task made for a request
-//! that did not declare the extension, or one whose id cannot be sealed, is
-//! refused and cancelled upstream (best effort, bounded by
+//! that did not declare the extension (a session-era client's never can), or
+//! one whose id cannot be sealed, is refused and cancelled upstream (best effort, bounded by
 //! [`SEND_TIMEOUT`](manifold_upstream::SEND_TIMEOUT)) — the client never holds
 //! a task Manifold cannot route.
 //!
@@ -76,6 +76,16 @@ pub(crate) struct Answerer<'a> {
 pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutcome) -> Shaped {
     match hook {
         TaskHook::None => pass(outcome),
+        TaskHook::Unwanted => match task_of(&outcome) {
+            None => pass(outcome),
+            Some(f) => unasked(
+                &a,
+                usable_id(&f),
+                "answered with a task, which a session-era client cannot receive (Manifold \
+                 offers tasks only to 2026-07-28 clients that declare the \
+                 io.modelcontextprotocol/tasks extension); the task was cancelled",
+            ),
+        },
         TaskHook::Create {
             owner,
             declared,
@@ -84,29 +94,22 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
             original,
             path,
         } => {
-            let CallOutcome::Result(raw) = &outcome else {
+            let Some(f) = task_of(&outcome) else {
                 return pass(outcome);
             };
-            if !t::may_be_task(raw.get()) {
-                return pass(outcome);
+            let upstream_id = usable_id(&f);
+            if !declared {
+                return unasked(
+                    &a,
+                    upstream_id,
+                    "answered with a task although the request did not declare the \
+                     io.modelcontextprotocol/tasks extension; the task was cancelled",
+                );
             }
-            let Some(f) = t::facts(raw.get()).filter(|f| f.is_task) else {
-                return pass(outcome);
-            };
-            let upstream_id = f
-                .task_id
-                .filter(|id| !id.is_empty() && id.len() <= MAX_UPSTREAM_TASK_ID_BYTES);
             let unusable = |why: &str| Refusal::UnusableTask {
                 upstream: a.upstream.to_string(),
                 why: why.to_string(),
             };
-            if !declared {
-                cancel_upstream(&a, upstream_id);
-                return refuse(unusable(
-                    "answered with a task although the request did not declare the \
-                     io.modelcontextprotocol/tasks extension; the task was cancelled",
-                ));
-            }
             let Some(upstream_id) = upstream_id else {
                 return refuse(unusable(&format!(
                     "answered with a task without a usable taskId (a non-empty string of at \
@@ -125,6 +128,9 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
                 expires: expiry(created_ms, f.ttl_ms),
                 member: a.member,
                 path: Some(path),
+            };
+            let CallOutcome::Result(raw) = &outcome else {
+                return pass(outcome); // task_of said it is a result
             };
             let spliced = a.gw.task_ids.seal(&facts).and_then(|client_id| {
                 let text = t::replace_top_level_string(raw.get(), "taskId", &client_id).ok()?;
@@ -236,6 +242,33 @@ async fn relayed(
 
 /// Asks the upstream to cancel a task the client will never hold (best
 /// effort, in the background, bounded by `SEND_TIMEOUT`).
+/// What `outcome` says of its task, when it is one (`resultType: "task"`).
+fn task_of(outcome: &CallOutcome) -> Option<t::TaskFacts> {
+    let CallOutcome::Result(raw) = outcome else {
+        return None;
+    };
+    if !t::may_be_task(raw.get()) {
+        return None;
+    }
+    t::facts(raw.get()).filter(|f| f.is_task)
+}
+
+/// The upstream's task id, when Manifold can route it.
+fn usable_id(f: &t::TaskFacts) -> Option<String> {
+    f.task_id
+        .clone()
+        .filter(|id| !id.is_empty() && id.len() <= MAX_UPSTREAM_TASK_ID_BYTES)
+}
+
+/// A task the caller cannot hold: cancelled upstream, refused with `why`.
+fn unasked(a: &Answerer<'_>, upstream_id: Option<String>, why: &str) -> Shaped {
+    cancel_upstream(a, upstream_id);
+    refuse(Refusal::UnusableTask {
+        upstream: a.upstream.to_string(),
+        why: why.to_string(),
+    })
+}
+
 fn cancel_upstream(a: &Answerer<'_>, upstream_id: Option<String>) {
     let (Some(id), Some(upstream)) = (upstream_id, a.gw.upstream(a.upstream)) else {
         return;
