@@ -694,9 +694,7 @@ impl Upstream {
             if facts.is_stateless() {
                 // Listen, then fetch: a change between the two is heard. Only
                 // the holder's listen asks for resource updates (see `pool`).
-                self.inner
-                    .pool
-                    .claim(m.index, &self.inner.watched.borrow());
+                self.inner.pool.claim(m.index, &self.inner.watched.borrow());
                 let acked = listen::start(&conn, &facts, m.watched.subscribe());
                 let wait = crate::LISTEN_ACK_WAIT.min(conn.wire.timeout);
                 let _ = tokio::time::timeout(wait, acked).await;

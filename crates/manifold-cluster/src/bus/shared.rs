@@ -192,6 +192,10 @@ mod tests {
         assert_eq!(split_id(b"12 v1.abc.{}"), Some((12, &b"v1.abc.{}"[..])));
         assert_eq!(split_id(b"x v1"), None);
         assert_eq!(split_id(b"12"), None);
-        assert_eq!(split_id(br#"{"action":1}"#), None, "an entry signed without its ID");
+        assert_eq!(
+            split_id(br#"{"action":1}"#),
+            None,
+            "an entry signed without its ID"
+        );
     }
 }

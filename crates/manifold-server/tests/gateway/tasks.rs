@@ -642,10 +642,14 @@ async fn a_task_the_request_did_not_ask_for_is_refused_and_cancelled_upstream() 
             );
         }
         // Both tasks were made upstream, and both are cancelled there.
-        let stats = eventually("both tasks cancelled upstream", Duration::from_secs(10), || async {
-            let s = stats(&alice).await?;
-            Ok((s["tasks/cancel"] == 2).then_some(s))
-        })
+        let stats = eventually(
+            "both tasks cancelled upstream",
+            Duration::from_secs(10),
+            || async {
+                let s = stats(&alice).await?;
+                Ok((s["tasks/cancel"] == 2).then_some(s))
+            },
+        )
         .await?;
         assert_eq!(stats["task_unasked"], 2, "{stats}");
         Ok(())
