@@ -431,6 +431,13 @@ impl Pool {
             if h.calls < OUTLIER_MIN_CALLS || h.ejected(now) {
                 return;
             }
+            // What `stands_out` asks of the member itself, without looking at
+            // the others: most calls of a healthy pool stop here.
+            let failing = f64::from(h.failures) / f64::from(h.calls) >= OUTLIER_ERROR_RATIO;
+            let slow = h.mean().is_some_and(|m| m >= OUTLIER_LATENCY_FLOOR);
+            if !failing && !slow {
+                return;
+            }
         }
         let Some(why) = self.stands_out(member, now) else {
             return;
