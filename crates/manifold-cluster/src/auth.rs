@@ -14,8 +14,7 @@
 //! version before sent `mb1.` + hex(MAC) + `.` + the JSON in clear, the MAC
 //! HMAC-SHA256 over the channel's name, a zero byte and the JSON under a key
 //! derived with HKDF-SHA256 and [`KEY_LABEL`]: still taken (a rolling upgrade
-//! passes through a mixed deployment), never sent on the bus; the shared logs'
-//! entries (`bus::shared`) are still signed this way, in clear. The same secret seals
+//! passes through a mixed deployment), never sent. The same secret seals
 //! session ids under another derivation, so no key tells anything about
 //! another.
 //!
@@ -177,8 +176,8 @@ impl Keys {
         Ok(out)
     }
 
-    /// `body` signed in clear: a shared log's entry (`bus::shared`), and a
-    /// bus message as replicas of the version before sent it.
+    /// `body` signed in clear, as replicas of the version before sent bus
+    /// messages and shared-log entries (tests make them).
     pub fn sign(&self, channel: &str, body: &str) -> String {
         let tag = Keys::mac(&self.current, channel, body.as_bytes());
         let mut out = String::with_capacity(PREFIX.len() + MAC_HEX + 1 + body.len());

@@ -21,8 +21,8 @@
 //! session_key` and taken at most once, within [`MAX_ENVELOPE_AGE`] of being
 //! sent (`auth`): a client of Redis that does not hold the key can deny service
 //! (use `rediss://` and an ACL user), but neither read the channel nor speak
-//! on it. The shared logs (`bus::shared`) are signed, not sealed: readable by
-//! whoever reads Redis. The
+//! on it. The shared logs' entries (`bus::shared`) are sealed the same way,
+//! each for its place in the log. The
 //! connection authenticates with the URL's user and password and, for
 //! `rediss://`, checks the server's certificate against `redis_ca` (else the
 //! web's root certificates).

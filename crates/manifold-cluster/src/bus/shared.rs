@@ -1,25 +1,27 @@
 //! Logs every replica of a deployment shares, in Redis: entries appended by
-//! one replica, read by all, each signed with the deployment's keys together
-//! with its ID (its place in the log). A writer of the Redis server without
-//! the keys cannot write an entry of its own, nor put a copy of an authentic
-//! one at another place: a copy under a new ID fails its ID check, a copy
-//! under its own ID comes after a higher one. It can still withhold entries
-//! (delete or trim them). Signed, not sealed: whoever reads Redis reads them.
+//! one replica, read by all, each sealed with the deployment's keys together
+//! with its ID (its place in the log). A reader of the Redis server without
+//! the keys sees their number and length only; a writer cannot write an entry
+//! of its own, nor put a copy of an authentic one at another place: a copy
+//! under a new ID fails its ID check, a copy under its own ID comes after a
+//! higher one. It can still withhold entries (delete or trim them).
 //! `[integrity]` shares its approvals and revocations this way (the log
 //! `pins`), so a replica that was down when an approval was made applies it
 //! when it comes back.
 //!
-//! Keys: `<channel>:log:<name>` (a list of `ID SIGNED-ENTRY`, the last
+//! Keys: `<channel>:log:<name>` (a list of `ID SEALED-ENTRY`, the last
 //! [`MAX_SHARED_ENTRIES`] kept) and `<channel>:log:<name>:seq` (the last ID).
-//! An entry's signed text is `ID ENTRY`. Entries are signed under
-//! `<channel>:log:<name>`, never the channel itself, so a bus message cannot
-//! pass for a log entry, nor the reverse.
+//! An entry's sealed text is `ID ENTRY`, sealed as bus messages are (`mb2.`)
+//! with `<channel>:log:<name>` as associated data, never the channel itself,
+//! so a bus message cannot pass for a log entry, nor the reverse. (An entry
+//! signed in clear, `mb1.`, opens too; only the version before wrote them,
+//! and without their ID, so they are refused as unreadable.)
 //!
-//! Invariants: an append signs the next ID, then appends only if that is still
-//! the next one (one script; numbered and trimmed atomically), and signs again
+//! Invariants: an append seals the next ID, then appends only if that is still
+//! the next one (one script; numbered and trimmed atomically), and seals again
 //! when another replica appended first, at most [`APPEND_ATTEMPTS`] times;
 //! every operation is bounded by `OP_TIMEOUT`; an entry over
-//! `MAX_MESSAGE_BYTES` is refused; an entry that fails its signature, signed
+//! `MAX_MESSAGE_BYTES` is refused; an entry that does not open, sealed
 //! for another ID, or whose ID is not above every one before it is skipped and
 //! counted, never returned.
 //!
@@ -36,9 +38,9 @@ pub const MAX_SHARED_ENTRIES: usize = 1000;
 /// Attempts to append while other replicas append first.
 pub const APPEND_ATTEMPTS: usize = 16;
 
-/// KEYS: the list, the counter. ARGV: the ID the entry was signed for, the
-/// signed entry, how many to keep. Returns that ID when it was appended, or
-/// `-N` when the last ID is `N` (and the entry was signed for another).
+/// KEYS: the list, the counter. ARGV: the ID the entry was sealed for, the
+/// sealed entry, how many to keep. Returns that ID when it was appended, or
+/// `-N` when the last ID is `N` (and the entry was sealed for another).
 const APPEND: &str = r#"
 local last = tonumber(redis.call('GET', KEYS[2]) or '0')
 local id = tonumber(ARGV[1])
@@ -59,7 +61,9 @@ impl Bus {
         let key = self.log_key(name);
         let mut next = self.shared_last(name).await?.saturating_add(1);
         for _ in 0..APPEND_ATTEMPTS {
-            let wire = self.keys.sign(&key, &format!("{next} {body}"));
+            let wire = self.keys.seal(&key, &format!("{next} {body}")).map_err(|_| {
+                ClusterError::Unavailable("the entry could not be sealed (no randomness)".into())
+            })?;
             if wire.len() > MAX_MESSAGE_BYTES {
                 return Err(ClusterError::TooLarge(wire.len()));
             }
@@ -77,7 +81,7 @@ impl Bus {
                 .await?;
             match u64::try_from(got) {
                 Ok(id) if id > 0 => return Ok(id),
-                // Another replica appended first: sign for the ID after its.
+                // Another replica appended first: seal for the ID after its.
                 _ => next = got.unsigned_abs().saturating_add(1),
             }
         }
@@ -99,7 +103,7 @@ impl Bus {
         Ok(seq.unwrap_or(0))
     }
 
-    /// The log's entries after ID `after`, oldest first, as signed by a
+    /// The log's entries after ID `after`, oldest first, as sealed by a
     /// replica of this deployment (others are skipped and counted).
     pub async fn shared_since(
         &self,
@@ -142,7 +146,7 @@ impl Bus {
             };
             let text = match split_id(&body).map(|(n, e)| (n, std::str::from_utf8(e))) {
                 Some((n, Ok(text))) if n == id => text,
-                // Authentic, but signed for another place in the log.
+                // Authentic, but sealed for another place in the log.
                 Some((_, Ok(_))) => {
                     refuse(Rejection::Replayed);
                     continue;
@@ -176,7 +180,7 @@ impl Bus {
     }
 }
 
-/// `ID ENTRY` → (ID, ENTRY): a list item, or the text signed in it.
+/// `ID ENTRY` → (ID, ENTRY): a list item, or the text sealed in it.
 fn split_id(raw: &[u8]) -> Option<(u64, &[u8])> {
     let space = raw.iter().position(|b| *b == b' ')?;
     let id = std::str::from_utf8(&raw[..space]).ok()?.parse().ok()?;
@@ -188,14 +192,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_entry_is_its_id_then_the_signed_text() {
+    fn an_entry_is_its_id_then_the_sealed_text() {
         assert_eq!(split_id(b"12 v1.abc.{}"), Some((12, &b"v1.abc.{}"[..])));
         assert_eq!(split_id(b"x v1"), None);
         assert_eq!(split_id(b"12"), None);
         assert_eq!(
             split_id(br#"{"action":1}"#),
             None,
-            "an entry signed without its ID"
+            "an entry of the version before, without its ID"
         );
     }
 }

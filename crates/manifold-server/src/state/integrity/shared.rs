@@ -1,7 +1,7 @@
 //! Approvals shared between replicas through `[cluster] redis`, for replicas
 //! without a shared filesystem: each approval or revocation a replica picks
 //! up from its own store's journal (its admin plane, or `manifold pins` next
-//! to it) goes to the deployment's signed log `pins` in Redis, with the
+//! to it) goes to the deployment's sealed log `pins` in Redis, with the
 //! approved definition; every replica reads the log every `WATCH_INTERVAL`
 //! and applies what others shared to its own store (`PinStore::apply_shared`:
 //! only a definition with the fingerprint approved; nothing journaled again,
