@@ -61,9 +61,14 @@ impl Bus {
         let key = self.log_key(name);
         let mut next = self.shared_last(name).await?.saturating_add(1);
         for _ in 0..APPEND_ATTEMPTS {
-            let wire = self.keys.seal(&key, &format!("{next} {body}")).map_err(|_| {
-                ClusterError::Unavailable("the entry could not be sealed (no randomness)".into())
-            })?;
+            let wire = self
+                .keys
+                .seal(&key, &format!("{next} {body}"))
+                .map_err(|_| {
+                    ClusterError::Unavailable(
+                        "the entry could not be sealed (no randomness)".into(),
+                    )
+                })?;
             if wire.len() > MAX_MESSAGE_BYTES {
                 return Err(ClusterError::TooLarge(wire.len()));
             }
