@@ -14,7 +14,7 @@
 //! the replay window (`auth`).
 
 mod shared;
-pub use shared::MAX_SHARED_ENTRIES;
+pub use shared::{SharedRead, MAX_SHARED_ENTRIES, MAX_SHARED_ID};
 
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -40,7 +40,7 @@ pub use auth::{
     now_ms, Keys, Rejection, KEY_LABEL, MAX_CLOCK_SKEW, MAX_ENVELOPE_AGE, MAX_SENDERS,
     REPLAY_WINDOW,
 };
-pub use bus::{Bus, Health, MAX_SHARED_ENTRIES};
+pub use bus::{Bus, Health, SharedRead, MAX_SHARED_ENTRIES, MAX_SHARED_ID};
 pub use message::{Envelope, Message, ResumeEvent};
 
 use std::time::Duration;

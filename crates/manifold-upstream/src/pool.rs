@@ -178,6 +178,15 @@ impl Health {
     fn ejected(&self, now: Instant) -> bool {
         self.ejected_until.is_some_and(|u| now < u)
     }
+    /// Failing at [`OUTLIER_ERROR_RATIO`] or more.
+    fn failing(&self) -> bool {
+        self.calls > 0 && f64::from(self.failures) / f64::from(self.calls) >= OUTLIER_ERROR_RATIO
+    }
+    /// What standing out asks of the member itself, whatever the others do:
+    /// failing, or answering in [`OUTLIER_LATENCY_FLOOR`] or more on average.
+    fn may_stand_out(&self) -> bool {
+        self.failing() || self.mean().is_some_and(|m| m >= OUTLIER_LATENCY_FLOOR)
+    }
 }
 
 impl Member {
@@ -370,7 +379,9 @@ impl Pool {
     /// ready member holds them: [`elect`](Self::elect) will make it the holder,
     /// and its first listen asks for them instead of being reopened for them.
     pub(crate) fn claim(&self, index: usize, watched: &BTreeSet<String>) {
-        let holder = *self.holder.lock();
+        // Under the holder's lock, as `elect` sets them: an election between
+        // the look and the send would otherwise be undone.
+        let holder = self.holder.lock();
         if holder.is_none_or(|i| i == index || !self.members[i].ready()) {
             self.members[index].watched.send_if_modified(|w| {
                 let changed = *w != *watched;
@@ -431,11 +442,9 @@ impl Pool {
             if h.calls < OUTLIER_MIN_CALLS || h.ejected(now) {
                 return;
             }
-            // What `stands_out` asks of the member itself, without looking at
-            // the others: most calls of a healthy pool stop here.
-            let failing = f64::from(h.failures) / f64::from(h.calls) >= OUTLIER_ERROR_RATIO;
-            let slow = h.mean().is_some_and(|m| m >= OUTLIER_LATENCY_FLOOR);
-            if !failing && !slow {
+            // Most calls of a healthy pool stop here, without looking at the
+            // others.
+            if !h.may_stand_out() {
                 return;
             }
         }
@@ -460,9 +469,9 @@ impl Pool {
 
     /// Why `member` stands out from the rest of the pool, if it does.
     fn stands_out(&self, member: &Member, now: Instant) -> Option<String> {
-        let (calls, failures, mean) = {
+        let (calls, failures, failing, mean) = {
             let h = member.health.lock();
-            (h.calls, h.failures, h.mean())
+            (h.calls, h.failures, h.failing(), h.mean())
         };
         let (mut other_calls, mut other_failures, mut means) = (0u32, 0u32, Vec::new());
         for m in self.members.iter().filter(|m| m.index != member.index) {
@@ -474,7 +483,7 @@ impl Pool {
             other_failures += h.failures;
             means.extend(h.mean());
         }
-        let ratio = f64::from(failures) / f64::from(calls);
+        let ratio = f64::from(failures) / f64::from(calls.max(1));
         let others = if other_calls == 0 {
             0.0
         } else {
@@ -483,8 +492,7 @@ impl Pool {
         // Standing out needs a baseline: the rest of the pool called as often
         // (a member that alone took the first calls of an outage is not an
         // outlier, the whole upstream may be failing).
-        if ratio >= OUTLIER_ERROR_RATIO && other_calls >= OUTLIER_MIN_CALLS && others <= ratio / 2.0
-        {
+        if failing && other_calls >= OUTLIER_MIN_CALLS && others <= ratio / 2.0 {
             return Some(format!(
                 "{failures} of its last {calls} calls failed (the others: {:.0} %)",
                 others * 100.0

@@ -697,7 +697,10 @@ impl Upstream {
                 self.inner.pool.claim(m.index, &self.inner.watched.borrow());
                 let acked = listen::start(&conn, &facts, m.watched.subscribe());
                 let wait = crate::LISTEN_ACK_WAIT.min(conn.wire.timeout);
-                let _ = tokio::time::timeout(wait, acked).await;
+                if tokio::time::timeout(wait, acked).await.is_err() {
+                    tracing::debug!(upstream = %self.inner.name, member = m.index, ?wait,
+                        "subscriptions/listen not acknowledged in time; fetching the lists now (again once it is)");
+                }
             }
             let (lists, ttl) = handshake::fetch_lists(&conn, &facts).await?;
             Ok::<_, UpstreamError>((facts, lists, ttl))

@@ -32,7 +32,7 @@ pub(crate) enum What {
 /// What the answer does with a task (the Tasks extension).
 #[derive(Debug, Clone)]
 pub(crate) enum TaskHook {
-    /// Not a `tools/call` of the 2026-07-28 era, nor a `tasks/*` request.
+    /// Neither a `tools/call` nor a `tasks/*` request.
     None,
     /// A 2026-07-28 `tools/call`: a task answer gets a sealed id of this
     /// caller's (or, when the request did not declare the extension, is
@@ -49,9 +49,10 @@ pub(crate) enum TaskHook {
         /// The Manifold endpoint the call came through.
         path: String,
     },
-    /// A session-era client's `tools/call` to a 2026-07-28 upstream: the
-    /// client can hold no task, so a task answer (a broken upstream's) is
-    /// refused and cancelled upstream.
+    /// A session-era client's (or `manifold call`'s) `tools/call`: the
+    /// caller can hold no task, so
+    /// a task answer (a broken 2026-07-28 upstream's) is refused and
+    /// cancelled upstream.
     Unwanted,
     /// A `tasks/*` request: the answer gets the client's id back, and its
     /// status may be the task's end.

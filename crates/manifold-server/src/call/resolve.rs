@@ -149,9 +149,11 @@ fn task_hook(
              the tool without `task`"
                 .into(),
         )),
-        // Only a 2026-07-28 upstream answers with an extension task.
-        Caller::Session(_) if upstream.is_stateless() => Ok(TaskHook::Unwanted),
-        _ => Ok(TaskHook::None),
+        // Whichever member answers: only an extension task (`resultType:
+        // "task"`, which a session-era upstream never sends) is refused; the
+        // operator's `manifold call` cannot hold one either.
+        Caller::Session(_) | Caller::Operator(_) => Ok(TaskHook::Unwanted),
+        Caller::Initializing => Ok(TaskHook::None),
     }
 }
 

@@ -302,25 +302,39 @@ async fn until_error(gw: &TestGateway, want: &[&str]) -> Result<String> {
 }
 
 /// The ACL docs/deploy.md recommends for the gateway's user: its channel, its
-/// keys, the commands the bus sends and those the rate script runs.
-const GATEWAY_ACL: &str = "resetchannels &manifold resetkeys ~manifold:* -@all +publish +subscribe +unsubscribe +ping +evalsha +eval +script|load +time +get +set";
+/// keys, the commands the bus sends, those the rate script runs and those of
+/// the shared logs (`shared_log`).
+const GATEWAY_ACL: &str = "resetchannels &manifold resetkeys ~manifold:* -@all +publish +subscribe +unsubscribe +ping +evalsha +eval +script|load +time +get +set +lrange +lindex +rpush +ltrim";
+
+/// A Redis whose default user's password is `default-password-0123` and
+/// whose user `manifold` (password `acl-password-4567`) has [`GATEWAY_ACL`];
+/// its port.
+pub(crate) async fn redis_with_acl() -> Result<(Redis, String)> {
+    let mut args: Vec<String> = ["--requirepass", "default-password-0123", "--user"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    // One argument per word: redis-server joins them into the `user` line.
+    args.extend(
+        format!("manifold on >acl-password-4567 {GATEWAY_ACL}")
+            .split_whitespace()
+            .map(String::from),
+    );
+    let redis = Redis::start_with(&args).await?;
+    let port = redis
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    Ok((redis, port))
+}
 
 #[tokio::test]
 async fn redis_with_a_password_or_an_acl_user_and_a_wrong_password_reported_without_it(
 ) -> Result<()> {
     bounded(async {
-        let mut args: Vec<String> = ["--requirepass", "default-password-0123", "--user"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        // One argument per word: redis-server joins them into the `user` line.
-        args.extend(
-            format!("manifold on >acl-password-4567 {GATEWAY_ACL}")
-                .split_whitespace()
-                .map(String::from),
-        );
-        let redis = Redis::start_with(&args).await?;
-        let port = redis.url().rsplit(':').next().unwrap_or_default().to_string();
+        let (_redis, port) = redis_with_acl().await?;
         let remote = DemoHttp::spawn_bin(bin(), &[]).await?;
         let limit =
             "[[rate_limit]]\nwho = [\"*\"]\ntools = [\"local__echo\"]\nrate = \"100/m\"\nkey = \"global\"\n";

@@ -538,11 +538,13 @@ fn change_pin(store: &Path, name: &str, approve: bool) -> Result<()> {
 
 /// Whoever can read Redis, without the cluster's key, cannot read the
 /// shared approvals; whoever can write it cannot undo a revocation by putting
-/// a copy of the approval it revoked back into the shared log: neither under a new ID (it was signed for its own) nor under
-/// its own (it then follows a higher one). The replica that applied the
-/// revocation and one that starts afterwards and reads the whole log both
-/// keep the tool held, count the copies as `replayed`, and still apply the
-/// genuine approval that follows them.
+/// a copy of the approval it revoked back into the shared log: neither under
+/// a new ID (it was sealed for its own) nor under its own (it then follows a
+/// higher one). Nor can it make a replica skip what follows by raising the
+/// log's counter for a while. The replica that applied the revocation and one
+/// that starts afterwards and reads the whole log both keep the tool held,
+/// count the copies as `replayed`, and still apply the genuine approval that
+/// follows them.
 #[tokio::test]
 async fn a_copy_of_a_revoked_approval_put_back_in_redis_approves_nothing() -> Result<()> {
     bounded(async {
@@ -605,7 +607,7 @@ async fn a_copy_of_a_revoked_approval_put_back_in_redis_approves_nothing() -> Re
         let space = approval
             .iter()
             .position(|b| *b == b' ')
-            .context("an entry is `ID SIGNED`")?;
+            .context("an entry is `ID SEALED`")?;
         for copy in [None, Some(approval.clone())] {
             let next: u64 = redis::cmd("INCR")
                 .arg("manifold:log:pins:seq")
@@ -623,8 +625,25 @@ async fn a_copy_of_a_revoked_approval_put_back_in_redis_approves_nothing() -> Re
                 .await?;
         }
 
-        // A genuine approval after the copies: once a replica serves it, it
-        // has read past them.
+        // It raises the counter far ahead long enough for b to look (the log
+        // is read every 2 s), then puts it back: b must not skip what follows.
+        let seq: u64 = redis::cmd("GET")
+            .arg("manifold:log:pins:seq")
+            .query_async(&mut conn)
+            .await?;
+        for value in [1_000_000_000_000, seq] {
+            let _: () = redis::cmd("SET")
+                .arg("manifold:log:pins:seq")
+                .arg(value)
+                .query_async(&mut conn)
+                .await?;
+            if value != seq {
+                tokio::time::sleep(Duration::from_millis(2500)).await;
+            }
+        }
+
+        // A genuine approval after all that: once a replica serves it, it has
+        // read past the copies.
         change_pin(&store_a, "add", true)?;
         let add = "demo__add".to_string();
         let names = until_names("add approved on b", &cb, |n| n.contains(&add)).await?;

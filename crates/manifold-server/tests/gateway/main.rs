@@ -37,6 +37,7 @@ mod resilience;
 mod rogue;
 mod sampling;
 mod session;
+mod shared_log;
 mod stateless;
 mod stateless_upstream;
 mod surface;

@@ -78,7 +78,7 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
         TaskHook::None => pass(outcome),
         TaskHook::Unwanted => match task_of(&outcome) {
             None => pass(outcome),
-            Some(f) => unasked(
+            Some((_, f)) => unasked(
                 &a,
                 usable_id(&f),
                 "answered with a task, which a session-era client cannot receive (Manifold \
@@ -94,7 +94,7 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
             original,
             path,
         } => {
-            let Some(f) = task_of(&outcome) else {
+            let Some((raw, f)) = task_of(&outcome) else {
                 return pass(outcome);
             };
             let upstream_id = usable_id(&f);
@@ -128,9 +128,6 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
                 expires: expiry(created_ms, f.ttl_ms),
                 member: a.member,
                 path: Some(path),
-            };
-            let CallOutcome::Result(raw) = &outcome else {
-                return pass(outcome); // task_of said it is a result
             };
             let spliced = a.gw.task_ids.seal(&facts).and_then(|client_id| {
                 let text = t::replace_top_level_string(raw.get(), "taskId", &client_id).ok()?;
@@ -240,17 +237,17 @@ async fn relayed(
     pass(outcome)
 }
 
-/// Asks the upstream to cancel a task the client will never hold (best
-/// effort, in the background, bounded by `SEND_TIMEOUT`).
-/// What `outcome` says of its task, when it is one (`resultType: "task"`).
-fn task_of(outcome: &CallOutcome) -> Option<t::TaskFacts> {
+/// What `outcome` says of its task, with its text, when it is one
+/// (`resultType: "task"`).
+fn task_of(outcome: &CallOutcome) -> Option<(&RawValue, t::TaskFacts)> {
     let CallOutcome::Result(raw) = outcome else {
         return None;
     };
     if !t::may_be_task(raw.get()) {
         return None;
     }
-    t::facts(raw.get()).filter(|f| f.is_task)
+    let f = t::facts(raw.get()).filter(|f| f.is_task)?;
+    Some((raw, f))
 }
 
 /// The upstream's task id, when Manifold can route it.
@@ -269,6 +266,8 @@ fn unasked(a: &Answerer<'_>, upstream_id: Option<String>, why: &str) -> Shaped {
     })
 }
 
+/// Asks the upstream to cancel a task the client will never hold (best
+/// effort, in the background, bounded by `SEND_TIMEOUT`).
 fn cancel_upstream(a: &Answerer<'_>, upstream_id: Option<String>) {
     let (Some(id), Some(upstream)) = (upstream_id, a.gw.upstream(a.upstream)) else {
         return;

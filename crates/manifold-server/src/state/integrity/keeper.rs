@@ -149,17 +149,17 @@ impl Gateway {
         &self,
         watch: &Arc<Mutex<Watch>>,
     ) -> Result<Option<PinStore>, String> {
-        let Some((top, entries)) = self.shared_pins().await else {
+        let Some(mut look) = self.shared_pins().await else {
             return Ok(None);
         };
-        let w = watch.clone();
+        let (w, entries) = (watch.clone(), std::mem::take(&mut look.entries));
         let store = blocking(move || {
             w.lock()
                 .modify(|s| super::shared::apply_all(s, &entries))
                 .map(|(s, ())| s)
         })
         .await?;
-        self.integrity.shared_seen.store(top, Ordering::Relaxed);
+        look.done(self);
         Ok(Some(store))
     }
 

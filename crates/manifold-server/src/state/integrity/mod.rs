@@ -140,8 +140,10 @@ pub(crate) struct Integrity {
     held: ArcSwap<Held>,
     /// The journal entries already audited (the store's `seq`).
     pub(crate) audited: AtomicU64,
-    /// The last entry of the replicas' shared log applied (`shared`).
+    /// The highest authentic entry of the replicas' shared log read (`shared`).
     pub(crate) shared_seen: AtomicU64,
+    /// The shared log's counter at the last look (`None`: no look yet).
+    pub(crate) shared_counter: Mutex<Option<u64>>,
     /// Updates for the keeper task to write, when it runs.
     writes: Mutex<Option<mpsc::Sender<Update>>>,
     /// The store file, when the keeper runs (`keeper`).
@@ -156,6 +158,7 @@ impl Integrity {
         Integrity {
             audited: AtomicU64::new(store.last_seq()),
             shared_seen: AtomicU64::new(0),
+            shared_counter: Mutex::new(None),
             store: Mutex::new(store),
             generation: AtomicU64::new(0),
             memo: Mutex::new(HashMap::new()),

@@ -37,17 +37,18 @@ impl Gateway {
             let Ok(body) = serde_json::to_string(&shared) else {
                 continue;
             };
-            if let Err(e) = cluster.bus.append_shared(LOG, &body).await {
+            let floor = self.integrity.shared_seen.load(Ordering::Relaxed);
+            if let Err(e) = cluster.bus.append_shared(LOG, &body, floor).await {
                 tracing::error!(error = %e, upstream = %entry.upstream, name = %entry.name,
                     action = %entry.action, "an approval could not be shared with the other replicas; make it again once Redis is back");
             }
         }
     }
 
-    /// What the other replicas shared since the last look, parsed; the
-    /// highest ID seen with it. `None` when there is nothing new (or no
-    /// Redis).
-    pub(crate) async fn shared_pins(&self) -> Option<(u64, Vec<Shared>)> {
+    /// What the other replicas shared since the last look, parsed. `None`
+    /// when nothing was appended since (or no Redis). The caller records the
+    /// look ([`SharedLook::done`]) once it applied the entries.
+    pub(crate) async fn shared_pins(&self) -> Option<SharedLook> {
         let cluster = self.cluster.as_ref()?;
         let seen = self.integrity.shared_seen.load(Ordering::Relaxed);
         let last = match cluster.bus.shared_last(LOG).await {
@@ -57,18 +58,27 @@ impl Gateway {
                 return None;
             }
         };
-        if last <= seen {
+        // The counter changes with every append; unchanged, nothing is new.
+        if *self.integrity.shared_counter.lock() == Some(last) {
             return None;
         }
-        let entries = match cluster.bus.shared_since(LOG, seen).await {
-            Ok(v) => v,
+        if last < seen {
+            tracing::warn!(
+                last,
+                read = seen,
+                "the shared approvals log's counter went back (Redis lost it, or it was reset): \
+                 this replica applies entries above the highest it read only, and appends above it"
+            );
+        }
+        let read = match cluster.bus.shared_since(LOG, seen).await {
+            Ok(r) => r,
             Err(e) => {
                 tracing::debug!(error = %e, "the shared approvals could not be read");
                 return None;
             }
         };
-        let top = entries.iter().map(|(id, _)| *id).max().unwrap_or(last);
-        let parsed = entries
+        let entries = read
+            .entries
             .iter()
             .filter_map(|(id, text)| match serde_json::from_str::<Shared>(text) {
                 Ok(s) => Some(s),
@@ -78,7 +88,32 @@ impl Gateway {
                 }
             })
             .collect();
-        Some((top.max(seen), parsed))
+        Some(SharedLook {
+            highest: read.highest.max(seen),
+            counter: last,
+            entries,
+        })
+    }
+}
+
+/// One look at the shared log: its entries to apply, and where the next look
+/// starts.
+pub(crate) struct SharedLook {
+    /// The highest authentic ID read (never the counter: a counter raised
+    /// by hand must not make the replica skip the entries that follow).
+    highest: u64,
+    counter: u64,
+    pub entries: Vec<Shared>,
+}
+
+impl SharedLook {
+    /// Records the look: the next one reads past `highest`, and only once the
+    /// counter has changed.
+    pub(crate) fn done(&self, gw: &Gateway) {
+        gw.integrity
+            .shared_seen
+            .store(self.highest, Ordering::Relaxed);
+        *gw.integrity.shared_counter.lock() = Some(self.counter);
     }
 }
 
