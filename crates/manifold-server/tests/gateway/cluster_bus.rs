@@ -334,6 +334,9 @@ pub(crate) async fn redis_with_acl() -> Result<(Redis, String)> {
 async fn redis_with_a_password_or_an_acl_user_and_a_wrong_password_reported_without_it(
 ) -> Result<()> {
     bounded(async {
+        // What is tested is what the operator is told to configure.
+        let deploy = include_str!("../../../../docs/deploy.md");
+        assert!(deploy.contains(GATEWAY_ACL), "docs/deploy.md's ACL is not GATEWAY_ACL");
         let (_redis, port) = redis_with_acl().await?;
         let remote = DemoHttp::spawn_bin(bin(), &[]).await?;
         let limit =
