@@ -9,7 +9,8 @@
 //! `dev` and `holdout` queries were written before the ranker and the ranker was
 //! tuned on `dev` only; `holdout` was looked at after that (its first-look numbers
 //! are in docs/benchmarks.md), and the `fresh` queries were written then, before
-//! they were ever run. Misses are printed for the dev split only
+//! they were ever run; the `fresh2` queries were written later, before the next
+//! round of ranking changes and before they were ever run. Misses are printed for the dev split only
 //! (`MANIFOLD_SEARCH_SHOW_ALL=1` prints the others too).
 //!
 //! `cargo test -p manifold-catalog --test search_quality -- --nocapture` prints the
@@ -22,9 +23,10 @@ use std::path::PathBuf;
 use manifold_catalog::search::{Ranking, SearchIndex, SearchRequest, ToolDoc};
 use serde_json::{Map, Value};
 
-/// recall@5 floors, a little under what the ranking reaches (0.84 over all 122
-/// queries, 0.72 over the 32 fresh ones; docs/benchmarks.md): a change that loses
-/// two queries fails here.
+/// recall@5 floors, a little under what the ranking reaches (0.84 over the 122
+/// dev, holdout and fresh queries, 0.72 over the 32 fresh ones; docs/benchmarks.md):
+/// a change that loses two queries fails here. The fresh2 split, written later, has
+/// no floor of its own and is not in the first (its first run: docs/benchmarks.md).
 const FLOOR_AT_5_ALL: f64 = 0.82;
 const FLOOR_AT_5_FRESH: f64 = 0.68;
 
@@ -35,7 +37,7 @@ struct Query {
 }
 
 /// The splits of the query set, in `Recalls` order.
-const SPLITS: [&str; 3] = ["dev", "holdout", "fresh"];
+const SPLITS: [&str; 4] = ["dev", "holdout", "fresh", "fresh2"];
 
 struct Tool {
     name: String,
@@ -91,7 +93,7 @@ fn load() -> Option<(Vec<Tool>, Vec<Query>)> {
             split: SPLITS
                 .iter()
                 .position(|s| q["split"] == *s)
-                .expect("split is dev, holdout or fresh"),
+                .expect("split is dev, holdout, fresh or fresh2"),
         })
         .collect();
     Some((tools, queries))
@@ -113,6 +115,12 @@ impl Recall {
             }
         }
     }
+    fn merge(self, other: &Recall) -> Recall {
+        Recall {
+            n: self.n + other.n,
+            at: [0, 1, 2].map(|i| self.at[i] + other.at[i]),
+        }
+    }
     fn rate(&self, i: usize) -> f64 {
         self.at[i] as f64 / self.n.max(1) as f64
     }
@@ -127,7 +135,7 @@ impl Recall {
 }
 
 /// Per split (`SPLITS`), then all queries.
-type Recalls = [Recall; 4];
+type Recalls = [Recall; 5];
 
 /// Runs `rank` (query → names best first) over the queries.
 fn evaluate(queries: &[Query], rank: &dyn Fn(&str) -> Vec<String>, show_misses: bool) -> Recalls {
@@ -152,7 +160,7 @@ fn evaluate(queries: &[Query], rank: &dyn Fn(&str) -> Vec<String>, show_misses: 
             );
         }
         recalls[q.split].add(first);
-        recalls[3].add(first);
+        recalls[SPLITS.len()].add(first);
     }
     recalls
 }
@@ -288,11 +296,13 @@ fn recall_on_the_real_catalogue() {
             println!("| {name} | {split} ({}) | {} |", r.n, r.row());
         }
     }
-    let [_, _, fresh, all] = shipped;
+    let [dev, holdout, fresh, _, all] = shipped;
+    let earlier = dev.merge(&holdout).merge(&fresh);
+    println!("dev, holdout and fresh ({}): {}", earlier.n, earlier.row());
     assert!(
-        all.rate(1) >= FLOOR_AT_5_ALL,
-        "recall@5 {:.3} fell under {FLOOR_AT_5_ALL}",
-        all.rate(1)
+        earlier.rate(1) >= FLOOR_AT_5_ALL,
+        "recall@5 over dev, holdout and fresh {:.3} fell under {FLOOR_AT_5_ALL}",
+        earlier.rate(1)
     );
     assert!(
         fresh.rate(1) >= FLOOR_AT_5_FRESH,
@@ -300,7 +310,7 @@ fn recall_on_the_real_catalogue() {
         fresh.rate(1)
     );
     assert!(
-        all.rate(1) > base[3].rate(1),
+        all.rate(1) > base[SPLITS.len()].rate(1),
         "the ranking must beat the baseline"
     );
 }
@@ -326,7 +336,7 @@ fn tune() {
                     r.unnamed_weight = unnamed;
                     r.synonym_weight = synonym_weight;
                     let idx = index(&tools, r);
-                    let d = evaluate(&dev, &ranker(&idx), false)[3];
+                    let d = evaluate(&dev, &ranker(&idx), false)[0];
                     println!(
                         "k1 {k1} name {name} unnamed {unnamed} syn {synonym_weight}: {}",
                         d.row()
