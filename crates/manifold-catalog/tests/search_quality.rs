@@ -326,23 +326,14 @@ fn tune() {
     };
     let dev: Vec<Query> = queries.into_iter().filter(|q| q.split == 0).collect();
     let base = Ranking::default();
-    for k1 in [1.2, 2.0] {
-        for name in [3.0, 5.0] {
-            for unnamed in [1.0, 0.7, 0.5, 0.3] {
-                for synonym_weight in [0.0, 0.4] {
-                    let mut r = base.clone();
-                    r.k1 = k1;
-                    r.name.weight = name;
-                    r.unnamed_weight = unnamed;
-                    r.synonym_weight = synonym_weight;
-                    let idx = index(&tools, r);
-                    let d = evaluate(&dev, &ranker(&idx), false)[0];
-                    println!(
-                        "k1 {k1} name {name} unnamed {unnamed} syn {synonym_weight}: {}",
-                        d.row()
-                    );
-                }
-            }
+    for coverage in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        for other in [1.0, 0.7, 0.5, 0.3] {
+            let mut r = base.clone();
+            r.coverage = coverage;
+            r.other_product = other;
+            let idx = index(&tools, r);
+            let d = evaluate(&dev, &ranker(&idx), false)[0];
+            println!("coverage {coverage} other_product {other}: {}", d.row());
         }
     }
 }

@@ -19,16 +19,26 @@
 //! [`Ranking::synonym_weight`], and a query word that no tool's name or title has
 //! counts [`Ranking::unnamed_weight`] (it is mostly an argument of the task — a
 //! city, a person — and a rare one would otherwise outweigh the task's words). A
-//! tool's score is the sum over query terms; ties are broken by exposed name, so
-//! results are deterministic.
+//! tool's score is the sum over query terms, then multiplied by two factors:
+//! coverage, the share of the query's words the tool matches (a word or one of its
+//! expansions) to the power [`Ranking::coverage`], so a tool that answers the whole
+//! task beats one that matches a single rare word; and, when the query names a
+//! product (a term of an upstream's name that at least 3 in 4 of the tools having
+//! it have in their upstream's name: `github`, `redis`, not `time`), a tool of
+//! another upstream gets [`Ranking::other_product`]. Ties are broken by exposed
+//! name, so results are deterministic.
 //!
-//! The defaults were tuned on part of a query set and checked on queries written
-//! afterwards: recall@5 0.72 and recall@10 0.91 on those, against 0.56 and 0.75 for
-//! plain BM25 over descriptions; on a second set written later, whose words stay
-//! further from the tools' names, 0.40 and 0.53 (docs/benchmarks.md, "Tool search").
+//! The first defaults were tuned on part of a query set and checked on queries
+//! written afterwards (fresh): recall@5 0.72 and recall@10 0.91, against 0.56 and
+//! 0.75 for plain BM25 over descriptions. A second set written later (fresh2),
+//! whose words stay further from the tools' names, gave 0.40 and 0.53. The two
+//! factors were then tuned on the dev split only; run once afterwards: fresh 0.81 /
+//! 0.91, fresh2 0.43 / 0.60 (docs/benchmarks.md, "Tool search").
 //!
 //! Each (term, tool) posting stores its final contribution, so a query is a sum
-//! over the postings of its few terms; see docs/benchmarks.md ("Tool search") for
+//! over the postings of its few terms, then one pass over the tools it touched for
+//! the two factors (a popcount, a table look-up and a scan of the tool's one or
+//! two product terms); see docs/benchmarks.md ("Tool search") for
 //! build time, bytes per tool and query latency at 10,000 tools, and for recall on
 //! the 742-tool real catalogue.
 //!
@@ -98,6 +108,14 @@ pub struct Ranking {
     /// are mostly the task's arguments (a city, a person, a channel), not what
     /// the tool does, and a rare one would otherwise outweigh the task's words.
     pub unnamed_weight: f32,
+    /// How much a tool's score follows the share of the query's words it matches
+    /// (through the word itself or an expansion): the score is multiplied by
+    /// `share ^ coverage`; 0 turns this off.
+    pub coverage: f32,
+    /// What a tool's score is multiplied by when the query names a product (an
+    /// upstream's name, see [`SearchIndex`]) and the tool is not of it; 1 turns
+    /// this off.
+    pub other_product: f32,
 }
 
 impl Default for Ranking {
@@ -128,6 +146,8 @@ impl Default for Ranking {
             k1: 2.0,
             synonym_weight: 0.4,
             unnamed_weight: 0.5,
+            coverage: 0.5,
+            other_product: 0.7,
         }
     }
 }
@@ -325,6 +345,14 @@ pub struct SearchIndex {
     named: ToolSet,
     offsets: Vec<usize>,
     postings: Vec<Posting>,
+    /// Bit i: term i names a product: it is in some tool's upstream name, and at
+    /// least 3 in 4 of the tools that have it anywhere have it there (`github`,
+    /// `redis`; not `time` or `memory`, which other tools' descriptions say too).
+    products: ToolSet,
+    /// Tool i's upstream's product terms are
+    /// `product_terms[product_offsets[i]..product_offsets[i + 1]]`.
+    product_offsets: Vec<u32>,
+    product_terms: Vec<u32>,
     ranking: Ranking,
 }
 
@@ -449,6 +477,31 @@ impl SearchIndex {
                 cursor[term] += 1;
             }
         }
+        let mut upstream_df = vec![0usize; sorted.len()];
+        for (counts, _) in &tools {
+            for (term, tf) in counts {
+                if tf[UPSTREAM] > 0 {
+                    upstream_df[remap[*term as usize] as usize] += 1;
+                }
+            }
+        }
+        let products: ToolSet = (0..df.len())
+            .filter(|&t| upstream_df[t] > 0 && upstream_df[t] * 4 >= df[t] * 3)
+            .map(|t| t as u32)
+            .collect();
+        let mut product_offsets = Vec::with_capacity(tools.len() + 1);
+        let mut product_terms = Vec::new();
+        product_offsets.push(0);
+        for (counts, _) in &tools {
+            product_terms.extend(
+                counts
+                    .iter()
+                    .filter(|(_, tf)| tf[UPSTREAM] > 0)
+                    .map(|(term, _)| remap[*term as usize])
+                    .filter(|t| products.contains(*t)),
+            );
+            product_offsets.push(u32::try_from(product_terms.len()).unwrap_or(u32::MAX));
+        }
         let mut by_name: Vec<ToolId> = (0..names.len() as ToolId).collect();
         by_name.sort_by(|a, b| names[*a as usize].cmp(&names[*b as usize]).then(a.cmp(b)));
         let mut rank = vec![0u32; names.len()];
@@ -466,6 +519,9 @@ impl SearchIndex {
             named,
             offsets,
             postings,
+            products,
+            product_offsets,
+            product_terms,
             ranking,
         }
     }
@@ -473,27 +529,44 @@ impl SearchIndex {
     /// The best matches among the tools `keep` lets through, best first, at most
     /// `request.limit()`; ties go to the smaller name.
     pub fn search(&self, request: &SearchRequest, keep: &dyn Fn(ToolId) -> bool) -> Vec<Hit<'_>> {
-        let mut weighted: Vec<(&str, f32)> = Vec::new();
+        // (term, how much it counts, the query words it stands for as bits).
+        let mut weighted: Vec<(&str, f32, u64)> = Vec::new();
+        let mut words: Vec<&str> = Vec::new();
         for term in &request.terms {
+            let bit = match words.iter().position(|w| *w == term.as_str()) {
+                Some(i) => i,
+                None => {
+                    words.push(term);
+                    words.len() - 1
+                }
+            };
+            // At most MAX_QUERY_TERMS (64) words: each has a bit.
+            let bit = 1u64 << (bit % 64);
             // A repeated word counts again, as BM25's query frequency does.
-            match weighted.iter_mut().find(|(t, _)| *t == term.as_str()) {
-                Some((_, w)) => *w += 1.0,
-                None => weighted.push((term, 1.0)),
+            match weighted.iter_mut().find(|(t, _, _)| *t == term.as_str()) {
+                Some((_, w, _)) => *w += 1.0,
+                None => weighted.push((term, 1.0, bit)),
             }
         }
         if self.ranking.synonym_weight > 0.0 {
-            for extra in request.terms.iter().flat_map(|t| text::expansions(t)) {
-                if !weighted.iter().any(|(t, _)| *t == extra.as_str()) {
-                    weighted.push((extra, self.ranking.synonym_weight));
+            for (i, word) in words.iter().enumerate() {
+                for extra in text::expansions(word) {
+                    match weighted.iter_mut().find(|(t, _, _)| *t == extra.as_str()) {
+                        Some((_, _, bits)) => *bits |= 1 << (i % 64),
+                        None => weighted.push((extra, self.ranking.synonym_weight, 1 << (i % 64))),
+                    }
                 }
             }
         }
         let mut scores = vec![0f32; self.names.len()];
+        let mut matched = vec![0u64; self.names.len()];
         let mut touched: Vec<ToolId> = Vec::new();
-        for (term, factor) in weighted {
+        let mut found: Vec<u32> = Vec::new();
+        for (term, factor, bits) in weighted {
             let Ok(t) = self.terms.binary_search_by(|x| (**x).cmp(term)) else {
                 continue;
             };
+            found.push(t as u32);
             let factor = if self.named.contains(t as u32) {
                 factor
             } else {
@@ -505,9 +578,33 @@ impl SearchIndex {
                     touched.push(p.tool);
                 }
                 *score += factor * p.weight;
+                matched[p.tool as usize] |= bits;
             }
         }
         touched.retain(|id| keep(*id));
+        // Coverage and product: one factor per tool, from a table by the number of
+        // query words matched and a scan of the tool's (one or two) product terms.
+        found.retain(|t| self.products.contains(*t));
+        let coverage = self.ranking.coverage;
+        let other = match found.is_empty() {
+            true => 1.0,
+            false => self.ranking.other_product,
+        };
+        if coverage > 0.0 || other != 1.0 {
+            let all = words.len().max(1) as f32;
+            let share: Vec<f32> = (0..=words.len().min(64))
+                .map(|m| (m as f32 / all).powf(coverage))
+                .collect();
+            for &id in &touched {
+                let id = id as usize;
+                let m = matched[id].count_ones() as usize;
+                let mut factor = share.get(m).copied().unwrap_or(1.0);
+                if other != 1.0 && !self.of_products(id, &found) {
+                    factor *= other;
+                }
+                scores[id] *= factor;
+            }
+        }
         let order = |a: &ToolId, b: &ToolId| {
             let (x, y) = (scores[*a as usize], scores[*b as usize]);
             y.total_cmp(&x)
@@ -527,6 +624,21 @@ impl SearchIndex {
                 score: scores[id as usize],
             })
             .collect()
+    }
+
+    /// Whether tool `id`'s upstream is one of the `products` named.
+    fn of_products(&self, id: usize, products: &[u32]) -> bool {
+        let (Some(&start), Some(&end)) = (
+            self.product_offsets.get(id),
+            self.product_offsets.get(id + 1),
+        ) else {
+            return false;
+        };
+        let own = self
+            .product_terms
+            .get(start as usize..end as usize)
+            .unwrap_or(&[]);
+        own.iter().any(|t| products.contains(t))
     }
 
     /// The ids of `names` in this index (a caller's view); unknown names are skipped.
@@ -577,6 +689,8 @@ impl SearchIndex {
             + self.named.bits.capacity() * size_of::<u64>()
             + self.offsets.capacity() * size_of::<usize>()
             + self.postings.capacity() * size_of::<Posting>()
+            + self.products.bits.capacity() * size_of::<u64>()
+            + (self.product_offsets.capacity() + self.product_terms.capacity()) * size_of::<u32>()
     }
 
     /// [`SearchIndex::heap_bytes`] per tool indexed.

@@ -310,3 +310,103 @@ fn indexes_a_catalog_as_exposed() {
     assert_eq!(names(&hits), ["office__shred"]);
     assert!(index.search(&query("removes"), &|_| true).is_empty());
 }
+
+#[test]
+fn a_tool_matching_more_of_the_query_ranks_higher() {
+    // `zebra` alone is rare and would win on idf; the tool that has both words wins.
+    let docs = docs(&[
+        (
+            "a__zebra_feed",
+            "a",
+            json!({"description": "Zebra zebra zebra."}),
+        ),
+        (
+            "a__list_animals",
+            "a",
+            json!({"description": "List animals, a giraffe or a lion or a zebra."}),
+        ),
+        (
+            "a__list_plants",
+            "a",
+            json!({"description": "List plants."}),
+        ),
+        ("a__list_rocks", "a", json!({"description": "List rocks."})),
+    ]);
+    let index = build(&docs);
+    assert_eq!(
+        names(&index.search(&query("list zebra"), &|_| true))[0],
+        "a__list_animals"
+    );
+}
+
+#[test]
+fn a_product_named_in_the_query_ranks_its_tools_first() {
+    let docs = docs(&[
+        (
+            "github__merge_pull_request",
+            "github",
+            json!({"description": "Merge a pull request."}),
+        ),
+        (
+            "gitlab__merge_merge_request",
+            "gitlab",
+            json!({"description": "Merge a merge request."}),
+        ),
+        (
+            "time__get_current_time",
+            "time",
+            json!({"description": "Get the current time; merge time zones."}),
+        ),
+        (
+            "clock__get_time",
+            "clock",
+            json!({"description": "The time now."}),
+        ),
+        (
+            "github__list_issues",
+            "github",
+            json!({"description": "Issues."}),
+        ),
+        ("github__get_me", "github", json!({"description": "Me."})),
+        ("github__star", "github", json!({"description": "Star."})),
+    ]);
+    let build_with = |other_product: f32| {
+        SearchIndex::build_with(
+            docs.iter().map(|(name, upstream, tool)| ToolDoc {
+                name,
+                upstream,
+                tool,
+            }),
+            Ranking {
+                coverage: 0.0,
+                other_product,
+                ..Ranking::default()
+            },
+        )
+    };
+    // Without the product factor, GitLab's "merge merge request" wins on its words.
+    fn first(index: &SearchIndex, q: &str) -> String {
+        names(&index.search(&query(q), &|_| true))[0].to_string()
+    }
+    let plain = build_with(1.0);
+    assert_eq!(
+        first(&plain, "merge the merge request on github"),
+        "gitlab__merge_merge_request"
+    );
+    let index = build_with(Ranking::default().other_product);
+    assert_eq!(
+        first(&index, "merge the merge request on github"),
+        "github__merge_pull_request"
+    );
+    assert_eq!(
+        first(&index, "merge on gitlab"),
+        "gitlab__merge_merge_request"
+    );
+    // `github` names a product: 3 in 4 of the tools with it are GitHub's; `time` is
+    // said by another upstream's tool too, so it names none.
+    let term = |t: &str| index.terms.binary_search_by(|x| (**x).cmp(t)).ok();
+    let is_product = |t: &str| term(t).is_some_and(|i| index.products.contains(i as u32));
+    assert!(is_product("github"));
+    assert!(!is_product("time"));
+    assert!(!is_product("merg"));
+}
