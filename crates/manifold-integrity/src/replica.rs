@@ -11,7 +11,7 @@
 //! must not send it on again).
 //!
 //! Not here: carrying entries between replicas (the gateway's cluster
-//! layer: a signed log in Redis), who may approve.
+//! layer: a sealed log in Redis), who may approve.
 
 use manifold_catalog::fingerprint::Fingerprint;
 use serde::{Deserialize, Serialize};
