@@ -190,6 +190,16 @@ impl Health {
 }
 
 impl Member {
+    /// Sets the URIs this member's listen asks for; its listen is reopened
+    /// only when they change.
+    fn watch(&self, want: &BTreeSet<String>) {
+        self.watched.send_if_modified(|w| {
+            let changed = w != want;
+            w.clone_from(want);
+            changed
+        });
+    }
+
     fn live(&self) -> Option<Arc<Connection>> {
         self.slot.get().filter(|c| !c.wire.closed.is_cancelled())
     }
@@ -360,16 +370,12 @@ impl Pool {
         if holder.is_none_or(|i| !self.members[i].ready()) {
             *holder = self.members.iter().position(|m| m.ready());
         }
+        let none = BTreeSet::new();
         for m in self.members.iter() {
-            let want = if Some(m.index) == *holder {
-                watched.clone()
+            m.watch(if Some(m.index) == *holder {
+                watched
             } else {
-                BTreeSet::new()
-            };
-            m.watched.send_if_modified(|w| {
-                let changed = *w != want;
-                *w = want;
-                changed
+                &none
             });
         }
         *holder
@@ -383,11 +389,7 @@ impl Pool {
         // the look and the send would otherwise be undone.
         let holder = self.holder.lock();
         if holder.is_none_or(|i| i == index || !self.members[i].ready()) {
-            self.members[index].watched.send_if_modified(|w| {
-                let changed = *w != *watched;
-                w.clone_from(watched);
-                changed
-            });
+            self.members[index].watch(watched);
         }
     }
 

@@ -168,15 +168,19 @@ pub(super) fn add_tool(
         return Err(format!("invalid tool name: {name:?}"));
     }
     let server = session.server();
-    if !server.tools.add_dynamic(name) {
-        return Err(format!("tool already exists: {name}"));
-    }
-    let note = notification("notifications/tools/list_changed", json!({}));
-    match &ctx.outbound {
+    let added = match &ctx.outbound {
         Some(outbound) if server.config().notify_caller_only => {
-            let _ = outbound.send(note);
+            let added = server.tools.add_dynamic(name);
+            if added {
+                let note = notification("notifications/tools/list_changed", json!({}));
+                let _ = outbound.send(note);
+            }
+            added
         }
-        _ => server.broadcast(note),
+        _ => server.add_tool_and_announce(name),
+    };
+    if !added {
+        return Err(format!("tool already exists: {name}"));
     }
     Ok(text_result(&format!("added {name}")))
 }

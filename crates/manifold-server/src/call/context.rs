@@ -49,10 +49,9 @@ pub(crate) enum TaskHook {
         /// The Manifold endpoint the call came through.
         path: String,
     },
-    /// A session-era client's (or `manifold call`'s) `tools/call`: the
-    /// caller can hold no task, so
-    /// a task answer (a broken 2026-07-28 upstream's) is refused and
-    /// cancelled upstream.
+    /// A session-era client's (or `manifold call`'s) `tools/call`: the caller
+    /// can hold no task, so a task answer (a broken 2026-07-28 upstream's) is
+    /// refused and cancelled upstream.
     Unwanted,
     /// A `tasks/*` request: the answer gets the client's id back, and its
     /// status may be the task's end.

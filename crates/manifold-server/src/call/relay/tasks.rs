@@ -106,15 +106,14 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
                      io.modelcontextprotocol/tasks extension; the task was cancelled",
                 );
             }
-            let unusable = |why: &str| Refusal::UnusableTask {
-                upstream: a.upstream.to_string(),
-                why: why.to_string(),
-            };
             let Some(upstream_id) = upstream_id else {
-                return refuse(unusable(&format!(
-                    "answered with a task without a usable taskId (a non-empty string of at \
+                return refuse(unusable(
+                    &a,
+                    &format!(
+                        "answered with a task without a usable taskId (a non-empty string of at \
                      most {MAX_UPSTREAM_TASK_ID_BYTES} bytes)"
-                )));
+                    ),
+                ));
             };
             let created_ms = now_ms();
             let facts = TaskFacts {
@@ -134,11 +133,12 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
                 Some((client_id, RawValue::from_string(text).ok()?))
             });
             let Some((client_id, raw)) = spliced else {
-                cancel_upstream(&a, Some(upstream_id));
-                return refuse(unusable(
+                return unasked(
+                    &a,
+                    Some(upstream_id),
                     "answered with a task Manifold cannot relay (its id does not fit in a \
                      sealed task id, or taskId appears twice); the task was cancelled",
-                ));
+                );
             };
             let rid = record_id(&client_id);
             let tracked = a.gw.task_ids.created(&rid, &facts, &owner);
@@ -257,13 +257,18 @@ fn usable_id(f: &t::TaskFacts) -> Option<String> {
         .filter(|id| !id.is_empty() && id.len() <= MAX_UPSTREAM_TASK_ID_BYTES)
 }
 
+/// The refusal of a task answer Manifold cannot relay, saying `why`.
+fn unusable(a: &Answerer<'_>, why: &str) -> Refusal {
+    Refusal::UnusableTask {
+        upstream: a.upstream.to_string(),
+        why: why.to_string(),
+    }
+}
+
 /// A task the caller cannot hold: cancelled upstream, refused with `why`.
 fn unasked(a: &Answerer<'_>, upstream_id: Option<String>, why: &str) -> Shaped {
     cancel_upstream(a, upstream_id);
-    refuse(Refusal::UnusableTask {
-        upstream: a.upstream.to_string(),
-        why: why.to_string(),
-    })
+    refuse(unusable(a, why))
 }
 
 /// Asks the upstream to cancel a task the client will never hold (best
