@@ -47,12 +47,13 @@ pub use chain::ZERO_HASH;
 /// users of the writer.
 pub use manifold_config::audit::{
     AuditSettings, Fsync, InvalidAuditSettings, OnFailure, DEFAULT_FSYNC,
-    DEFAULT_INCLUDE_ARGUMENTS, DEFAULT_KEEP, DEFAULT_MAX_BYTES, DEFAULT_MAX_VALUE_BYTES,
-    DEFAULT_ON_FAILURE, DEFAULT_QUEUE, DEFAULT_REDACT, FSYNC_INTERVAL, RETRY_INTERVAL,
+    DEFAULT_INCLUDE_ARGUMENTS, DEFAULT_KEEP, DEFAULT_MAX_ARGUMENTS_BYTES, DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_VALUE_BYTES, DEFAULT_ON_FAILURE, DEFAULT_QUEUE, DEFAULT_REDACT, FSYNC_INTERVAL,
+    RETRY_INTERVAL,
 };
 pub use record::{
     AuditRecord, ClientInfo, Confirmation, Outcome, SizeCap, TaskEvent, TaskStage, ANONYMOUS,
-    TRUNCATED,
+    TRUNCATED, TRUNCATED_KEY,
 };
 pub use redact::{Redactor, REDACTED};
 pub use sink::rotated_path;

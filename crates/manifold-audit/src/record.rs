@@ -33,38 +33,74 @@ pub const ANONYMOUS: &str = "anonymous";
 /// `{"$truncated": {"bytes": N, "sha256": "…"}}`.
 pub const TRUNCATED: &str = "$truncated";
 
-/// How large a record's parts may be (`[audit] max_value_bytes`): each argument
-/// value (each member of an object, or the whole value otherwise) and each text
-/// member. Larger ones are replaced, keeping their size and digest, so one request
-/// cannot flush the retained history with a huge record.
+/// How large a record's parts may be (`[audit] max_value_bytes`,
+/// `max_arguments_bytes`): each argument value (each member of an object, or
+/// the whole value otherwise), each key and each text member; then the
+/// arguments as a whole, keys and members counted. Larger ones are replaced,
+/// keeping their size and digest, so one request cannot flush the retained
+/// history with a huge record — not with one huge value, one huge key, nor
+/// many small members — and every record stays far under the reader's line
+/// limit ([`crate::reader::MAX_LINE_BYTES`]).
 #[derive(Debug, Clone, Copy)]
 pub struct SizeCap {
     pub max_value_bytes: usize,
+    pub max_arguments_bytes: usize,
 }
 
 impl Default for SizeCap {
     fn default() -> Self {
         SizeCap {
             max_value_bytes: crate::DEFAULT_MAX_VALUE_BYTES,
+            max_arguments_bytes: crate::DEFAULT_MAX_ARGUMENTS_BYTES,
         }
     }
 }
 
+/// The prefix of a key too long to write: `$truncated-key:<sha256 of it>`.
+pub const TRUNCATED_KEY: &str = "$truncated-key:";
+
 impl SizeCap {
     /// Replaces each over-sized member of `args` (or `args` itself when it is not
-    /// an object) with its [`TRUNCATED`] marker.
+    /// an object) with its [`TRUNCATED`] marker, each over-long key with
+    /// [`TRUNCATED_KEY`] and its digest, then the whole object with its marker
+    /// (`bytes`, `members`, `sha256`) when it is still over
+    /// `max_arguments_bytes`.
     pub fn cap_arguments(&self, args: &mut Value) {
         match args {
-            Value::Object(map) => map.values_mut().for_each(|v| self.cap_value(v)),
+            Value::Object(map) => {
+                if map.keys().any(|k| k.len() > self.max_value_bytes) {
+                    *map = std::mem::take(map)
+                        .into_iter()
+                        .map(|(k, v)| {
+                            if k.len() > self.max_value_bytes {
+                                let digest = crate::canonical::digest_hex(&Value::String(k));
+                                (format!("{TRUNCATED_KEY}{digest}"), v)
+                            } else {
+                                (k, v)
+                            }
+                        })
+                        .collect();
+                }
+                map.values_mut().for_each(|v| self.cap_value(v));
+                let bytes = manifold_foundation::json::encoded_len(args);
+                if bytes > self.max_arguments_bytes {
+                    let members = args.as_object().map_or(0, Map::len);
+                    *args = serde_json::json!({TRUNCATED: {
+                        "bytes": bytes,
+                        "members": members,
+                        "sha256": crate::canonical::digest_hex(args),
+                    }});
+                }
+            }
             other => self.cap_value(other),
         }
     }
 
     fn cap_value(&self, v: &mut Value) {
-        let text = v.to_string();
-        if text.len() > self.max_value_bytes {
+        let bytes = manifold_foundation::json::encoded_len(v);
+        if bytes > self.max_value_bytes {
             *v = serde_json::json!({TRUNCATED: {
-                "bytes": text.len(),
+                "bytes": bytes,
                 "sha256": crate::canonical::digest_hex(v),
             }});
         }
@@ -333,7 +369,10 @@ impl AuditRecord {
         m.insert("time".into(), Value::String(rfc3339_micros(self.time)));
         m.insert("request_id".into(), Value::String(self.request_id));
         m.insert("session".into(), opt(self.session));
-        m.insert("principal".into(), Value::String(self.principal));
+        m.insert(
+            "principal".into(),
+            Value::String(cap.cap_text(self.principal)),
+        );
         let client = self.client.map_or(Value::Null, |c| {
             let mut o = Map::new();
             o.insert("name".into(), Value::String(cap.cap_text(c.name)));
@@ -341,7 +380,7 @@ impl AuditRecord {
             Value::Object(o)
         });
         m.insert("client".into(), client);
-        m.insert("method".into(), Value::String(self.method));
+        m.insert("method".into(), Value::String(cap.cap_text(self.method)));
         m.insert("name".into(), opt(self.name));
         m.insert("upstream".into(), opt(self.upstream));
         m.insert("original".into(), opt(self.original));
@@ -699,6 +738,7 @@ mod tests {
     fn over_sized_values_become_their_size_and_digest() {
         let cap = SizeCap {
             max_value_bytes: 64,
+            max_arguments_bytes: 4096,
         };
         let big = "x".repeat(1000);
         let mut rec = AuditRecord::new("r", "tools/call");
@@ -717,5 +757,55 @@ mod tests {
         );
         // The digest of the whole arguments is still over what was received.
         assert_ne!(m["arguments_sha256"], Value::Null);
+    }
+
+    /// Security review 3, finding 5: keys and the number of members count.
+    /// One request with 170,000 tiny members, or one with a 3.9 MB key,
+    /// writes a small record; the digest still covers what was received.
+    #[test]
+    fn many_members_or_a_huge_key_cannot_make_a_record_large() {
+        let cap = SizeCap::default();
+        let many: Map<String, Value> = (0..170_000).map(|i| (format!("k{i}"), json!(1))).collect();
+        let huge_key: Map<String, Value> =
+            [("k".repeat(3_900_000), json!(1))].into_iter().collect();
+        let mut key_and_text = huge_key.clone();
+        key_and_text.insert("text".into(), json!("HIDDEN-CALL"));
+        for (what, args) in [
+            ("members", Value::Object(many)),
+            ("key", Value::Object(huge_key)),
+            ("key beside a value", Value::Object(key_and_text)),
+        ] {
+            let mut rec = AuditRecord::new("r", "m".repeat(100_000));
+            rec.principal = "p".repeat(100_000);
+            rec.injected = Some(args.clone());
+            rec.arguments = Some(args.clone());
+            let m = rec.to_entry(&Redactor::default(), true, &cap);
+            let line = serde_json::to_string(&m).unwrap();
+            assert!(
+                line.len() < 2 * cap.max_arguments_bytes + 4 * cap.max_value_bytes + 1024,
+                "{what}: {} bytes",
+                line.len()
+            );
+            assert!(line.len() < crate::reader::MAX_LINE_BYTES, "{what}");
+            assert_eq!(m["arguments_sha256"], json!(digest_hex(&args)), "{what}");
+        }
+        // A long key alone (under the whole-object cap) is replaced by its digest.
+        let small = SizeCap {
+            max_value_bytes: 64,
+            max_arguments_bytes: 64 * 1024,
+        };
+        let mut args = json!({"x".repeat(100): 1, "ok": 2});
+        small.cap_arguments(&mut args);
+        let keys: Vec<&String> = args.as_object().unwrap().keys().collect();
+        assert!(
+            keys[0].starts_with(TRUNCATED_KEY) && keys[1] == "ok",
+            "{keys:?}"
+        );
+        // Past the whole cap: size, members and digest.
+        let mut args = Value::Object((0..10_000).map(|i| (format!("k{i}"), json!(i))).collect());
+        let digest = digest_hex(&args);
+        small.cap_arguments(&mut args);
+        assert_eq!(args[TRUNCATED]["members"], 10_000);
+        assert_eq!(args[TRUNCATED]["sha256"], digest);
     }
 }

@@ -178,6 +178,7 @@ impl Auditor {
             redactor: Arc::new(Redactor::new(&settings.redact)),
             cap: crate::SizeCap {
                 max_value_bytes: settings.max_value_bytes,
+                max_arguments_bytes: settings.max_arguments_bytes,
             },
             include_arguments: settings.include_arguments,
         };

@@ -9,7 +9,10 @@
 //! - every exposed name matches `^[A-Za-z0-9_-]{1,max_length}$`;
 //! - every member of an item other than `name` is kept as the upstream sent it, in
 //!   order;
-//! - a collision or an invalid item is reported in [`NamedList::left_out`], never fatal.
+//! - a collision or an invalid item is reported in [`NamedList::left_out`], never fatal;
+//! - a name an upstream publishes twice in one list is a protocol error: every copy
+//!   is left out ([`LeftOutReason::Duplicate`]), never disambiguated, so no second
+//!   definition rides under a suffixed name beside the first.
 //!
 //! Not here: fetching lists (the upstream layer), deciding when to rebuild (the
 //! server). Resources are keyed by URI, not renamed: see [`resources`]. Tool
@@ -131,6 +134,24 @@ pub enum LeftOutReason {
     /// A resource template that cannot be parsed, or is over the template limits
     /// (see `template`): it could not route reads safely.
     InvalidTemplate(String),
+    /// The upstream published `copies` items under this one name (URI for
+    /// resources) in one list: a protocol error. Every copy is left out, so
+    /// a second definition can never stand in for an approved first one.
+    Duplicate { copies: usize },
+}
+
+impl LeftOutReason {
+    /// A short stable name (a metrics label, `manifold check --json`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LeftOutReason::NoName => "no_name",
+            LeftOutReason::Filtered => "filtered",
+            LeftOutReason::InvalidHeader(_) => "invalid_header",
+            LeftOutReason::Collision { .. } => "collision",
+            LeftOutReason::InvalidTemplate(_) => "invalid_template",
+            LeftOutReason::Duplicate { .. } => "duplicate",
+        }
+    }
 }
 
 impl std::fmt::Display for LeftOutReason {
@@ -140,6 +161,10 @@ impl std::fmt::Display for LeftOutReason {
             LeftOutReason::Filtered => write!(f, "hidden by the upstream's allow/deny lists"),
             LeftOutReason::InvalidHeader(e) => write!(f, "invalid x-mcp-header: {e}"),
             LeftOutReason::InvalidTemplate(e) => write!(f, "{e}"),
+            LeftOutReason::Duplicate { copies } => write!(
+                f,
+                "the upstream published {copies} items under this name in one list; every copy is left out until it publishes one"
+            ),
             LeftOutReason::Collision {
                 exposed,
                 kept_upstream,
@@ -257,6 +282,7 @@ impl NamedList {
                 Kind::Tools => &input.lists.tools,
                 Kind::Prompts => &input.lists.prompts,
             };
+            let repeated = repeated(items, "name", &input.name, kind.singular());
             for item in items {
                 let Some(original) = item.get("name").and_then(Value::as_str) else {
                     left_out.push(LeftOut {
@@ -266,6 +292,10 @@ impl NamedList {
                     });
                     continue;
                 };
+                if let Some(&copies) = repeated.get(original) {
+                    left_out.push(duplicate(&input.name, original, copies));
+                    continue;
+                }
                 if !input.filter.shows(kind, original) {
                     left_out.push(LeftOut {
                         upstream: input.name.clone(),
@@ -448,6 +478,40 @@ impl NamedList {
     /// The serialized list result (`{"tools":[…],"nextCursor":…}`) for a cursor.
     pub fn page(&self, cursor: Option<&str>) -> Result<Bytes, CursorError> {
         self.pages.page(self.kind.member(), &self.entries, cursor)
+    }
+}
+
+/// The names (`key` members) that appear more than once in one upstream's
+/// list, with their number of copies; each is logged once (`what`: the
+/// kind, for the log).
+pub(crate) fn repeated<'a>(
+    items: &'a [Map<String, Value>],
+    key: &str,
+    upstream: &str,
+    what: &str,
+) -> HashMap<&'a str, usize> {
+    let mut counts: HashMap<&str, usize> = HashMap::with_capacity(items.len());
+    for item in items {
+        if let Some(name) = item.get(key).and_then(Value::as_str) {
+            *counts.entry(name).or_insert(0) += 1;
+        }
+    }
+    counts.retain(|_, n| *n > 1);
+    for (name, copies) in &counts {
+        tracing::warn!(
+            kind = what, %upstream, name = %fingerprint::printable(name), copies,
+            "the upstream published this name more than once in one list (a protocol error): every copy is left out"
+        );
+    }
+    counts
+}
+
+/// One copy of a repeated name, left out.
+pub(crate) fn duplicate(upstream: &Arc<str>, original: &str, copies: usize) -> LeftOut {
+    LeftOut {
+        upstream: upstream.clone(),
+        original: original.to_string(),
+        reason: LeftOutReason::Duplicate { copies },
     }
 }
 

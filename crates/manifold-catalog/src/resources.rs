@@ -7,6 +7,8 @@
 //! - a URI listed by several belongs to the upstream whose name sorts first; the
 //!   others' entries are left out of the merged list (reported as a collision),
 //!   the same rule for duplicate `uriTemplate`s;
+//! - a URI (or template) one upstream lists twice is left out in every copy
+//!   ([`LeftOutReason::Duplicate`]): which copy is meant cannot be known;
 //! - an unlisted URI belongs to the most specific template that matches it (most
 //!   literal characters; ties go to the first in (template, upstream) order).
 //!
@@ -52,8 +54,12 @@ impl UriList {
         let mut left_out = Vec::new();
         let mut candidates: Vec<(String, Arc<str>, &Map<String, Value>)> = Vec::new();
         for input in inputs {
+            let repeated = crate::repeated(items(input), key, &input.name, key);
             for item in items(input) {
                 match item.get(key).and_then(Value::as_str) {
+                    Some(uri) if repeated.contains_key(uri) => {
+                        left_out.push(crate::duplicate(&input.name, uri, repeated[uri]));
+                    }
                     Some(uri) => match check(uri) {
                         Ok(()) => candidates.push((uri.to_string(), input.name.clone(), item)),
                         Err(reason) => {

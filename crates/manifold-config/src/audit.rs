@@ -29,6 +29,16 @@ pub const DEFAULT_ON_FAILURE: OnFailure = OnFailure::Reject;
 /// The largest argument value or text member written as is (see
 /// [`AuditSettings::max_value_bytes`]).
 pub const DEFAULT_MAX_VALUE_BYTES: usize = 4096;
+/// The most a value may be configured to (`max_value_bytes`): with
+/// [`MAX_MAX_ARGUMENTS_BYTES`], it keeps every record well under the audit
+/// reader's line limit (4 MiB), so no record is invisible in the console.
+pub const MAX_MAX_VALUE_BYTES: usize = 256 * 1024;
+/// The largest `arguments` (and `injected`) written as is, as a whole — keys,
+/// members and values counted together (see
+/// [`AuditSettings::max_arguments_bytes`]).
+pub const DEFAULT_MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
+/// The most `max_arguments_bytes` may be configured to.
+pub const MAX_MAX_ARGUMENTS_BYTES: usize = 1024 * 1024;
 /// Records waiting for the writer before `record` waits for room.
 pub const DEFAULT_QUEUE: usize = 1024;
 /// Keys redacted by default: the usual names of secrets in tool arguments. Matched
@@ -134,6 +144,12 @@ pub struct AuditSettings {
     /// written as is; a larger one is replaced by its size and SHA-256 and marked
     /// truncated, so no request can flush history away with one huge record.
     pub max_value_bytes: usize,
+    /// The largest `arguments` (and `injected`) written as is, as a whole:
+    /// keys, the number of members and values all count. Past it (after each
+    /// value was capped) the whole object is replaced by its size, member
+    /// count and SHA-256, so many small members or huge keys cannot make a
+    /// record large either.
+    pub max_arguments_bytes: usize,
     /// Also export each record as an OTLP log record (`[audit] otlp`).
     pub otlp: bool,
 }
@@ -151,6 +167,7 @@ impl Default for AuditSettings {
             on_failure: DEFAULT_ON_FAILURE,
             queue: DEFAULT_QUEUE,
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
+            max_arguments_bytes: DEFAULT_MAX_ARGUMENTS_BYTES,
             otlp: false,
         }
     }
@@ -179,8 +196,16 @@ impl AuditSettings {
         if self.max_bytes == 0 {
             return bad("`max_bytes` must be at least 1");
         }
-        if self.max_value_bytes < 64 {
-            return bad("`max_value_bytes` must be at least 64");
+        if !(64..=MAX_MAX_VALUE_BYTES).contains(&self.max_value_bytes) {
+            return Err(InvalidAuditSettings(format!(
+                "`max_value_bytes` must be between 64 and {MAX_MAX_VALUE_BYTES}"
+            )));
+        }
+        if !(self.max_value_bytes..=MAX_MAX_ARGUMENTS_BYTES).contains(&self.max_arguments_bytes) {
+            return Err(InvalidAuditSettings(format!(
+                "`max_arguments_bytes` must be between `max_value_bytes` ({}) and {MAX_MAX_ARGUMENTS_BYTES}",
+                self.max_value_bytes
+            )));
         }
         Ok(())
     }
@@ -224,6 +249,10 @@ pub struct AuditSection {
     /// The largest argument value or text member written as is
     /// (`DEFAULT_MAX_VALUE_BYTES`); larger ones become their size and digest.
     pub max_value_bytes: Option<usize>,
+    /// The largest `arguments` written as is, keys and members counted
+    /// (`DEFAULT_MAX_ARGUMENTS_BYTES`); a larger object becomes its size,
+    /// member count and digest.
+    pub max_arguments_bytes: Option<usize>,
     /// Also export every record as an OTLP log record to `[tracing] endpoint`
     /// (default false); the file stays the record of truth.
     #[serde(default)]
@@ -259,6 +288,7 @@ pub(crate) fn validate_section(
         },
         queue: a.queue.unwrap_or(d.queue),
         max_value_bytes: a.max_value_bytes.unwrap_or(d.max_value_bytes),
+        max_arguments_bytes: a.max_arguments_bytes.unwrap_or(d.max_arguments_bytes),
         otlp: a.otlp,
     };
     settings

@@ -53,6 +53,15 @@ pub const DEFAULT_MAX_LISTENS: usize = 1024;
 /// Default `[limits] max_list_items`: items one upstream may publish in one list
 /// (tools, prompts, resources, templates); a longer list fails its fetch.
 pub const DEFAULT_MAX_LIST_ITEMS: usize = 10_000;
+/// Default `[limits] max_list_bytes`: the JSON text one upstream's list (all
+/// its pages together) may hold; a larger list fails its fetch, so a hostile
+/// upstream cannot fill the gateway's memory with a few huge items (10,000
+/// tools of 1.6 KiB each fit).
+pub const DEFAULT_MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
+/// Default `[limits] max_item_bytes`: the largest single tool, prompt,
+/// resource or template definition an upstream may list; a larger one fails
+/// the list's fetch, naming the item.
+pub const DEFAULT_MAX_ITEM_BYTES: usize = 1024 * 1024;
 /// Default `[limits] max_calls_per_session`: calls one session may have in flight; beyond, a call is refused, so one client cannot take every upstream slot.
 pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 256;
 /// Default `[limits] max_connections`: client connections open at once; beyond,
@@ -115,6 +124,12 @@ pub struct LimitsSection {
     pub max_calls_per_session: usize,
     #[serde(default = "default_max_list_items")]
     pub max_list_items: usize,
+    /// `DEFAULT_MAX_LIST_BYTES`.
+    #[serde(default = "default_max_list_bytes")]
+    pub max_list_bytes: usize,
+    /// `DEFAULT_MAX_ITEM_BYTES`.
+    #[serde(default = "default_max_item_bytes")]
+    pub max_item_bytes: usize,
 }
 
 impl Default for LimitsSection {
@@ -140,6 +155,8 @@ impl Default for LimitsSection {
             max_listens: DEFAULT_MAX_LISTENS,
             max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
             max_list_items: DEFAULT_MAX_LIST_ITEMS,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
+            max_item_bytes: DEFAULT_MAX_ITEM_BYTES,
         }
     }
 }
@@ -167,6 +184,8 @@ pub struct LimitsConfig {
     pub max_listens: usize,
     pub max_calls_per_session: usize,
     pub max_list_items: usize,
+    pub max_list_bytes: usize,
+    pub max_item_bytes: usize,
 }
 
 impl Default for LimitsConfig {
@@ -194,6 +213,8 @@ impl Default for LimitsConfig {
             max_listens: DEFAULT_MAX_LISTENS,
             max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
             max_list_items: DEFAULT_MAX_LIST_ITEMS,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
+            max_item_bytes: DEFAULT_MAX_ITEM_BYTES,
         })
     }
 }
@@ -248,6 +269,14 @@ pub(crate) const FIXED_AT_START: &[Fixed] = &[
         key: "limits.max_list_items",
         changed: |a, b| a.limits.max_list_items != b.limits.max_list_items,
     },
+    Fixed {
+        key: "limits.max_list_bytes",
+        changed: |a, b| a.limits.max_list_bytes != b.limits.max_list_bytes,
+    },
+    Fixed {
+        key: "limits.max_item_bytes",
+        changed: |a, b| a.limits.max_item_bytes != b.limits.max_item_bytes,
+    },
 ];
 
 pub(crate) fn duration(key: &str, value: &str) -> Result<Duration, String> {
@@ -293,6 +322,8 @@ pub(crate) fn validate(l: LimitsSection) -> Result<LimitsConfig, String> {
         max_listens: positive("max_listens", l.max_listens)?,
         max_calls_per_session: positive("max_calls_per_session", l.max_calls_per_session)?,
         max_list_items: positive("max_list_items", l.max_list_items)?,
+        max_list_bytes: positive("max_list_bytes", l.max_list_bytes)?,
+        max_item_bytes: positive("max_item_bytes", l.max_item_bytes)?,
     })
 }
 
@@ -340,6 +371,12 @@ fn default_max_listens() -> usize {
 }
 fn default_max_list_items() -> usize {
     DEFAULT_MAX_LIST_ITEMS
+}
+fn default_max_list_bytes() -> usize {
+    DEFAULT_MAX_LIST_BYTES
+}
+fn default_max_item_bytes() -> usize {
+    DEFAULT_MAX_ITEM_BYTES
 }
 fn default_max_calls_per_session() -> usize {
     DEFAULT_MAX_CALLS_PER_SESSION

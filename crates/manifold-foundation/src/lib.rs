@@ -4,7 +4,9 @@
 //! shared decider fills ([`rate`]), AES-256-GCM seal/open under
 //! domain-separated keys ([`aead`], feature `aead`), and the bounded HTTPS
 //! client and fetch ([`http`], feature `http`), and URLs as errors may show
-//! them ([`redact`]: no userinfo, no query).
+//! them ([`redact`]: no userinfo, no query), and text from a peer made
+//! safe to show a person ([`text`]: nothing invisible, nothing reordering),
+//! and the size of a value's JSON text without writing it ([`json`]).
 //!
 //! Invariants: no MCP semantics and no Manifold configuration here (nothing
 //! reads a JSON-RPC message or a `gateway.toml` section); every wait and every
@@ -19,6 +21,8 @@ pub mod aead;
 pub mod glob;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod json;
 pub mod log_budget;
 pub mod rate;
 pub mod redact;
+pub mod text;

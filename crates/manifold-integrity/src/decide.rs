@@ -20,9 +20,11 @@
 //! applies again if the old name comes back), the new name follows the rules
 //! for new items. Pending entries of items the upstream no longer publishes
 //! are dropped. Items without a string name are skipped (the catalog leaves
-//! them out); of two items with one name, the first decides (it is the one
-//! the catalog keeps) — withhold by name ([`Decisions::withholds`]), so the
-//! second never stands in for a held first.
+//! them out). A name published more than once in one list is a protocol
+//! error: [`Verdict::Duplicate`], held in every copy whatever its pin says
+//! (the catalog leaves every copy out too), neither pinned nor recorded as
+//! pending — there is no one definition to approve — so a poisoned second
+//! copy never rides along with an approved first one.
 //!
 //! Invariants: deciding again over the store with the update applied gives
 //! the same held set and an empty update (no write on an unchanged list);
@@ -37,7 +39,7 @@ use manifold_catalog::fingerprint::{diff, DefinitionDiff, Fingerprint};
 use manifold_catalog::UpstreamLists;
 use manifold_config::integrity::{IntegritySettings, NewTools};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::SystemTime;
 
 use crate::store::{Op, PendingReason, PinStore, Update};
@@ -82,22 +84,30 @@ pub enum Verdict {
     },
     /// Never approved and not pinned by the rules: held.
     New,
+    /// The upstream published `copies` items under this name in one list:
+    /// held (every copy), never pinned.
+    Duplicate { copies: usize },
 }
 
 impl Verdict {
     /// Whether the item is held (withheld under `mode = "quarantine"`,
     /// reported under `"warn"`).
     pub fn held(&self) -> bool {
-        matches!(self, Verdict::Changed { .. } | Verdict::New)
+        matches!(
+            self,
+            Verdict::Changed { .. } | Verdict::New | Verdict::Duplicate { .. }
+        )
     }
 
-    /// `approved`, `pinned`, `changed` or `new` (logs, `/upstreams`).
+    /// `approved`, `pinned`, `changed`, `new` or `duplicate` (logs,
+    /// `/upstreams`).
     pub fn as_str(&self) -> &'static str {
         match self {
             Verdict::Approved => "approved",
             Verdict::Pinned(_) => "pinned",
             Verdict::Changed { .. } => "changed",
             Verdict::New => "new",
+            Verdict::Duplicate { .. } => "duplicate",
         }
     }
 }
@@ -178,6 +188,12 @@ pub fn decide(
     let mut ops = Vec::new();
     let mut seen: HashSet<(ItemKind, &str)> = HashSet::new();
     for kind in ItemKind::ALL {
+        let mut copies: HashMap<&str, usize> = HashMap::new();
+        for definition in items_of(lists, kind) {
+            if let Some(name) = kind.name_of(definition) {
+                *copies.entry(name).or_insert(0) += 1;
+            }
+        }
         for definition in items_of(lists, kind) {
             let Some(name) = kind.name_of(definition) else {
                 continue;
@@ -185,8 +201,24 @@ pub fn decide(
             if !seen.insert((kind, name)) {
                 continue;
             }
-            let item = ItemRef::new(upstream, kind, name);
             let fingerprint = Fingerprint::of(definition);
+            if let Some(&n) = copies.get(name).filter(|n| **n > 1) {
+                // What was pending for the name is no longer one definition.
+                if store.pending(&ItemRef::new(upstream, kind, name)).is_some() {
+                    ops.push(Op::Unpend {
+                        kind,
+                        name: name.to_string(),
+                    });
+                }
+                items.push(Decision {
+                    kind,
+                    name: name.to_string(),
+                    fingerprint,
+                    verdict: Verdict::Duplicate { copies: n },
+                });
+                continue;
+            }
+            let item = ItemRef::new(upstream, kind, name);
             let pending = store.pending(&item);
             let verdict = match store.pin(&item) {
                 Some(pin) if pin.fingerprint == fingerprint => Verdict::Approved,
@@ -223,6 +255,7 @@ pub fn decide(
                     definition: definition.clone(),
                     at: at.clone(),
                 }),
+                Verdict::Duplicate { .. } => {}
                 Verdict::Changed { .. } | Verdict::New => {
                     let reason = if matches!(verdict, Verdict::New) {
                         PendingReason::New

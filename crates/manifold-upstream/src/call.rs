@@ -370,6 +370,16 @@ pub(crate) async fn request(
     method: &str,
     params: Option<Map<String, Value>>,
 ) -> Result<Value, UpstreamError> {
+    request_sized(conn, method, params).await.map(|(v, _)| v)
+}
+
+/// [`request`], with the size of the result's JSON text (list fetching counts
+/// the bytes an upstream makes the gateway keep).
+pub(crate) async fn request_sized(
+    conn: &Arc<Connection>,
+    method: &str,
+    params: Option<Map<String, Value>>,
+) -> Result<(Value, usize), UpstreamError> {
     let upstream = conn.wire.upstream().clone();
     let headers = vec![(
         manifold_protocol::methods::HEADER_METHOD.into(),
@@ -379,9 +389,15 @@ pub(crate) async fn request(
     loop {
         match call.next().await {
             CallEvent::Done(CallOutcome::Result(raw)) => {
-                return serde_json::from_str(raw.get()).map_err(|e| {
-                    UpstreamError::protocol(&upstream, format!("{method} result is not JSON: {e}"))
-                })
+                let size = raw.get().len();
+                return serde_json::from_str(raw.get())
+                    .map(|v| (v, size))
+                    .map_err(|e| {
+                        UpstreamError::protocol(
+                            &upstream,
+                            format!("{method} result is not JSON: {e}"),
+                        )
+                    });
             }
             CallEvent::Done(CallOutcome::Error(raw)) => {
                 return Err(UpstreamError::protocol(

@@ -31,6 +31,11 @@ pub(crate) struct Connection {
     transport: Box<dyn Transport>,
     /// `limits.max_list_items`: the longest list a fetch accepts.
     pub(crate) max_list_items: usize,
+    /// `limits.max_list_bytes`: the most JSON text one list's pages may
+    /// hold together.
+    pub(crate) max_list_bytes: usize,
+    /// `limits.max_item_bytes`: the largest single item of a list.
+    pub(crate) max_item_bytes: usize,
 }
 
 impl std::fmt::Debug for Connection {
@@ -90,6 +95,8 @@ impl Connection {
             wire,
             transport,
             max_list_items: limits.max_list_items,
+            max_list_bytes: limits.max_list_bytes,
+            max_item_bytes: limits.max_item_bytes,
         }))
     }
 

@@ -272,13 +272,26 @@ async fn fetch_all(
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     let mut seen = HashSet::new();
+    let mut bytes = 0usize;
     for _ in 0..crate::MAX_LIST_PAGES {
         let params = cursor.as_ref().map(|c| {
             let mut m = Map::new();
             m.insert("cursor".into(), Value::from(c.clone()));
             m
         });
-        let mut result = call::request(session, method, params).await?;
+        let (mut result, size) = call::request_sized(session, method, params).await?;
+        // Counted before anything is kept: a hostile upstream's pages stop at
+        // the bound, whatever their number.
+        bytes = bytes.saturating_add(size);
+        if bytes > session.max_list_bytes {
+            return Err(UpstreamError::protocol(
+                &name,
+                format!(
+                    "{method} returned more than {} bytes (limits.max_list_bytes); raise it if this upstream is trusted",
+                    session.max_list_bytes
+                ),
+            ));
+        }
         ttl.see(&result);
         let page = match result.get_mut(member).map(Value::take) {
             Some(Value::Array(a)) => a,
@@ -289,10 +302,21 @@ async fn fetch_all(
                 ))
             }
         };
-        items.extend(page.into_iter().filter_map(|v| match v {
-            Value::Object(m) => Some(m),
-            _ => None,
-        }));
+        for v in page {
+            let Value::Object(item) = v else { continue };
+            let size = manifold_foundation::json::encoded_len(&item);
+            if size > session.max_item_bytes {
+                return Err(UpstreamError::protocol(
+                    &name,
+                    format!(
+                        "{method} item `{}` is {size} bytes, over limits.max_item_bytes ({}); raise it if this upstream is trusted",
+                        label(&item),
+                        session.max_item_bytes
+                    ),
+                ));
+            }
+            items.push(item);
+        }
         if items.len() > session.max_list_items {
             return Err(UpstreamError::protocol(
                 &name,
@@ -322,4 +346,15 @@ async fn fetch_all(
             crate::MAX_LIST_PAGES
         ),
     ))
+}
+
+/// How an error names an item: its name, URI or template, shortened and made
+/// printable.
+fn label(item: &Map<String, Value>) -> String {
+    let name = ["name", "uri", "uriTemplate"]
+        .iter()
+        .find_map(|k| item.get(*k).and_then(Value::as_str))
+        .unwrap_or("");
+    let short: String = name.chars().take(64).collect();
+    manifold_foundation::text::printable(&short).into_owned()
 }

@@ -17,7 +17,7 @@
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::fmt::{self, Write};
+use std::fmt;
 
 use super::canonical::{canonical_json, utf16_cmp};
 use super::EXCLUDED_MEMBERS;
@@ -182,19 +182,11 @@ fn escape_pointer(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// Text from an upstream made safe for a terminal: control characters (the
-/// newline too) and bidirectional overrides are written as `\u{…}`.
+/// Text from an upstream made safe for a person to read: every character a
+/// terminal or a browser shows as nothing (or that reorders text) written as
+/// `\u{…}` ([`manifold_foundation::text::printable`]).
 pub fn printable(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        let bidi = matches!(c, '\u{61C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-        if c.is_control() || bidi {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    manifold_foundation::text::printable(s).into_owned()
 }
 
 fn shown(v: &Value) -> String {

@@ -579,7 +579,7 @@ impl Metrics {
                 self.left_out
                     .get_or_create(&KindReason {
                         kind,
-                        reason: reason_label(&lo.reason),
+                        reason: manifold_catalog::LeftOutReason::kind(&lo.reason),
                     })
                     .inc();
             }
@@ -602,16 +602,5 @@ impl Metrics {
             tracing::error!("encoding the metrics failed");
         }
         out
-    }
-}
-
-fn reason_label(r: &manifold_catalog::LeftOutReason) -> &'static str {
-    use manifold_catalog::LeftOutReason as R;
-    match r {
-        R::NoName => "no_name",
-        R::Filtered => "filtered",
-        R::InvalidHeader(_) => "invalid_header",
-        R::Collision { .. } => "collision",
-        R::InvalidTemplate(_) => "invalid_template",
     }
 }

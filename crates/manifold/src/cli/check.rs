@@ -475,7 +475,7 @@ impl Facts {
             .iter()
             .map(|d| {
                 let mut reason = json!({
-                    "kind": reason_kind(&d.reason),
+                    "kind": d.reason.kind(),
                     "message": d.reason.to_string(),
                 });
                 match &d.reason {
@@ -489,6 +489,7 @@ impl Facts {
                         reason["exposed"] = json!(exposed);
                         reason["kept_upstream"] = json!(kept_upstream);
                     }
+                    LeftOutReason::Duplicate { copies } => reason["copies"] = json!(copies),
                     LeftOutReason::NoName | LeftOutReason::Filtered => {}
                 }
                 json!({
@@ -601,16 +602,6 @@ fn override_facts(core: &InProcess, tools: &NamedList) -> Vec<OverrideFacts> {
 
 fn plural(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
-}
-
-fn reason_kind(r: &LeftOutReason) -> &'static str {
-    match r {
-        LeftOutReason::NoName => "no_name",
-        LeftOutReason::Filtered => "filtered",
-        LeftOutReason::InvalidHeader(_) => "invalid_header",
-        LeftOutReason::Collision { .. } => "collision",
-        LeftOutReason::InvalidTemplate(_) => "invalid_template",
-    }
 }
 
 /// What changed in `e`'s name and why; a collision names the item that kept the
