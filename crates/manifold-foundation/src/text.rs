@@ -93,6 +93,26 @@ pub fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// [`printable`] for a whole document (a page, a block of lines): newlines,
+/// carriage returns and tabs are layout there and pass; every other hidden
+/// character is escaped.
+pub fn printable_lines(s: &str) -> Cow<'_, str> {
+    let hidden = |c: char| !matches!(c, '\n' | '\r' | '\t') && is_hidden(c);
+    let Some(first) = s.char_indices().find(|(_, c)| hidden(*c)).map(|(i, _)| i) else {
+        return Cow::Borrowed(s);
+    };
+    let mut out = String::with_capacity(s.len() + 16);
+    out.push_str(&s[..first]);
+    for c in s[first..].chars() {
+        if hidden(c) {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Whether `s` holds any hidden character (to flag a text as carrying one).
 pub fn has_hidden(s: &str) -> bool {
     s.chars().any(is_hidden)
@@ -133,6 +153,16 @@ mod tests {
             assert_eq!(printable(input), *want, "input {input:?}");
             assert!(!printable(input).chars().any(is_hidden));
         }
+    }
+
+    #[test]
+    fn a_document_keeps_its_layout() {
+        assert_eq!(printable_lines("a\n\tb\r\n"), "a\n\tb\r\n");
+        assert_eq!(
+            printable_lines("<p>x\u{202E}y</p>\n"),
+            "<p>x\\u{202e}y</p>\n"
+        );
+        assert_eq!(printable_lines("\u{1b}[8m"), "\\u{1b}[8m");
     }
 
     #[test]

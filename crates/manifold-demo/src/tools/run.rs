@@ -136,8 +136,17 @@ pub(super) fn rug_pull(
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err("argument `pull` must be a boolean".to_owned()),
     };
+    let flag = |key: &str| match args.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(format!("argument `{key}` must be a boolean")),
+    };
+    let (twin, smuggle) = (flag("twin")?, flag("smuggle")?);
     let server = session.server();
-    if pull && server.tools.pull_rug() {
+    let changed = (pull && server.tools.pull_rug())
+        | (twin && server.tools.twin())
+        | (smuggle && server.tools.smuggle());
+    if changed {
         let note = notification("notifications/tools/list_changed", json!({}));
         match &ctx.outbound {
             Some(outbound) if server.config().notify_caller_only => {

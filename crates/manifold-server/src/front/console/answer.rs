@@ -66,9 +66,17 @@ pub(crate) async fn read_form(req: Request<Incoming>) -> Result<Query, String> {
     Ok(Query::parse(Some(text)))
 }
 
-/// A page.
+/// A page. Every character a browser shows as nothing or that reorders
+/// text (an upstream's bidi override, a client's tag characters in an audited
+/// argument) is written as a visible `\u{…}` escape, whatever part of the
+/// page it came from: what an operator approves is what a model reads.
 pub(crate) fn html(status: StatusCode, markup: Markup) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from(markup.into_string())));
+    let text = markup.into_string();
+    let text = match manifold_foundation::text::printable_lines(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(shown) => shown,
+    };
+    let mut r = Response::new(Full::new(Bytes::from(text)));
     *r.status_mut() = status;
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,

@@ -6,9 +6,10 @@
 //! left out of the merged lists, and why. A tool's own page shows its
 //! description, schemas, annotations, overrides and pin.
 //!
-//! Endpoints: there is one MCP endpoint today, so every view is of it; a
-//! per-endpoint subset would pass its endpoint here ([`Scope`]) and filter
-//! with it, the page otherwise unchanged.
+//! Endpoints: `endpoint=/mcp/ops` narrows the page to what that
+//! `[[endpoint]]` serves (its upstreams and its own allow/deny), and "view
+//! as" then shows a caller's view of that endpoint — as `/catalog?endpoint=`
+//! does; without it, the default endpoint.
 //!
 //! Invariants: one catalogue snapshot per page; the search is a plain
 //! case-insensitive substring match over names, upstream, title and
@@ -24,12 +25,6 @@ use super::answer::Query;
 use super::layout;
 use super::session::Viewer;
 use crate::state::Gateway;
-
-/// Which endpoint's view a page shows (one today: the MCP endpoint).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Scope {
-    Endpoint,
-}
 
 /// The kinds a page can narrow to: query value, heading, `inspect` member.
 const KINDS: [(&str, &str, &str); 4] = [
@@ -57,20 +52,33 @@ pub(super) fn page(
     viewer: &Viewer,
     query: &Query,
 ) -> Result<Markup, (StatusCode, String)> {
-    let _scope = Scope::Endpoint;
     let spec = query.get("as");
+    let endpoint = query.get("endpoint");
+    let endpoints: Vec<String> = gw.cfg().endpoints.iter().map(|e| e.path.clone()).collect();
     let search = query.get("q").map(str::to_lowercase);
     let kind = query
         .get("kind")
         .filter(|k| KINDS.iter().any(|(q, _, _)| q == k));
-    let inspect_query = spec.map(|s| format!("as={}", layout::encode(s)));
-    let view = super::super::inspect::catalog(gw, inspect_query.as_deref());
+    let inspect_query = layout::query_string(
+        [("as", spec), ("endpoint", endpoint)]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v?))),
+    );
+    let view = super::super::inspect::catalog(gw, Some(&inspect_query));
     let catalog = gw.catalog();
     let form = html! {
         form.filters method="get" action="/ui/catalogue" role="search" {
             label { "Search " input type="search" name="q" value=[query.get("q")] placeholder="name, upstream or description" data-search; }
             label { "View as " input type="text" name="as" value=[spec] placeholder="group:ops, key:ci, subject:alice" list="who-values"; }
             datalist #who-values { @for w in who_values(gw) { option value=(w) {} } }
+            @if !endpoints.is_empty() {
+                label { "Endpoint "
+                    select name="endpoint" {
+                        option value="" { (gw.cfg().server.path) " (default)" }
+                        @for p in &endpoints { option value=(p) selected[endpoint == Some(p.as_str())] { (p) } }
+                    }
+                }
+            }
             label { "Kind "
                 select name="kind" {
                     option value="" { "all" }
@@ -78,7 +86,7 @@ pub(super) fn page(
                 }
             }
             button type="submit" { "Show" }
-            @if spec.is_some() || search.is_some() || kind.is_some() { " " a href="/ui/catalogue" { "Clear" } }
+            @if spec.is_some() || search.is_some() || kind.is_some() || endpoint.is_some() { " " a href="/ui/catalogue" { "Clear" } }
         }
     };
     let body = match view {
@@ -118,6 +126,9 @@ pub(super) fn page(
                 .unwrap_or_default();
             html! {
                 (form)
+                @if let Some(e) = endpoint {
+                    p.note role="status" { "Showing the endpoint " code { (e) } " only." }
+                }
                 @if let Some(s) = spec {
                     p.note role="status" {
                         "Showing what " code { (s) } " sees under [[policy]]: "
@@ -291,13 +302,16 @@ pub(super) fn tool(
         ));
     };
     let exposed: Value = serde_json::from_slice(entry.json()).unwrap_or_default();
+    // The one definition the entry was built from: a name the upstream
+    // publishes more than once has none (and is left out of the catalogue).
     let upstream_def = gw.upstream(&entry.upstream).and_then(|u| {
         let lists = u.lists()?;
-        lists
+        let mut same = lists
             .tools
             .iter()
-            .find(|t| t.get("name").and_then(Value::as_str) == Some(entry.original.as_str()))
-            .cloned()
+            .filter(|t| t.get("name").and_then(Value::as_str) == Some(entry.original.as_str()));
+        let first = same.next()?.clone();
+        same.next().is_none().then_some(first)
     });
     let visibility = match query.get("as") {
         None => None,

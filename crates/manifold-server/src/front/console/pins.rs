@@ -102,7 +102,7 @@ fn pending(store: &PinStore, viewer: &Viewer) -> Markup {
                             input type="hidden" name="csrf" value=(viewer.csrf);
                             input type="hidden" name="upstream" value=(item.upstream);
                             input type="hidden" name="kind" value=(item.kind.as_str());
-                            input type="hidden" name="name" value=(item.name);
+                            input type="hidden" name="name" value=(layout::encode(&item.name));
                             input type="hidden" name="fingerprint" value=(p.fingerprint.to_string());
                             button.primary type="submit" { "Approve" }
                         }
@@ -163,7 +163,7 @@ fn pinned(store: &PinStore, viewer: &Viewer) -> Markup {
                                 input type="hidden" name="csrf" value=(viewer.csrf);
                                 input type="hidden" name="upstream" value=(item.upstream);
                                 input type="hidden" name="kind" value=(item.kind.as_str());
-                                input type="hidden" name="name" value=(item.name);
+                                input type="hidden" name="name" value=(layout::encode(&item.name));
                                 button type="submit" { "Revoke" }
                             }
                         }
@@ -211,7 +211,10 @@ pub(super) async fn change(
             .ok_or_else(|| bad(format!("the form has no `{k}`")))
     };
     let kind: ItemKind = field("kind")?.parse().map_err(bad)?;
-    let item = ItemRef::new(field("upstream")?, kind, field("name")?);
+    // Names travel percent-encoded in the form (an upstream's hidden
+    // characters never sit raw in the page).
+    let name = crate::front::inspect::percent_decode(field("name")?).map_err(bad)?;
+    let item = ItemRef::new(field("upstream")?, kind, &name);
     let by = viewer.principal.display_name();
     let fingerprint = if approve {
         Some(
