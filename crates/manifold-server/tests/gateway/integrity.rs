@@ -26,7 +26,7 @@ use manifold_testkit::harness::{
 
 /// How long a change may take to reach the lists (a refetch, or the store
 /// watched every 2 s).
-const WITHIN: Duration = Duration::from_secs(15);
+pub(crate) const WITHIN: Duration = Duration::from_secs(15);
 
 fn config(dir: &Path, url: &str, mode: &str) -> String {
     format!(

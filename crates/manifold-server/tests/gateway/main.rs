@@ -26,6 +26,7 @@ mod finish;
 mod held_states;
 mod hostile;
 mod integrity;
+mod integrity_twins;
 mod issuers;
 mod lists;
 mod observe;

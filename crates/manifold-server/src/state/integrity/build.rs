@@ -39,9 +39,10 @@ impl Gateway {
                 let (judged, held) =
                     self.integrity
                         .judge(&input.name, &input.lists, &input.filter, settings);
-                if held.withheld && !held.items.is_empty() {
+                let kept_out = held.names();
+                if !kept_out.is_empty() {
                     withheld.push(UpstreamInput {
-                        lists: Arc::new(only(&input.lists, &held.names())),
+                        lists: Arc::new(only(&input.lists, &kept_out)),
                         ..input.clone()
                     });
                 }

@@ -2,7 +2,7 @@
 //! `manifold_quarantined_items{upstream, kind}` — items held now (withheld
 //! under `mode = "quarantine"`, only reported under `"warn"`) — and
 //! `manifold_quarantine_events_total{upstream, kind, reason}` — items that
-//! became held (`reason`: `changed` or `new`).
+//! became held (`reason`: `changed`, `new` or `duplicate`).
 //!
 //! Invariants: labels are bounded — upstreams are configured names, kinds and
 //! reasons are fixed sets; the gauge is set when the held set is settled
@@ -48,7 +48,7 @@ impl IntegrityMetrics {
         );
         r.register(
             "quarantine_events",
-            "Items that became held by [integrity], by upstream, kind and reason (changed, new)",
+            "Items that became held by [integrity], by upstream, kind and reason (changed, new, duplicate)",
             m.events.clone(),
         );
         m

@@ -51,7 +51,8 @@ pub(crate) struct HeldItem {
     pub kind: ItemKind,
     /// The upstream's own name (`uriTemplate` for a template).
     pub name: String,
-    /// `changed` or `new`.
+    /// `changed`, `new` or `duplicate` (the name is published more than
+    /// once: every copy is held).
     pub reason: &'static str,
     /// Against the approved definition, for a changed item.
     pub diff: Option<DefinitionDiff>,
@@ -67,7 +68,9 @@ pub struct Quarantined {
     pub kind: &'static str,
     /// The upstream's own name (`uriTemplate` for a template).
     pub name: String,
-    /// `changed` (differs from its pin) or `new` (never approved).
+    /// `changed` (differs from its pin), `new` (never approved) or
+    /// `duplicate` (published more than once by the upstream: every copy is
+    /// held, whatever its pin says, until the upstream publishes one).
     pub reason: &'static str,
     /// Withheld from lists and calls (`mode = "quarantine"`), or only
     /// reported (`"warn"`).
@@ -89,9 +92,16 @@ pub(crate) struct UpstreamHeld {
 }
 
 impl UpstreamHeld {
+    /// The names kept out of the lists, by kind: every held item under
+    /// `mode = "quarantine"`, only the duplicates under `"warn"` (the
+    /// catalogue serves no copy of a repeated name in either mode).
     pub(super) fn names(&self) -> BTreeMap<ItemKind, HashSet<&str>> {
         let mut out: BTreeMap<ItemKind, HashSet<&str>> = BTreeMap::new();
-        for i in &self.items {
+        for i in self
+            .items
+            .iter()
+            .filter(|i| self.withheld || i.reason == "duplicate")
+        {
             out.entry(i.kind).or_default().insert(i.name.as_str());
         }
         out
@@ -368,7 +378,13 @@ impl Integrity {
                 }
                 self.metrics.event(upstream, item.kind, item.reason);
                 let fields = item.diff.as_ref().map(|d| d.fields.join(", "));
-                if held.withheld {
+                if item.reason == "duplicate" {
+                    // A repeated name is a protocol error whatever the mode:
+                    // the catalogue serves no copy, so no approval helps.
+                    tracing::warn!(upstream = %upstream, kind = %item.kind, name = %item.name,
+                        reason = item.reason,
+                        "quarantined: the upstream publishes this name more than once; every copy is withheld until it publishes one");
+                } else if held.withheld {
                     tracing::warn!(upstream = %upstream, kind = %item.kind, name = %item.name,
                         reason = item.reason, changed = fields.as_deref().unwrap_or("-"),
                         "quarantined: withheld from every list and call until approved (manifold check; manifold pins approve)");
@@ -460,7 +476,8 @@ fn without(lists: &UpstreamLists, held: &BTreeMap<ItemKind, HashSet<&str>>) -> U
     }
 }
 
-/// Only the items named in `held`.
+/// Only the items named in `held`, each name once (a duplicate's first
+/// copy stands for all, so a call by its name is known as held).
 pub(super) fn only(
     lists: &UpstreamLists,
     held: &BTreeMap<ItemKind, HashSet<&str>>,
@@ -469,9 +486,13 @@ pub(super) fn only(
         let Some(names) = held.get(&kind) else {
             return Vec::new();
         };
+        let mut seen = HashSet::new();
         items
             .iter()
-            .filter(|i| kind.name_of(i).is_some_and(|n| names.contains(n)))
+            .filter(|i| {
+                kind.name_of(i)
+                    .is_some_and(|n| names.contains(n) && seen.insert(n))
+            })
             .cloned()
             .collect()
     };
