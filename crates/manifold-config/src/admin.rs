@@ -10,7 +10,8 @@
 //! would name anonymous callers) and needs an `[auth]` section to
 //! authenticate anyone; a loopback listener without credentials keeps its
 //! `Host` check (`allowed_hosts` is not `*`); `listen` is fixed at start,
-//! the rest is reloadable.
+//! the rest is reloadable. Without `tokens` or `who` the control endpoints
+//! are not open: they take the local admin token kept in `token_file`.
 //!
 //! Not here: checking a request (manifold-server `front::admin_auth`).
 
@@ -42,7 +43,18 @@ pub struct AdminSection {
     /// `key:…` (never `*`).
     #[serde(default)]
     pub who: Vec<String>,
+    /// Where the local admin token is kept when neither `tokens` nor `who`
+    /// is configured: `serve` makes a random token at its first start,
+    /// writes it here readable by its own user only, and reuses it on every
+    /// restart (`manifold admin token` prints it). Default: `admin-token`
+    /// beside `[audit] path`, else `$XDG_STATE_HOME/manifold/admin-token`
+    /// (`~/.local/state/manifold/admin-token`).
+    #[serde(default)]
+    pub token_file: Option<String>,
 }
+
+/// The local admin token's file name (`[admin] token_file`'s default name).
+pub const ADMIN_TOKEN_FILE_NAME: &str = "admin-token";
 
 /// `[[admin.tokens]]` in the file: like `[[auth.api_keys]]`, a name and a
 /// digest.
@@ -67,6 +79,9 @@ pub struct AdminSettings {
     pub tokens: Vec<ApiKey>,
     /// `[admin] who`.
     pub who: Vec<String>,
+    /// `[admin] token_file`, as written (see [`AdminSettings::token_file`]
+    /// for the default). Fixed at start.
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 impl AdminSettings {
@@ -141,14 +156,57 @@ pub(crate) fn validate(
         allowed_origins: a.allowed_origins.clone(),
         tokens,
         who: a.who.clone(),
+        token_file: match a.token_file.as_deref().map(str::trim) {
+            None => None,
+            Some("") => return Err("key `admin.token_file`: must not be empty".into()),
+            Some(f) => Some(std::path::PathBuf::from(expand("admin.token_file", f)?)),
+        },
     })
 }
 
+impl AdminSettings {
+    /// Where the local admin token is kept: `token_file`, else `admin-token`
+    /// beside the audit log (`audit_path`), else in the user's state
+    /// directory (`$XDG_STATE_HOME`, `$HOME/.local/state`); `None` when
+    /// none of these is known. `env` reads an environment variable.
+    pub fn token_file(
+        &self,
+        audit_path: Option<&std::path::Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Option<std::path::PathBuf> {
+        use std::path::PathBuf;
+        if let Some(f) = &self.token_file {
+            return Some(f.clone());
+        }
+        if let Some(dir) = audit_path.and_then(std::path::Path::parent) {
+            let dir = if dir.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                dir
+            };
+            return Some(dir.join(ADMIN_TOKEN_FILE_NAME));
+        }
+        let non_empty = |k: &str| env(k).filter(|v| !v.is_empty());
+        let state = non_empty("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| non_empty("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
+        Some(state.join("manifold").join(ADMIN_TOKEN_FILE_NAME))
+    }
+}
+
 /// What a reload cannot change in `[admin]`: the admin listener's address.
-pub(crate) const FIXED_AT_START: &[crate::snapshot::Fixed] = &[crate::snapshot::Fixed {
-    key: "admin.listen",
-    changed: |a, b| a.admin.as_ref().map(|a| a.listen) != b.admin.as_ref().map(|a| a.listen),
-}];
+pub(crate) const FIXED_AT_START: &[crate::snapshot::Fixed] = &[
+    crate::snapshot::Fixed {
+        key: "admin.listen",
+        changed: |a, b| a.admin.as_ref().map(|a| a.listen) != b.admin.as_ref().map(|a| a.listen),
+    },
+    crate::snapshot::Fixed {
+        key: "admin.token_file",
+        changed: |a, b| {
+            a.admin.as_ref().map(|a| &a.token_file) != b.admin.as_ref().map(|a| &a.token_file)
+        },
+    },
+];
 
 #[cfg(test)]
 mod tests {
@@ -224,5 +282,72 @@ mod tests {
             let e = check(&toml, has_auth).expect_err(&toml);
             assert!(e.contains(want), "{toml}: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod token_file_tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn the_token_file_is_configured_or_beside_the_audit_log_or_in_the_state_directory() {
+        let a = validate(
+            &toml::from_str("listen = \"127.0.0.1:9090\"").expect("toml"),
+            false,
+            &|_, v| Ok(v.to_string()),
+        )
+        .expect("valid");
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        type Row<'a> = (Option<&'a Path>, &'a [(&'a str, &'a str)], Option<PathBuf>);
+        let rows: [Row; 5] = [
+            (
+                Some(Path::new("/var/log/manifold/audit.jsonl")),
+                &[("HOME", "/home/u")],
+                Some("/var/log/manifold/admin-token".into()),
+            ),
+            (
+                Some(Path::new("audit.jsonl")),
+                &[],
+                Some("./admin-token".into()),
+            ),
+            (
+                None,
+                &[("XDG_STATE_HOME", "/s"), ("HOME", "/home/u")],
+                Some("/s/manifold/admin-token".into()),
+            ),
+            (
+                None,
+                &[("XDG_STATE_HOME", ""), ("HOME", "/home/u")],
+                Some("/home/u/.local/state/manifold/admin-token".into()),
+            ),
+            (None, &[], None),
+        ];
+        for (audit, vars, want) in rows {
+            assert_eq!(a.token_file(audit, env(vars)), want, "{audit:?} {vars:?}");
+        }
+        let set = validate(
+            &toml::from_str("listen = \"127.0.0.1:9090\"\ntoken_file = \"/etc/m/t\"")
+                .expect("toml"),
+            false,
+            &|_, v| Ok(v.to_string()),
+        )
+        .expect("valid");
+        assert_eq!(
+            set.token_file(Some(Path::new("/a/b")), env(&[])),
+            Some("/etc/m/t".into())
+        );
+        let empty = validate(
+            &toml::from_str("listen = \"127.0.0.1:9090\"\ntoken_file = \" \"").expect("toml"),
+            false,
+            &|_, v| Ok(v.to_string()),
+        );
+        assert!(empty.expect_err("empty").contains("admin.token_file"));
     }
 }

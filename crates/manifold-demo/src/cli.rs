@@ -47,6 +47,11 @@ pub struct Args {
     #[arg(long, value_name = "TEXT", default_value = DEFAULT_INSTRUCTIONS)]
     pub instructions: String,
 
+    /// The listed `demo://readme` resource's description (for `[integrity]`
+    /// tests: a restart with another one is a changed resource).
+    #[arg(long, value_name = "TEXT", default_value = super::README_DESCRIPTION)]
+    pub readme_description: String,
+
     /// Answer initialize with a -32603 error (tests startup failures).
     #[arg(long)]
     pub fail_initialize: bool,
@@ -181,6 +186,7 @@ impl Args {
             page_size: self.page_size,
             synthetic_tools: self.synthetic_tools,
             instructions: Some(self.instructions.clone()).filter(|text| !text.is_empty()),
+            readme_description: self.readme_description.clone(),
             fail_initialize: self.fail_initialize,
             modern: self.modern,
             tasks: self.tasks,

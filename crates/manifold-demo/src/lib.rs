@@ -78,6 +78,8 @@ pub struct DemoConfig {
     pub synthetic_tools: usize,
     /// `instructions` in the initialize result; `None` omits the member.
     pub instructions: Option<String>,
+    /// The listed `demo://readme` resource's description.
+    pub readme_description: String,
     /// Answer `initialize` with -32603 to exercise startup failures.
     pub fail_initialize: bool,
     /// Speak 2026-07-28 only (stateless; see [`modern`]).
@@ -148,6 +150,7 @@ impl Default for DemoConfig {
             page_size: 0,
             synthetic_tools: 0,
             instructions: Some(DEFAULT_INSTRUCTIONS.to_owned()),
+            readme_description: README_DESCRIPTION.to_owned(),
             fail_initialize: false,
             modern: false,
             tasks: false,
@@ -650,7 +653,7 @@ impl Session {
             "resources/list" => Ok(json!({"resources": [{
                 "uri": README_URI,
                 "name": "readme",
-                "description": "What this demo server is.",
+                "description": self.server.config.readme_description,
                 "mimeType": "text/plain",
                 "x-demo-resource-extra": {"kept": true}
             }]})),
@@ -693,6 +696,8 @@ impl Session {
 }
 
 pub(crate) const README_URI: &str = "demo://readme";
+/// The listed `demo://readme` resource's description, unless `--readme-description` says another.
+pub const README_DESCRIPTION: &str = "What this demo server is.";
 
 fn respond(id: Value, outcome: Result<Value, RpcError>) -> Value {
     match outcome {

@@ -1,5 +1,6 @@
-//! The decision over one upstream's fresh lists: for every tool, prompt and
-//! resource template, whether it matches its pin, is pinned now (first
+//! The decision over one upstream's fresh lists: for every tool, prompt,
+//! resource template, static resource (its model-facing members) and the
+//! server's instructions, whether it matches its pin, is pinned now (first
 //! sight), has changed, or is new and waits — and the [`Update`] that records
 //! it in the store. Pure: (store snapshot, upstream, lists, rules, now) in,
 //! decisions out; the caller applies the update and withholds what is held.
@@ -14,7 +15,10 @@
 //!   [`Verdict::Pinned`] (everything it publishes), else [`Verdict::New`],
 //!   held and recorded as pending (`new`);
 //! - not pinned, upstream with pins: `new_tools = "allow"` →
-//!   [`Verdict::Pinned`], `"quarantine"` → [`Verdict::New`], held.
+//!   [`Verdict::Pinned`], `"quarantine"` → [`Verdict::New`], held. For
+//!   static resources and instructions "with pins" means with pins of that
+//!   kind ([`ItemKind::judged_per_kind`]): a store written before they were
+//!   judged pins them at their first sight instead of holding them all.
 //!
 //! A renamed item is a removal plus a new item: its old pin stays (and
 //! applies again if the old name comes back), the new name follows the rules
@@ -164,17 +168,11 @@ impl Decisions {
     }
 }
 
-fn items_of(lists: &UpstreamLists, kind: ItemKind) -> &[Map<String, Value>] {
-    match kind {
-        ItemKind::Tool => &lists.tools,
-        ItemKind::Prompt => &lists.prompts,
-        ItemKind::ResourceTemplate => &lists.resource_templates,
-    }
-}
+/// What an upstream publishes of one kind (see [`crate::published`]).
+type Published<'a> = std::borrow::Cow<'a, [Map<String, Value>]>;
 
-/// Decides for every item `upstream` publishes in `lists` (one successful
-/// fetch of all its lists: never call it with the empty lists of an upstream
-/// that is down, or its pending entries would be dropped).
+/// Decides for `lists` alone: [`decide_published`] without judging the
+/// instructions (their pin and pending entry are left as they are).
 pub fn decide(
     store: &PinStore,
     upstream: &str,
@@ -182,19 +180,56 @@ pub fn decide(
     rules: &Rules,
     now: SystemTime,
 ) -> Decisions {
+    decide_inner(store, upstream, lists, None, rules, now)
+}
+
+/// Decides for every item `upstream` publishes in `lists` and its
+/// `instructions` (one successful fetch of all its lists: never call it with
+/// the empty lists of an upstream that is down, or its pending entries would
+/// be dropped). See [`crate::published`] for what is judged of each kind.
+pub fn decide_published(
+    store: &PinStore,
+    upstream: &str,
+    lists: &UpstreamLists,
+    instructions: Option<&str>,
+    rules: &Rules,
+    now: SystemTime,
+) -> Decisions {
+    decide_inner(store, upstream, lists, Some(instructions), rules, now)
+}
+
+/// `instructions`: `None` leaves the instructions unjudged.
+fn decide_inner(
+    store: &PinStore,
+    upstream: &str,
+    lists: &UpstreamLists,
+    instructions: Option<Option<&str>>,
+    rules: &Rules,
+    now: SystemTime,
+) -> Decisions {
     let at = rfc3339(now);
-    let has_pins = store.has_pins(upstream);
     let mut items = Vec::new();
     let mut ops = Vec::new();
+    let published: Vec<(ItemKind, Published<'_>)> = ItemKind::ALL
+        .into_iter()
+        .filter(|k| *k != ItemKind::Instructions || instructions.is_some())
+        .map(|k| (k, crate::published(lists, instructions.flatten(), k)))
+        .collect();
     let mut seen: HashSet<(ItemKind, &str)> = HashSet::new();
-    for kind in ItemKind::ALL {
+    for (kind, list) in &published {
+        let kind = *kind;
+        let has_pins = if kind.judged_per_kind() {
+            store.has_pins_of(upstream, kind)
+        } else {
+            store.has_pins(upstream)
+        };
         let mut copies: HashMap<&str, usize> = HashMap::new();
-        for definition in items_of(lists, kind) {
+        for definition in list.iter() {
             if let Some(name) = kind.name_of(definition) {
                 *copies.entry(name).or_insert(0) += 1;
             }
         }
-        for definition in items_of(lists, kind) {
+        for definition in list.iter() {
             let Some(name) = kind.name_of(definition) else {
                 continue;
             };
@@ -287,6 +322,9 @@ pub fn decide(
     // Pending entries of items no longer published.
     if let Some(u) = store.upstreams.get(upstream) {
         for (kind, names) in &u.pending {
+            if *kind == ItemKind::Instructions && instructions.is_none() {
+                continue;
+            }
             for name in names.keys() {
                 if !seen.contains(&(*kind, name.as_str())) {
                     ops.push(Op::Unpend {

@@ -1,5 +1,5 @@
 //! Tool integrity (`[integrity]`): what an operator approved of each upstream's
-//! tools, prompts and resource templates (pins: a fingerprint and the approved
+//! tools, prompts, resource templates, static resources and instructions (pins: a fingerprint and the approved
 //! definition), what the upstream publishes now that differs (pending items),
 //! and the decision for each item of a fresh list — approved, changed, new.
 //!
@@ -42,7 +42,7 @@ pub mod store;
 mod time;
 
 pub use approve::{Approval, ApproveError, Names, Revocation, Selection, Wanted};
-pub use decide::{decide, Decision, Decisions, PinReason, Rules, Verdict};
+pub use decide::{decide, decide_published, Decision, Decisions, PinReason, Rules, Verdict};
 pub use file::{StoreError, StoreFile, Watch};
 pub use manifold_catalog::fingerprint::{DefinitionDiff, Fingerprint};
 pub use replica::Shared;
@@ -65,10 +65,30 @@ pub enum ItemKind {
     Tool,
     Prompt,
     ResourceTemplate,
+    /// A static resource's model-facing members (`uri`, `name`, `title`,
+    /// `description`): see [`published`].
+    Resource,
+    /// The server's `instructions` (one item, [`INSTRUCTIONS`], its text
+    /// empty when the server sends none).
+    Instructions,
 }
 
+/// The one name of the [`ItemKind::Instructions`] item.
+pub const INSTRUCTIONS: &str = "instructions";
+
+/// The members of a static resource that are pinned: what a host shows a
+/// model. The rest (`mimeType`, `size`, `annotations` with their
+/// `lastModified`) change with the data, not the instructions.
+pub const RESOURCE_MEMBERS: [&str; 4] = ["uri", "name", "title", "description"];
+
 impl ItemKind {
-    pub const ALL: [ItemKind; 3] = [ItemKind::Tool, ItemKind::Prompt, ItemKind::ResourceTemplate];
+    pub const ALL: [ItemKind; 5] = [
+        ItemKind::Tool,
+        ItemKind::Prompt,
+        ItemKind::ResourceTemplate,
+        ItemKind::Resource,
+        ItemKind::Instructions,
+    ];
 
     /// As written in the store, on the command line and in metrics labels.
     pub fn as_str(self) -> &'static str {
@@ -76,6 +96,8 @@ impl ItemKind {
             ItemKind::Tool => "tool",
             ItemKind::Prompt => "prompt",
             ItemKind::ResourceTemplate => "resource_template",
+            ItemKind::Resource => "resource",
+            ItemKind::Instructions => "instructions",
         }
     }
 
@@ -86,7 +108,16 @@ impl ItemKind {
         match self {
             ItemKind::Tool | ItemKind::Prompt => "name",
             ItemKind::ResourceTemplate => "uriTemplate",
+            ItemKind::Resource => "uri",
+            ItemKind::Instructions => "name",
         }
+    }
+
+    /// Kinds whose first sight is trusted per kind, not per upstream: added
+    /// after upstreams had pins, so a store written before them pins what
+    /// the upstream publishes now instead of holding it all.
+    pub fn judged_per_kind(self) -> bool {
+        matches!(self, ItemKind::Resource | ItemKind::Instructions)
     }
 
     /// The item's name in a definition, when it has a string one.
@@ -107,7 +138,47 @@ impl std::str::FromStr for ItemKind {
         ItemKind::ALL
             .into_iter()
             .find(|k| k.as_str() == s)
-            .ok_or_else(|| format!("`{s}` is not one of tool, prompt, resource_template"))
+            .ok_or_else(|| {
+                format!(
+                    "`{s}` is not one of tool, prompt, resource_template, resource, instructions"
+                )
+            })
+    }
+}
+
+/// What an upstream publishes of `kind`, as `[integrity]` judges it: tools,
+/// prompts and templates as listed; static resources reduced to
+/// [`RESOURCE_MEMBERS`]; the instructions as one item `{"name":
+/// "instructions", "instructions": <text or "">}` (so instructions that
+/// appear later are a change, not a first sight).
+pub fn published<'a>(
+    lists: &'a manifold_catalog::UpstreamLists,
+    instructions: Option<&str>,
+    kind: ItemKind,
+) -> std::borrow::Cow<'a, [serde_json::Map<String, serde_json::Value>]> {
+    use std::borrow::Cow;
+    match kind {
+        ItemKind::Tool => Cow::Borrowed(&lists.tools),
+        ItemKind::Prompt => Cow::Borrowed(&lists.prompts),
+        ItemKind::ResourceTemplate => Cow::Borrowed(&lists.resource_templates),
+        ItemKind::Resource => Cow::Owned(
+            lists
+                .resources
+                .iter()
+                .map(|r| {
+                    RESOURCE_MEMBERS
+                        .iter()
+                        .filter_map(|m| Some((m.to_string(), r.get(*m)?.clone())))
+                        .collect()
+                })
+                .collect(),
+        ),
+        ItemKind::Instructions => {
+            let mut m = serde_json::Map::new();
+            m.insert("name".into(), INSTRUCTIONS.into());
+            m.insert(INSTRUCTIONS.into(), instructions.unwrap_or_default().into());
+            Cow::Owned(vec![m])
+        }
     }
 }
 

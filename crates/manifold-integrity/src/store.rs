@@ -287,6 +287,16 @@ impl PinStore {
             .is_some_and(|u| u.pinned_since.is_some())
     }
 
+    /// Whether an upstream has (or waits on) an item of `kind`: new items
+    /// of a kind judged per kind ([`ItemKind::judged_per_kind`]) then follow
+    /// `new_tools`.
+    pub fn has_pins_of(&self, upstream: &str, kind: ItemKind) -> bool {
+        self.upstreams.get(upstream).is_some_and(|u| {
+            u.approved.get(&kind).is_some_and(|m| !m.is_empty())
+                || u.pending.get(&kind).is_some_and(|m| !m.is_empty())
+        })
+    }
+
     /// Every pin, by upstream, kind and name.
     pub fn pins(&self) -> impl Iterator<Item = (ItemRef, &Pin)> {
         self.upstreams.iter().flat_map(|(u, pins)| {

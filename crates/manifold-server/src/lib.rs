@@ -55,9 +55,15 @@ pub use runtime::{
     ReloadError, ReloadReport, StartError, SESSION_SWEEP_INTERVAL, SHUTDOWN_WAIT,
     UPSTREAM_EVENT_QUEUE, WATCH_INTERVAL,
 };
+pub use state::console::{
+    LOGIN_FAILURES_PER_WINDOW, LOGIN_FAILURE_WINDOW, MAX_LOGIN_FAILURE_PEERS,
+};
 pub use state::integrity::Quarantined;
 pub use state::learned::LEARNED_URI_CAPACITY;
 pub use state::live::tool_overrides;
+pub use state::local_admin::{
+    load_or_create as local_admin_token, LocalAdminError, LOGIN_LINK_LIFETIME,
+};
 pub use state::sessions::{MAX_PENDING_CLIENT_REQUESTS, SESSION_ID_BYTES};
 pub use state::views::{MAX_CACHED_VIEWS, MAX_CACHED_VIEW_BYTES};
 pub use state::Gateway;

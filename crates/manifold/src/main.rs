@@ -161,6 +161,12 @@ enum Command {
         #[command(subcommand)]
         command: AuthCommand,
     },
+    /// The admin listener's local admin token (when `[admin]` names no
+    /// credentials).
+    Admin {
+        #[command(subcommand)]
+        command: cli::admin::AdminCommand,
+    },
     /// Tool integrity: the approved tool, prompt and template definitions in
     /// `[integrity] store`, and the held ones waiting for approval.
     Pins {
@@ -253,6 +259,7 @@ fn main() -> ExitCode {
     }
     let cli = match cli.command {
         Command::Pins { command } => return cli::pins::run(command),
+        Command::Admin { command } => return cli::admin::run(command),
         command => Cli { command, ..cli },
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -269,6 +276,7 @@ fn main() -> ExitCode {
         Command::DemoUpstream { .. }
         | Command::Audit { .. }
         | Command::Auth { .. }
+        | Command::Admin { .. }
         | Command::Pins { .. } => ExitCode::SUCCESS,
         Command::Serve { config } => cli::serve::run(&rt, &config.config),
         Command::Stdio { config } => cli::stdio::run(&rt, &config.config),

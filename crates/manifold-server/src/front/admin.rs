@@ -57,7 +57,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
             _ = gw.stop.cancelled() => return,
             a = listener.accept() => a,
         };
-        let Ok((stream, _)) = accepted else {
+        let Ok((stream, peer)) = accepted else {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             continue;
         };
@@ -67,7 +67,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
         gw.tasks.spawn(async move {
             let svc = service_fn(move |req| {
                 let gw = gw2.clone();
-                async move { Ok::<_, Infallible>(handle(&gw, req).await) }
+                async move { Ok::<_, Infallible>(handle(&gw, req, peer.ip()).await) }
             });
             let conn = builder.serve_connection(TokioIo::new(stream), svc);
             tokio::select! {
@@ -118,7 +118,11 @@ impl Endpoint {
     }
 }
 
-async fn handle(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(
+    gw: &Arc<Gateway>,
+    req: Request<Incoming>,
+    peer: std::net::IpAddr,
+) -> Response<Full<Bytes>> {
     let endpoint = Endpoint::of(req.uri().path());
     let authority = req.uri().authority().map(|a| a.as_str());
     if let Err(r) = admin_auth::check_origin_and_host(gw, req.headers(), authority) {
@@ -128,7 +132,7 @@ async fn handle(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Full<Byte
         return open(gw, endpoint, req.method());
     }
     if super::console::owns(req.uri().path()) {
-        return super::console::handle(gw, req).await;
+        return super::console::handle(gw, req, peer).await;
     }
     let principal = match admin_auth::authorize(gw, req.headers()).await {
         Ok(p) => p,

@@ -8,10 +8,14 @@
 //! - The control endpoints (everything but the probes and `/metrics`):
 //!   `Authorization: Bearer` with one of `[[admin.tokens]]` (digests compared
 //!   in constant time, as API keys are), or a caller `[auth]` authenticates
-//!   whom `[admin] who` names. With neither configured they are served only
-//!   on a loopback listener (to whoever can connect locally, as the MCP
-//!   endpoint is without `[auth]`), and refused (403, saying what to set) on
-//!   any other.
+//!   whom `[admin] who` names. With neither configured, the local admin
+//!   token (`state::local_admin`, kept in a file only the gateway's user can
+//!   read): loopback is not a credential, since the agent on the same host
+//!   is the process a prompt injection steers.
+//! - A refused credential gets one answer (401 `invalid_token`) whether it
+//!   is malformed, unknown, or a valid caller `[admin] who` does not name:
+//!   the admin plane is no oracle for which client credentials are valid
+//!   (the log says which).
 //! - Requests that change state must not be cross-site forms: they carry
 //!   `Content-Type: application/json`, which a form cannot send and a
 //!   cross-origin script cannot send without a CORS preflight this listener
@@ -28,7 +32,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::Full;
-use manifold_policy::{AuthError, Identity};
+use manifold_policy::Identity;
 use serde_json::json;
 
 use super::origin;
@@ -44,19 +48,19 @@ pub(crate) enum AdminPrincipal {
     Token(String),
     /// A caller `[auth]` authenticated and `[admin] who` names.
     Caller(Arc<Identity>),
-    /// No admin credentials are configured and the listener is on loopback:
-    /// whoever could connect to it locally.
-    Loopback,
+    /// No admin credentials are configured: the holder of the local admin
+    /// token.
+    Local,
 }
 
 impl AdminPrincipal {
     /// How logs (and audit records) name the principal: `admin_token:ops`,
-    /// `jwt:alice`, `loopback`.
+    /// `jwt:alice`, `admin_token:local`.
     pub(crate) fn display_name(&self) -> String {
         match self {
             AdminPrincipal::Token(name) => format!("admin_token:{name}"),
             AdminPrincipal::Caller(id) => id.display_name(),
-            AdminPrincipal::Loopback => "loopback".into(),
+            AdminPrincipal::Local => "admin_token:local".into(),
         }
     }
 }
@@ -167,75 +171,69 @@ pub(crate) async fn authorize(
 ) -> Result<AdminPrincipal, Refused> {
     let cfg = gw.cfg();
     let admin = cfg.admin.as_ref().filter(|a| a.has_credentials());
-    let Some(admin) = admin else {
-        if on_loopback(gw) {
-            return Ok(AdminPrincipal::Loopback);
-        }
-        return Err(Refused::new(
-            StatusCode::FORBIDDEN,
-            "control_endpoints_off",
-            "the admin control endpoints (/config, /upstreams, /catalog, /reload) need credentials \
-             on a listener that is not on loopback, and none are configured: add [[admin.tokens]] \
-             (a name, and the hash `manifold auth hash-key` prints) or [admin] who = [\"group:…\"] \
-             (callers [auth] authenticates). /healthz, /readyz and /metrics stay open",
-        ));
+    let local = match admin {
+        Some(_) => None,
+        None => Some(gw.local_admin.get().ok_or_else(|| {
+            // Started with credentials a reload then removed: no local token
+            // was made, and none is made while serving.
+            Refused::new(
+                StatusCode::FORBIDDEN,
+                "control_endpoints_off",
+                "the admin control endpoints need credentials and none are configured: add                  [[admin.tokens]] (a name, and the hash `manifold auth hash-key` prints) or                  [admin] who, or restart to use the local admin token. /healthz, /readyz and                  /metrics stay open",
+            )
+        })?),
     };
     let Some(value) = headers.get(http::header::AUTHORIZATION) else {
-        return Err(Refused::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
+        let how = if local.is_some() {
             "the admin control endpoints need credentials: send `Authorization: Bearer <token>` \
-             with an [[admin.tokens]] token (or a credential of a caller [admin] who names)",
-        ));
+             with the local admin token (`manifold admin token` prints it), or open the console \
+             link `manifold serve` printed"
+        } else {
+            "the admin control endpoints need credentials: send `Authorization: Bearer <token>` \
+             with an [[admin.tokens]] token (or a credential of a caller [admin] who names)"
+        };
+        return Err(Refused::new(StatusCode::UNAUTHORIZED, "unauthorized", how));
     };
-    let refused = |r: Refused| {
+    // One answer for every refused credential (no oracle); the log says why.
+    let refused = |why: String| {
         if let Some(suppressed) = gw.auth_refusals.allow() {
-            tracing::info!(error = %r.description, suppressed, "admin request refused at authentication");
+            tracing::info!(error = %why, suppressed, "admin request refused at authentication");
         }
-        r
+        Refused::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_token",
+            "the bearer token is not an admin credential of this gateway",
+        )
     };
     let Some((value, token)) = value
         .to_str()
         .ok()
         .and_then(|v| Some((v, manifold_policy::bearer_token(v)?)))
     else {
-        return Err(refused(Refused::new(
-            StatusCode::UNAUTHORIZED,
-            "invalid_request",
-            "the Authorization header must be `Bearer <token>`",
-        )));
+        return Err(refused(
+            "the Authorization header is not `Bearer <token>`".into(),
+        ));
+    };
+    let Some(admin) = admin else {
+        return match local {
+            Some(l) if l.accepts(token) => Ok(AdminPrincipal::Local),
+            _ => Err(refused("not the local admin token".into())),
+        };
     };
     if let Some(key) = manifold_policy::find_key(&admin.tokens, token) {
         return Ok(AdminPrincipal::Token(key.name.clone()));
     }
     let auth = gw.live().auth.clone().filter(|_| !admin.who.is_empty());
     let Some(auth) = auth else {
-        return Err(refused(Refused::new(
-            StatusCode::UNAUTHORIZED,
-            "invalid_token",
-            "the bearer token is not one of [[admin.tokens]]",
-        )));
+        return Err(refused("not one of [[admin.tokens]]".into()));
     };
     match auth.authenticate(Some(value)).await {
         Ok(id) if manifold_policy::who::matches(&admin.who, &id) => Ok(AdminPrincipal::Caller(id)),
-        Ok(id) => Err(refused(Refused::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            format!(
-                "`{}` is neither an [[admin.tokens]] token nor a caller [admin] who names",
-                id.display_name()
-            ),
+        Ok(id) => Err(refused(format!(
+            "`{}` is neither an [[admin.tokens]] token nor a caller [admin] who names",
+            id.display_name()
         ))),
-        Err(e) => {
-            let (status, code) = match &e {
-                AuthError::InsufficientScope(_) => (StatusCode::FORBIDDEN, "insufficient_scope"),
-                _ => (
-                    StatusCode::UNAUTHORIZED,
-                    e.bearer_error().unwrap_or("invalid_token"),
-                ),
-            };
-            Err(refused(Refused::new(status, code, e.to_string())))
-        }
+        Err(e) => Err(refused(e.to_string())),
     }
 }
 

@@ -299,6 +299,8 @@ fn merged_instructions(gw: &Gateway, access: &crate::state::views::Access) -> Op
         .iter()
         // An upstream the caller's view holds nothing of is not named to it.
         .filter(|u| access.shows_upstream(u.name()))
+        // Held by [integrity] (changed since approved): not served.
+        .filter(|u| !gw.integrity.withholds_instructions(u.name()))
         .filter_map(|u| {
             let text = u.status().facts?.instructions?;
             let text = text.trim().to_string();

@@ -37,6 +37,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::front;
 use crate::state::integrity::keeper::Pins;
+use crate::state::local_admin::{self, LocalAdmin, LocalAdminError};
 use crate::state::Live;
 use crate::state::{
     cluster, held_calls, integrity, learned, listeners, log_levels, metrics, sealed, sessions,
@@ -264,6 +265,7 @@ impl Gateway {
                 .map(|d| d.as_secs() as u32)
                 .unwrap_or(0),
             console: crate::state::console::ConsoleState::new(),
+            local_admin: OnceLock::new(),
         });
         let g = gw.clone();
         gw.tasks.spawn(async move { g.maintain_catalog(rx).await });
@@ -405,6 +407,7 @@ impl Gateway {
         if let Some(a) = self.admin_addr.get() {
             return Ok(Some(*a));
         }
+        self.prepare_local_admin()?;
         let l = TcpListener::bind(addr).await.map_err(|e| {
             std::io::Error::new(
                 e.kind(),
@@ -423,6 +426,7 @@ impl Gateway {
     /// listener while reaching it on 127.0.0.1. An error if one is bound.
     pub fn adopt_admin_listener(&self, listener: TcpListener) -> std::io::Result<SocketAddr> {
         let bound = listener.local_addr()?;
+        self.prepare_local_admin()?;
         self.admin_addr.set(bound).map_err(|_| {
             std::io::Error::new(
                 std::io::ErrorKind::AlreadyExists,
@@ -431,6 +435,44 @@ impl Gateway {
         })?;
         *self.admin.lock() = Some(listener);
         Ok(bound)
+    }
+
+    /// Without `[admin]` credentials, loads (or makes) the local admin
+    /// token: the control endpoints never answer a request without a
+    /// credential.
+    fn prepare_local_admin(&self) -> std::io::Result<()> {
+        let Some(admin) = self.started.admin.as_ref() else {
+            return Ok(());
+        };
+        if admin.has_credentials() || self.local_admin.get().is_some() {
+            return Ok(());
+        }
+        let audit = self.started.audit.as_ref().and_then(|a| a.path.as_deref());
+        let made = admin
+            .token_file(audit, |k| std::env::var(k).ok())
+            .ok_or(LocalAdminError::NoPlace)
+            .and_then(|path| {
+                let token = local_admin::load_or_create(&path)?;
+                LocalAdmin::new(&token, path)
+            })
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        tracing::info!(file = %made.path.display(),
+            "no [admin] credentials configured: the control endpoints and the console take the local admin token (manifold admin token prints it)");
+        let _ = self.local_admin.set(made);
+        Ok(())
+    }
+
+    /// The console's one-time login link, while it is unused (`serve`
+    /// prints it): `None` with `[admin]` credentials configured.
+    pub fn console_login_link(&self) -> Option<String> {
+        let addr = self.admin_addr.get()?;
+        let code = self.local_admin.get()?.login_code()?;
+        Some(format!("http://{addr}/ui/login?code={code}"))
+    }
+
+    /// The local admin token's file, when the gateway uses one.
+    pub fn local_admin_token_file(&self) -> Option<&std::path::Path> {
+        self.local_admin.get().map(|l| l.path.as_path())
     }
 
     async fn maintain_catalog(self: Arc<Self>, mut rx: mpsc::Receiver<UpstreamEvent>) {

@@ -29,18 +29,54 @@ pub const CONSOLE_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// used.
 pub const MAX_CONSOLE_SESSIONS: usize = 64;
 
+/// Failed console logins one address may make per
+/// [`LOGIN_FAILURE_WINDOW`]; past it, attempts are refused (429) unread until
+/// the window ends.
+pub const LOGIN_FAILURES_PER_WINDOW: u32 = 10;
+/// The window [`LOGIN_FAILURES_PER_WINDOW`] counts in.
+pub const LOGIN_FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// Addresses whose failures are counted at once (a flood of addresses
+/// forgets the oldest windows, never grows the table).
+pub const MAX_LOGIN_FAILURE_PEERS: usize = 4096;
+
 /// A login's id, as its cookie carries it (with a MAC).
 pub(crate) type LoginId = [u8; 16];
 
 /// What a console login was made with, checked again on every request: a
-/// token removed from `[[admin.tokens]]`, or a caller `[admin] who` no longer
-/// names, ends it.
-#[derive(Debug, Clone)]
+/// token removed from `[[admin.tokens]]`, a caller's credential `[auth]` no
+/// longer accepts (expired, revoked) or `[admin] who` no longer names, or
+/// admin credentials configured after a local-token login, ends it.
+#[derive(Clone)]
 pub(crate) enum Credential {
     /// One of `[[admin.tokens]]`: its name and digest.
     Token { name: String, digest: [u8; 32] },
-    /// A caller `[auth]` authenticated and `[admin] who` named.
-    Caller(Arc<manifold_policy::Identity>),
+    /// A caller `[auth]` authenticated and `[admin] who` named, with the
+    /// `Authorization` value it logged in with (kept in memory only, to
+    /// authenticate it again).
+    Caller {
+        id: Arc<manifold_policy::Identity>,
+        bearer: String,
+    },
+    /// The local admin token (no admin credentials configured).
+    Local,
+}
+
+impl Credential {
+    /// How logs name the login's principal.
+    pub(crate) fn display_name(&self) -> String {
+        match self {
+            Credential::Token { name, .. } => format!("admin_token:{name}"),
+            Credential::Caller { id, .. } => id.display_name(),
+            Credential::Local => "admin_token:local".into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    // Never the caller's credential.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display_name())
+    }
 }
 
 struct Login {
@@ -79,6 +115,8 @@ pub(crate) struct ConsoleState {
     logins: Mutex<HashMap<LoginId, Login>>,
     last_reload: Mutex<Option<LastReload>>,
     pub chain: Mutex<ChainCache>,
+    /// Failed logins by address: (failures, the window's start).
+    failures: Mutex<HashMap<std::net::IpAddr, (u32, Instant)>>,
 }
 
 impl Default for ConsoleState {
@@ -106,6 +144,7 @@ impl ConsoleState {
             logins: Mutex::new(HashMap::new()),
             last_reload: Mutex::new(None),
             chain: Mutex::new(ChainCache::default()),
+            failures: Mutex::new(HashMap::new()),
         }
     }
 
@@ -168,6 +207,47 @@ impl ConsoleState {
         self.logins.lock().len()
     }
 
+    /// Whether `peer` may try to log in now; `Err(wait)` when it failed
+    /// [`LOGIN_FAILURES_PER_WINDOW`] times in this window.
+    pub(crate) fn login_allowed(&self, peer: std::net::IpAddr) -> Result<(), Duration> {
+        let now = Instant::now();
+        let failures = self.failures.lock();
+        match failures.get(&peer) {
+            Some((n, start))
+                if *n >= LOGIN_FAILURES_PER_WINDOW
+                    && now.saturating_duration_since(*start) < LOGIN_FAILURE_WINDOW =>
+            {
+                Err(LOGIN_FAILURE_WINDOW.saturating_sub(now.saturating_duration_since(*start)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts a failed login of `peer`.
+    pub(crate) fn login_failed(&self, peer: std::net::IpAddr) {
+        let now = Instant::now();
+        let mut failures = self.failures.lock();
+        if failures.len() >= MAX_LOGIN_FAILURE_PEERS && !failures.contains_key(&peer) {
+            failures.retain(|_, (_, start)| {
+                now.saturating_duration_since(*start) < LOGIN_FAILURE_WINDOW
+            });
+            if failures.len() >= MAX_LOGIN_FAILURE_PEERS {
+                if let Some(oldest) = failures
+                    .iter()
+                    .min_by_key(|(_, (_, s))| *s)
+                    .map(|(k, _)| *k)
+                {
+                    failures.remove(&oldest);
+                }
+            }
+        }
+        let entry = failures.entry(peer).or_insert((0, now));
+        if now.saturating_duration_since(entry.1) >= LOGIN_FAILURE_WINDOW {
+            *entry = (0, now);
+        }
+        entry.0 = entry.0.saturating_add(1);
+    }
+
     pub(crate) fn reloaded(&self, result: Result<serde_json::Value, String>) {
         *self.last_reload.lock() = Some(LastReload {
             at: SystemTime::now(),
@@ -187,6 +267,24 @@ fn live(l: &Login, now: Instant) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_address_that_keeps_failing_is_refused_for_the_window_and_others_are_not() {
+        let c = ConsoleState::new();
+        let a: std::net::IpAddr = [127, 0, 0, 1].into();
+        let b: std::net::IpAddr = [127, 0, 0, 2].into();
+        for _ in 0..LOGIN_FAILURES_PER_WINDOW {
+            assert!(c.login_allowed(a).is_ok());
+            c.login_failed(a);
+        }
+        let wait = c.login_allowed(a).expect_err("throttled");
+        assert!(wait <= LOGIN_FAILURE_WINDOW && wait > Duration::ZERO);
+        assert!(c.login_allowed(b).is_ok());
+        for i in 0..(MAX_LOGIN_FAILURE_PEERS as u32 + 10) {
+            c.login_failed(std::net::IpAddr::from(i.to_be_bytes()));
+        }
+        assert!(c.failures.lock().len() <= MAX_LOGIN_FAILURE_PEERS);
+    }
+
     use super::*;
 
     fn token(name: &str) -> Credential {

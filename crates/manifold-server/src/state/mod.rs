@@ -24,6 +24,7 @@ pub(crate) mod integrity;
 pub(crate) mod learned;
 pub(crate) mod listeners;
 pub(crate) mod live;
+pub(crate) mod local_admin;
 pub(crate) mod log_levels;
 pub(crate) mod logging;
 pub(crate) mod metrics;
@@ -154,6 +155,9 @@ pub struct Gateway {
     pub(crate) integrity: integrity::Integrity,
     /// The operator's console: logins, recent calls, the last reload.
     pub(crate) console: console::ConsoleState,
+    /// The local admin token, when `[admin]` names no credential (set when
+    /// the admin listener is bound).
+    pub(crate) local_admin: OnceLock<local_admin::LocalAdmin>,
 }
 
 /// Why a session ended.

@@ -1,9 +1,10 @@
 //! The admin plane from the attacker's side: a DNS-rebinding page or a
 //! foreign origin never reaches the control endpoints; no credential, a wrong
 //! one, or an MCP API key that is not an admin credential gets 401/403 on
-//! each of them; a cross-site form cannot reload; without admin credentials
-//! the control endpoints are off unless the listener is on loopback; the
-//! probes and `/metrics` stay open; `/config` shows `${VAR}` references,
+//! each of them (one answer, whichever); a cross-site form cannot reload;
+//! without admin credentials every control endpoint takes the local admin
+//! token (made 0600, reused across restarts) and nothing else, on loopback
+//! too; the probes and `/metrics` stay open; `/config` shows `${VAR}` references,
 //! never a secret written in `args` or a URL's query; a reload is judged by
 //! the listener and TLS in force.
 
@@ -14,6 +15,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::observe::{sample, Scratch};
+
 use crate::{bin, bounded};
 
 /// An `[[admin.tokens]]` token.
@@ -61,8 +63,32 @@ impl AdminReply {
 }
 
 /// One request on the admin listener with `headers` (a `Host` naming the
-/// listener unless `headers` gives one) and `body`.
+/// listener unless `headers` gives one) and `body`; with the gateway's local
+/// admin token (it has one when `[admin]` names no credentials) unless
+/// `headers` carry `Authorization` or `Cookie`.
 pub(crate) async fn admin_call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<AdminReply> {
+    let credential = headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("cookie"));
+    match manifold_testkit::harness::admin_token_for(addr).filter(|_| !credential) {
+        Some(token) => {
+            let bearer = format!("Bearer {token}");
+            let mut with: Vec<(&str, &str)> = headers.to_vec();
+            with.push(("Authorization", &bearer));
+            admin_call_as_is(addr, method, path, &with, body).await
+        }
+        None => admin_call_as_is(addr, method, path, headers, body).await,
+    }
+}
+
+/// [`admin_call`] without adding any credential: what anyone else sends.
+pub(crate) async fn admin_call_as_is(
     addr: SocketAddr,
     method: &str,
     path: &str,
@@ -176,12 +202,19 @@ async fn control_endpoints_refuse_missing_wrong_and_mcp_credentials() -> Result<
                 (None, 401),
                 (Some("Bearer wrong-token-0123456789abcdef"), 401),
                 (Some("Basic b3BzOm9wcw=="), 401),
-                (Some(client.as_str()), 403),
+                // A valid client key that is no admin credential gets the
+                // answer a wrong token gets: no oracle for client keys.
+                (Some(client.as_str()), 401),
                 (Some(ops.as_str()), 200),
                 (Some(platform.as_str()), 200),
             ] {
                 let r = admin_call(admin, method, path, &with_auth(method, auth), "").await?;
                 assert_eq!(r.status, want, "{method} {path} with {auth:?}: {r}");
+                if auth == Some(client.as_str()) {
+                    let wrong = with_auth(method, Some("Bearer wrong-token-0123456789abcdef"));
+                    let w = admin_call(admin, method, path, &wrong, "").await?;
+                    assert_eq!(r.body, w.body, "{method} {path}: a client key tells");
+                }
                 if want == 401 {
                     assert!(
                         r.head
@@ -218,8 +251,8 @@ async fn control_endpoints_refuse_missing_wrong_and_mcp_credentials() -> Result<
 async fn a_rebinding_page_or_a_foreign_origin_never_reaches_the_admin_listener() -> Result<()> {
     bounded(async {
         let dir = Scratch::new("admin-rebind")?;
-        // No admin credentials, on loopback: served to local processes, so
-        // only Host and Origin stand between a web page and the endpoints.
+        // No admin credentials, on loopback: even with the local admin
+        // token, a rebinding Host or a foreign Origin is refused first.
         let (_gw, admin) = start(&dir, &config("listen = \"127.0.0.1:0\"", false)).await?;
         let port = admin.port();
         let evil_host = format!("attacker.example:{port}");
@@ -339,44 +372,74 @@ async fn a_cross_site_form_cannot_reload() -> Result<()> {
 }
 
 #[tokio::test]
-async fn without_admin_credentials_control_is_off_unless_the_listener_is_on_loopback() -> Result<()>
+async fn without_admin_credentials_every_control_endpoint_takes_the_local_admin_token() -> Result<()>
 {
     bounded(async {
-        let dir = Scratch::new("admin-off")?;
-        // Bound to every interface (served here on 127.0.0.1, judged as
-        // configured), as a pod's admin listener is for its probes.
-        let (_gw, admin) = start(&dir, &config("listen = \"0.0.0.0:0\"", false)).await?;
-        for (method, path) in CONTROL {
-            let r = admin_call(admin, method, path, &with_auth(method, None), "").await?;
-            assert_eq!(r.status, 403, "{method} {path}: {r}");
-            assert!(
-                r.body.contains("[[admin.tokens]]") && r.body.contains("manifold auth hash-key"),
-                "the refusal says how to turn them on: {r}"
+        // On loopback (the agent on the same host is the caller to fear) and
+        // on every interface (a pod's admin listener) alike.
+        for listen in ["127.0.0.1:0", "0.0.0.0:0"] {
+            let dir = Scratch::new("admin-local")?;
+            let file = dir.0.join("state/admin-token");
+            let admin_section = format!(
+                "listen = \"{listen}\"\ntoken_file = {}",
+                toml_string(&file.to_string_lossy())
             );
-        }
-        // The kubelet and Prometheus come by the pod's address.
-        for host in [admin.to_string(), "10.1.2.3:9090".into()] {
-            for path in ["/healthz", "/readyz", "/metrics"] {
-                let r = admin_call(admin, "GET", path, &[("Host", host.as_str())], "").await?;
-                assert_eq!(r.status, 200, "{host} {path}: {r}");
+            let (gw, admin) = start(&dir, &config(&admin_section, false)).await?;
+            let token = manifold_server::local_admin_token(&file)?;
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(&file)?.permissions().mode() & 0o777;
+                assert_eq!(mode, 0o600, "{listen}: the token file is the user's only");
             }
+            let local = format!("Bearer {token}");
+            let wrong = format!("Bearer {}", "0".repeat(64));
+            for (method, path) in CONTROL {
+                let r = admin_call_as_is(admin, method, path, &with_auth(method, None), "").await?;
+                assert_eq!(r.status, 401, "{listen} {method} {path}: {r}");
+                assert!(r.body.contains("manifold admin token"), "says how: {r}");
+                assert!(r.header("www-authenticate").is_some(), "{r}");
+                let r = admin_call_as_is(admin, method, path, &with_auth(method, Some(&wrong)), "")
+                    .await?;
+                assert_eq!(r.status, 401, "{listen} {method} {path}: {r}");
+                let r = admin_call_as_is(admin, method, path, &with_auth(method, Some(&local)), "")
+                    .await?;
+                assert_eq!(r.status, 200, "{listen} {method} {path}: {r}");
+            }
+            // The console too: no page, no form post without it.
+            for (method, path) in [("GET", "/ui"), ("GET", "/ui/pins"), ("POST", "/ui/reload")] {
+                let r = admin_call_as_is(admin, method, path, &[], "").await?;
+                assert!(
+                    r.status == 401
+                        || (r.status == 303
+                            && r.header("location")
+                                .is_some_and(|l| l.starts_with("/ui/login"))),
+                    "{listen} {method} {path}: {r}"
+                );
+            }
+            // The kubelet and Prometheus need nothing.
+            for host in [admin.to_string(), "10.1.2.3:9090".into()] {
+                for path in ["/healthz", "/readyz", "/metrics"] {
+                    let r = admin_call_as_is(admin, "GET", path, &[("Host", host.as_str())], "")
+                        .await?;
+                    assert_eq!(r.status, 200, "{host} {path}: {r}");
+                }
+            }
+            // A restart keeps the token.
+            drop(gw);
+            let (_gw, admin) = start(&dir, &config(&admin_section, false)).await?;
+            assert_eq!(manifold_server::local_admin_token(&file)?, token);
+            let r = admin_call_as_is(admin, "GET", "/config", &with_auth("GET", Some(&local)), "")
+                .await?;
+            assert_eq!(r.status, 200, "{listen} after a restart: {r}");
         }
-        drop(_gw);
 
-        // The same listener with a token: the control endpoints answer it.
+        // With a token configured, the local admin token is no credential.
         let dir = Scratch::new("admin-on")?;
         let (_gw, admin) = start(&dir, &config(&guarded_admin("0.0.0.0:0"), true)).await?;
+        assert!(_gw.gateway().local_admin_token_file().is_none());
         let ops = format!("Bearer {OPS_TOKEN}");
         for (method, path) in CONTROL {
             let r = admin_call(admin, method, path, &with_auth(method, Some(&ops)), "").await?;
-            assert_eq!(r.status, 200, "{method} {path}: {r}");
-        }
-
-        // On loopback without credentials: open to local processes.
-        let dir = Scratch::new("admin-loopback")?;
-        let (_gw, admin) = start(&dir, &config("listen = \"127.0.0.1:0\"", false)).await?;
-        for (method, path) in CONTROL {
-            let r = admin_call(admin, method, path, &with_auth(method, None), "").await?;
             assert_eq!(r.status, 200, "{method} {path}: {r}");
         }
         Ok(())
@@ -514,7 +577,7 @@ async fn pins_approve_takes_the_admin_credentials_and_nothing_less() -> Result<(
                 ],
                 401,
             ),
-            (vec![json, ("Authorization", client_key.as_str())], 403),
+            (vec![json, ("Authorization", client_key.as_str())], 401),
             (
                 vec![
                     json,

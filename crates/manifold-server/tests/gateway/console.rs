@@ -4,7 +4,9 @@
 //! `[admin] who` names; a login ends with logout and with its token; forms need the
 //! session's CSRF token and the console's own origin; every response carries the
 //! security headers and no inline script or style; without admin credentials the
-//! console is open on loopback only; the audit view filters a 100,000-record log
+//! console takes the local admin token or the one-time link `serve` prints,
+//! counts and audits failed logins and throttles a guesser; a login made with
+//! a caller's JWT ends when the JWT expires; the audit view filters a 100,000-record log
 //! (first page within 200 ms); approvals and revocations are audited with the admin
 //! principal; the overview counts recent calls; "view as" says why items are hidden.
 //!
@@ -13,7 +15,7 @@
 
 mod pages;
 
-use crate::admin::{admin_call as call, AdminReply as Reply};
+use crate::admin::{admin_call as call, admin_call_as_is as call_as_is, AdminReply as Reply};
 use crate::bounded;
 use crate::observe::Scratch;
 use anyhow::{Context, Result};
@@ -73,7 +75,9 @@ fn guarded() -> String {
 /// reply.
 async fn log_in(admin: SocketAddr, token: &str) -> Result<(String, Reply)> {
     let form = call(admin, "GET", "/ui/login", &[], "").await?;
-    let csrf = form.csrf().context("no csrf in the login form")?;
+    let csrf = form
+        .csrf()
+        .with_context(|| format!("no csrf in the login form: {form}"))?;
     let origin = format!("http://{admin}");
     let r = call(
         admin,
@@ -119,8 +123,9 @@ async fn every_page_refuses_missing_wrong_and_mcp_credentials() -> Result<()> {
             for (auth, want) in [
                 ("Bearer wrong-token-0123456789abcdef", 401),
                 ("Basic b3BzOm9wcw==", 401),
-                // An MCP client's key is not an admin credential.
-                (client.as_str(), 403),
+                // An MCP client's key is not an admin credential, and is
+                // told apart from a wrong token by nothing.
+                (client.as_str(), 401),
             ] {
                 let r = call(admin, "GET", path, &[("Authorization", auth)], "").await?;
                 assert_eq!(r.status, want, "{path} with {auth}: {r}");
@@ -152,7 +157,8 @@ async fn every_page_refuses_missing_wrong_and_mcp_credentials() -> Result<()> {
         );
         assert!(!r.body.contains("wrong-token"), "the token echoed: {r}");
         let (cookie, r) = log_in(admin, CLIENT_KEY).await?;
-        assert_eq!(r.status, 403, "{r}");
+        let (_, wrong) = log_in(admin, "wrong-token-0123456789abcdef").await?;
+        assert_eq!((r.status, &r.body), (401, &wrong.body), "an oracle: {r}");
         assert!(cookie.is_empty(), "{r}");
         // A caller [admin] who names logs in too.
         let (cookie, r) = log_in(admin, PLATFORM_KEY).await?;
@@ -449,46 +455,130 @@ async fn every_answer_carries_the_security_headers() -> Result<()> {
     .await
 }
 
-#[tokio::test]
-async fn without_admin_credentials_the_console_is_open_on_loopback_only() -> Result<()> {
-    bounded(async {
-        let dir = Scratch::new("loopback")?;
-        let (_gw, admin) = start(&dir, "listen = \"127.0.0.1:0\"", "").await?;
-        let r = call(admin, "GET", "/ui", &[], "").await?;
-        assert_eq!(r.status, 200, "{r}");
-        assert!(r.body.contains("loopback"), "{r}");
-        // Its forms still need the token and the console's origin.
-        let csrf = r.csrf();
-        assert!(csrf.is_none(), "no logout form without a login");
-        let page = call(admin, "GET", "/ui/config", &[], "").await?;
-        let csrf = page.csrf().context("no reload form")?;
-        let own = format!("http://{admin}");
-        let form_type = ("Content-Type", "application/x-www-form-urlencoded");
-        let r = call(
-            admin,
-            "POST",
-            "/ui/reload",
-            &[("Origin", "http://127.0.0.1:1"), form_type],
-            &format!("csrf={csrf}"),
-        )
-        .await?;
-        assert_eq!(r.status, 403, "{r}");
-        let r = call(
-            admin,
-            "POST",
-            "/ui/reload",
-            &[("Origin", &own), form_type],
-            &format!("csrf={csrf}"),
-        )
-        .await?;
-        assert_eq!(r.status, 303, "{r}");
-        drop(dir);
+/// The path and query of `link` (`http://host:port/ui/login?code=…`).
+fn path_of(link: &str) -> String {
+    let rest = link.strip_prefix("http://").unwrap_or(link);
+    rest.find('/')
+        .map_or_else(String::new, |i| rest[i..].to_string())
+}
 
-        let dir = Scratch::new("exposed")?;
-        let (_gw, admin) = start(&dir, "listen = \"0.0.0.0:0\"", "").await?;
-        let r = call(admin, "GET", "/ui", &[], "").await?;
-        assert_eq!(r.status, 403, "{r}");
-        assert!(r.body.contains("admin.tokens"), "{r}");
+#[tokio::test]
+async fn without_admin_credentials_the_console_takes_the_local_token_or_its_one_time_link(
+) -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("local-console")?;
+        let audit = dir.0.join("audit.jsonl");
+        let extra = format!(
+            "[audit]\npath = {}\nfsync = \"always\"\n",
+            toml_string(&audit.to_string_lossy())
+        );
+        let (gw, admin) = start(&dir, "listen = \"127.0.0.1:0\"", &extra).await?;
+        // Nothing without a credential, on loopback too.
+        let r = call_as_is(admin, "GET", "/ui", &[], "").await?;
+        assert_eq!(r.status, 303, "{r}");
+        assert!(
+            r.header("location")
+                .is_some_and(|l| l.starts_with("/ui/login")),
+            "{r}"
+        );
+        let r = call_as_is(admin, "GET", "/ui/config", &[], "").await?;
+        assert_eq!(r.status, 303, "{r}");
+
+        // The link serve prints logs in once.
+        let link = gw.gateway().console_login_link().context("a login link")?;
+        let r = call_as_is(admin, "GET", &path_of(&link), &[], "").await?;
+        assert_eq!(r.status, 303, "{r}");
+        let cookie = r
+            .header("set-cookie")
+            .and_then(|c| c.split(';').next().map(str::to_string))
+            .context("a cookie")?;
+        let page = call_as_is(admin, "GET", "/ui", &[("Cookie", &cookie)], "").await?;
+        assert_eq!(page.status, 200, "{page}");
+        assert!(page.body.contains("admin_token:local"), "{page}");
+        let again = call_as_is(admin, "GET", &path_of(&link), &[], "").await?;
+        assert_eq!(again.status, 401, "a used link: {again}");
+        assert!(again.header("set-cookie").is_none(), "{again}");
+        assert!(
+            gw.gateway().console_login_link().is_none(),
+            "the link is void"
+        );
+
+        // The token in the form logs in too.
+        let file = gw
+            .gateway()
+            .local_admin_token_file()
+            .context("token file")?;
+        let token = manifold_server::local_admin_token(file)?;
+        let (cookie, r) = log_in(admin, &token).await?;
+        assert_eq!(r.status, 303, "{r}");
+        let r = call_as_is(admin, "GET", "/ui/pins", &[("Cookie", &cookie)], "").await?;
+        assert_eq!(r.status, 200, "{r}");
+
+        // A guesser gets LOGIN_FAILURES_PER_WINDOW tries (the used link
+        // was one), then 429, even with the right token; every try is
+        // audited, no token in it.
+        let limit = manifold_server::LOGIN_FAILURES_PER_WINDOW;
+        for i in 1..limit {
+            let (_, r) = log_in(admin, &format!("guess-{i}")).await?;
+            assert_eq!(r.status, 401, "try {i}: {r}");
+        }
+        let (_, r) = log_in(admin, &token).await?;
+        assert_eq!(r.status, 429, "{r}");
+        assert!(r.header("retry-after").is_some(), "{r}");
+        let lines = crate::observe::audit_lines(&audit)?;
+        let logins: Vec<_> = lines
+            .iter()
+            .filter(|l| l["method"] == "console/login")
+            .collect();
+        let refused = logins.iter().filter(|l| l["outcome"] == "refused").count();
+        assert_eq!(refused, limit as usize, "{logins:?}");
+        assert!(logins
+            .iter()
+            .any(|l| l["outcome"] == "ok" && l["principal"] == "admin_token:local"));
+        let text = std::fs::read_to_string(&audit)?;
+        assert!(
+            !text.contains(&token) && !text.contains(&path_of(&link)["/ui/login?code=".len()..]),
+            "a secret in the audit log"
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_console_login_with_a_callers_jwt_ends_when_the_jwt_expires() -> Result<()> {
+    bounded(async {
+        let idp = crate::issuers::Idp::start(&["corp"]).await?;
+        let text = format!(
+            "[upstreams.local]\ncommand = {}\n\n\
+             [auth]\nresource = \"{aud}\"\n\n{jwt}clock_skew = \"0s\"\n\n\
+             [admin]\nlisten = \"127.0.0.1:0\"\nwho = [\"group:platform\"]\n",
+            toml_string(&demo_upstream_bin().to_string_lossy()),
+            aud = crate::issuers::AUDIENCE,
+            jwt = idp.jwt_section("corp"),
+        );
+        let gw = TestGateway::start(&text).await?;
+        let admin = gw.gateway().admin_addr().context("admin")?;
+        let jwt =
+            idp.token_expiring("corp", "carol", &["platform"], crate::issuers::AUDIENCE, 3)?;
+        let (cookie, r) = log_in(admin, &jwt).await?;
+        assert_eq!(r.status, 303, "{r}");
+        let r = call(admin, "GET", "/ui/config", &[("Cookie", &cookie)], "").await?;
+        assert_eq!(r.status, 200, "{r}");
+        // Past its exp, the login ends with it.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let r = call(admin, "GET", "/ui/config", &[("Cookie", &cookie)], "").await?;
+        assert_eq!(r.status, 303, "{r}");
+        assert!(
+            r.header("location").unwrap_or_default().contains("ended=1"),
+            "{r}"
+        );
+        // A JWT without the group logs nobody in, and says no more than a
+        // wrong token does.
+        let outsider = idp.token_in("corp", "dave", &["dev"])?;
+        let (_, r) = log_in(admin, &outsider).await?;
+        let (_, w) = log_in(admin, "wrong").await?;
+        assert_eq!((r.status, r.body.len()), (w.status, w.body.len()), "{r}");
         Ok(())
     })
     .await

@@ -267,7 +267,7 @@ async fn a_rug_pull_is_quarantined_until_approved_and_stays_so_across_a_restart(
                     .iter()
                     .any(|l| l["method"] == "pins/approve" && l["principal"] == p && l["name"] == n)
             };
-            by("loopback", "weather") && by("local:tester", "exfiltrate")
+            by("admin_token:local", "weather") && by("local:tester", "exfiltrate")
         })
         .await?;
         drop(stream);
@@ -500,7 +500,8 @@ async fn one_approval_serves_every_replica_through_redis() -> Result<()> {
         let pins: Value =
             serde_json::from_str(&std::fs::read_to_string(dir_b.0.join("pins.json"))?)?;
         anyhow::ensure!(
-            pins["upstreams"]["demo"]["approved"]["tool"]["weather"]["approved_by"] == "loopback",
+            pins["upstreams"]["demo"]["approved"]["tool"]["weather"]["approved_by"]
+                == "admin_token:local",
             "the approver recorded on the other replica: {pins}"
         );
         anyhow::ensure!(

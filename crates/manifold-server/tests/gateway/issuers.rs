@@ -137,12 +137,24 @@ impl Idp {
         groups: &[&str],
         aud: &str,
     ) -> Result<String> {
+        self.token_expiring(name, sub, groups, aud, 600)
+    }
+
+    /// A token issuer `name` signs for `sub`, expiring in `secs` seconds.
+    pub(crate) fn token_expiring(
+        &self,
+        name: &str,
+        sub: &str,
+        groups: &[&str],
+        aud: &str,
+        secs: u64,
+    ) -> Result<String> {
         let key = self.keys.get(name).context("no such issuer")?;
         let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
         let mut h = Header::new(Algorithm::ES256);
         h.kid = key.jwk.common.key_id.clone();
         let claims = json!({"iss": format!("https://{name}.test"), "aud": aud,
-            "sub": sub, "exp": now + 600, "scope": "mcp:tools", "groups": groups});
+            "sub": sub, "exp": now + secs, "scope": "mcp:tools", "groups": groups});
         Ok(jsonwebtoken::encode(&h, &claims, &key.encoding)?)
     }
 }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
 
-use crate::{bin, bounded, text_of, until};
+use crate::{bin, bounded, names_of, text_of, until};
 use manifold_testkit::harness::{toml_string, DemoHttp, McpClient, TestGateway};
 
 /// A gateway in front of one stdio demo upstream `r` misbehaving in `modes`.
@@ -224,6 +224,54 @@ async fn a_huge_list_is_refused_with_its_reason() -> Result<()> {
         let c = gw.session("2025-11-25", json!({})).await?;
         let r = c.call_tool("small__echo", json!({"text": "fine"})).await?;
         assert_eq!(text_of(r.result()?)?, "fine");
+        Ok(())
+    })
+    .await
+}
+
+/// Security review 3, finding 6: list *bytes* are bounded, not only their
+/// count — a list past `max_list_bytes` (counted page by page, before
+/// anything is kept) and an item past `max_item_bytes` are refused with the
+/// limit named, and the other upstreams are served.
+#[tokio::test]
+async fn a_list_past_its_byte_limits_is_refused_with_its_reason() -> Result<()> {
+    bounded(async {
+        for (limits, upstream, want) in [
+            ("max_list_bytes = 65536", "big", "limits.max_list_bytes"),
+            ("max_item_bytes = 200", "small", "limits.max_item_bytes"),
+        ] {
+            let gw = TestGateway::start(&format!(
+                "[limits]\n{limits}\n\n\
+                 [upstreams.big]\ncommand = {bin}\nargs = [\"--tools\", \"1000\", \"--page-size\", \"100\"]\n\n\
+                 [upstreams.small]\ncommand = {bin}\n",
+                bin = toml_string(bin())
+            ))
+            .await?;
+            let up = gw
+                .gateway()
+                .upstreams()
+                .into_iter()
+                .find(|u| &**u.name() == upstream)
+                .context("upstream")?
+                .clone();
+            until(want, Duration::from_secs(10), || {
+                up.status().last_error.is_some_and(|e| e.contains(want))
+            })
+            .await?;
+            let names = names_of(&gw.session("2025-11-25", json!({})).await?.list_all_tools().await?);
+            assert!(
+                !names.iter().any(|n| n.starts_with(&format!("{upstream}__"))),
+                "{want}: {upstream} served: {names:?}"
+            );
+        }
+        // Under the default limits both are served.
+        let gw = TestGateway::start(&format!(
+            "[upstreams.big]\ncommand = {bin}\nargs = [\"--tools\", \"1000\", \"--page-size\", \"100\"]\n",
+            bin = toml_string(bin())
+        ))
+        .await?;
+        let names = names_of(&gw.session("2025-11-25", json!({})).await?.list_all_tools().await?);
+        assert!(names.len() >= 1000, "{}", names.len());
         Ok(())
     })
     .await

@@ -51,6 +51,23 @@ pub fn demo_upstream_bin() -> PathBuf {
     dir.join(name)
 }
 
+/// The local admin tokens of the test gateways running in this process, by
+/// admin listener address (see [`admin_token_for`]).
+static LOCAL_ADMIN_TOKENS: std::sync::Mutex<Vec<(SocketAddr, String)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The local admin token of the test gateway whose admin listener is
+/// `addr`, when it has one (its `[admin]` names no credentials): what a
+/// test's admin client sends unless it says otherwise.
+pub fn admin_token_for(addr: SocketAddr) -> Option<String> {
+    let tokens = LOCAL_ADMIN_TOKENS.lock().ok()?;
+    tokens
+        .iter()
+        .rev()
+        .find(|(a, _)| *a == addr)
+        .map(|(_, t)| t.clone())
+}
+
 /// A gateway started in-process, serving on an ephemeral loopback port.
 pub struct TestGateway {
     gateway: Arc<Gateway>,
@@ -58,6 +75,9 @@ pub struct TestGateway {
     addr: SocketAddr,
     url: String,
     server: Option<JoinHandle<()>>,
+    /// The directory of the local admin token this test made (removed on
+    /// drop).
+    token_dir: Option<PathBuf>,
 }
 
 impl TestGateway {
@@ -84,8 +104,21 @@ impl TestGateway {
     /// `127.0.0.1:0`; `server.listen` gets the bound port, and keeps its IP when that
     /// is not loopback (e.g. `0.0.0.0`), so the gateway applies the rules of a
     /// non-loopback listener while tests reach it on loopback. A non-loopback
-    /// `[admin] listen` is likewise served on `127.0.0.1:0`.
+    /// `[admin] listen` is likewise served on `127.0.0.1:0`. An `[admin]`
+    /// without credentials or `token_file` keeps its local admin token in a
+    /// temporary directory (see [`admin_token_for`]), never in `$HOME`.
     pub async fn start_config(mut config: GatewayConfig) -> Result<TestGateway> {
+        let token_dir = match config.admin.as_mut() {
+            Some(a) if !a.has_credentials() && a.token_file.is_none() => {
+                static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let dir = std::env::temp_dir()
+                    .join(format!("manifold-testkit-admin-{}-{n}", std::process::id()));
+                a.token_file = Some(dir.join("admin-token"));
+                Some(dir)
+            }
+            _ => None,
+        };
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .context("binding 127.0.0.1:0")?;
@@ -119,6 +152,13 @@ impl TestGateway {
             shutdown.cancel();
             bail!("the gateway did not finish its readiness wait within {WAIT:?}");
         }
+        if let (Some(file), Some(admin)) = (gateway.local_admin_token_file(), gateway.admin_addr())
+        {
+            let token = manifold_server::local_admin_token(file)?;
+            if let Ok(mut t) = LOCAL_ADMIN_TOKENS.lock() {
+                t.push((admin, token));
+            }
+        }
         let server = tokio::spawn(gateway.clone().serve(listener));
         Ok(TestGateway {
             gateway,
@@ -126,6 +166,7 @@ impl TestGateway {
             addr,
             url,
             server: Some(server),
+            token_dir,
         })
     }
 
@@ -176,6 +217,9 @@ impl TestGateway {
 impl Drop for TestGateway {
     fn drop(&mut self) {
         self.shutdown.cancel();
+        if let Some(dir) = &self.token_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 

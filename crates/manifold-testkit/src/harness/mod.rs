@@ -28,7 +28,7 @@ mod reply;
 mod stateless;
 
 pub use client::McpClient;
-pub use gateway::{demo_upstream_bin, toml_string, DemoHttp, TestGateway};
+pub use gateway::{admin_token_for, demo_upstream_bin, toml_string, DemoHttp, TestGateway};
 pub use reply::{MessageStream, RawReply, Reply, StreamingReply};
 pub use stateless::{stateless_meta, stateless_request, STATELESS};
 

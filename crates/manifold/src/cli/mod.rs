@@ -11,6 +11,7 @@
 //!
 //! Not here: argument parsing and logging setup (`main.rs`).
 
+pub mod admin;
 pub mod audit;
 pub mod auth;
 pub mod call;

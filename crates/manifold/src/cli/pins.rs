@@ -95,6 +95,10 @@ pub enum KindArg {
     Prompt,
     #[value(name = "resource_template")]
     ResourceTemplate,
+    /// A static resource's name, title and description.
+    Resource,
+    /// The server's instructions.
+    Instructions,
 }
 
 impl From<KindArg> for ItemKind {
@@ -103,6 +107,8 @@ impl From<KindArg> for ItemKind {
             KindArg::Tool => ItemKind::Tool,
             KindArg::Prompt => ItemKind::Prompt,
             KindArg::ResourceTemplate => ItemKind::ResourceTemplate,
+            KindArg::Resource => ItemKind::Resource,
+            KindArg::Instructions => ItemKind::Instructions,
         }
     }
 }

@@ -37,10 +37,7 @@ async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Resu
         Some(a) if a.has_credentials() => {
             "/config, /upstreams, /catalog, /reload and the console at /ui with credentials"
         }
-        Some(a) if a.listen.ip().is_loopback() => {
-            "/config, /upstreams, /catalog, /reload and the console at /ui for local processes"
-        }
-        _ => "control endpoints off: configure [[admin.tokens]] or [admin] who",
+        _ => "/config, /upstreams, /catalog, /reload and the console at /ui with the local admin token (manifold admin token)",
     };
     let connect_timeout = cfg.limits.connect_timeout;
     let upstreams = cfg.upstreams.len();
@@ -63,6 +60,14 @@ async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Resu
     println!("Manifold listening on {url} ({ready}/{upstreams} upstreams ready, {tools} tools)");
     if let Some(a) = admin {
         println!("Manifold admin on http://{a} (/metrics, /healthz, /readyz; {control})");
+    }
+    if let Some(link) = gw.console_login_link() {
+        // Printed once, to this terminal only (never logged): the link logs
+        // in once, within LOGIN_LINK_LIFETIME.
+        println!(
+            "Manifold console: open {link} (one-time login link, valid {} min)",
+            manifold_server::LOGIN_LINK_LIFETIME.as_secs() / 60
+        );
     }
     Arc::clone(&gw).serve(listener).await;
     crate::cli::stop_telemetry(telemetry).await;

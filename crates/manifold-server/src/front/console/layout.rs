@@ -104,17 +104,17 @@ pub(crate) fn login_page(
                     h1 { "Manifold console" }
                     @if let Some(n) = note { p.note role="status" { (n) } }
                     @if let Some(e) = error { p.error role="alert" { (e) } }
-                    @if configured {
-                        form method="post" action="/ui/login" {
-                            input type="hidden" name="csrf" value=(session::login_csrf(gw));
-                            input type="hidden" name="next" value=(next);
-                            label for="token" { "Admin token" }
-                            input #token type="password" name="token" autocomplete="current-password" required autofocus;
+                    form method="post" action="/ui/login" {
+                        input type="hidden" name="csrf" value=(session::login_csrf(gw));
+                        input type="hidden" name="next" value=(next);
+                        label for="token" { "Admin token" }
+                        input #token type="password" name="token" autocomplete="current-password" required autofocus;
+                        @if configured {
                             p.hint { "An " code { "[[admin.tokens]]" } " token, or a credential of a caller " code { "[admin] who" } " names." }
-                            button type="submit" { "Log in" }
+                        } @else {
+                            p.hint { "The local admin token: " code { "manifold admin token" } " prints it (or open the one-time link " code { "manifold serve" } " printed)." }
                         }
-                    } @else {
-                        p { "No admin credentials are configured: on a loopback listener the console is open to local users, without logging in. " a href="/ui" { "Open the console" } }
+                        button type="submit" { "Log in" }
                     }
                 }
             }

@@ -61,10 +61,14 @@ pub(crate) fn owns(path: &str) -> bool {
 }
 
 /// Serves a console path (the admin listener routes here first).
-pub(crate) async fn handle(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+pub(crate) async fn handle(
+    gw: &Arc<Gateway>,
+    req: Request<Incoming>,
+    peer: std::net::IpAddr,
+) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_string();
     let query = Query::parse(req.uri().query());
-    let mut resp = route(gw, req, &path, &query).await;
+    let mut resp = route(gw, req, &path, &query, peer).await;
     secure(&mut resp);
     resp
 }
@@ -74,12 +78,13 @@ async fn route(
     req: Request<Incoming>,
     path: &str,
     query: &Query,
+    peer: std::net::IpAddr,
 ) -> Response<Full<Bytes>> {
     let method = req.method().clone();
     match path {
         "/ui/static/console.css" => return asset(&method, "text/css; charset=utf-8", STYLESHEET),
         "/ui/static/console.js" => return asset(&method, "text/javascript; charset=utf-8", SCRIPT),
-        "/ui/login" => return login(gw, req, query).await,
+        "/ui/login" => return login(gw, req, query, peer).await,
         _ => {}
     }
     let viewer = match session::authenticate(gw, req.headers()).await {
@@ -186,10 +191,18 @@ async fn post(
     }
 }
 
-/// `GET /ui/login`: the form; `POST /ui/login`: a login.
-async fn login(gw: &Arc<Gateway>, req: Request<Incoming>, query: &Query) -> Response<Full<Bytes>> {
+/// `GET /ui/login`: the form (or, with `code`, the one-time link `serve`
+/// printed); `POST /ui/login`: a login. Failures are counted per address
+/// (`LOGIN_FAILURES_PER_WINDOW`) and audited.
+async fn login(
+    gw: &Arc<Gateway>,
+    req: Request<Incoming>,
+    query: &Query,
+    peer: std::net::IpAddr,
+) -> Response<Full<Bytes>> {
     let next = safe_next(query.get("next"));
-    if req.method() == Method::GET {
+    let code = query.get("code").filter(|_| req.method() == Method::GET);
+    if req.method() == Method::GET && code.is_none() {
         let note = if query.get("out").is_some() {
             Some("you are logged out")
         } else if query.get("ended").is_some() {
@@ -200,44 +213,88 @@ async fn login(gw: &Arc<Gateway>, req: Request<Incoming>, query: &Query) -> Resp
         let status = StatusCode::OK;
         return html(status, layout::login_page(gw, &next, note, None));
     }
-    if req.method() != Method::POST {
+    if req.method() != Method::POST && code.is_none() {
         return layout::refused(
             StatusCode::METHOD_NOT_ALLOWED,
             "GET the form, POST it",
             None,
         );
     }
-    let headers = req.headers().clone();
-    let form = match read_form(req).await {
-        Ok(f) => f,
-        Err(why) => return layout::refused(StatusCode::PAYLOAD_TOO_LARGE, &why, None),
-    };
-    let next = safe_next(form.get("next"));
-    let csrf = session::login_csrf(gw);
-    if let Err(why) =
-        session::check_form(gw, &headers, &Method::POST, &csrf, form.get("csrf"), false)
-    {
-        return layout::refused(StatusCode::FORBIDDEN, why, None);
-    }
-    let Some(token) = form.get("token") else {
-        return html(
-            StatusCode::BAD_REQUEST,
-            layout::login_page(gw, &next, None, Some("enter an admin token")),
+    if let Err(wait) = gw.console.login_allowed(peer) {
+        let mut r = layout::refused(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many failed logins from this address: wait a minute",
+            None,
         );
+        if let Ok(v) = http::HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+            r.headers_mut().insert(http::header::RETRY_AFTER, v);
+        }
+        return r;
+    }
+    let (attempt, via) = match code {
+        Some(code) => (session::redeem_link(gw, code), "link"),
+        None => {
+            let headers = req.headers().clone();
+            let form = match read_form(req).await {
+                Ok(f) => f,
+                Err(why) => return layout::refused(StatusCode::PAYLOAD_TOO_LARGE, &why, None),
+            };
+            let next = safe_next(form.get("next"));
+            let csrf = session::login_csrf(gw);
+            if let Err(why) =
+                session::check_form(gw, &headers, &Method::POST, &csrf, form.get("csrf"), false)
+            {
+                return layout::refused(StatusCode::FORBIDDEN, why, None);
+            }
+            let Some(token) = form.get("token") else {
+                return html(
+                    StatusCode::BAD_REQUEST,
+                    layout::login_page(gw, &next, None, Some("enter an admin token")),
+                );
+            };
+            let attempt = session::log_in(gw, token).await;
+            return finish_login(gw, attempt, peer, "form", &next).await;
+        }
     };
-    match session::log_in(gw, token).await {
-        Ok(id) => {
-            let mut r = redirect(&next);
-            if let Some(c) = session::set_cookie(gw, &id, session::ADMIN_LISTENER_TLS) {
+    finish_login(gw, attempt, peer, via, &next).await
+}
+
+/// The answer to a login attempt, counted and audited.
+async fn finish_login(
+    gw: &Arc<Gateway>,
+    attempt: Result<session::Login, crate::front::admin_auth::Refused>,
+    peer: std::net::IpAddr,
+    via: &str,
+    next: &str,
+) -> Response<Full<Bytes>> {
+    let mut rec = manifold_audit::AuditRecord::new(gw.request_id(), "console/login");
+    rec.arguments = Some(serde_json::json!({"peer": peer.to_string(), "via": via}));
+    let resp = match attempt {
+        Ok(login) => {
+            rec.principal = login.principal;
+            let mut r = redirect(next);
+            if let Some(c) = session::set_cookie(gw, &login.id, session::ADMIN_LISTENER_TLS) {
                 r.headers_mut().append(http::header::SET_COOKIE, c);
             }
             r
         }
-        Err(refused) => html(
-            refused.status(),
-            layout::login_page(gw, &next, None, Some(refused.description())),
-        ),
+        Err(refused) => {
+            gw.console.login_failed(peer);
+            rec.outcome = manifold_audit::Outcome::Refused {
+                code: i64::from(refused.status().as_u16()),
+            };
+            html(
+                refused.status(),
+                layout::login_page(gw, next, None, Some(refused.description())),
+            )
+        }
+    };
+    if let Some(a) = &gw.auditor {
+        if let Err(e) = a.record(rec).await {
+            tracing::error!(error = %e, "a console login could not be audited");
+        }
     }
+    resp
 }
 
 /// Where to go after logging in: a console path, never another site.

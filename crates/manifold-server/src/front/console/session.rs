@@ -7,13 +7,16 @@
 //!   the listener serves TLS) holding a random login id and its MAC under the
 //!   console's key; the login lives in the gateway (`state::console`), so
 //!   logging out ends it there, and every request checks its credential
-//!   again: a token removed from `[[admin.tokens]]` (or a caller `[admin]
-//!   who` no longer names) is logged out at once.
-//! - **Loopback**: with no admin credentials configured and a loopback
-//!   listener, the console is open to whoever can connect, as the other
-//!   control endpoints are.
+//!   again: a token removed from `[[admin.tokens]]` is logged out at once,
+//!   and a caller's credential is authenticated again (`[auth]` caches it),
+//!   so an expired or revoked JWT, or a group `[admin] who` no longer
+//!   names, ends the login.
+//! - **Local admin token**: with no admin credentials configured, the
+//!   credential is the local admin token (`state::local_admin`), typed in
+//!   the form or carried by the one-time link `serve` prints
+//!   (`/ui/login?code=…`, void once used). Nothing is open without one.
 //! - **CSRF**: every form carries a token, the MAC of what authenticated the
-//!   request (the login id, the bearer principal, or "loopback"), compared in
+//!   request (the login id or the bearer principal), compared in
 //!   constant time; and a POST must come from the console's own origin
 //!   (`Origin` equal to `http://<Host>` or listed in `admin.allowed_origins`,
 //!   and `Sec-Fetch-Site`, when sent, `same-origin`). A request without
@@ -44,7 +47,6 @@ pub(crate) const ADMIN_LISTENER_TLS: bool = false;
 pub(crate) enum Via {
     Cookie(LoginId),
     Bearer,
-    Loopback,
 }
 
 /// The operator looking at a page.
@@ -74,7 +76,6 @@ fn csrf_for(gw: &Gateway, via: &Via, principal: &AdminPrincipal) -> String {
     let binding = match via {
         Via::Cookie(id) => [b"login:".as_slice(), id].concat(),
         Via::Bearer => format!("bearer:{}", principal.display_name()).into_bytes(),
-        Via::Loopback => b"loopback".to_vec(),
     };
     hex_mac(gw, &[b"csrf", &binding]).unwrap_or_default()
 }
@@ -140,8 +141,8 @@ pub(crate) fn clear_cookie(tls: bool) -> HeaderValue {
 }
 
 /// The principal a login's credential still stands for, under the
-/// configuration in force.
-fn still_valid(gw: &Gateway, credential: &Credential) -> Option<AdminPrincipal> {
+/// configuration in force (a caller's credential is authenticated again).
+async fn still_valid(gw: &Gateway, credential: &Credential) -> Option<AdminPrincipal> {
     let cfg = gw.cfg();
     let admin = cfg.admin.as_ref()?;
     match credential {
@@ -150,13 +151,17 @@ fn still_valid(gw: &Gateway, credential: &Credential) -> Option<AdminPrincipal> 
             .iter()
             .any(|k| k.name == *name && k.sha256 == *digest)
             .then(|| AdminPrincipal::Token(name.clone())),
-        Credential::Caller(id) => manifold_policy::who::matches(&admin.who, id)
-            .then(|| AdminPrincipal::Caller(id.clone())),
+        Credential::Caller { bearer, .. } => {
+            let auth = gw.live().auth.clone().filter(|_| !admin.who.is_empty())?;
+            let id = auth.authenticate(Some(bearer)).await.ok()?;
+            manifold_policy::who::matches(&admin.who, &id).then_some(AdminPrincipal::Caller(id))
+        }
+        Credential::Local => (!admin.has_credentials() && gw.local_admin.get().is_some())
+            .then_some(AdminPrincipal::Local),
     }
 }
 
-/// Who is asking: a bearer token, a console login, or (no admin credentials
-/// configured, loopback listener) anyone local.
+/// Who is asking: a bearer token or a console login.
 pub(crate) async fn authenticate(gw: &Gateway, headers: &HeaderMap) -> Result<Viewer, Denied> {
     let viewer = |principal: AdminPrincipal, via: Via| Viewer {
         csrf: csrf_for(gw, &via, &principal),
@@ -165,78 +170,92 @@ pub(crate) async fn authenticate(gw: &Gateway, headers: &HeaderMap) -> Result<Vi
     };
     if headers.contains_key(http::header::AUTHORIZATION) {
         return match admin_auth::authorize(gw, headers).await {
-            Ok(p @ AdminPrincipal::Loopback) => Ok(viewer(p, Via::Loopback)),
             Ok(p) => Ok(viewer(p, Via::Bearer)),
             Err(r) => Err(Denied::Refused(r)),
         };
     }
-    let has_credentials = gw.cfg().admin.as_ref().is_some_and(|a| a.has_credentials());
-    if let Some(value) = cookie(headers).filter(|_| has_credentials) {
-        let Some(id) = login_of(gw, value) else {
-            return Err(Denied::Login(Some(
-                "that session is not one this gateway issued (it restarted?): log in again",
-            )));
-        };
-        let Some(credential) = gw.console.login(&id) else {
-            return Err(Denied::Login(Some("your session ended: log in again")));
-        };
-        let Some(principal) = still_valid(gw, &credential) else {
-            gw.console.log_out(&id);
-            return Err(Denied::Login(Some(
-                "the credential you logged in with is no longer accepted: log in again",
-            )));
-        };
-        return Ok(viewer(principal, Via::Cookie(id)));
-    }
-    if has_credentials {
+    let Some(value) = cookie(headers) else {
         return Err(Denied::Login(None));
-    }
-    match admin_auth::authorize(gw, headers).await {
-        Ok(p) => Ok(viewer(p, Via::Loopback)),
-        Err(r) => Err(Denied::Refused(r)),
-    }
+    };
+    let Some(id) = login_of(gw, value) else {
+        return Err(Denied::Login(Some(
+            "that session is not one this gateway issued (it restarted?): log in again",
+        )));
+    };
+    let Some(credential) = gw.console.login(&id) else {
+        return Err(Denied::Login(Some("your session ended: log in again")));
+    };
+    let Some(principal) = still_valid(gw, &credential).await else {
+        gw.console.log_out(&id);
+        return Err(Denied::Login(Some(
+            "the credential you logged in with is no longer accepted: log in again",
+        )));
+    };
+    Ok(viewer(principal, Via::Cookie(id)))
 }
 
-/// A login with `token` (an admin token, or a credential of a caller
-/// `[admin] who` names): the new login's id, or why not.
-pub(crate) async fn log_in(gw: &Gateway, token: &str) -> Result<LoginId, admin_auth::Refused> {
+/// The answer to every failed login: one text, whatever failed (no oracle).
+fn login_refused() -> admin_auth::Refused {
+    admin_auth::Refused::new(
+        StatusCode::UNAUTHORIZED,
+        "invalid_token",
+        "that is not an admin credential of this gateway",
+    )
+}
+
+/// A login with `token` (an admin token, the local admin token, or a
+/// credential of a caller `[admin] who` names): the new login's id, or why
+/// not.
+pub(crate) async fn log_in(gw: &Gateway, token: &str) -> Result<Login, admin_auth::Refused> {
+    let token = token.trim();
     let mut headers = HeaderMap::new();
-    let bearer = HeaderValue::from_str(&format!("Bearer {}", token.trim())).map_err(|_| {
-        admin_auth::Refused::new(
-            StatusCode::UNAUTHORIZED,
-            "invalid_token",
-            "that token has characters no token has",
-        )
-    })?;
-    headers.insert(http::header::AUTHORIZATION, bearer);
-    let credential = match admin_auth::authorize(gw, &headers).await? {
-        AdminPrincipal::Token(name) => {
+    let bearer = format!("Bearer {token}");
+    let value = HeaderValue::from_str(&bearer).map_err(|_| login_refused())?;
+    headers.insert(http::header::AUTHORIZATION, value);
+    let credential = match admin_auth::authorize(gw, &headers).await {
+        Ok(AdminPrincipal::Token(name)) => {
             let cfg = gw.cfg();
             let digest = cfg
                 .admin
                 .as_ref()
-                .and_then(|a| manifold_policy::find_key(&a.tokens, token.trim()))
+                .and_then(|a| manifold_policy::find_key(&a.tokens, token))
                 .map(|k| k.sha256)
-                .ok_or_else(|| {
-                    admin_auth::Refused::new(
-                        StatusCode::UNAUTHORIZED,
-                        "invalid_token",
-                        "the token is not one of [[admin.tokens]]",
-                    )
-                })?;
+                .ok_or_else(login_refused)?;
             Credential::Token { name, digest }
         }
-        AdminPrincipal::Caller(id) => Credential::Caller(id),
-        AdminPrincipal::Loopback => return Err(admin_auth::Refused::new(
-            StatusCode::BAD_REQUEST,
-            "no_login_needed",
-            "no admin credentials are configured: the console is open on this loopback listener",
+        Ok(AdminPrincipal::Caller(id)) => Credential::Caller { id, bearer },
+        Ok(AdminPrincipal::Local) => Credential::Local,
+        Err(r) if r.status() == StatusCode::UNAUTHORIZED => return Err(login_refused()),
+        Err(r) => return Err(r),
+    };
+    start_login(gw, credential)
+}
+
+/// A login through the one-time link `serve` printed (`/ui/login?code=…`).
+pub(crate) fn redeem_link(gw: &Gateway, code: &str) -> Result<Login, admin_auth::Refused> {
+    let local = gw
+        .local_admin
+        .get()
+        .filter(|_| !gw.cfg().admin.as_ref().is_some_and(|a| a.has_credentials()));
+    match local {
+        Some(l) if l.redeem(code) => start_login(gw, Credential::Local),
+        _ => Err(admin_auth::Refused::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_token",
+            "that login link is used, expired or not this gateway's: log in with the local admin \
+             token (`manifold admin token` prints it)",
         )),
-    };
-    let name = match &credential {
-        Credential::Token { name, .. } => format!("admin_token:{name}"),
-        Credential::Caller(id) => id.display_name(),
-    };
+    }
+}
+
+/// A login just made: its id and who it is.
+pub(crate) struct Login {
+    pub id: LoginId,
+    pub principal: String,
+}
+
+fn start_login(gw: &Gateway, credential: Credential) -> Result<Login, admin_auth::Refused> {
+    let name = credential.display_name();
     let id = gw.console.log_in(credential).ok_or_else(|| {
         admin_auth::Refused::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -245,7 +264,10 @@ pub(crate) async fn log_in(gw: &Gateway, token: &str) -> Result<LoginId, admin_a
         )
     })?;
     tracing::info!(principal = %name, "console login");
-    Ok(id)
+    Ok(Login {
+        id,
+        principal: name,
+    })
 }
 
 /// Why a state-changing request is not accepted as the viewer's own.

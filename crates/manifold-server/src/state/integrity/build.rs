@@ -36,9 +36,18 @@ impl Gateway {
         let out = inputs
             .into_iter()
             .map(|mut input| {
-                let (judged, held) =
-                    self.integrity
-                        .judge(&input.name, &input.lists, &input.filter, settings);
+                // Judged with the lists: a reconnection that brings new
+                // instructions rebuilds the catalogue, so judges them too.
+                let instructions = self
+                    .upstream(&input.name)
+                    .and_then(|u| u.status().facts?.instructions);
+                let (judged, held) = self.integrity.judge(
+                    &input.name,
+                    &input.lists,
+                    instructions.as_deref(),
+                    &input.filter,
+                    settings,
+                );
                 let kept_out = held.names();
                 if !kept_out.is_empty() {
                     withheld.push(UpstreamInput {

@@ -43,7 +43,7 @@ impl IntegrityMetrics {
         let m = IntegrityMetrics::default();
         r.register(
             "quarantined_items",
-            "Tools, prompts and resource templates held by [integrity] (changed or unapproved), by upstream and kind",
+            "Tools, prompts, resource templates, resources and instructions held by [integrity] (changed, unapproved or published twice), by upstream and kind",
             m.items.clone(),
         );
         r.register(

@@ -1,6 +1,6 @@
 //! Tool integrity in the gateway (`[integrity]`): at each catalogue build,
 //! every ready upstream's fresh lists are judged against the pins
-//! ([`manifold_integrity::decide`]); under `mode = "quarantine"` the held items
+//! ([`manifold_integrity::decide_published`]); under `mode = "quarantine"` the held items
 //! (changed, or new and not pinned by the rules) are taken out of the lists the
 //! catalogue is built from, so they are absent from every list, endpoint and
 //! view, and a call naming one answers exactly as an unknown item
@@ -32,7 +32,9 @@ mod shared;
 use arc_swap::ArcSwap;
 use manifold_catalog::{Catalog, ItemFilter, Kind, NamingPolicy, UpstreamInput, UpstreamLists};
 use manifold_config::integrity::{IntegrityMode, IntegritySettings};
-use manifold_integrity::{decide, DefinitionDiff, ItemKind, PinStore, Rules, Update, Verdict};
+use manifold_integrity::{
+    decide_published, DefinitionDiff, ItemKind, PinStore, Rules, Update, Verdict,
+};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -134,6 +136,8 @@ struct Memo {
     rules: Rules,
     mode: IntegrityMode,
     generation: u64,
+    /// The upstream's instructions as judged.
+    instructions: Option<String>,
     judged: Arc<UpstreamLists>,
     held: Arc<UpstreamHeld>,
 }
@@ -211,7 +215,17 @@ impl Integrity {
             .is_some_and(|c| c.list(kind).get(name).is_some())
     }
 
-    /// Whether `uri` reads through a withheld resource template.
+    /// Whether `upstream`'s instructions are withheld (changed or new, under
+    /// `mode = "quarantine"`): they are left out of the merged text.
+    pub(crate) fn withholds_instructions(&self, upstream: &str) -> bool {
+        let held = self.held.load();
+        held.by_upstream
+            .get(upstream)
+            .is_some_and(|h| h.withheld && h.items.iter().any(|i| i.kind == ItemKind::Instructions))
+    }
+
+    /// Whether `uri` reads through a withheld resource template (or is a
+    /// withheld static resource).
     pub(crate) fn withholds_uri(&self, uri: &str) -> bool {
         let held = self.held.load();
         held.withheld.as_ref().is_some_and(|c| {
@@ -260,6 +274,7 @@ impl Integrity {
         &self,
         upstream: &Arc<str>,
         lists: &Arc<UpstreamLists>,
+        instructions: Option<&str>,
         filter: &Arc<ItemFilter>,
         settings: &IntegritySettings,
     ) -> (Arc<UpstreamLists>, Arc<UpstreamHeld>) {
@@ -271,6 +286,7 @@ impl Integrity {
                 && m.rules == rules
                 && m.mode == settings.mode
                 && m.generation == generation
+                && m.instructions.as_deref() == instructions
             {
                 return (m.judged.clone(), m.held.clone());
             }
@@ -278,10 +294,11 @@ impl Integrity {
         let shown = shown(lists, filter);
         let decisions = {
             let mut store = self.store.lock();
-            let d = decide(
+            let d = decide_published(
                 &store,
                 upstream,
                 shown.as_ref().unwrap_or(lists),
+                instructions,
                 &rules,
                 std::time::SystemTime::now(),
             );
@@ -297,7 +314,7 @@ impl Integrity {
         let items: Vec<HeldItem> = decisions
             .held()
             .filter_map(|d| {
-                let definition = items_of(source, d.kind)
+                let definition = manifold_integrity::published(source, instructions, d.kind)
                     .iter()
                     .find(|i| d.kind.name_of(i) == Some(d.name.as_str()))?
                     .clone();
@@ -330,6 +347,7 @@ impl Integrity {
                 rules,
                 mode: settings.mode,
                 generation,
+                instructions: instructions.map(str::to_string),
                 judged: judged.clone(),
                 held: held.clone(),
             },
@@ -448,14 +466,6 @@ fn shown(lists: &UpstreamLists, filter: &ItemFilter) -> Option<UpstreamLists> {
     })
 }
 
-fn items_of(lists: &UpstreamLists, kind: ItemKind) -> &[Map<String, Value>] {
-    match kind {
-        ItemKind::Tool => &lists.tools,
-        ItemKind::Prompt => &lists.prompts,
-        ItemKind::ResourceTemplate => &lists.resource_templates,
-    }
-}
-
 /// `lists` without the items named in `held` (every item of a held name).
 fn without(lists: &UpstreamLists, held: &BTreeMap<ItemKind, HashSet<&str>>) -> UpstreamLists {
     let keep = |kind: ItemKind, items: &[Map<String, Value>]| -> Vec<Map<String, Value>> {
@@ -471,7 +481,7 @@ fn without(lists: &UpstreamLists, held: &BTreeMap<ItemKind, HashSet<&str>>) -> U
     UpstreamLists {
         tools: keep(ItemKind::Tool, &lists.tools),
         prompts: keep(ItemKind::Prompt, &lists.prompts),
-        resources: lists.resources.clone(),
+        resources: keep(ItemKind::Resource, &lists.resources),
         resource_templates: keep(ItemKind::ResourceTemplate, &lists.resource_templates),
     }
 }
@@ -499,7 +509,7 @@ pub(super) fn only(
     UpstreamLists {
         tools: pick(ItemKind::Tool, &lists.tools),
         prompts: pick(ItemKind::Prompt, &lists.prompts),
-        resources: Vec::new(),
+        resources: pick(ItemKind::Resource, &lists.resources),
         resource_templates: pick(ItemKind::ResourceTemplate, &lists.resource_templates),
     }
 }
