@@ -27,7 +27,8 @@ fn repo_file(name: &str) -> PathBuf {
 
 #[test]
 fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
-    let audit = std::env::temp_dir().join(format!("manifold-shipped-{}.jsonl", std::process::id()));
+    let dir = commands::TempDir::new("shipped");
+    let audit = dir.path().join("audit.jsonl");
     let mut cmd = Command::new(bin());
     cmd.args(["serve", "--config"])
         .arg(repo_file("gateway.toml"))
@@ -49,15 +50,102 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
     let admin = Proc::wait_line(&served.stdout, "", Duration::from_secs(5), "serve")
         .expect("the admin line");
     assert!(
-        admin.starts_with("Manifold admin on http://127.0.0.1:"),
+        admin.starts_with("Manifold admin on http://127.0.0.1:")
+            && admin.contains("local admin token"),
         "{admin}"
+    );
+    // No admin credentials in the shipped file: a local token beside the
+    // audit log, private, and a one-time console link.
+    let link = Proc::wait_line(&served.stdout, "", Duration::from_secs(5), "serve")
+        .expect("the console line");
+    assert!(
+        link.starts_with("Manifold console: open http://127.0.0.1:")
+            && link.contains("/ui/login?code="),
+        "{link}"
+    );
+    let token_file = dir.path().join("admin-token");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token_file)
+            .expect("the token file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let printed = Command::new(bin())
+        .args(["admin", "token", "--config"])
+        .arg(repo_file("gateway.toml"))
+        .env("MANIFOLD_AUDIT__PATH", &audit)
+        .output()
+        .expect("manifold admin token");
+    assert!(printed.status.success(), "{printed:?}");
+    let token = String::from_utf8_lossy(&printed.stdout).trim().to_string();
+    assert_eq!(token.len(), 64, "{token}");
+    assert_eq!(
+        std::fs::read_to_string(&token_file).expect("read").trim(),
+        token
+    );
+    assert!(
+        !link.contains(&token),
+        "the link carries a code, never the token"
     );
     assert!(audit.exists(), "the audit log was not opened");
     let status = served
         .terminate(Duration::from_secs(15))
         .expect("manifold did not stop on SIGTERM");
     assert!(status.success(), "{status}");
-    let _ = std::fs::remove_file(&audit);
+}
+
+#[test]
+fn admin_token_refuses_a_configuration_with_admin_credentials_or_without_admin() {
+    let dir = commands::TempDir::new("admin-token");
+    let no_admin = dir.write("a.toml", "[upstreams.d]\ncommand = \"true\"\n");
+    let with_tokens = dir.write(
+        "b.toml",
+        &format!(
+            "[upstreams.d]\ncommand = \"true\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\n\n\
+             [[admin.tokens]]\nname = \"ops\"\nhash = \"sha256:{}\"\n",
+            "ab".repeat(32)
+        ),
+    );
+    for config in [no_admin, with_tokens] {
+        let out = Command::new(bin())
+            .args(["admin", "token", "--config"])
+            .arg(&config)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(out.stdout.is_empty(), "{out:?}");
+    }
+    // A token file others may read is refused, not printed.
+    let file = dir.path().join("t/admin-token");
+    let open = dir.write(
+        "c.toml",
+        &format!(
+            "[upstreams.d]\ncommand = \"true\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken_file = {:?}\n",
+            file.to_string_lossy()
+        ),
+    );
+    let first = Command::new(bin())
+        .args(["admin", "token", "--config"])
+        .arg(&open)
+        .output()
+        .expect("run");
+    assert!(first.status.success(), "{first:?}");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
+    let out = Command::new(bin())
+        .args(["admin", "token", "--config"])
+        .arg(&open)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stdout.is_empty() && String::from_utf8_lossy(&out.stderr).contains("chmod 600"),
+        "{out:?}"
+    );
 }
 
 #[test]
