@@ -3,7 +3,8 @@
 //! Redis with `[cluster] redis`, and concurrency caps) — after any
 //! confirmation, so a call waiting for a human holds none and a declined one
 //! costs none; and no audited call goes while its record cannot be kept
-//! (`[audit] on_failure = "reject"`).
+//! (`[audit] on_failure = "reject"`). `search_tools` takes its places too
+//! ([`search`]).
 //!
 //! Invariants: the places are held by the call (its [`Permit`] rides with
 //! the relay until the answer) and given back whatever its end; a refusal
@@ -29,6 +30,13 @@ pub(crate) async fn take(x: &Request, call: &mut Call) -> Result<(), Refusal> {
         return Err(Refusal::AuditUnavailable(e));
     }
     Ok(())
+}
+
+/// `search_tools` takes its places under `[[rate_limit]]` as a call of a
+/// tool of that name does (a rule for `*` covers it), held while it runs:
+/// a search flood is a load like any other.
+pub(crate) async fn search(x: &Request) -> Result<Option<manifold_policy::Permit>, Refusal> {
+    rate_limits(x, crate::handlers::discovery::SEARCH_TOOLS).await
 }
 
 /// `[[rate_limit]]`: the places a call of `tool` holds until it ends

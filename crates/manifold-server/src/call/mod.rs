@@ -60,6 +60,7 @@ use crate::reply::Reply;
 use crate::request::Request;
 use confirm::Asked;
 use context::Call;
+pub(crate) use limits::search as search_places;
 pub use relay::input_required::GATHER_WINDOW;
 
 /// The chain's steps, in order: a file (or folder) of `src/call/` each

@@ -181,8 +181,14 @@ fn page_for_nothing() -> Bytes {
     Bytes::from_static(b"{\"tools\":[]}")
 }
 
+/// Searches run at once, each on a blocking thread (never an async
+/// worker: a flood of long queries must not delay other callers' calls, and
+/// the first search after a catalogue change builds the index); the rest
+/// wait their turn.
+pub const MAX_CONCURRENT_SEARCHES: usize = 2;
+
 /// `search_tools`: the best matches in the caller's view of its endpoint.
-pub(crate) fn search(x: &Request, params: &Map<String, Value>) -> Result<Reply, Refusal> {
+pub(crate) async fn search(x: &Request, params: &Map<String, Value>) -> Result<Reply, Refusal> {
     let empty = Map::new();
     let args = match params.get("arguments") {
         None | Some(Value::Null) => &empty,
@@ -196,16 +202,30 @@ pub(crate) fn search(x: &Request, params: &Map<String, Value>) -> Result<Reply, 
     };
     let request =
         SearchRequest::from_arguments(args).map_err(|e| ToolError::Search(e.to_string()))?;
+    // A turn among MAX_CONCURRENT_SEARCHES (the semaphore is never closed).
+    let turn = x.gw.search_turns.clone().acquire_owned().await.ok();
     let access = x.access();
-    let view = &access.catalog;
-    let index = access.search_index();
-    // The endpoint's index, filtered by the caller's view: what the view does
-    // not hold is never a candidate.
-    let hits = index.search(&request, &|id| {
-        index.name(id).is_some_and(|n| view.tools.get(n).is_some())
-    });
-    let entries: Vec<&manifold_catalog::Entry> =
-        hits.iter().filter_map(|h| view.tools.get(h.name)).collect();
+    let (access, names) = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        let index = access.search_index();
+        let view = &access.catalog;
+        // The endpoint's index, filtered by the caller's view: what the view
+        // does not hold is never a candidate.
+        let names: Vec<String> = index
+            .search(&request, &|id| {
+                index.name(id).is_some_and(|n| view.tools.get(n).is_some())
+            })
+            .iter()
+            .map(|h| h.name.to_string())
+            .collect();
+        (access, names)
+    })
+    .await
+    .map_err(|e| ToolError::Search(format!("the search did not finish: {e}")))?;
+    let entries: Vec<&manifold_catalog::Entry> = names
+        .iter()
+        .filter_map(|n| access.catalog.tools.get(n))
+        .collect();
     if let (Some(endpoint), Some(session)) = (&access.endpoint, x.caller.session()) {
         let names: Vec<&str> = entries.iter().map(|e| e.exposed.as_str()).collect();
         if endpoint.discovery.expand && session.found(&names) {

@@ -215,7 +215,9 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
         if let Some(o) = x.observation() {
             o.name = Some(discovery::SEARCH_TOOLS.into());
         }
-        return discovery::search(x, &params);
+        // Rate-limited as a tool is, before any work (review 3, finding 7).
+        let _places = crate::call::search_places(x).await?;
+        return discovery::search(x, &params).await;
     }
     match method.handler {
         Handler::Initialize => surface::initialize(x, &params),

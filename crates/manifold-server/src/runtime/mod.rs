@@ -266,6 +266,9 @@ impl Gateway {
                 .unwrap_or(0),
             console: crate::state::console::ConsoleState::new(),
             local_admin: OnceLock::new(),
+            search_turns: Arc::new(tokio::sync::Semaphore::new(
+                crate::handlers::discovery::MAX_CONCURRENT_SEARCHES,
+            )),
         });
         let g = gw.clone();
         gw.tasks.spawn(async move { g.maintain_catalog(rx).await });

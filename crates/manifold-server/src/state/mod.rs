@@ -158,6 +158,8 @@ pub struct Gateway {
     /// The local admin token, when `[admin]` names no credential (set when
     /// the admin listener is bound).
     pub(crate) local_admin: OnceLock<local_admin::LocalAdmin>,
+    /// Turns for `search_tools` (`MAX_CONCURRENT_SEARCHES`).
+    pub(crate) search_turns: Arc<tokio::sync::Semaphore>,
 }
 
 /// Why a session ended.

@@ -579,3 +579,42 @@ async fn a_reload_adds_changes_and_removes_endpoints() -> Result<()> {
     })
     .await
 }
+
+/// Security review 3, finding 7: `search_tools` is under `[[rate_limit]]`
+/// as a tool call is (a rule for `*` covers it; a rule naming it, alone),
+/// refused past its burst with the retry time and audited; other tools keep
+/// their own buckets.
+#[tokio::test]
+async fn search_tools_takes_its_place_under_rate_limits() -> Result<()> {
+    bounded(async {
+        let f =
+            start("[[rate_limit]]\nwho = [\"*\"]\ntools = [\"search_tools\"]\nrate = \"3/m\"\n")
+                .await?;
+        let c = session_at(&f, "/mcp/find").await?;
+        for n in 0..3 {
+            let r = call(
+                &c,
+                false,
+                "search_tools",
+                json!({"query": format!("add {n}")}),
+            )
+            .await?;
+            assert_ne!(r["result"]["isError"], true, "{r}");
+            assert!(r.get("error").is_none(), "search {n}: {r}");
+        }
+        let r = call(&c, false, "search_tools", json!({"query": "add"})).await?;
+        assert_eq!(r["error"]["code"], -32060, "{r}");
+        assert!(r["error"]["data"]["retryAfterMs"].as_u64().is_some(), "{r}");
+        // call_tool and direct calls are another bucket.
+        let r = call(
+            &c,
+            false,
+            "call_tool",
+            json!({"name": "local__add", "arguments": {"a": 1, "b": 2}}),
+        )
+        .await?;
+        assert_eq!(r["result"]["structuredContent"]["sum"], 3.0, "{r}");
+        Ok(())
+    })
+    .await
+}
