@@ -28,6 +28,10 @@ use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime};
 
+/// How a client's own token (client credentials, no `sub`) names its
+/// principal: `client:<client_id>`. No user's `sub` or `username` takes it.
+const CLIENT_PREFIX: &str = "client:";
+
 use super::cache::{FAILURE_TTL, REFUSAL_TTL};
 use super::jwt::{numeric_date, scopes, strings, system_time, unix_now, FETCH_TIMEOUT};
 use super::{AuthError, AuthMethod, Identity};
@@ -263,11 +267,22 @@ fn identity_of(
     // owner: its principal is the client, marked so it is not taken for a user.
     // A `username` (which users may pick) in that form would pass for the
     // client: refused, where `sub` (the provider's) is not there to name them.
+    // The same holds for `sub`: a user and a client never share a name
+    // within one source.
     let username = text("username");
+    if text("sub")
+        .as_deref()
+        .is_some_and(|u| u.starts_with(CLIENT_PREFIX))
+    {
+        return Err(invalid(
+            "the introspection answer's `sub` is in the `client:` form, which names a client's \
+             own tokens (`client_id` without `sub`); a user's `sub` may not take it",
+        ));
+    }
     if text("sub").is_none()
         && username
             .as_deref()
-            .is_some_and(|u| u.starts_with("client:"))
+            .is_some_and(|u| u.starts_with(CLIENT_PREFIX))
     {
         return Err(invalid(
             "the introspection answer has no `sub` and a `username` in the `client:` form, \
@@ -276,7 +291,7 @@ fn identity_of(
     }
     let subject = text("sub")
         .or(username)
-        .or_else(|| text("client_id").map(|id| format!("client:{id}")))
+        .or_else(|| text("client_id").map(|id| format!("{CLIENT_PREFIX}{id}")))
         .ok_or_else(|| invalid("the introspection answer names no `sub` or `client_id`"))?;
     let now = unix_now();
     let mut until = SystemTime::now() + c.cache_ttl;
@@ -375,8 +390,10 @@ mod tests {
             json!({"active": true, "sub": "bob", "aud": "https://other"}),
             json!({"active": true, "sub": "bob"}),
             json!({"active": true, "aud": "https://mcp/mcp"}),
-            // A user who picked the username `client:ci` is not the client `ci`.
+            // A user who picked the username `client:ci` is not the client `ci`,
+            // nor is a user whose provider's `sub` says so.
             json!({"active": true, "username": "client:ci", "aud": "https://mcp/mcp"}),
+            json!({"active": true, "sub": "client:ci", "client_id": "x", "aud": "https://mcp/mcp"}),
             json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp", "exp": now - 5}),
             json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp", "exp": "soon"}),
             json!({"active": true, "sub": "bob", "aud": "https://mcp/mcp", "nbf": now + 60}),

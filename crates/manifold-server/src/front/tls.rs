@@ -9,8 +9,10 @@
 //! The certificate, key, CA and CRL files are read again when they change
 //! (checked every [`RELOAD_CHECK`]): new connections get the new ones; a file
 //! that fails to load is logged and the previous configuration kept. A
-//! revocation list past its `nextUpdate` is still used (better than none) and
-//! logged: at load, and once when it passes while in use.
+//! revocation list past its `nextUpdate` is stale, and no one can tell
+//! whether what it does not name was revoked since: certificates of its
+//! issuer are refused at the handshake until it is renewed (logged at load,
+//! and once when it passes while in use).
 //!
 //! Invariants: a handshake is bounded by `limits.header_read_timeout`; the
 //! principal comes only from a certificate rustls verified; with CRLs, a
@@ -108,7 +110,8 @@ fn read_certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, S
 }
 
 /// The revocation lists of one `client_crl` file; a list whose `nextUpdate`
-/// has passed is still used (better than none) and logged, so it gets renewed.
+/// has passed is logged (the handshake refuses the certificates it covers),
+/// so it gets renewed.
 fn read_crls(path: &Path) -> Result<Vec<CertificateRevocationListDer<'static>>, String> {
     let what = "server.tls.client_crl";
     let crls: Vec<_> = CertificateRevocationListDer::pem_file_iter(path)
@@ -126,8 +129,8 @@ fn read_crls(path: &Path) -> Result<Vec<CertificateRevocationListDer<'static>>, 
             .ok()
             .and_then(|(_, c)| c.next_update());
         if next.is_some_and(|n| n < x509_parser::time::ASN1Time::now()) {
-            tracing::warn!(file = %path.display(),
-                "server.tls.client_crl: a revocation list is past its nextUpdate; renew it");
+            tracing::error!(file = %path.display(),
+                "server.tls.client_crl: a revocation list is past its nextUpdate: client certificates of its issuer are refused until it is renewed");
         }
     }
     Ok(crls)
@@ -161,12 +164,13 @@ fn load(c: &TlsConfig) -> Result<TlsAcceptor, String> {
             // rustls' revocation policy, relied on as it is by default: every
             // certificate of the chain is checked (not only the client's own),
             // a certificate whose issuer has no list here is refused (unknown
-            // status is not waved through), and a list past its nextUpdate is
-            // still used (better than none; `read_crls` and `watch` log it).
+            // status is not waved through); and, enforced here, a list past
+            // its nextUpdate refuses what it covers (`read_crls` and `watch`
+            // log it).
             let v = if crls.is_empty() {
                 v
             } else {
-                v.with_crls(crls)
+                v.with_crls(crls).enforce_revocation_expiration()
             };
             let v = if c.require_client_cert {
                 v
@@ -235,7 +239,7 @@ impl Tls {
             }
             let next = || next_crl_update(&self.config.client_crl);
             if crl_overdue(&self.crl_due, SystemTime::now(), next) {
-                tracing::warn!("server.tls.client_crl: a revocation list in use passed its nextUpdate; it is still used, renew it");
+                tracing::error!("server.tls.client_crl: a revocation list in use passed its nextUpdate: client certificates of its issuer are refused until it is renewed");
             }
             let now = stamps(&self.config);
             let changed = self.acceptor.lock().1 != now;

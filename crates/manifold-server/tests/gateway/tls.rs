@@ -70,9 +70,14 @@ impl Pki {
 
     /// A revocation list (PEM), number `number`, revoking `serials`.
     fn crl(&self, number: u64, serials: &[u64]) -> Result<String> {
+        self.crl_until(number, serials, 2100)
+    }
+
+    /// [`Pki::crl`] with its `nextUpdate` on `year`-01-01.
+    fn crl_until(&self, number: u64, serials: &[u64], year: i32) -> Result<String> {
         let params = CertificateRevocationListParams {
             this_update: rcgen::date_time_ymd(2024, 1, 1),
-            next_update: rcgen::date_time_ymd(2100, 1, 1),
+            next_update: rcgen::date_time_ymd(year, 1, 1),
             crl_number: SerialNumber::from(number),
             issuing_distribution_point: None,
             revoked_certs: serials
@@ -458,6 +463,21 @@ async fn a_revoked_client_certificate_is_refused_at_the_handshake() -> Result<()
             status, 200,
             "a certificate the list does not name is still served"
         );
+        // A list past its nextUpdate is stale: what it does not name may have
+        // been revoked since, so nothing of its issuer is served until it is
+        // renewed.
+        write(&dir.0, "crl.pem", &pki.crl_until(3, &[6666, 7777], 2025)?)?;
+        crate::eventually("the stale list refuses", Duration::from_secs(20), || async {
+            let refused = post(gw.addr(), hello(&alice)?, &initialize(), &[]).await.is_err();
+            Ok(refused.then_some(()))
+        })
+        .await?;
+        write(&dir.0, "crl.pem", &pki.crl(4, &[6666, 7777])?)?;
+        crate::eventually("the renewed list serves", Duration::from_secs(20), || async {
+            let served = post(gw.addr(), hello(&alice)?, &initialize(), &[]).await.is_ok();
+            Ok(served.then_some(()))
+        })
+        .await?;
         // A list means nothing without the CA whose certificates it revokes.
         let e = TestGateway::config(&format!(
             "[server.tls]\ncert = {}\nkey = {}\nclient_crl = {}\n\n[upstreams.demo]\ncommand = {}\n",
