@@ -28,14 +28,14 @@ use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime};
 
-/// How a client's own token (client credentials, no `sub`) names its
-/// principal: `client:<client_id>`. No user's `sub` or `username` takes it.
-const CLIENT_PREFIX: &str = "client:";
-
 use super::cache::{FAILURE_TTL, REFUSAL_TTL};
 use super::jwt::{numeric_date, scopes, strings, system_time, unix_now, FETCH_TIMEOUT};
 use super::{AuthError, AuthMethod, Identity};
 use manifold_config::Introspection;
+
+/// How a client's own token (client credentials, no `sub`) names its
+/// principal: `client:<client_id>`. No user's `sub` or `username` takes it.
+const CLIENT_PREFIX: &str = "client:";
 
 /// The largest introspection answer read.
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024;

@@ -291,7 +291,7 @@ impl Gateway {
         self.metrics.rebuilt();
         for lo in new.tools.left_out().iter().chain(new.prompts.left_out()) {
             if matches!(lo.reason, manifold_catalog::LeftOutReason::InvalidHeader(_)) {
-                tracing::warn!(upstream = %lo.upstream, name = %lo.original, reason = %lo.reason, "item left out of the merged list");
+                tracing::warn!(upstream = %lo.upstream, name = %manifold_foundation::text::printable(&lo.original), reason = %lo.reason, "item left out of the merged list");
             }
         }
         let checks = manifold_policy::Checks {

@@ -298,7 +298,10 @@ pub(crate) async fn connect(
                 Ok(Line::Text(line)) => {
                     if let Some(suppressed) = noise.allow() {
                         let line = String::from_utf8_lossy(line);
-                        let line = line.trim_end();
+                        // A child's text reaches a person's terminal: what
+                        // they would not see (escape sequences, bidi
+                        // overrides, tag characters) is shown escaped.
+                        let line = manifold_foundation::text::printable(line.trim_end());
                         if suppressed > 0 {
                             tracing::warn!(target: "manifold::upstream_stderr", upstream = %w.upstream(), suppressed,
                                 "stderr lines over the budget were not logged");

@@ -399,15 +399,15 @@ impl Integrity {
                 if item.reason == "duplicate" {
                     // A repeated name is a protocol error whatever the mode:
                     // the catalogue serves no copy, so no approval helps.
-                    tracing::warn!(upstream = %upstream, kind = %item.kind, name = %item.name,
+                    tracing::warn!(upstream = %upstream, kind = %item.kind, name = %manifold_foundation::text::printable(&item.name),
                         reason = item.reason,
                         "quarantined: the upstream publishes this name more than once; every copy is withheld until it publishes one");
                 } else if held.withheld {
-                    tracing::warn!(upstream = %upstream, kind = %item.kind, name = %item.name,
+                    tracing::warn!(upstream = %upstream, kind = %item.kind, name = %manifold_foundation::text::printable(&item.name),
                         reason = item.reason, changed = fields.as_deref().unwrap_or("-"),
                         "quarantined: withheld from every list and call until approved (manifold check; manifold pins approve)");
                 } else {
-                    tracing::warn!(upstream = %upstream, kind = %item.kind, name = %item.name,
+                    tracing::warn!(upstream = %upstream, kind = %item.kind, name = %manifold_foundation::text::printable(&item.name),
                         reason = item.reason, changed = fields.as_deref().unwrap_or("-"),
                         "integrity (warn): this item differs from what was approved; served as it is (mode = \"quarantine\" would withhold it)");
                 }
@@ -419,7 +419,7 @@ impl Integrity {
                         .iter()
                         .any(|i| i.kind == item.kind && i.name == item.name)
                     {
-                        tracing::info!(upstream = %upstream, kind = %item.kind, name = %item.name,
+                        tracing::info!(upstream = %upstream, kind = %item.kind, name = %manifold_foundation::text::printable(&item.name),
                             "released: the item matches its pin again, was approved, or is gone");
                     }
                 }
