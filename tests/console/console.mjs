@@ -115,7 +115,7 @@ try {
         ]);
         check(resp.status() === 401, `status ${resp.status()}`);
         const err = await page.textContent('.error');
-        check(/not one of/.test(err), `error text: ${err}`);
+        check(/not an admin credential/.test(err), `error text: ${err}`);
         const cookies = await context.cookies(`${CONSOLE}/ui`);
         check(!cookies.some((c) => c.name === 'manifold_console'), 'a cookie was set');
     });

@@ -35,8 +35,11 @@ pub(crate) async fn take(x: &Request, call: &mut Call) -> Result<(), Refusal> {
 /// `search_tools` takes its places under `[[rate_limit]]` as a call of a
 /// tool of that name does (a rule for `*` covers it), held while it runs:
 /// a search flood is a load like any other.
-pub(crate) async fn search(x: &Request) -> Result<Option<manifold_policy::Permit>, Refusal> {
-    rate_limits(x, crate::handlers::discovery::SEARCH_TOOLS).await
+pub(crate) async fn search(
+    x: &Request,
+    search_tools: &str,
+) -> Result<Option<manifold_policy::Permit>, Refusal> {
+    rate_limits(x, search_tools).await
 }
 
 /// `[[rate_limit]]`: the places a call of `tool` holds until it ends

@@ -216,7 +216,7 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
             o.name = Some(discovery::SEARCH_TOOLS.into());
         }
         // Rate-limited as a tool is, before any work (review 3, finding 7).
-        let _places = crate::call::search_places(x).await?;
+        let _places = crate::call::search_places(x, discovery::SEARCH_TOOLS).await?;
         return discovery::search(x, &params).await;
     }
     match method.handler {
