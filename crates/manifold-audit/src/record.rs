@@ -106,14 +106,29 @@ impl SizeCap {
         }
     }
 
-    /// `s`, or its first bytes (on a character boundary) and a note of its size.
+    /// `s`, or its first characters and a note of its size: measured as the
+    /// record writes it (a control character takes six bytes escaped), so a
+    /// text of control characters cannot make a record six times its cap.
     pub fn cap_text(&self, s: String) -> String {
-        if s.len() <= self.max_value_bytes {
+        // The bytes serde_json writes for `c` inside a string.
+        let escaped = |c: char| match c {
+            '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        };
+        let total: usize = s.chars().map(escaped).sum();
+        if total <= self.max_value_bytes {
             return s;
         }
-        let mut end = self.max_value_bytes.saturating_sub(48);
-        while !s.is_char_boundary(end) {
-            end -= 1;
+        let budget = self.max_value_bytes.saturating_sub(48);
+        let (mut used, mut end) = (0, 0);
+        for (i, c) in s.char_indices() {
+            let n = escaped(c);
+            if used + n > budget {
+                break;
+            }
+            used += n;
+            end = i + c.len_utf8();
         }
         format!("{}… [truncated from {} bytes]", &s[..end], s.len())
     }
@@ -760,6 +775,23 @@ mod tests {
     }
 
     /// Security review 3, finding 5: keys and the number of members count.
+    /// A text of control characters is capped as it is written (escaped),
+    /// not by its raw length.
+    #[test]
+    fn a_text_is_capped_as_it_is_written() {
+        let cap = SizeCap::default();
+        let raw: String = "\u{1}".repeat(cap.max_value_bytes);
+        let capped = cap.cap_text(raw);
+        let written = serde_json::to_string(&capped).unwrap();
+        assert!(
+            written.len() <= cap.max_value_bytes + 64,
+            "{}",
+            written.len()
+        );
+        let plain = "a".repeat(cap.max_value_bytes);
+        assert_eq!(cap.cap_text(plain.clone()), plain);
+    }
+
     /// One request with 170,000 tiny members, or one with a 3.9 MB key,
     /// writes a small record; the digest still covers what was received.
     #[test]

@@ -20,6 +20,7 @@
 
 pub mod filter;
 pub mod fingerprint;
+pub mod namespace;
 pub mod naming;
 pub mod overrides;
 mod page;

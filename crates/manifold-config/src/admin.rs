@@ -46,11 +46,25 @@ pub struct AdminSection {
     /// Where the local admin token is kept when neither `tokens` nor `who`
     /// is configured: `serve` makes a random token at its first start,
     /// writes it here readable by its own user only, and reuses it on every
-    /// restart (`manifold admin token` prints it). Default: `admin-token`
-    /// beside `[audit] path`, else `$XDG_STATE_HOME/manifold/admin-token`
-    /// (`~/.local/state/manifold/admin-token`).
+    /// restart (`manifold admin token` prints it). Default:
+    /// `$XDG_STATE_HOME/manifold/admin-token`
+    /// (`~/.local/state/manifold/admin-token`), else `admin-token` beside
+    /// `[audit] path`.
     #[serde(default)]
     pub token_file: Option<String>,
+    /// Refused admin credentials (console logins and bearer tokens) one
+    /// client address may send per minute before it gets 429 until the
+    /// minute ends (`DEFAULT_FAILED_LOGINS_PER_MINUTE`). The local admin
+    /// token and the console's one-time link are never refused by it.
+    #[serde(default = "default_failed_logins")]
+    pub failed_logins_per_minute: u32,
+}
+
+/// Default `[admin] failed_logins_per_minute`.
+pub const DEFAULT_FAILED_LOGINS_PER_MINUTE: u32 = 10;
+
+fn default_failed_logins() -> u32 {
+    DEFAULT_FAILED_LOGINS_PER_MINUTE
 }
 
 /// The local admin token's file name (`[admin] token_file`'s default name).
@@ -82,6 +96,8 @@ pub struct AdminSettings {
     /// `[admin] token_file`, as written (see [`AdminSettings::token_file`]
     /// for the default). Fixed at start.
     pub token_file: Option<std::path::PathBuf>,
+    /// `[admin] failed_logins_per_minute` (at least 1).
+    pub failed_logins_per_minute: u32,
 }
 
 impl AdminSettings {
@@ -156,6 +172,15 @@ pub(crate) fn validate(
         allowed_origins: a.allowed_origins.clone(),
         tokens,
         who: a.who.clone(),
+        failed_logins_per_minute: match a.failed_logins_per_minute {
+            0 => {
+                return Err(
+                    "key `admin.failed_logins_per_minute`: must be at least 1 (a 0 would refuse every admin credential)"
+                        .into(),
+                )
+            }
+            n => n,
+        },
         token_file: match a.token_file.as_deref().map(str::trim) {
             None => None,
             Some("") => return Err("key `admin.token_file`: must not be empty".into()),
@@ -165,10 +190,12 @@ pub(crate) fn validate(
 }
 
 impl AdminSettings {
-    /// Where the local admin token is kept: `token_file`, else `admin-token`
-    /// beside the audit log (`audit_path`), else in the user's state
-    /// directory (`$XDG_STATE_HOME`, `$HOME/.local/state`); `None` when
-    /// none of these is known. `env` reads an environment variable.
+    /// Where the local admin token is kept: `token_file`, else in the user's
+    /// state directory (`$XDG_STATE_HOME/manifold/admin-token`,
+    /// `$HOME/.local/state/manifold/admin-token`), else `admin-token` beside
+    /// the audit log (`audit_path`); `None` when none of these is known.
+    /// Not the working directory first: it is often an agent's workspace.
+    /// `env` reads an environment variable.
     pub fn token_file(
         &self,
         audit_path: Option<&std::path::Path>,
@@ -178,19 +205,20 @@ impl AdminSettings {
         if let Some(f) = &self.token_file {
             return Some(f.clone());
         }
-        if let Some(dir) = audit_path.and_then(std::path::Path::parent) {
-            let dir = if dir.as_os_str().is_empty() {
-                std::path::Path::new(".")
-            } else {
-                dir
-            };
-            return Some(dir.join(ADMIN_TOKEN_FILE_NAME));
-        }
         let non_empty = |k: &str| env(k).filter(|v| !v.is_empty());
         let state = non_empty("XDG_STATE_HOME")
             .map(PathBuf::from)
-            .or_else(|| non_empty("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
-        Some(state.join("manifold").join(ADMIN_TOKEN_FILE_NAME))
+            .or_else(|| non_empty("HOME").map(|h| PathBuf::from(h).join(".local/state")));
+        if let Some(state) = state {
+            return Some(state.join("manifold").join(ADMIN_TOKEN_FILE_NAME));
+        }
+        let dir = audit_path.and_then(std::path::Path::parent)?;
+        let dir = if dir.as_os_str().is_empty() {
+            std::path::Path::new(".")
+        } else {
+            dir
+        };
+        Some(dir.join(ADMIN_TOKEN_FILE_NAME))
     }
 }
 
@@ -263,6 +291,11 @@ mod tests {
                 "DNS rebinding",
             ),
             (
+                "listen = \"127.0.0.1:9090\"\nfailed_logins_per_minute = 0".into(),
+                false,
+                "failed_logins_per_minute",
+            ),
+            (
                 "listen = \"127.0.0.1:9090\"\nwho = [\"*\"]".into(),
                 true,
                 "anonymous",
@@ -306,10 +339,15 @@ mod token_file_tests {
             }
         };
         type Row<'a> = (Option<&'a Path>, &'a [(&'a str, &'a str)], Option<PathBuf>);
-        let rows: [Row; 5] = [
+        let rows: [Row; 6] = [
             (
                 Some(Path::new("/var/log/manifold/audit.jsonl")),
                 &[("HOME", "/home/u")],
+                Some("/home/u/.local/state/manifold/admin-token".into()),
+            ),
+            (
+                Some(Path::new("/var/log/manifold/audit.jsonl")),
+                &[],
                 Some("/var/log/manifold/admin-token".into()),
             ),
             (

@@ -16,9 +16,11 @@
 //!   held and recorded as pending (`new`);
 //! - not pinned, upstream with pins: `new_tools = "allow"` →
 //!   [`Verdict::Pinned`], `"quarantine"` → [`Verdict::New`], held. For
-//!   static resources and instructions "with pins" means with pins of that
-//!   kind ([`ItemKind::judged_per_kind`]): a store written before they were
-//!   judged pins them at their first sight instead of holding them all.
+//!   static resources and instructions "with pins" means past the first
+//!   sight of that kind ([`ItemKind::judged_per_kind`], recorded in the store
+//!   whether the upstream published any or not): a store written before they
+//!   were judged pins them at their first sight instead of holding them all,
+//!   and a resource an upstream adds later follows `new_tools`.
 //!
 //! A renamed item is a removal plus a new item: its old pin stays (and
 //! applies again if the old name comes back), the new name follows the rules
@@ -219,7 +221,11 @@ fn decide_inner(
     for (kind, list) in &published {
         let kind = *kind;
         let has_pins = if kind.judged_per_kind() {
-            store.has_pins_of(upstream, kind)
+            let judged = store.judged(upstream, kind);
+            if !judged {
+                ops.push(Op::Judged { kind });
+            }
+            judged
         } else {
             store.has_pins(upstream)
         };

@@ -39,7 +39,8 @@
 //!
 //! - `revision` goes up by one with every write (change detection; a
 //!   compare-and-swap for a shared copy); `next_seq` numbers journal entries.
-//! - `approved.<kind>.<name>`: kinds `tool`, `prompt`, `resource_template`;
+//! - `approved.<kind>.<name>`: kinds `tool`, `prompt`, `resource_template`,
+//!   `resource` (by URI), `instructions` (the one item `instructions`);
 //!   names as the upstream names the item (`uriTemplate` for templates).
 //!   `definition` is the item as the upstream sent it, `_meta` included (not
 //!   part of the fingerprint). `approved_by`: a principal (`local:alice`,
@@ -52,6 +53,10 @@
 //! - `pinned_since`: when the upstream got its first pin; from then on it
 //!   "has pins" (new items follow `new_tools`, not `trust_on_first_use`),
 //!   even after every pin is revoked.
+//! - `judged`: the kinds judged per kind (`resource`, `instructions`) whose
+//!   first sight has passed, empty list or not: their new items follow
+//!   `new_tools` from then on (a store written before they were judged
+//!   trusts their first sight once).
 //! - `journal`: the last [`MAX_JOURNAL`] approvals and revocations, oldest
 //!   first, for the gateway to audit once it reads them.
 //!
@@ -67,7 +72,7 @@
 use manifold_catalog::fingerprint::{diff, DefinitionDiff, Fingerprint};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::{ItemKind, ItemRef, TRUST_ON_FIRST_USE};
 
@@ -103,6 +108,12 @@ pub struct UpstreamPins {
     pub approved: BTreeMap<ItemKind, BTreeMap<String, Pin>>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pending: BTreeMap<ItemKind, BTreeMap<String, Pending>>,
+    /// Kinds judged per kind ([`ItemKind::judged_per_kind`]) whose first
+    /// sight has passed: from then on their new items follow `new_tools`,
+    /// even when the upstream published none of them then, and after every
+    /// pin of the kind is revoked.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub judged: BTreeSet<ItemKind>,
 }
 
 /// An approved definition.
@@ -287,14 +298,12 @@ impl PinStore {
             .is_some_and(|u| u.pinned_since.is_some())
     }
 
-    /// Whether an upstream has (or waits on) an item of `kind`: new items
-    /// of a kind judged per kind ([`ItemKind::judged_per_kind`]) then follow
-    /// `new_tools`.
-    pub fn has_pins_of(&self, upstream: &str, kind: ItemKind) -> bool {
-        self.upstreams.get(upstream).is_some_and(|u| {
-            u.approved.get(&kind).is_some_and(|m| !m.is_empty())
-                || u.pending.get(&kind).is_some_and(|m| !m.is_empty())
-        })
+    /// Whether the first sight of `kind` (judged per kind) has passed for
+    /// `upstream`.
+    pub fn judged(&self, upstream: &str, kind: ItemKind) -> bool {
+        self.upstreams
+            .get(upstream)
+            .is_some_and(|u| u.judged.contains(&kind))
     }
 
     /// Every pin, by upstream, kind and name.
@@ -379,7 +388,11 @@ impl PinStore {
             changed |= self.apply_op(&update.upstream, op);
         }
         if let Some(u) = self.upstreams.get(&update.upstream) {
-            if u.pinned_since.is_none() && u.approved.is_empty() && u.pending.is_empty() {
+            if u.pinned_since.is_none()
+                && u.approved.is_empty()
+                && u.pending.is_empty()
+                && u.judged.is_empty()
+            {
                 self.upstreams.remove(&update.upstream);
             }
         }
@@ -459,6 +472,7 @@ impl PinStore {
                 Some(u) => remove_from(&mut u.pending, *kind, name),
                 None => false,
             },
+            Op::Judged { kind } => self.upstream_mut(upstream).judged.insert(*kind),
         }
     }
 }
@@ -526,6 +540,8 @@ pub enum Op {
     },
     /// Forget a pending item (back to its pin, or no longer published).
     Unpend { kind: ItemKind, name: String },
+    /// The first sight of a kind judged per kind has passed.
+    Judged { kind: ItemKind },
 }
 
 #[cfg(test)]

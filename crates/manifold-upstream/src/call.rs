@@ -402,7 +402,10 @@ pub(crate) async fn request_sized(
             CallEvent::Done(CallOutcome::Error(raw)) => {
                 return Err(UpstreamError::protocol(
                     &upstream,
-                    format!("{method} failed: {}", raw.get()),
+                    format!(
+                        "{method} failed: {}",
+                        manifold_foundation::text::printable(raw.get())
+                    ),
                 ))
             }
             CallEvent::Done(CallOutcome::Failed(e)) => return Err(e),

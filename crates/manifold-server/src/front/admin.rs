@@ -134,7 +134,7 @@ async fn handle(
     if super::console::owns(req.uri().path()) {
         return super::console::handle(gw, req, peer).await;
     }
-    let principal = match admin_auth::authorize(gw, req.headers()).await {
+    let principal = match admin_auth::authorize(gw, req.headers(), Some(peer)).await {
         Ok(p) => p,
         Err(r) => return r.response(),
     };

@@ -74,6 +74,8 @@ pub(crate) struct Refused {
     description: String,
     /// A 401: says how to authenticate (`WWW-Authenticate`).
     challenge: bool,
+    /// A 429: when to try again (`Retry-After`, seconds).
+    retry_after: Option<u64>,
 }
 
 impl Refused {
@@ -87,7 +89,25 @@ impl Refused {
             status,
             error,
             description: description.into(),
+            retry_after: None,
         }
+    }
+
+    /// Too many refused credentials from one address: 429, and when to
+    /// come back.
+    pub(crate) fn throttled(wait: std::time::Duration) -> Refused {
+        let mut r = Refused::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_attempts",
+            "too many refused credentials from this address: wait a minute",
+        );
+        r.retry_after = Some(wait.as_secs().max(1));
+        r
+    }
+
+    /// `Retry-After`, for a 429.
+    pub(crate) fn retry_after(&self) -> Option<u64> {
+        self.retry_after
     }
 
     pub(crate) fn status(&self) -> StatusCode {
@@ -108,6 +128,12 @@ impl Refused {
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if let Some(v) = self
+            .retry_after
+            .and_then(|s| HeaderValue::from_str(&s.to_string()).ok())
+        {
+            r.headers_mut().insert(http::header::RETRY_AFTER, v);
+        }
         if self.challenge {
             let mut challenge = format!("Bearer realm=\"{REALM}\"");
             if self.error != "unauthorized" {
@@ -164,10 +190,14 @@ fn on_loopback(gw: &Gateway) -> bool {
         .is_some_and(|a| a.listen.ip().is_loopback())
 }
 
-/// Who is asking, if they may use the control endpoints.
+/// Who is asking, if they may use the control endpoints. `peer`: the
+/// address whose refused credentials are counted (`LOGIN_FAILURES_PER_WINDOW`
+/// per window, shared with the console's login form); `None` when the
+/// caller counts them itself.
 pub(crate) async fn authorize(
     gw: &Gateway,
     headers: &HeaderMap,
+    peer: Option<std::net::IpAddr>,
 ) -> Result<AdminPrincipal, Refused> {
     let cfg = gw.cfg();
     let admin = cfg.admin.as_ref().filter(|a| a.has_credentials());
@@ -214,21 +244,40 @@ pub(crate) async fn authorize(
             "the Authorization header is not `Bearer <token>`".into(),
         ));
     };
-    let Some(admin) = admin else {
-        return match local {
-            Some(l) if l.accepts(token) => Ok(AdminPrincipal::Local),
-            _ => Err(refused("not the local admin token".into())),
-        };
+    // One attempt of the peer's budget, taken before the credential is
+    // looked at and given back when it is accepted.
+    let attempt = || match peer.map(|p| gw.admin_attempt(p)) {
+        Some(Err(wait)) => Err(Refused::throttled(wait)),
+        _ => Ok(()),
     };
+    let accepted = |p: AdminPrincipal| {
+        if let Some(peer) = peer {
+            gw.console.login_succeeded(peer);
+        }
+        Ok(p)
+    };
+    let Some(admin) = admin else {
+        // 256 random bits: checked before any budget (guessing it is
+        // hopeless, and a local process failing on purpose cannot lock its
+        // holder out).
+        if local.is_some_and(|l| l.accepts(token)) {
+            return Ok(AdminPrincipal::Local);
+        }
+        attempt()?;
+        return Err(refused("not the local admin token".into()));
+    };
+    attempt()?;
     if let Some(key) = manifold_policy::find_key(&admin.tokens, token) {
-        return Ok(AdminPrincipal::Token(key.name.clone()));
+        return accepted(AdminPrincipal::Token(key.name.clone()));
     }
     let auth = gw.live().auth.clone().filter(|_| !admin.who.is_empty());
     let Some(auth) = auth else {
         return Err(refused("not one of [[admin.tokens]]".into()));
     };
     match auth.authenticate(Some(value)).await {
-        Ok(id) if manifold_policy::who::matches(&admin.who, &id) => Ok(AdminPrincipal::Caller(id)),
+        Ok(id) if manifold_policy::who::matches(&admin.who, &id) => {
+            accepted(AdminPrincipal::Caller(id))
+        }
         Ok(id) => Err(refused(format!(
             "`{}` is neither an [[admin.tokens]] token nor a caller [admin] who names",
             id.display_name()

@@ -294,15 +294,19 @@ fn merged_instructions(gw: &Gateway, access: &crate::state::views::Access) -> Op
     {
         return Some(own);
     }
+    let judging = gw.cfg().integrity.enabled();
     let parts: Vec<String> = gw
         .upstreams()
         .iter()
         // An upstream the caller's view holds nothing of is not named to it.
         .filter(|u| access.shows_upstream(u.name()))
-        // Held by [integrity] (changed since approved): not served.
-        .filter(|u| !gw.integrity.withholds_instructions(u.name()))
         .filter_map(|u| {
-            let text = u.status().facts?.instructions?;
+            // Under [integrity], only text judged and not held.
+            let text = if judging {
+                gw.integrity.instructions_to_serve(u.name())?
+            } else {
+                u.status().facts?.instructions?
+            };
             let text = text.trim().to_string();
             (!text.is_empty()).then(|| format!("## {}\n{}", u.name(), text))
         })

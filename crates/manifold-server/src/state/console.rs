@@ -29,10 +29,10 @@ pub const CONSOLE_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// used.
 pub const MAX_CONSOLE_SESSIONS: usize = 64;
 
-/// Failed console logins one address may make per
-/// [`LOGIN_FAILURE_WINDOW`]; past it, attempts are refused (429) unread until
-/// the window ends.
-pub const LOGIN_FAILURES_PER_WINDOW: u32 = 10;
+/// Refused admin credentials one address may send per
+/// [`LOGIN_FAILURE_WINDOW`] by default (`[admin] failed_logins_per_minute`);
+/// past it, attempts are refused (429) unread until the window ends.
+pub const LOGIN_FAILURES_PER_WINDOW: u32 = manifold_config::admin::DEFAULT_FAILED_LOGINS_PER_MINUTE;
 /// The window [`LOGIN_FAILURES_PER_WINDOW`] counts in.
 pub const LOGIN_FAILURE_WINDOW: Duration = Duration::from_secs(60);
 /// Addresses whose failures are counted at once (a flood of addresses
@@ -207,24 +207,11 @@ impl ConsoleState {
         self.logins.lock().len()
     }
 
-    /// Whether `peer` may try to log in now; `Err(wait)` when it failed
-    /// [`LOGIN_FAILURES_PER_WINDOW`] times in this window.
-    pub(crate) fn login_allowed(&self, peer: std::net::IpAddr) -> Result<(), Duration> {
-        let now = Instant::now();
-        let failures = self.failures.lock();
-        match failures.get(&peer) {
-            Some((n, start))
-                if *n >= LOGIN_FAILURES_PER_WINDOW
-                    && now.saturating_duration_since(*start) < LOGIN_FAILURE_WINDOW =>
-            {
-                Err(LOGIN_FAILURE_WINDOW.saturating_sub(now.saturating_duration_since(*start)))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// Counts a failed login of `peer`.
-    pub(crate) fn login_failed(&self, peer: std::net::IpAddr) {
+    /// Takes one of `peer`'s login attempts for this window, before the
+    /// credential is looked at (so concurrent attempts cannot all pass the
+    /// check); `Err(wait)` when [`LOGIN_FAILURES_PER_WINDOW`] are taken.
+    /// An attempt that succeeds is given back ([`ConsoleState::login_succeeded`]).
+    pub(crate) fn login_attempt(&self, peer: std::net::IpAddr, limit: u32) -> Result<(), Duration> {
         let now = Instant::now();
         let mut failures = self.failures.lock();
         if failures.len() >= MAX_LOGIN_FAILURE_PEERS && !failures.contains_key(&peer) {
@@ -242,10 +229,22 @@ impl ConsoleState {
             }
         }
         let entry = failures.entry(peer).or_insert((0, now));
-        if now.saturating_duration_since(entry.1) >= LOGIN_FAILURE_WINDOW {
+        let age = now.saturating_duration_since(entry.1);
+        if age >= LOGIN_FAILURE_WINDOW {
             *entry = (0, now);
         }
-        entry.0 = entry.0.saturating_add(1);
+        if entry.0 >= limit {
+            return Err(LOGIN_FAILURE_WINDOW.saturating_sub(now.saturating_duration_since(entry.1)));
+        }
+        entry.0 += 1;
+        Ok(())
+    }
+
+    /// Gives back the attempt a successful login took.
+    pub(crate) fn login_succeeded(&self, peer: std::net::IpAddr) {
+        if let Some(entry) = self.failures.lock().get_mut(&peer) {
+            entry.0 = entry.0.saturating_sub(1);
+        }
     }
 
     pub(crate) fn reloaded(&self, result: Result<serde_json::Value, String>) {
@@ -257,6 +256,18 @@ impl ConsoleState {
 
     pub(crate) fn last_reload(&self) -> Option<LastReload> {
         self.last_reload.lock().clone()
+    }
+}
+
+impl super::Gateway {
+    /// [`ConsoleState::login_attempt`] under `[admin] failed_logins_per_minute`.
+    pub(crate) fn admin_attempt(&self, peer: std::net::IpAddr) -> Result<(), Duration> {
+        let limit = self
+            .cfg()
+            .admin
+            .as_ref()
+            .map_or(LOGIN_FAILURES_PER_WINDOW, |a| a.failed_logins_per_minute);
+        self.console.login_attempt(peer, limit)
     }
 }
 
@@ -272,15 +283,23 @@ mod tests {
         let c = ConsoleState::new();
         let a: std::net::IpAddr = [127, 0, 0, 1].into();
         let b: std::net::IpAddr = [127, 0, 0, 2].into();
-        for _ in 0..LOGIN_FAILURES_PER_WINDOW {
-            assert!(c.login_allowed(a).is_ok());
-            c.login_failed(a);
+        // Successes give their attempt back.
+        for _ in 0..3 * LOGIN_FAILURES_PER_WINDOW {
+            c.login_attempt(a, LOGIN_FAILURES_PER_WINDOW)
+                .expect("not throttled");
+            c.login_succeeded(a);
         }
-        let wait = c.login_allowed(a).expect_err("throttled");
+        for _ in 0..LOGIN_FAILURES_PER_WINDOW {
+            c.login_attempt(a, LOGIN_FAILURES_PER_WINDOW)
+                .expect("an attempt");
+        }
+        let wait = c
+            .login_attempt(a, LOGIN_FAILURES_PER_WINDOW)
+            .expect_err("throttled");
         assert!(wait <= LOGIN_FAILURE_WINDOW && wait > Duration::ZERO);
-        assert!(c.login_allowed(b).is_ok());
+        assert!(c.login_attempt(b, LOGIN_FAILURES_PER_WINDOW).is_ok());
         for i in 0..(MAX_LOGIN_FAILURE_PEERS as u32 + 10) {
-            c.login_failed(std::net::IpAddr::from(i.to_be_bytes()));
+            let _ = c.login_attempt(std::net::IpAddr::from(i.to_be_bytes()), 1);
         }
         assert!(c.failures.lock().len() <= MAX_LOGIN_FAILURE_PEERS);
     }

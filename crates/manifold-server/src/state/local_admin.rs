@@ -6,7 +6,10 @@
 //! - The token is 256 random bits, kept in `[admin] token_file` (see
 //!   `AdminSettings::token_file`), created readable and writable by the
 //!   gateway's user only (0600, in a 0700 directory it creates), and reused
-//!   across restarts; a file others may read or write is refused, not used.
+//!   across restarts; a file others may read or write, another user's file,
+//!   or a symbolic link is refused, not used. It separates users: a process
+//!   running as the gateway's user can read it (give the gateway a user of
+//!   its own where agents run).
 //! - The one-time login link's code: random, printed once by `serve`,
 //!   exchanged for a console login at most once and within
 //!   [`LOGIN_LINK_LIFETIME`], then void.
@@ -54,6 +57,11 @@ pub enum LocalAdminError {
          remove it to make a new one"
     )]
     NotAToken { path: PathBuf },
+    #[error(
+        "the local admin token file {path} belongs to another user (uid {owner}): a token \
+         someone else wrote is no credential; remove it to make a new one"
+    )]
+    NotOwned { path: PathBuf, owner: u32 },
     #[error("no OS randomness to make the local admin token: {0}")]
     NoRandomness(String),
 }
@@ -101,11 +109,24 @@ pub fn read(path: &Path) -> Result<String, LocalAdminError> {
         path: path.to_path_buf(),
         source,
     };
-    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    // Not through a symbolic link: the file itself must be private.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, nix::libc::O_NOFOLLOW);
+    let mut f = open.open(path).map_err(io)?;
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = f.metadata().map_err(io)?.permissions().mode() & 0o777;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let meta = f.metadata().map_err(io)?;
+        let owner = meta.uid();
+        if owner != nix::unistd::geteuid().as_raw() {
+            return Err(LocalAdminError::NotOwned {
+                path: path.to_path_buf(),
+                owner,
+            });
+        }
+        let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
             return Err(LocalAdminError::Exposed {
                 path: path.to_path_buf(),
@@ -230,6 +251,13 @@ mod tests {
         std::fs::write(&path, "hunter2\n").unwrap();
         let e = load_or_create(&path).expect_err("not a token");
         assert!(matches!(e, LocalAdminError::NotAToken { .. }), "{e}");
+        // A symbolic link to a private file is not the private file.
+        let real = dir.join("real");
+        load_or_create(&real).expect("made");
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let e = read(&link).expect_err("a link");
+        assert!(matches!(e, LocalAdminError::Io { .. }), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -152,7 +152,8 @@ fn config(admin: &str, auth: bool) -> String {
 /// `[admin]` with the ops token and `who = ["group:platform"]`.
 fn guarded_admin(listen: &str) -> String {
     format!(
-        "listen = \"{listen}\"\nwho = [\"group:platform\"]\n\n\
+        "listen = \"{listen}\"\nwho = [\"group:platform\"]\n\
+         failed_logins_per_minute = 1000\n\n\
          [[admin.tokens]]\nname = \"ops\"\nhash = \"{}\"\n",
         hash_key(OPS_TOKEN)
     )

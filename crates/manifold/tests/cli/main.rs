@@ -34,7 +34,8 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
         .arg(repo_file("gateway.toml"))
         .env("MANIFOLD_SERVER__LISTEN", "127.0.0.1:0")
         .env("MANIFOLD_ADMIN__LISTEN", "127.0.0.1:0")
-        .env("MANIFOLD_AUDIT__PATH", &audit);
+        .env("MANIFOLD_AUDIT__PATH", &audit)
+        .env("XDG_STATE_HOME", dir.path().join("state"));
     let mut served = Proc::spawn("manifold serve", cmd).expect("spawn manifold");
     let line = Proc::wait_line(&served.stdout, "", Duration::from_secs(30), "serve")
         .expect("the listening line");
@@ -54,8 +55,8 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
             && admin.contains("local admin token"),
         "{admin}"
     );
-    // No admin credentials in the shipped file: a local token beside the
-    // audit log, private, and a one-time console link.
+    // No admin credentials in the shipped file: a local token in the state
+    // directory, private, and a one-time console link.
     let link = Proc::wait_line(&served.stdout, "", Duration::from_secs(5), "serve")
         .expect("the console line");
     assert!(
@@ -63,7 +64,7 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
             && link.contains("/ui/login?code="),
         "{link}"
     );
-    let token_file = dir.path().join("admin-token");
+    let token_file = dir.path().join("state/manifold/admin-token");
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&token_file)
@@ -76,6 +77,7 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
         .args(["admin", "token", "--config"])
         .arg(repo_file("gateway.toml"))
         .env("MANIFOLD_AUDIT__PATH", &audit)
+        .env("XDG_STATE_HOME", dir.path().join("state"))
         .output()
         .expect("manifold admin token");
     assert!(printed.status.success(), "{printed:?}");

@@ -87,7 +87,7 @@ async fn route(
         "/ui/login" => return login(gw, req, query, peer).await,
         _ => {}
     }
-    let viewer = match session::authenticate(gw, req.headers()).await {
+    let viewer = match session::authenticate(gw, req.headers(), peer).await {
         Ok(v) => v,
         Err(Denied::Login(why)) => {
             if method == Method::GET && !path.starts_with("/ui/static/") {
@@ -220,19 +220,32 @@ async fn login(
             None,
         );
     }
-    if let Err(wait) = gw.console.login_allowed(peer) {
-        let mut r = layout::refused(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too many failed logins from this address: wait a minute",
-            None,
-        );
-        if let Ok(v) = http::HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+    // An attempt of the address's budget is taken before a credential is
+    // looked at (concurrent guesses cannot all pass), except for the link's
+    // code and the local admin token: random enough that guessing them is
+    // hopeless, they are checked first, so a local process failing on
+    // purpose cannot lock their holder out.
+    let throttled = |wait: std::time::Duration| {
+        let refused = crate::front::admin_auth::Refused::throttled(wait);
+        let mut r = layout::refused(refused.status(), refused.description(), None);
+        if let Some(v) = refused
+            .retry_after()
+            .and_then(|s| http::HeaderValue::from_str(&s.to_string()).ok())
+        {
             r.headers_mut().insert(http::header::RETRY_AFTER, v);
         }
-        return r;
-    }
+        r
+    };
     let (attempt, via) = match code {
-        Some(code) => (session::redeem_link(gw, code), "link"),
+        Some(code) => {
+            let attempt = session::redeem_link(gw, code);
+            if attempt.is_err() {
+                if let Err(wait) = gw.admin_attempt(peer) {
+                    return throttled(wait);
+                }
+            }
+            (attempt, "link")
+        }
         None => {
             let headers = req.headers().clone();
             let form = match read_form(req).await {
@@ -252,7 +265,16 @@ async fn login(
                     layout::login_page(gw, &next, None, Some("enter an admin token")),
                 );
             };
+            let local = session::is_local_token(gw, token);
+            if !local {
+                if let Err(wait) = gw.admin_attempt(peer) {
+                    return throttled(wait);
+                }
+            }
             let attempt = session::log_in(gw, token).await;
+            if attempt.is_ok() && !local {
+                gw.console.login_succeeded(peer);
+            }
             return finish_login(gw, attempt, peer, "form", &next).await;
         }
     };
@@ -279,7 +301,6 @@ async fn finish_login(
             r
         }
         Err(refused) => {
-            gw.console.login_failed(peer);
             rec.outcome = manifold_audit::Outcome::Refused {
                 code: i64::from(refused.status().as_u16()),
             };

@@ -162,14 +162,18 @@ async fn still_valid(gw: &Gateway, credential: &Credential) -> Option<AdminPrinc
 }
 
 /// Who is asking: a bearer token or a console login.
-pub(crate) async fn authenticate(gw: &Gateway, headers: &HeaderMap) -> Result<Viewer, Denied> {
+pub(crate) async fn authenticate(
+    gw: &Gateway,
+    headers: &HeaderMap,
+    peer: std::net::IpAddr,
+) -> Result<Viewer, Denied> {
     let viewer = |principal: AdminPrincipal, via: Via| Viewer {
         csrf: csrf_for(gw, &via, &principal),
         principal,
         via,
     };
     if headers.contains_key(http::header::AUTHORIZATION) {
-        return match admin_auth::authorize(gw, headers).await {
+        return match admin_auth::authorize(gw, headers, Some(peer)).await {
             Ok(p) => Ok(viewer(p, Via::Bearer)),
             Err(r) => Err(Denied::Refused(r)),
         };
@@ -212,7 +216,8 @@ pub(crate) async fn log_in(gw: &Gateway, token: &str) -> Result<Login, admin_aut
     let bearer = format!("Bearer {token}");
     let value = HeaderValue::from_str(&bearer).map_err(|_| login_refused())?;
     headers.insert(http::header::AUTHORIZATION, value);
-    let credential = match admin_auth::authorize(gw, &headers).await {
+    // The form counts its own attempts (`front::console::login`).
+    let credential = match admin_auth::authorize(gw, &headers, None).await {
         Ok(AdminPrincipal::Token(name)) => {
             let cfg = gw.cfg();
             let digest = cfg
@@ -229,6 +234,13 @@ pub(crate) async fn log_in(gw: &Gateway, token: &str) -> Result<Login, admin_aut
         Err(r) => return Err(r),
     };
     start_login(gw, credential)
+}
+
+/// Whether `token` is the local admin token in force (no admin credentials
+/// configured).
+pub(crate) fn is_local_token(gw: &Gateway, token: &str) -> bool {
+    !gw.cfg().admin.as_ref().is_some_and(|a| a.has_credentials())
+        && gw.local_admin.get().is_some_and(|l| l.accepts(token))
 }
 
 /// A login through the one-time link `serve` printed (`/ui/login?code=…`).

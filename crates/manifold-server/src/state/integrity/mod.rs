@@ -91,6 +91,9 @@ pub(crate) struct UpstreamHeld {
     /// Whether the items are withheld (`mode = "quarantine"`) or only
     /// reported (`"warn"`).
     pub withheld: bool,
+    /// The instructions as judged (what the merged text may serve of this
+    /// upstream: never text that was not judged).
+    pub instructions: Option<String>,
 }
 
 impl UpstreamHeld {
@@ -215,13 +218,16 @@ impl Integrity {
             .is_some_and(|c| c.list(kind).get(name).is_some())
     }
 
-    /// Whether `upstream`'s instructions are withheld (changed or new, under
-    /// `mode = "quarantine"`): they are left out of the merged text.
-    pub(crate) fn withholds_instructions(&self, upstream: &str) -> bool {
+    /// The instructions of `upstream` the merged text may serve: the text
+    /// judged at the last catalogue build, unless it is withheld. An upstream
+    /// not judged then (down, or connected since) has none to serve, so a
+    /// held text never comes back by its upstream going away, nor is new
+    /// text served before it is judged.
+    pub(crate) fn instructions_to_serve(&self, upstream: &str) -> Option<String> {
         let held = self.held.load();
-        held.by_upstream
-            .get(upstream)
-            .is_some_and(|h| h.withheld && h.items.iter().any(|i| i.kind == ItemKind::Instructions))
+        let h = held.by_upstream.get(upstream)?;
+        let withheld = h.withheld && h.items.iter().any(|i| i.kind == ItemKind::Instructions);
+        (!withheld).then(|| h.instructions.clone()).flatten()
     }
 
     /// Whether `uri` reads through a withheld resource template (or is a
@@ -333,6 +339,7 @@ impl Integrity {
         let held = Arc::new(UpstreamHeld {
             items,
             withheld: settings.withholds(),
+            instructions: instructions.map(str::to_string),
         });
         let judged = if held.withheld && !held.items.is_empty() {
             Arc::new(without(lists, &held.names()))
