@@ -89,6 +89,7 @@ pub fn run(catalog: &Path, tools: usize) -> Result<()> {
         prefix_mode: PrefixMode::Always,
         max_length: 128,
         configured_upstreams: inputs.len(),
+        uris: Default::default(),
     };
     let merged = Catalog::build(&inputs, &policy, 1_000);
     let list = &merged.tools;

@@ -61,6 +61,8 @@ pub struct NamingPolicy {
     /// Configured upstreams (not connected ones): `Multiple` keys off this so names do
     /// not flip when one upstream is down.
     pub configured_upstreams: usize,
+    /// Which resource URIs are exposed under their upstream (default: none).
+    pub uris: namespace::UriNamespaces,
 }
 
 /// Which list a [`NamedList`] holds.
@@ -209,12 +211,26 @@ impl Catalog {
             prefix_mode: PrefixMode::Always,
             max_length: 64,
             configured_upstreams: 0,
+            uris: Default::default(),
         };
         Catalog::build(&[], &policy, page_size)
     }
 
-    /// Builds the merged view. `inputs` may come in any order.
+    /// Builds the merged view. `inputs` may come in any order. URIs
+    /// `policy.uris` covers are exposed under their upstream's prefix
+    /// (resources, templates, tools' UI references) before merging.
     pub fn build(inputs: &[UpstreamInput], policy: &NamingPolicy, page_size: usize) -> Catalog {
+        let exposed: Vec<UpstreamInput> = inputs
+            .iter()
+            .map(|i| match policy.uris.expose_lists(&i.prefix, &i.lists) {
+                Some(lists) => UpstreamInput {
+                    lists: Arc::new(lists),
+                    ..i.clone()
+                },
+                None => i.clone(),
+            })
+            .collect();
+        let inputs = &exposed[..];
         let mut sorted: Vec<&UpstreamInput> = inputs.iter().collect();
         sorted.sort_by(|a, b| a.name.cmp(&b.name));
         Catalog {

@@ -31,7 +31,10 @@
 //! Not here: where URIs travel (lists here in the catalogue; reads,
 //! subscriptions, results and notifications in the server).
 
+use serde_json::{Map, Value};
 use std::borrow::Cow;
+
+use crate::UpstreamLists;
 
 /// The schemes namespaced by default (`[naming] resources =
 /// "host-schemes"`): MCP Apps' UI resources and Skills' files.
@@ -185,6 +188,145 @@ impl UriNamespaces {
     }
 }
 
+/// The members of a tool's `_meta` that name its UI resource (MCP Apps):
+/// `ui.resourceUri`, and the earlier flat `ui/resourceUri`.
+pub const UI_RESOURCE_URI: &str = "resourceUri";
+/// The earlier, flat spelling of [`UI_RESOURCE_URI`].
+pub const LEGACY_UI_RESOURCE_URI: &str = "ui/resourceUri";
+
+impl UriNamespaces {
+    /// `lists` as exposed for the upstream whose prefix is `prefix`:
+    /// resources' `uri`, templates' `uriTemplate` and tools' UI resource
+    /// references namespaced; `None` when nothing changes (the common
+    /// case costs one scan, no copy).
+    pub fn expose_lists(&self, prefix: &str, lists: &UpstreamLists) -> Option<UpstreamLists> {
+        if self.is_off() {
+            return None;
+        }
+        let resources = self.expose_member(prefix, &lists.resources, "uri");
+        let templates = self.expose_member(prefix, &lists.resource_templates, "uriTemplate");
+        let tools = self.expose_tools(prefix, &lists.tools);
+        if resources.is_none() && templates.is_none() && tools.is_none() {
+            return None;
+        }
+        Some(UpstreamLists {
+            tools: tools.unwrap_or_else(|| lists.tools.clone()),
+            prompts: lists.prompts.clone(),
+            resources: resources.unwrap_or_else(|| lists.resources.clone()),
+            resource_templates: templates.unwrap_or_else(|| lists.resource_templates.clone()),
+        })
+    }
+
+    /// `items` with `member` namespaced, when any changes.
+    fn expose_member(
+        &self,
+        prefix: &str,
+        items: &[Map<String, Value>],
+        member: &str,
+    ) -> Option<Vec<Map<String, Value>>> {
+        let changes = |i: &Map<String, Value>| {
+            i.get(member)
+                .and_then(Value::as_str)
+                .is_some_and(|u| matches!(self.expose(prefix, u), Cow::Owned(_)))
+        };
+        if !items.iter().any(changes) {
+            return None;
+        }
+        Some(
+            items
+                .iter()
+                .map(|i| {
+                    let mut i = i.clone();
+                    if let Some(Value::String(u)) = i.get_mut(member) {
+                        if let Cow::Owned(exposed) = self.expose(prefix, u) {
+                            *u = exposed;
+                        }
+                    }
+                    i
+                })
+                .collect(),
+        )
+    }
+
+    /// `tools` with their UI resource references namespaced, when any changes.
+    fn expose_tools(
+        &self,
+        prefix: &str,
+        tools: &[Map<String, Value>],
+    ) -> Option<Vec<Map<String, Value>>> {
+        let changes = |t: &Map<String, Value>| {
+            let mut copy = t.clone();
+            self.expose_ui_meta(prefix, &mut copy)
+        };
+        if !tools.iter().any(|t| t.contains_key("_meta") && changes(t)) {
+            return None;
+        }
+        Some(
+            tools
+                .iter()
+                .map(|t| {
+                    let mut t = t.clone();
+                    self.expose_ui_meta(prefix, &mut t);
+                    t
+                })
+                .collect(),
+        )
+    }
+
+    /// Namespaces the UI resource references in `item`'s `_meta` (a tool,
+    /// or a tool result); whether any changed.
+    pub fn expose_ui_meta(&self, prefix: &str, item: &mut Map<String, Value>) -> bool {
+        let Some(Value::Object(meta)) = item.get_mut("_meta") else {
+            return false;
+        };
+        let mut changed = false;
+        let mut fix = |v: Option<&mut Value>| {
+            if let Some(Value::String(u)) = v {
+                if let Cow::Owned(exposed) = self.expose(prefix, u) {
+                    *u = exposed;
+                    changed = true;
+                }
+            }
+        };
+        fix(meta.get_mut(LEGACY_UI_RESOURCE_URI));
+        if let Some(Value::Object(ui)) = meta.get_mut("ui") {
+            fix(ui.get_mut(UI_RESOURCE_URI));
+        }
+        changed
+    }
+
+    /// Namespaces, in a result `value` from the upstream whose prefix is
+    /// `prefix`, every string member named `uri` (content blocks:
+    /// `resource_link`, embedded `resource`, `resources/read` contents) and
+    /// every UI resource reference in a `_meta`; whether any changed.
+    pub fn expose_result(&self, prefix: &str, value: &mut Value) -> bool {
+        let mut changed = false;
+        match value {
+            Value::Object(m) => {
+                if let Some(Value::String(u)) = m.get_mut("uri") {
+                    if let Cow::Owned(exposed) = self.expose(prefix, u) {
+                        *u = exposed;
+                        changed = true;
+                    }
+                }
+                changed |= self.expose_ui_meta(prefix, m);
+                for (k, v) in m.iter_mut() {
+                    if k != "uri" && k != "_meta" {
+                        changed |= self.expose_result(prefix, v);
+                    }
+                }
+            }
+            Value::Array(a) => {
+                for v in a {
+                    changed |= self.expose_result(prefix, v);
+                }
+            }
+            _ => {}
+        }
+        changed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,6 +426,90 @@ mod tests {
         assert_eq!(off.expose("gh", "ui://a/b"), "ui://a/b");
         assert_eq!(off.resolve("ui://gh.a/b"), None);
         assert!(off.is_off() && !off.may_hold("ui://a/b"));
+    }
+
+    #[test]
+    fn lists_and_results_carry_the_exposed_uris_and_nothing_else_changes() {
+        let n = ns(ResourceNaming::HostSchemes);
+        let obj = |v: serde_json::Value| match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        let lists = UpstreamLists {
+            tools: vec![
+                obj(serde_json::json!({"name": "get-time", "x-extra": 1,
+                    "_meta": {"ui": {"resourceUri": "ui://get-time/mcp-app.html", "visibility": ["model"]},
+                              "ui/resourceUri": "ui://get-time/mcp-app.html", "other": "ui://kept"}})),
+                obj(serde_json::json!({"name": "plain"})),
+            ],
+            prompts: vec![],
+            resources: vec![
+                obj(
+                    serde_json::json!({"uri": "ui://get-time/mcp-app.html", "mimeType": "text/html;profile=mcp-app", "x-extra": true}),
+                ),
+                obj(serde_json::json!({"uri": "file:///a"})),
+            ],
+            resource_templates: vec![obj(
+                serde_json::json!({"uriTemplate": "skill://{name}/SKILL.md"}),
+            )],
+        };
+        let out = n.expose_lists("vanilla", &lists).expect("changed");
+        assert_eq!(
+            out.tools[0]["_meta"]["ui"]["resourceUri"],
+            "ui://vanilla.get-time/mcp-app.html"
+        );
+        assert_eq!(
+            out.tools[0]["_meta"]["ui/resourceUri"],
+            "ui://vanilla.get-time/mcp-app.html"
+        );
+        assert_eq!(
+            out.tools[0]["_meta"]["other"], "ui://kept",
+            "only the UI references"
+        );
+        assert_eq!(
+            out.tools[0]["_meta"]["ui"]["visibility"],
+            serde_json::json!(["model"])
+        );
+        assert_eq!(out.tools[0]["x-extra"], 1);
+        assert_eq!(out.tools[1], lists.tools[1]);
+        assert_eq!(
+            out.resources[0]["uri"],
+            "ui://vanilla.get-time/mcp-app.html"
+        );
+        assert_eq!(out.resources[0]["x-extra"], true);
+        assert_eq!(out.resources[1], lists.resources[1]);
+        assert_eq!(
+            out.resource_templates[0]["uriTemplate"],
+            "skill://vanilla.{name}/SKILL.md"
+        );
+        let plain = UpstreamLists {
+            resources: vec![obj(serde_json::json!({"uri": "file:///a"}))],
+            ..Default::default()
+        };
+        assert!(n.expose_lists("vanilla", &plain).is_none());
+
+        let mut result = serde_json::json!({"content": [
+            {"type": "resource_link", "uri": "ui://get-time/a.html", "name": "a"},
+            {"type": "resource", "resource": {"uri": "skill://x/SKILL.md", "text": "ui://get-time/in-text"}},
+            {"type": "text", "text": "see ui://get-time/b"}],
+            "_meta": {"ui": {"resourceUri": "ui://get-time/mcp-app.html"}},
+            "structuredContent": {"uri": "https://example.com"}});
+        assert!(n.expose_result("react", &mut result));
+        assert_eq!(result["content"][0]["uri"], "ui://react.get-time/a.html");
+        assert_eq!(
+            result["content"][1]["resource"]["uri"],
+            "skill://react.x/SKILL.md"
+        );
+        assert_eq!(
+            result["content"][1]["resource"]["text"], "ui://get-time/in-text",
+            "text is text"
+        );
+        assert_eq!(result["content"][2]["text"], "see ui://get-time/b");
+        assert_eq!(
+            result["_meta"]["ui"]["resourceUri"],
+            "ui://react.get-time/mcp-app.html"
+        );
+        assert_eq!(result["structuredContent"]["uri"], "https://example.com");
     }
 
     proptest! {

@@ -33,6 +33,7 @@ fn policy(mode: PrefixMode, upstreams: usize) -> NamingPolicy {
         prefix_mode: mode,
         max_length: 64,
         configured_upstreams: upstreams,
+        uris: Default::default(),
     }
 }
 

@@ -27,6 +27,7 @@ fn policy(mode: PrefixMode, n: usize) -> NamingPolicy {
         prefix_mode: mode,
         max_length: 64,
         configured_upstreams: n,
+        uris: Default::default(),
     }
 }
 

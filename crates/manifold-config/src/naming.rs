@@ -1,5 +1,7 @@
 //! `[naming]`: how upstream names become exposed names — the separator, when
-//! to prefix ([`PrefixMode`], the catalogue's own type), the longest name.
+//! to prefix ([`PrefixMode`], the catalogue's own type), the longest name —
+//! and which resource URIs are exposed under their upstream
+//! ([`ResourceNaming`], see manifold-catalog `namespace`).
 //!
 //! A reload may change all of it (the catalogue is rebuilt).
 //!
@@ -10,6 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
+/// `[naming] resources`: the catalogue's own type.
+pub use manifold_catalog::namespace::ResourceNaming;
 /// `[naming] prefix_mode`: the catalogue's own type, which gives it meaning.
 pub use manifold_catalog::PrefixMode;
 
@@ -31,6 +35,15 @@ pub struct NamingSection {
     /// Longest exposed name (`DEFAULT_MAX_NAME_LENGTH`); longer ones are shortened.
     #[serde(default = "default_max_length")]
     pub max_length: usize,
+    /// Which resource URIs are exposed under their upstream:
+    /// `host-schemes` (default: `ui://`, `skill://` and `namespaced_schemes`),
+    /// `always` (every URI with an authority part), `never`.
+    #[serde(default = "default_resources")]
+    pub resources: String,
+    /// More schemes namespaced under `resources = "host-schemes"`, e.g.
+    /// `["demo"]` (without `:`).
+    #[serde(default)]
+    pub namespaced_schemes: Vec<String>,
 }
 
 impl Default for NamingSection {
@@ -39,6 +52,8 @@ impl Default for NamingSection {
             separator: default_separator(),
             prefix_mode: default_prefix_mode(),
             max_length: DEFAULT_MAX_NAME_LENGTH,
+            resources: default_resources(),
+            namespaced_schemes: Vec::new(),
         }
     }
 }
@@ -48,6 +63,9 @@ pub struct NamingConfig {
     pub separator: String,
     pub prefix_mode: PrefixMode,
     pub max_length: usize,
+    pub resources: ResourceNaming,
+    /// Lower case, without `:`.
+    pub namespaced_schemes: Vec<String>,
 }
 
 /// `[naming]` validated.
@@ -79,10 +97,39 @@ pub(crate) fn validate(n: NamingSection) -> Result<NamingConfig, String> {
             "key `naming.max_length`: {max_length} is outside 16..=128"
         ));
     }
+    let resources = match n.resources.as_str() {
+        "host-schemes" => ResourceNaming::HostSchemes,
+        "always" => ResourceNaming::Always,
+        "never" => ResourceNaming::Never,
+        other => {
+            return Err(format!(
+                "key `naming.resources`: `{other}` is not one of \"host-schemes\", \"always\", \"never\""
+            ))
+        }
+    };
+    let mut namespaced_schemes = Vec::new();
+    for s in &n.namespaced_schemes {
+        let scheme = s.trim_end_matches(':').to_ascii_lowercase();
+        let valid = scheme
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic())
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+        if !valid {
+            return Err(format!(
+                "key `naming.namespaced_schemes`: `{s}` is not a URI scheme (a letter, then letters, digits, `+`, `-` or `.`)"
+            ));
+        }
+        namespaced_schemes.push(scheme);
+    }
     Ok(NamingConfig {
         separator: sep,
         prefix_mode,
         max_length,
+        resources,
+        namespaced_schemes,
     })
 }
 
@@ -91,6 +138,9 @@ fn default_separator() -> String {
 }
 fn default_prefix_mode() -> String {
     "always".into()
+}
+fn default_resources() -> String {
+    "host-schemes".into()
 }
 fn default_max_length() -> usize {
     DEFAULT_MAX_NAME_LENGTH

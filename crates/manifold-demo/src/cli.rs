@@ -47,6 +47,11 @@ pub struct Args {
     #[arg(long, value_name = "TEXT", default_value = DEFAULT_INSTRUCTIONS)]
     pub instructions: String,
 
+    /// Also an MCP Apps tool `get-time` and its UI resource
+    /// `ui://get-time/mcp-app.html`, NAME written into both.
+    #[arg(long, value_name = "NAME")]
+    pub app: Option<String>,
+
     /// The listed `demo://readme` resource's description (for `[integrity]`
     /// tests: a restart with another one is a changed resource).
     #[arg(long, value_name = "TEXT", default_value = super::README_DESCRIPTION)]
@@ -187,6 +192,7 @@ impl Args {
             synthetic_tools: self.synthetic_tools,
             instructions: Some(self.instructions.clone()).filter(|text| !text.is_empty()),
             readme_description: self.readme_description.clone(),
+            app: self.app.clone(),
             fail_initialize: self.fail_initialize,
             modern: self.modern,
             tasks: self.tasks,

@@ -27,6 +27,7 @@
 //! What not: no batching (removed from MCP in 2025-06-18; batches are answered
 //! with -32600), no resumable streams, no authorization, no MCP SDK.
 
+pub mod app;
 pub mod catalog;
 pub mod cli;
 pub mod flaky;
@@ -80,6 +81,8 @@ pub struct DemoConfig {
     pub instructions: Option<String>,
     /// The listed `demo://readme` resource's description.
     pub readme_description: String,
+    /// `--app NAME`: also the MCP Apps tool and UI resource ([`app`]).
+    pub app: Option<String>,
     /// Answer `initialize` with -32603 to exercise startup failures.
     pub fail_initialize: bool,
     /// Speak 2026-07-28 only (stateless; see [`modern`]).
@@ -151,6 +154,7 @@ impl Default for DemoConfig {
             synthetic_tools: 0,
             instructions: Some(DEFAULT_INSTRUCTIONS.to_owned()),
             readme_description: README_DESCRIPTION.to_owned(),
+            app: None,
             fail_initialize: false,
             modern: false,
             tasks: false,
@@ -643,22 +647,38 @@ impl Session {
         match method {
             "ping" => Ok(json!({})),
             "tools/list" => self.list_tools(params),
-            "tools/call" => tools::call(self, params, ctx).await,
+            "tools/call" => match &self.server.config.app {
+                Some(app) if params.get("name").and_then(Value::as_str) == Some(app::APP_TOOL) => {
+                    Ok(app::call(app))
+                }
+                _ => tools::call(self, params, ctx).await,
+            },
             "prompts/list" => Ok(json!({"prompts": [{
                 "name": "greet",
                 "description": "Ask the model to greet someone.",
                 "arguments": [{"name": "name", "description": "Who to greet", "required": true}]
             }]})),
             "prompts/get" => get_prompt(params),
-            "resources/list" => Ok(json!({"resources": [{
-                "uri": README_URI,
-                "name": "readme",
-                "description": self.server.config.readme_description,
-                "mimeType": "text/plain",
-                "x-demo-resource-extra": {"kept": true}
-            }]})),
+            "resources/list" => {
+                let mut resources = vec![json!({
+                    "uri": README_URI,
+                    "name": "readme",
+                    "description": self.server.config.readme_description,
+                    "mimeType": "text/plain",
+                    "x-demo-resource-extra": {"kept": true}
+                })];
+                if self.server.config.app.is_some() {
+                    resources.push(app::resource());
+                }
+                Ok(json!({ "resources": resources }))
+            }
             "resources/templates/list" => Ok(resources::templates(self.server.config.docs)),
-            "resources/read" => resources::read(params, self.server.config.docs),
+            "resources/read" => match &self.server.config.app {
+                Some(app) if params.get("uri").and_then(Value::as_str) == Some(app::APP_URI) => {
+                    Ok(app::read(app))
+                }
+                _ => resources::read(params, self.server.config.docs),
+            },
             "resources/subscribe" | "resources/unsubscribe" => {
                 resources::subscription(&self.server, method, params)
             }
@@ -686,6 +706,10 @@ impl Session {
             .tools
             .page(offset, page_size)
             .ok_or_else(|| RpcError::invalid_params(format!("Invalid cursor: {offset}")))?;
+        let mut tools = tools;
+        if next.is_none() && self.server.config.app.is_some() {
+            tools.push(app::tool());
+        }
         let mut result = Map::new();
         result.insert("tools".into(), Value::Array(tools));
         if let Some(next) = next {

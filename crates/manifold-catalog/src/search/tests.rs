@@ -299,6 +299,7 @@ fn indexes_a_catalog_as_exposed() {
         prefix_mode: PrefixMode::Always,
         max_length: 64,
         configured_upstreams: 1,
+        uris: Default::default(),
     };
     let catalog = Catalog::build(&[input], &policy, 100);
     let index = SearchIndex::from_list(&catalog.tools);

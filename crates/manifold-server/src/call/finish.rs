@@ -87,6 +87,7 @@ impl Answering {
         let recorded = shaped.recorded.unwrap_or_else(|| outcome_of(&outcome));
         let bytes = match outcome {
             CallOutcome::Result(raw) => {
+                let raw = self.gw.exposed_result(&self.upstream, raw);
                 self.gw.learned.learn(&self.upstream, &raw);
                 Bytes::from(match (self.era, self.shape) {
                     (Era::Stateless, ResultShape::Read) => {

@@ -23,6 +23,7 @@ use crate::era::Era;
 use crate::refusal::Refusal;
 use crate::request::{Caller, Request};
 use crate::state::tasks::{endpoint_digest, NotOpened};
+use crate::state::uris::to_upstream;
 use crate::state::views::Access;
 use crate::state::Gateway;
 
@@ -270,6 +271,9 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
         let unknown = Refusal::ResourceNotFound { uri: asked };
         return Err(gw.unknown_or_quarantined(held, unknown));
     };
+    // A namespaced URI goes as its upstream wrote it (`[naming] resources`).
+    let uris = gw.live().uris.clone();
+    let uri = to_upstream(&uris, upstream.name(), &uri).into_owned();
     if uri != asked {
         params.insert("uri".into(), Value::String(uri.clone()));
     }
@@ -376,7 +380,16 @@ fn completion_target(
             )))
         }
     };
-    upstream.ok_or_else(|| bad("No upstream owns what this completion refers to"))
+    let upstream =
+        upstream.ok_or_else(|| bad("No upstream owns what this completion refers to"))?;
+    // A namespaced URI or template goes back as its upstream wrote it.
+    if let Some(Value::String(u)) = reference.get_mut("uri") {
+        let uris = gw.live().uris.clone();
+        if let std::borrow::Cow::Owned(original) = to_upstream(&uris, upstream.name(), u) {
+            *u = original;
+        }
+    }
+    Ok(upstream)
 }
 
 /// The upstream a `tools/call`, `prompts/get`, `resources/read` or

@@ -75,8 +75,17 @@ impl Live {
             .iter()
             .map(|(u, _)| (u.name().clone(), Arc::new(tool_overrides(u.config()))))
             .collect();
+        let uris = Arc::new(manifold_catalog::namespace::UriNamespaces::new(
+            config.naming.resources.clone(),
+            &config.naming.namespaced_schemes,
+            config
+                .upstreams
+                .iter()
+                .map(|u| (u.prefix.clone(), u.name.clone())),
+        ));
         Live {
             config,
+            uris,
             upstreams: upstreams.into_iter().map(|(u, _)| u).collect(),
             by_name,
             stops,

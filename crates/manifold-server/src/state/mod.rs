@@ -35,6 +35,7 @@ pub(crate) mod sessions;
 pub(crate) mod subscribing;
 pub(crate) mod subscriptions;
 pub(crate) mod tasks;
+pub(crate) mod uris;
 pub(crate) mod views;
 
 use arc_swap::ArcSwap;
@@ -79,6 +80,8 @@ pub(crate) struct Live {
     pub endpoints: Arc<endpoints::Endpoints>,
     /// Stops the authenticator's key refreshers when a reload replaces it.
     pub auth_stop: CancellationToken,
+    /// `[naming] resources`: which URIs are exposed under their upstream.
+    pub uris: Arc<manifold_catalog::namespace::UriNamespaces>,
 }
 
 /// The running gateway.
@@ -259,6 +262,7 @@ impl Gateway {
             prefix_mode: n.prefix_mode,
             max_length: n.max_length,
             configured_upstreams: self.cfg().upstreams.len(),
+            uris: self.live().uris.as_ref().clone(),
         }
     }
 
@@ -362,6 +366,10 @@ impl Gateway {
     /// a result linked it from (`learned`), else the only upstream serving
     /// resources.
     pub(crate) fn owner_of(&self, uri: &str) -> Option<Upstream> {
+        // A namespaced URI names its upstream, listed or not.
+        if let Some((upstream, _)) = self.live().uris.resolve(uri) {
+            return self.upstream(upstream);
+        }
         let by_catalog = self.catalog.load().resources.owner(uri).cloned();
         let name = by_catalog.or_else(|| self.learned.owner(uri));
         if let Some(name) = name {

@@ -23,14 +23,26 @@ use manifold_upstream::{CallOutcome, Upstream};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
+use manifold_catalog::namespace::UriNamespaces;
+use std::borrow::Cow;
+
 use super::listeners::is_listen_key;
+use super::uris::to_upstream;
 use super::Gateway;
 use crate::refusal::Refusal;
 
 /// Sends a request Manifold makes itself (subscribe, unsubscribe) and waits for it.
 /// A 2026-07-28 upstream has no such methods: the URI joins (or leaves) the
 /// `resourceSubscriptions` of Manifold's listen to it.
-async fn own_request(upstream: &Upstream, method: &str, uri: &str) -> Result<(), Refusal> {
+/// `uri` is as exposed: an upstream's namespaced URI goes to it as it wrote
+/// it (`[naming] resources`).
+async fn own_request(
+    uris: &UriNamespaces,
+    upstream: &Upstream,
+    method: &str,
+    uri: &str,
+) -> Result<(), Refusal> {
+    let uri = &*to_upstream(uris, upstream.name(), uri);
     if upstream.is_stateless() {
         upstream.watch_resource(uri, method == m::RESOURCES_SUBSCRIBE);
         return Ok(());
@@ -78,7 +90,8 @@ impl Gateway {
             .subscriptions
             .join(subscriber, uri, upstream.name(), limit)?;
         if first {
-            if let Err(e) = own_request(&upstream, m::RESOURCES_SUBSCRIBE, uri).await {
+            let uris = self.live().uris.clone();
+            if let Err(e) = own_request(&uris, &upstream, m::RESOURCES_SUBSCRIBE, uri).await {
                 self.subscriptions.leave(subscriber, uri);
                 return Err(e);
             }
@@ -94,7 +107,8 @@ impl Gateway {
             return;
         };
         if let Some(up) = self.upstream(&upstream) {
-            if let Err(e) = own_request(&up, m::RESOURCES_UNSUBSCRIBE, uri).await {
+            let uris = self.live().uris.clone();
+            if let Err(e) = own_request(&uris, &up, m::RESOURCES_UNSUBSCRIBE, uri).await {
                 tracing::debug!(upstream = %up.name(), %uri, error = %e, "unsubscribe failed");
             }
         }
@@ -118,9 +132,10 @@ impl Gateway {
         let Some(up) = self.upstream(&upstream) else {
             return;
         };
+        let uris = self.live().uris.clone();
         if up.is_stateless() {
             // No request: the URI leaves the listen's set at once, in order.
-            up.watch_resource(&uri, false);
+            up.watch_resource(&to_upstream(&uris, up.name(), &uri), false);
             return;
         }
         let gw = self.clone();
@@ -131,11 +146,11 @@ impl Gateway {
                     if gw.subscriptions.wanted(&uri) {
                         return; // someone joined before it was sent: nothing to undo
                     }
-                    if let Err(e) = own_request(&up, m::RESOURCES_UNSUBSCRIBE, &uri).await {
+                    if let Err(e) = own_request(&uris, &up, m::RESOURCES_UNSUBSCRIBE, &uri).await {
                         tracing::debug!(upstream = %up.name(), %uri, error = %e, "unsubscribe failed");
                     }
                     if gw.subscriptions.wanted(&uri) {
-                        if let Err(e) = own_request(&up, m::RESOURCES_SUBSCRIBE, &uri).await {
+                        if let Err(e) = own_request(&uris, &up, m::RESOURCES_SUBSCRIBE, &uri).await {
                             tracing::warn!(upstream = %up.name(), %uri, error = %e,
                                 "re-subscribing after a racing unsubscribe failed");
                         }
@@ -159,10 +174,28 @@ impl Gateway {
         else {
             return 0;
         };
-        let subscribers = self.subscriptions.subscribers_of(uri, upstream);
+        // Subscribed (and told) as exposed: a namespaced URI under its
+        // upstream's prefix.
+        let uris = self.live().uris.clone();
+        let exposed = uris
+            .prefix_of(upstream)
+            .map_or(Cow::Borrowed(uri), |p| uris.expose(p, uri));
+        let subscribers = self.subscriptions.subscribers_of(&exposed, upstream);
         if subscribers.is_empty() {
             return 0;
         }
+        let renamed;
+        let msg = match &exposed {
+            Cow::Borrowed(_) => msg,
+            Cow::Owned(e) => {
+                let mut m = msg.clone();
+                if let Some(Value::Object(p)) = m.get_mut("params") {
+                    p.insert("uri".into(), Value::String(e.clone()));
+                }
+                renamed = m;
+                &renamed
+            }
+        };
         let message =
             Bytes::from(serde_json::to_vec(&Value::Object(msg.clone())).unwrap_or_default());
         let (listens, sessions): (Vec<String>, Vec<String>) =
@@ -204,11 +237,12 @@ impl Gateway {
         }
         let up = upstream.clone();
         let shutdown = self.stop.clone();
+        let namespaces = self.live().uris.clone();
         self.tasks.spawn(async move {
             for uri in uris {
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
-                    r = own_request(&up, m::RESOURCES_SUBSCRIBE, &uri) => if let Err(e) = r {
+                    r = own_request(&namespaces, &up, m::RESOURCES_SUBSCRIBE, &uri) => if let Err(e) = r {
                         tracing::warn!(upstream = %up.name(), %uri, error = %e,
                             "renewing a resource subscription failed");
                     }

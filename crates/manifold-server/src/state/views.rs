@@ -403,6 +403,7 @@ mod tests {
             prefix_mode: PrefixMode::Always,
             max_length: 64,
             configured_upstreams: 1,
+            uris: Default::default(),
         };
         Arc::new(Catalog::build(&[input], &naming, 100))
     }

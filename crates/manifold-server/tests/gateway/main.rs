@@ -7,6 +7,7 @@
 //! 10-second waits, and [`bounded`] around each whole test).
 
 mod admin;
+mod apps;
 mod auth;
 mod authserver;
 mod calls;

@@ -98,6 +98,35 @@ fn shipped_gateway_toml_serves_both_demo_upstreams_and_stops_on_sigterm() {
     assert!(status.success(), "{status}");
 }
 
+/// `manifold check` on the shipped `gateway.toml` (the demo twice) leaves
+/// nothing out: the two demos' resources and templates are namespaced
+/// (`[naming] namespaced_schemes = ["demo"]`), not collisions.
+#[test]
+fn shipped_gateway_toml_leaves_nothing_out() {
+    let dir = commands::TempDir::new("shipped-check");
+    let out = Command::new(bin())
+        .args(["check", "--json", "--config"])
+        .arg(repo_file("gateway.toml"))
+        .env("MANIFOLD_AUDIT__PATH", dir.path().join("audit.jsonl"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .expect("manifold check");
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["left_out"], serde_json::json!([]), "{}", v["left_out"]);
+    let uris: Vec<&str> = v["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["uri"].as_str().or_else(|| r.as_str()))
+        .collect();
+    assert!(
+        uris.contains(&"demo://demo.readme") && uris.contains(&"demo://demo2.readme"),
+        "{}",
+        v["resources"]
+    );
+}
+
 #[test]
 fn admin_token_refuses_a_configuration_with_admin_credentials_or_without_admin() {
     let dir = commands::TempDir::new("admin-token");

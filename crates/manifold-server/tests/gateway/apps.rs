@@ -1,0 +1,140 @@
+//! Resource namespaces (`[naming] resources`) with two MCP Apps servers that
+//! publish the same UI resource, `ui://get-time/mcp-app.html` (the demo's
+//! `--app NAME`, shaped as the official `server-basic-*` examples are):
+//! under the default `host-schemes` each is exposed under its upstream
+//! (`ui://vanilla.get-time/…`), nothing is left out, each tool's
+//! `_meta.ui.resourceUri` (and the flat `ui/resourceUri`) names its own
+//! server's resource, each read returns its own server's HTML byte for byte,
+//! and results' resource links and UI references come back exposed. From the
+//! attacker's side: the URI as an upstream wrote it, or under a prefix no
+//! upstream has, reads nothing. Under `resources = "never"` the second copy
+//! collides, as before.
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+
+use crate::{bin, bounded};
+use manifold_testkit::harness::{toml_string, McpClient, TestGateway};
+
+/// `extra`: more `[naming]` lines.
+fn config(resources: &str, extra: &str) -> String {
+    format!(
+        "[naming]\nresources = \"{resources}\"\n{extra}\n\n\
+         [upstreams.vanilla]\ncommand = {bin}\nargs = [\"--app\", \"vanilla\"]\n\n\
+         [upstreams.react]\ncommand = {bin}\nargs = [\"--app\", \"react\"]\n",
+        bin = toml_string(bin())
+    )
+}
+
+async fn resource_uris(c: &McpClient) -> Result<Vec<String>> {
+    let r = c.request("resources/list", json!({})).await?;
+    Ok(r.result()?["resources"]
+        .as_array()
+        .context("resources")?
+        .iter()
+        .filter_map(|x| x["uri"].as_str().map(str::to_string))
+        .collect())
+}
+
+async fn read(c: &McpClient, uri: &str) -> Result<Value> {
+    let r = c.request("resources/read", json!({"uri": uri})).await?;
+    Ok(r.response()?.clone())
+}
+
+#[tokio::test]
+async fn two_app_servers_each_serve_their_own_ui_under_their_own_name() -> Result<()> {
+    bounded(async {
+        let gw =
+            TestGateway::start(&config("host-schemes", "namespaced_schemes = [\"demo\"]")).await?;
+        let c = gw.session("2025-11-25", json!({})).await?;
+        let uris = resource_uris(&c).await?;
+        for upstream in ["vanilla", "react"] {
+            let exposed = format!("ui://{upstream}.get-time/mcp-app.html");
+            assert!(uris.contains(&exposed), "{exposed} in {uris:?}");
+            // The tool names its own server's UI.
+            let tools = c.list_all_tools().await?;
+            let tool = tools
+                .iter()
+                .find(|t| t["name"] == format!("{upstream}__get-time"))
+                .context("the app tool")?;
+            assert_eq!(tool["_meta"]["ui"]["resourceUri"], exposed, "{tool}");
+            assert_eq!(tool["_meta"]["ui/resourceUri"], exposed, "{tool}");
+            // Its read is that server's HTML, byte for byte.
+            let r = read(&c, &exposed).await?;
+            let content = &r["result"]["contents"][0];
+            assert_eq!(
+                content["text"],
+                manifold_demo::app::html(upstream),
+                "{exposed}: {r}"
+            );
+            assert_eq!(content["mimeType"], manifold_demo::app::APP_MIME);
+            assert_eq!(content["uri"], exposed, "the contents say the exposed URI");
+            // A call's links and UI reference come back exposed.
+            let r = c
+                .call_tool(&format!("{upstream}__get-time"), json!({}))
+                .await?;
+            let result = r.result()?;
+            assert_eq!(result["content"][1]["uri"], exposed, "{result}");
+            assert_eq!(result["_meta"]["ui"]["resourceUri"], exposed, "{result}");
+            assert_eq!(result["structuredContent"]["server"], upstream);
+        }
+        let left_out: Vec<_> = gw
+            .gateway()
+            .catalog()
+            .resources
+            .resources
+            .left_out()
+            .to_vec();
+        // `demo://readme` too, a scheme the operator listed.
+        assert!(left_out.is_empty(), "{left_out:?}");
+        assert!(
+            uris.contains(&"demo://vanilla.readme".to_string()),
+            "{uris:?}"
+        );
+        let r = read(&c, "demo://vanilla.readme").await?;
+        assert!(r["result"]["contents"][0]["text"].is_string(), "{r}");
+        // The attacker's side: the upstream's own spelling, a prefix no
+        // upstream has, or a crafted authority read nothing.
+        for uri in [
+            "ui://get-time/mcp-app.html",
+            "ui://nobody.get-time/mcp-app.html",
+            "ui://vanilla./mcp-app.html",
+        ] {
+            let r = read(&c, uri).await?;
+            assert!(r.get("error").is_some(), "{uri}: {r}");
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn without_namespaces_the_second_ui_resource_collides_as_before() -> Result<()> {
+    bounded(async {
+        let gw = TestGateway::start(&config("never", "")).await?;
+        let c = gw.session("2025-11-25", json!({})).await?;
+        let uris = resource_uris(&c).await?;
+        assert_eq!(
+            uris.iter().filter(|u| u.starts_with("ui://")).count(),
+            1,
+            "{uris:?}"
+        );
+        let left_out: Vec<_> = gw
+            .gateway()
+            .catalog()
+            .resources
+            .resources
+            .left_out()
+            .iter()
+            .filter(|l| l.original.starts_with("ui://"))
+            .cloned()
+            .collect();
+        assert_eq!(left_out.len(), 1, "{left_out:?}");
+        assert_eq!(
+            &*left_out[0].upstream, "vanilla",
+            "the first by name keeps it"
+        );
+        Ok(())
+    })
+    .await
+}
