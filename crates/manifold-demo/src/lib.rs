@@ -621,6 +621,11 @@ impl Session {
         if let Some(text) = config.instructions.as_deref().filter(|t| !t.is_empty()) {
             result.insert("instructions".into(), json!(text));
         }
+        if config.app.is_some() {
+            result["capabilities"]["extensions"] = json!({
+                manifold_protocol::extensions::UI: {"mimeTypes": [app::APP_MIME]}
+            });
+        }
         Ok(Value::Object(result))
     }
 

@@ -13,6 +13,7 @@
 //! Not here: routing, naming, sessions, transports.
 
 pub mod errors;
+pub mod extensions;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod headers;

@@ -10,7 +10,8 @@
 //! sent after a successful probe but stateless requests.
 //!
 //! Manifold declares to upstreams the client capabilities it can relay to the
-//! calling client (`sampling`, `elicitation`); a client that lacks one gets the
+//! calling client (`sampling`, `elicitation`, and the MCP Apps extension,
+//! whose UI resources it relays); a client that lacks one gets the
 //! request refused on its behalf with a clear error. `roots` is not declared: an
 //! upstream may ask for roots outside any call, and there is no single client to ask.
 
@@ -179,7 +180,11 @@ pub(crate) async fn initialize(session: &Arc<Connection>) -> Result<ServerFacts,
     let name = session.wire.upstream().clone();
     let params = json!({
         "protocolVersion": crate::UPSTREAM_PROTOCOL_VERSION,
-        "capabilities": {"sampling": {}, "elicitation": {}},
+        "capabilities": {
+            "sampling": {},
+            "elicitation": {},
+            "extensions": manifold_protocol::extensions::declared_to_upstreams(),
+        },
         "clientInfo": {"name": crate::CLIENT_NAME, "version": crate::CLIENT_VERSION},
     });
     let result = call::request(session, m::INITIALIZE, params.as_object().cloned()).await?;

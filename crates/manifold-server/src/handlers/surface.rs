@@ -235,9 +235,9 @@ pub(crate) fn discover(x: &Request) -> Result<Reply, Refusal> {
 /// The union of what the ready upstreams offer. Tools and prompts are always
 /// offered (an empty list is a valid answer, and an upstream may join later);
 /// Manifold itself emits every `list_changed`, so `listChanged` is true.
-/// 2026-07-28 (`stateless`) adds the extensions the caller's upstreams offer
-/// (the Tasks extension); `initialize` never offers them (SEP-2663: undefined
-/// before 2026-07-28).
+/// The extensions the caller's upstreams declare are relayed
+/// (`manifold_protocol::extensions::relayed`): MCP Apps' in both eras, Tasks
+/// only in 2026-07-28 (`stateless`; SEP-2663: undefined before).
 fn capabilities_for(gw: &Gateway, access: &crate::state::views::Access, stateless: bool) -> Value {
     // Only upstreams the caller's view holds something of shape what it is
     // told the gateway can do.
@@ -269,17 +269,12 @@ fn capabilities_for(gw: &Gateway, access: &crate::state::views::Access, stateles
     if any("logging") {
         caps.insert("logging".into(), json!({}));
     }
-    // The Tasks extension, exactly when an upstream the caller's view holds
-    // something of offers it (never the 2025-11-25 `tasks` capability).
-    if stateless
-        && upstream_caps
-            .iter()
-            .any(manifold_protocol::tasks::advertises_extension)
-    {
-        caps.insert(
-            "extensions".into(),
-            json!({ manifold_protocol::tasks::EXTENSION: {} }),
-        );
+    // The extensions an upstream the caller's view holds something of
+    // declares and Manifold relays (MCP Apps in both eras; Tasks in the
+    // 2026-07-28 era only, never as the 2025-11-25 `tasks` capability).
+    let extensions = manifold_protocol::extensions::relayed(upstream_caps.iter(), stateless);
+    if !extensions.is_empty() {
+        caps.insert("extensions".into(), Value::Object(extensions));
     }
     Value::Object(caps)
 }

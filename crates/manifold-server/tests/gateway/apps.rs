@@ -5,7 +5,8 @@
 //! (`ui://vanilla.get-time/…`), nothing is left out, each tool's
 //! `_meta.ui.resourceUri` (and the flat `ui/resourceUri`) names its own
 //! server's resource, each read returns its own server's HTML byte for byte,
-//! and results' resource links and UI references come back exposed. From the
+//! and results' resource links and UI references come back exposed; the
+//! upstreams' `io.modelcontextprotocol/ui` extension is advertised. From the
 //! attacker's side: the URI as an upstream wrote it, or under a prefix no
 //! upstream has, reads nothing. Under `resources = "never"` the second copy
 //! collides, as before.
@@ -46,7 +47,14 @@ async fn two_app_servers_each_serve_their_own_ui_under_their_own_name() -> Resul
     bounded(async {
         let gw =
             TestGateway::start(&config("host-schemes", "namespaced_schemes = [\"demo\"]")).await?;
-        let c = gw.session("2025-11-25", json!({})).await?;
+        // The upstreams' MCP Apps extension is advertised as the gateway's.
+        let c = gw.client();
+        let init = c.initialize("2025-11-25", json!({})).await?;
+        assert_eq!(
+            init["capabilities"]["extensions"][manifold_protocol::extensions::UI]["mimeTypes"],
+            json!([manifold_demo::app::APP_MIME]),
+            "{init}"
+        );
         let uris = resource_uris(&c).await?;
         for upstream in ["vanilla", "react"] {
             let exposed = format!("ui://{upstream}.get-time/mcp-app.html");
