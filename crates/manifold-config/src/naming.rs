@@ -44,6 +44,19 @@ pub struct NamingSection {
     /// `["demo"]` (without `:`).
     #[serde(default)]
     pub namespaced_schemes: Vec<String>,
+    /// A `tools/call` of a name that is no exposed name goes to the one tool
+    /// of the caller's view whose upstream calls it so (an MCP App calls its
+    /// server's tools by their own names); several such tools: refused,
+    /// naming them. Default `DEFAULT_RESOLVE_ORIGINAL`.
+    #[serde(default = "default_resolve_original")]
+    pub resolve_original: bool,
+}
+
+/// Default `[naming] resolve_original`.
+pub const DEFAULT_RESOLVE_ORIGINAL: bool = true;
+
+fn default_resolve_original() -> bool {
+    DEFAULT_RESOLVE_ORIGINAL
 }
 
 impl Default for NamingSection {
@@ -54,6 +67,7 @@ impl Default for NamingSection {
             max_length: DEFAULT_MAX_NAME_LENGTH,
             resources: default_resources(),
             namespaced_schemes: Vec::new(),
+            resolve_original: DEFAULT_RESOLVE_ORIGINAL,
         }
     }
 }
@@ -66,6 +80,7 @@ pub struct NamingConfig {
     pub resources: ResourceNaming,
     /// Lower case, without `:`.
     pub namespaced_schemes: Vec<String>,
+    pub resolve_original: bool,
 }
 
 /// `[naming]` validated.
@@ -130,6 +145,7 @@ pub(crate) fn validate(n: NamingSection) -> Result<NamingConfig, String> {
         max_length,
         resources,
         namespaced_schemes,
+        resolve_original: n.resolve_original,
     })
 }
 

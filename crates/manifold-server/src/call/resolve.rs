@@ -53,6 +53,11 @@ pub(crate) fn prompt(x: &mut Request, params: Map<String, Value>) -> Result<Call
 /// A tool or prompt: `params.name` becomes the upstream's own; a tool's
 /// override pins and hides arguments (the arguments as sent are kept for the
 /// schema check when they are validated).
+///
+/// A tool name that is no exposed name may be an upstream's own name for a
+/// tool (an MCP App inside a host calls its server's tools so): with
+/// `[naming] resolve_original`, it names the one tool of the caller's view
+/// its upstream calls so.
 fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<Call, Refusal> {
     let (kind, noun) = match what {
         What::Tool => (Kind::Tools, "tool"),
@@ -66,10 +71,11 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
     // unknown. The entry is borrowed from it; nothing of it is copied but the
     // names the upstream needs.
     let view = x.access().catalog;
-    let resolved = view
-        .list(kind)
-        .get(&name)
-        .and_then(|entry| Some((x.gw.upstream(&entry.upstream)?, entry)));
+    let mut found = view.list(kind).get(&name);
+    if found.is_none() && kind == Kind::Tools && x.gw.cfg().naming.resolve_original {
+        found = by_own_name(&view.tools, &name)?;
+    }
+    let resolved = found.and_then(|entry| Some((x.gw.upstream(&entry.upstream)?, entry)));
     let Some((upstream, entry)) = resolved else {
         let held = x.gw.integrity.withholds(kind, &name);
         let unknown = Refusal::UnknownName { kind: noun, name };
@@ -314,6 +320,32 @@ pub(crate) fn completion(x: &mut Request, mut params: Map<String, Value>) -> Res
         confirmed: false,
         task: TaskHook::None,
     })
+}
+
+/// The one tool of `tools` (a caller's view) whose upstream calls it `name`;
+/// `None` when none does; refused, naming them, when several do.
+fn by_own_name<'a>(
+    tools: &'a manifold_catalog::NamedList,
+    name: &str,
+) -> Result<Option<&'a manifold_catalog::Entry>, Refusal> {
+    let mut matching = tools.entries().iter().filter(|e| e.original == name);
+    let Some(first) = matching.next() else {
+        return Ok(None);
+    };
+    let rest: Vec<&manifold_catalog::Entry> = matching.collect();
+    if rest.is_empty() {
+        return Ok(Some(first));
+    }
+    let candidates: Vec<String> = std::iter::once(first)
+        .chain(rest)
+        .map(|e| format!("`{}` ({})", e.exposed, e.upstream))
+        .collect();
+    Err(Refusal::InvalidParams(format!(
+        "Unknown tool: {name}. Several upstreams have a tool of that own name: {}. Call one by its \
+         exposed name, or give each app server its own [[endpoint]] so that an app's calls reach \
+         its own server",
+        candidates.join(", ")
+    )))
 }
 
 /// The upstream a completion's reference goes to; its prompt name or URI is

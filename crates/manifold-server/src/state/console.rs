@@ -259,18 +259,6 @@ impl ConsoleState {
     }
 }
 
-impl super::Gateway {
-    /// [`ConsoleState::login_attempt`] under `[admin] failed_logins_per_minute`.
-    pub(crate) fn admin_attempt(&self, peer: std::net::IpAddr) -> Result<(), Duration> {
-        let limit = self
-            .cfg()
-            .admin
-            .as_ref()
-            .map_or(LOGIN_FAILURES_PER_WINDOW, |a| a.failed_logins_per_minute);
-        self.console.login_attempt(peer, limit)
-    }
-}
-
 fn live(l: &Login, now: Instant) -> bool {
     now.saturating_duration_since(l.created) < CONSOLE_SESSION_LIFETIME
         && now.saturating_duration_since(l.used) < CONSOLE_SESSION_IDLE

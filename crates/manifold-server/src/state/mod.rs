@@ -231,6 +231,18 @@ impl Gateway {
         self.admin_addr.get().copied()
     }
 
+    /// `ConsoleState::login_attempt` under `[admin] failed_logins_per_minute`.
+    pub(crate) fn admin_attempt(&self, peer: std::net::IpAddr) -> Result<(), std::time::Duration> {
+        let limit = self
+            .cfg()
+            .admin
+            .as_ref()
+            .map_or(console::LOGIN_FAILURES_PER_WINDOW, |a| {
+                a.failed_logins_per_minute
+            });
+        self.console.login_attempt(peer, limit)
+    }
+
     /// A fresh request id (16 hex digits): in logs and audit records.
     pub(crate) fn request_id(&self) -> String {
         let n = self.next_request.fetch_add(1, Ordering::Relaxed);

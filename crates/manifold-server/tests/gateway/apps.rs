@@ -146,3 +146,53 @@ async fn without_namespaces_the_second_ui_resource_collides_as_before() -> Resul
     })
     .await
 }
+
+/// An app inside a host calls its server's tools by their own names:
+/// `get-time` reaches the one tool of the caller's view that its upstream
+/// calls so; with two such tools the refusal names both and the fix; with
+/// `[naming] resolve_original = false` it is an unknown tool.
+#[tokio::test]
+async fn an_apps_call_by_its_servers_own_tool_name_reaches_that_server_when_unambiguous(
+) -> Result<()> {
+    bounded(async {
+        // Two app servers: ambiguous.
+        let gw = TestGateway::start(&config("host-schemes", "")).await?;
+        let c = gw.session("2025-11-25", json!({})).await?;
+        let r = c.call_tool("get-time", json!({})).await?;
+        let e = r.error()?;
+        assert_eq!(e["code"], -32602, "{r}");
+        let msg = e["message"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains("vanilla__get-time")
+                && msg.contains("react__get-time")
+                && msg.contains("[[endpoint]]"),
+            "{msg}"
+        );
+        drop(gw);
+
+        // One app server and a plain one: the app's own name works.
+        for (resolve, works) in [(true, true), (false, false)] {
+            let gw = TestGateway::start(&format!(
+                "[naming]\nresolve_original = {resolve}\n\n\
+                 [upstreams.vanilla]\ncommand = {bin}\nargs = [\"--app\", \"vanilla\"]\n\n\
+                 [upstreams.plain]\ncommand = {bin}\n",
+                bin = toml_string(bin())
+            ))
+            .await?;
+            let c = gw.session("2025-11-25", json!({})).await?;
+            let r = c.call_tool("get-time", json!({})).await?;
+            if works {
+                let result = r.result()?;
+                assert_eq!(result["structuredContent"]["server"], "vanilla", "{result}");
+                assert_eq!(
+                    result["content"][1]["uri"], "ui://vanilla.get-time/mcp-app.html",
+                    "{result}"
+                );
+            } else {
+                assert_eq!(r.error()?["code"], -32602, "{r}");
+            }
+        }
+        Ok(())
+    })
+    .await
+}
