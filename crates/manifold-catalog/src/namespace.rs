@@ -64,19 +64,20 @@ pub struct UriNamespaces {
     prefixes: Vec<(String, String)>,
 }
 
+/// Whether `s` is a URI scheme (RFC 3986 §3.1: a letter, then letters,
+/// digits, `+`, `-` or `.`).
+pub fn is_scheme(s: &str) -> bool {
+    s.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+}
+
 /// A URI split where a namespace goes: the scheme (as written) and what
 /// follows `scheme://`.
 fn split(uri: &str) -> Option<(&str, &str)> {
     let colon = uri.find(':')?;
     let scheme = &uri[..colon];
-    let valid = scheme
-        .bytes()
-        .next()
-        .is_some_and(|b| b.is_ascii_alphabetic())
-        && scheme
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
-    if !valid {
+    if !is_scheme(scheme) {
         return None;
     }
     let rest = uri[colon + 1..].strip_prefix("//")?;

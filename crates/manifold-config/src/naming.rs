@@ -125,14 +125,7 @@ pub(crate) fn validate(n: NamingSection) -> Result<NamingConfig, String> {
     let mut namespaced_schemes = Vec::new();
     for s in &n.namespaced_schemes {
         let scheme = s.trim_end_matches(':').to_ascii_lowercase();
-        let valid = scheme
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_alphabetic())
-            && scheme
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
-        if !valid {
+        if !manifold_catalog::namespace::is_scheme(&scheme) {
             return Err(format!(
                 "key `naming.namespaced_schemes`: `{s}` is not a URI scheme (a letter, then letters, digits, `+`, `-` or `.`)"
             ));

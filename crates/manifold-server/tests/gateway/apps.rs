@@ -37,6 +37,19 @@ async fn resource_uris(c: &McpClient) -> Result<Vec<String>> {
         .collect())
 }
 
+/// The resources left out of the merged list whose URI starts with `prefix`.
+fn left_out_of(gw: &TestGateway, prefix: &str) -> Vec<manifold_catalog::LeftOut> {
+    gw.gateway()
+        .catalog()
+        .resources
+        .resources
+        .left_out()
+        .iter()
+        .filter(|l| l.original.starts_with(prefix))
+        .cloned()
+        .collect()
+}
+
 async fn read(c: &McpClient, uri: &str) -> Result<Value> {
     let r = c.request("resources/read", json!({"uri": uri})).await?;
     Ok(r.response()?.clone())
@@ -86,13 +99,7 @@ async fn two_app_servers_each_serve_their_own_ui_under_their_own_name() -> Resul
             assert_eq!(result["_meta"]["ui"]["resourceUri"], exposed, "{result}");
             assert_eq!(result["structuredContent"]["server"], upstream);
         }
-        let left_out: Vec<_> = gw
-            .gateway()
-            .catalog()
-            .resources
-            .resources
-            .left_out()
-            .to_vec();
+        let left_out = left_out_of(&gw, "");
         // `demo://readme` too, a scheme the operator listed.
         assert!(left_out.is_empty(), "{left_out:?}");
         assert!(
@@ -127,16 +134,7 @@ async fn without_namespaces_the_second_ui_resource_collides_as_before() -> Resul
             1,
             "{uris:?}"
         );
-        let left_out: Vec<_> = gw
-            .gateway()
-            .catalog()
-            .resources
-            .resources
-            .left_out()
-            .iter()
-            .filter(|l| l.original.starts_with("ui://"))
-            .cloned()
-            .collect();
+        let left_out = left_out_of(&gw, "ui://");
         assert_eq!(left_out.len(), 1, "{left_out:?}");
         assert_eq!(
             &*left_out[0].upstream, "vanilla",
