@@ -116,6 +116,9 @@ pub struct Entry {
     /// What each call must do to its arguments (an override's pins and hidden
     /// arguments), if anything.
     pub adjust: Option<Arc<Adjust>>,
+    /// An MCP Apps tool only its app may see (`_meta.ui.visibility` without
+    /// `"model"`): left out of the pages and the search index, callable.
+    pub app_only: bool,
     /// The item serialized with its exposed name.
     json: Bytes,
 }
@@ -193,6 +196,8 @@ pub struct NamedList {
     entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
     left_out: Vec<LeftOut>,
+    /// The entries the pages hold when some are app-only (`None`: all).
+    listed: Option<Vec<Entry>>,
     pages: page::Pages,
 }
 
@@ -428,6 +433,7 @@ impl NamedList {
                     }
                     adjust.map(Arc::new)
                 });
+                let app_only = kind == Kind::Tools && app_only(&item);
                 let json =
                     Bytes::from(serde_json::to_vec(&Value::Object(item)).unwrap_or_default());
                 Entry {
@@ -437,6 +443,7 @@ impl NamedList {
                     change: c.change,
                     header_params: c.header_params,
                     adjust,
+                    app_only,
                     json,
                 }
             })
@@ -446,12 +453,18 @@ impl NamedList {
             .enumerate()
             .map(|(i, e)| (e.exposed.clone(), i))
             .collect();
-        let pages = page::Pages::build(kind.member(), &entries, page_size);
+        let listed = listed(&entries);
+        let pages = page::Pages::build(
+            kind.member(),
+            listed.as_deref().unwrap_or(&entries),
+            page_size,
+        );
         NamedList {
             kind,
             entries,
             by_name,
             left_out,
+            listed,
             pages,
         }
     }
@@ -463,12 +476,18 @@ impl NamedList {
             .enumerate()
             .map(|(i, e)| (e.exposed.clone(), i))
             .collect();
-        let pages = page::Pages::build(self.kind.member(), &entries, self.pages.page_size());
+        let listed = listed(&entries);
+        let pages = page::Pages::build(
+            self.kind.member(),
+            listed.as_deref().unwrap_or(&entries),
+            self.pages.page_size(),
+        );
         NamedList {
             kind: self.kind,
             entries,
             by_name,
             left_out: Vec::new(),
+            listed,
             pages,
         }
     }
@@ -479,8 +498,13 @@ impl NamedList {
     pub fn get(&self, exposed: &str) -> Option<&Entry> {
         self.by_name.get(exposed).map(|&i| &self.entries[i])
     }
+    /// Every entry, app-only tools included (what may be called).
     pub fn entries(&self) -> &[Entry] {
         &self.entries
+    }
+    /// The entries a model is shown (what the pages and search hold).
+    pub fn listed(&self) -> &[Entry] {
+        self.listed.as_deref().unwrap_or(&self.entries)
     }
     pub fn left_out(&self) -> &[LeftOut] {
         &self.left_out
@@ -494,8 +518,26 @@ impl NamedList {
 
     /// The serialized list result (`{"tools":[…],"nextCursor":…}`) for a cursor.
     pub fn page(&self, cursor: Option<&str>) -> Result<Bytes, CursorError> {
-        self.pages.page(self.kind.member(), &self.entries, cursor)
+        self.pages.page(self.kind.member(), self.listed(), cursor)
     }
+}
+
+/// Whether a tool is for its MCP App only: `_meta.ui.visibility` is an
+/// array without `"model"` (the default, absent, is model and app).
+fn app_only(tool: &Map<String, Value>) -> bool {
+    tool.get("_meta")
+        .and_then(|m| m.get("ui"))
+        .and_then(|ui| ui.get("visibility"))
+        .and_then(Value::as_array)
+        .is_some_and(|v| !v.iter().any(|x| x == "model"))
+}
+
+/// The entries a model is shown, when some are app-only.
+fn listed(entries: &[Entry]) -> Option<Vec<Entry>> {
+    entries
+        .iter()
+        .any(|e| e.app_only)
+        .then(|| entries.iter().filter(|e| !e.app_only).cloned().collect())
 }
 
 /// The names (`key` members) that appear more than once in one upstream's

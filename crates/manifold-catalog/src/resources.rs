@@ -104,6 +104,7 @@ impl UriList {
                 change: None,
                 header_params: Vec::new(),
                 adjust: None,
+                app_only: false,
                 json,
             });
         }

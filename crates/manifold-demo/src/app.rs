@@ -4,7 +4,8 @@
 //! UI resource `ui://get-time/mcp-app.html`, listed and readable as
 //! `text/html;profile=mcp-app`. NAME is written into the HTML and the tool's
 //! answer, so two such servers behind one gateway can be told apart (both
-//! publish the same URI, as the two official examples do).
+//! publish the same URI, as the two official examples do). And `refresh-time`,
+//! a tool for the app only (`visibility: ["app"]`).
 //!
 //! Not here: serving the HTML to a browser (a host does that).
 
@@ -16,6 +17,9 @@ pub const APP_URI: &str = "ui://get-time/mcp-app.html";
 pub const APP_MIME: &str = "text/html;profile=mcp-app";
 /// The tool the UI belongs to.
 pub const APP_TOOL: &str = "get-time";
+/// A tool only the app calls (`_meta.ui.visibility: ["app"]`), as
+/// `server-pdf`'s page loader is.
+pub const APP_ONLY_TOOL: &str = "refresh-time";
 
 /// The tool's definition.
 pub(crate) fn tool() -> Value {
@@ -24,6 +28,16 @@ pub(crate) fn tool() -> Value {
         "description": "The current time, with an app that shows it.",
         "inputSchema": {"type": "object", "properties": {}},
         "_meta": {"ui": {"resourceUri": APP_URI}, "ui/resourceUri": APP_URI}
+    })
+}
+
+/// The app-only tool's definition.
+pub(crate) fn app_only_tool() -> Value {
+    json!({
+        "name": APP_ONLY_TOOL,
+        "description": "The time again, for the app's refresh button.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "_meta": {"ui": {"resourceUri": APP_URI, "visibility": ["app"]}}
     })
 }
 

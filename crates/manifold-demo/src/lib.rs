@@ -653,7 +653,12 @@ impl Session {
             "ping" => Ok(json!({})),
             "tools/list" => self.list_tools(params),
             "tools/call" => match &self.server.config.app {
-                Some(app) if params.get("name").and_then(Value::as_str) == Some(app::APP_TOOL) => {
+                Some(app)
+                    if matches!(
+                        params.get("name").and_then(Value::as_str),
+                        Some(app::APP_TOOL | app::APP_ONLY_TOOL)
+                    ) =>
+                {
                     Ok(app::call(app))
                 }
                 _ => tools::call(self, params, ctx).await,
@@ -714,6 +719,7 @@ impl Session {
         let mut tools = tools;
         if next.is_none() && self.server.config.app.is_some() {
             tools.push(app::tool());
+            tools.push(app::app_only_tool());
         }
         let mut result = Map::new();
         result.insert("tools".into(), Value::Array(tools));

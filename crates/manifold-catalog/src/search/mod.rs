@@ -365,15 +365,16 @@ impl SearchIndex {
     /// Indexes the tools of a merged list (ids are positions in
     /// [`NamedList::entries`]), as exposed: names, overrides and all.
     pub fn from_list(list: &NamedList) -> SearchIndex {
+        // What a model is shown: an app-only tool is not searchable.
         let parsed: Vec<Map<String, Value>> = list
-            .entries()
+            .listed()
             .iter()
             .map(|e| match serde_json::from_slice(e.json()) {
                 Ok(Value::Object(map)) => map,
                 _ => Map::new(),
             })
             .collect();
-        SearchIndex::build(list.entries().iter().zip(&parsed).map(|(e, tool)| ToolDoc {
+        SearchIndex::build(list.listed().iter().zip(&parsed).map(|(e, tool)| ToolDoc {
             name: &e.exposed,
             upstream: &e.upstream,
             tool,

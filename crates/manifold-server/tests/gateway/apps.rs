@@ -194,3 +194,52 @@ async fn an_apps_call_by_its_servers_own_tool_name_reaches_that_server_when_unam
     })
     .await
 }
+
+/// A tool only its app may see (`_meta.ui.visibility: ["app"]`, as
+/// `server-pdf`'s page loader) is not in the model's `tools/list` nor found
+/// by search, and stays callable by its exposed and its own name.
+#[tokio::test]
+async fn an_app_only_tool_is_not_listed_to_the_model_and_stays_callable() -> Result<()> {
+    bounded(async {
+        let gw = TestGateway::start(&format!(
+            "[upstreams.vanilla]\ncommand = {bin}\nargs = [\"--app\", \"vanilla\"]\n\n\
+             [[endpoint]]\npath = \"/mcp/find\"\ndiscovery = \"search\"\n",
+            bin = toml_string(bin())
+        ))
+        .await?;
+        let c = gw.session("2025-11-25", json!({})).await?;
+        let names = crate::names_of(&c.list_all_tools().await?);
+        assert!(
+            names.contains(&"vanilla__get-time".to_string()),
+            "{names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n.contains("refresh-time")),
+            "{names:?}"
+        );
+        for name in ["vanilla__refresh-time", "refresh-time"] {
+            let r = c.call_tool(name, json!({})).await?;
+            assert_eq!(
+                r.result()?["structuredContent"]["server"],
+                "vanilla",
+                "{name}: {r:?}"
+            );
+        }
+        let find = McpClient::new(format!("{}/find", gw.url()));
+        find.initialize("2025-11-25", json!({})).await?;
+        let r = find
+            .call_tool(
+                "search_tools",
+                json!({"query": "refresh time app button", "limit": 20}),
+            )
+            .await?;
+        let found = r.result()?["structuredContent"]["tools"].clone();
+        let found = crate::names_of(found.as_array().map(Vec::as_slice).unwrap_or(&[]));
+        assert!(
+            !found.iter().any(|n| n.contains("refresh-time")),
+            "{found:?}"
+        );
+        Ok(())
+    })
+    .await
+}
