@@ -243,3 +243,37 @@ async fn an_app_only_tool_is_not_listed_to_the_model_and_stays_callable() -> Res
     })
     .await
 }
+
+/// `[[policy]] resources` rules match the exposed spelling: a deny of
+/// `ui://react.*` hides react's UI (listed nowhere, read as unknown) and
+/// leaves vanilla's; a rule written with the upstreams' own spelling
+/// (`ui://get-time/*`) matches no exposed URI.
+#[tokio::test]
+async fn resource_rules_match_the_exposed_spelling() -> Result<()> {
+    bounded(async {
+        for (deny, hidden) in [("ui://react.*", true), ("ui://get-time/*", false)] {
+            let text = format!(
+                "{}\n[[policy]]\nwho = [\"*\"]\ntools = {{ allow = [\"*\"] }}\n\
+                 resources = {{ allow = [\"*\"], deny = [\"{deny}\"] }}\n",
+                config("host-schemes", "")
+            );
+            let gw = TestGateway::start(&text).await?;
+            let c = gw.session("2025-11-25", json!({})).await?;
+            let uris = resource_uris(&c).await?;
+            let react = "ui://react.get-time/mcp-app.html";
+            assert!(
+                uris.contains(&"ui://vanilla.get-time/mcp-app.html".to_string()),
+                "{deny}: {uris:?}"
+            );
+            assert_eq!(
+                !uris.contains(&react.to_string()),
+                hidden,
+                "{deny}: {uris:?}"
+            );
+            let r = read(&c, react).await?;
+            assert_eq!(r.get("error").is_some(), hidden, "{deny}: {r}");
+        }
+        Ok(())
+    })
+    .await
+}
