@@ -257,9 +257,14 @@ impl Catalog {
     /// view under `[[policy]]`). Items are shared, not re-serialized; nothing is
     /// reported left out.
     pub fn restricted(&self, keep: &dyn Fn(Item<'_>) -> bool) -> Catalog {
+        let visible = |uri: &str| keep(Item::Resource(uri));
         Catalog {
-            tools: self.tools.restricted(&|e| keep(Item::Tool(&e.exposed))),
-            prompts: self.prompts.restricted(&|e| keep(Item::Prompt(&e.exposed))),
+            tools: self
+                .tools
+                .restricted(&|e| keep(Item::Tool(&e.exposed)), &visible),
+            prompts: self
+                .prompts
+                .restricted(&|e| keep(Item::Prompt(&e.exposed)), &|_| true),
             resources: self.resources.restricted(keep),
         }
     }
@@ -469,8 +474,26 @@ impl NamedList {
         }
     }
 
-    fn restricted(&self, keep: &dyn Fn(&Entry) -> bool) -> NamedList {
-        let entries: Vec<Entry> = self.entries.iter().filter(|e| keep(e)).cloned().collect();
+    /// The entries `keep` lets through; a tool whose UI resource `visible`
+    /// says the viewer may not read loses its UI reference (MCP Apps: a
+    /// host would otherwise fetch a resource the viewer cannot read).
+    fn restricted(
+        &self,
+        keep: &dyn Fn(&Entry) -> bool,
+        visible: &dyn Fn(&str) -> bool,
+    ) -> NamedList {
+        let entries: Vec<Entry> = self
+            .entries
+            .iter()
+            .filter(|e| keep(e))
+            .map(|e| {
+                let mut e = e.clone();
+                if self.kind == Kind::Tools {
+                    strip_hidden_ui(&mut e, visible);
+                }
+                e
+            })
+            .collect();
         let by_name = entries
             .iter()
             .enumerate()
@@ -519,6 +542,46 @@ impl NamedList {
     /// The serialized list result (`{"tools":[…],"nextCursor":…}`) for a cursor.
     pub fn page(&self, cursor: Option<&str>) -> Result<Bytes, CursorError> {
         self.pages.page(self.kind.member(), self.listed(), cursor)
+    }
+}
+
+/// Drops a tool's UI resource references (`_meta.ui.resourceUri`,
+/// `_meta["ui/resourceUri"]`) when `visible` says the viewer may not read
+/// the resource; the tool itself stays. Only tools that name a UI resource
+/// are parsed.
+fn strip_hidden_ui(e: &mut Entry, visible: &dyn Fn(&str) -> bool) {
+    if !e.json.windows(11).any(|w| w == b"resourceUri") {
+        return;
+    }
+    let Ok(Value::Object(mut tool)) = serde_json::from_slice::<Value>(&e.json) else {
+        return;
+    };
+    let Some(Value::Object(meta)) = tool.get_mut("_meta") else {
+        return;
+    };
+    let legacy = namespace::LEGACY_UI_RESOURCE_URI;
+    let mut hidden: Vec<String> = Vec::new();
+    if let Some(Value::String(u)) = meta.get(legacy) {
+        if !visible(u) {
+            hidden.push(u.clone());
+            meta.remove(legacy);
+        }
+    }
+    if let Some(Value::Object(ui)) = meta.get_mut("ui") {
+        if let Some(Value::String(u)) = ui.get(namespace::UI_RESOURCE_URI) {
+            if !visible(u) {
+                hidden.push(u.clone());
+                ui.remove(namespace::UI_RESOURCE_URI);
+            }
+        }
+    }
+    if hidden.is_empty() {
+        return;
+    }
+    tracing::info!(tool = %e.exposed, uris = ?hidden,
+        "a tool's UI resource is hidden from this caller by [[policy]]: its UI reference is left out of its definition");
+    if let Ok(json) = serde_json::to_vec(&Value::Object(tool)) {
+        e.json = Bytes::from(json);
     }
 }
 

@@ -245,8 +245,8 @@ async fn an_app_only_tool_is_not_listed_to_the_model_and_stays_callable() -> Res
 }
 
 /// `[[policy]] resources` rules match the exposed spelling: a deny of
-/// `ui://react.*` hides react's UI (listed nowhere, read as unknown) and
-/// leaves vanilla's; a rule written with the upstreams' own spelling
+/// `ui://react.*` hides react's UI (listed nowhere, read as unknown, and its
+/// tool's UI reference left out) and leaves vanilla's; a rule written with the upstreams' own spelling
 /// (`ui://get-time/*`) matches no exposed URI.
 #[tokio::test]
 async fn resource_rules_match_the_exposed_spelling() -> Result<()> {
@@ -272,6 +272,34 @@ async fn resource_rules_match_the_exposed_spelling() -> Result<()> {
             );
             let r = read(&c, react).await?;
             assert_eq!(r.get("error").is_some(), hidden, "{deny}: {r}");
+            // A tool whose UI the caller may not read keeps no reference to
+            // it (a host would fetch it); the tool itself stays.
+            let tools = c.list_all_tools().await?;
+            let ui_of = |name: &str| {
+                let t = tools
+                    .iter()
+                    .find(|t| t["name"] == name)
+                    .cloned()
+                    .unwrap_or_default();
+                (
+                    t["_meta"]["ui"]["resourceUri"].clone(),
+                    t["_meta"]["ui/resourceUri"].clone(),
+                )
+            };
+            let (react_ui, react_legacy) = ui_of("react__get-time");
+            assert_eq!(
+                react_ui.is_null() && react_legacy.is_null(),
+                hidden,
+                "{deny}: {react_ui} {react_legacy}"
+            );
+            assert_eq!(
+                ui_of("vanilla__get-time").0,
+                "ui://vanilla.get-time/mcp-app.html"
+            );
+            assert!(
+                tools.iter().any(|t| t["name"] == "react__get-time"),
+                "the tool stays"
+            );
         }
         Ok(())
     })
