@@ -74,30 +74,18 @@ fn default_ignorable(c: char) -> bool {
 /// `s` with every hidden character written as `\u{hex}`; borrowed when
 /// nothing needed escaping (the common case costs one scan).
 pub fn printable(s: &str) -> Cow<'_, str> {
-    let Some(first) = s
-        .char_indices()
-        .find(|(_, c)| is_hidden(*c))
-        .map(|(i, _)| i)
-    else {
-        return Cow::Borrowed(s);
-    };
-    let mut out = String::with_capacity(s.len() + 16);
-    out.push_str(&s[..first]);
-    for c in s[first..].chars() {
-        if is_hidden(c) {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
+    escape(s, is_hidden)
 }
 
 /// [`printable`] for a whole document (a page, a block of lines): newlines,
 /// carriage returns and tabs are layout there and pass; every other hidden
 /// character is escaped.
 pub fn printable_lines(s: &str) -> Cow<'_, str> {
-    let hidden = |c: char| !matches!(c, '\n' | '\r' | '\t') && is_hidden(c);
+    escape(s, |c| !matches!(c, '\n' | '\r' | '\t') && is_hidden(c))
+}
+
+/// `s` with every character `hidden` says as `\u{hex}`; borrowed when none.
+fn escape(s: &str, hidden: impl Fn(char) -> bool) -> Cow<'_, str> {
     let Some(first) = s.char_indices().find(|(_, c)| hidden(*c)).map(|(i, _)| i) else {
         return Cow::Borrowed(s);
     };
