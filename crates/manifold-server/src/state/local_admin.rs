@@ -14,7 +14,8 @@
 //!   exchanged for a console login at most once and within
 //!   [`LOGIN_LINK_LIFETIME`], then void.
 //!
-//! Invariants: the token is compared as a SHA-256 digest in constant time;
+//! Invariants: the token and the code are compared as SHA-256 digests in
+//! constant time, as `[[admin.tokens]]` are (`manifold_policy::find_key`);
 //! neither the token nor the code is ever logged.
 //!
 //! Not here: checking a request (`front::admin_auth`), the console's login
@@ -24,6 +25,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use manifold_config::auth::ApiKey;
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
@@ -148,19 +150,28 @@ pub fn read(path: &Path) -> Result<String, LocalAdminError> {
 
 /// The local admin credential of a running gateway.
 pub(crate) struct LocalAdmin {
-    digest: [u8; 32],
+    /// The token as `[[admin.tokens]]` keep theirs: a digest, checked with
+    /// `manifold_policy::find_key`.
+    key: ApiKey,
     pub path: PathBuf,
-    /// The login link's code and when it was made; `None` once used.
-    code: Mutex<Option<(String, Instant)>>,
+    /// The login link's code (printed), its digest, and when it was made;
+    /// `None` once used.
+    code: Mutex<Option<(String, ApiKey, Instant)>>,
 }
 
-fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
+/// `secret` kept as a digest, named `name`.
+fn key_of(name: &str, secret: &str) -> ApiKey {
+    ApiKey {
+        name: name.to_string(),
+        sha256: Sha256::digest(secret.as_bytes()).into(),
+        groups: Vec::new(),
+        scopes: Vec::new(),
+    }
 }
 
-/// Equal in time independent of where they differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Whether `sent` is the secret of `key` (compared in constant time).
+fn is(key: &ApiKey, sent: &str) -> bool {
+    manifold_policy::find_key(std::slice::from_ref(key), sent).is_some()
 }
 
 impl LocalAdmin {
@@ -168,32 +179,34 @@ impl LocalAdmin {
     pub(crate) fn new(token: &str, path: PathBuf) -> Result<LocalAdmin, LocalAdminError> {
         let mut raw = [0u8; 16];
         getrandom::fill(&mut raw).map_err(|e| LocalAdminError::NoRandomness(e.to_string()))?;
+        let code = hex::encode(raw);
+        let code_key = key_of("login-link", &code);
         Ok(LocalAdmin {
-            digest: digest(token),
+            key: key_of("local", token),
             path,
-            code: Mutex::new(Some((hex::encode(raw), Instant::now()))),
+            code: Mutex::new(Some((code, code_key, Instant::now()))),
         })
     }
 
     /// Whether `token` is the local admin token.
     pub(crate) fn accepts(&self, token: &str) -> bool {
-        same(&digest(token.trim()), &self.digest)
+        is(&self.key, token.trim())
     }
 
     /// The login link's code, while it is unused and young.
     pub(crate) fn login_code(&self) -> Option<String> {
         let code = self.code.lock();
         code.as_ref()
-            .filter(|(_, made)| made.elapsed() < LOGIN_LINK_LIFETIME)
-            .map(|(c, _)| c.clone())
+            .filter(|(_, _, made)| made.elapsed() < LOGIN_LINK_LIFETIME)
+            .map(|(c, _, _)| c.clone())
     }
 
     /// Uses up the login code if `sent` is it (and it is young).
     pub(crate) fn redeem(&self, sent: &str) -> bool {
         let mut code = self.code.lock();
-        let ok = code.as_ref().is_some_and(|(c, made)| {
-            made.elapsed() < LOGIN_LINK_LIFETIME && same(c.as_bytes(), sent.as_bytes())
-        });
+        let ok = code
+            .as_ref()
+            .is_some_and(|(_, key, made)| made.elapsed() < LOGIN_LINK_LIFETIME && is(key, sent));
         if ok {
             *code = None;
         }
