@@ -225,18 +225,22 @@ impl Catalog {
     /// `policy.uris` covers are exposed under their upstream's prefix
     /// (resources, templates, tools' UI references) before merging.
     pub fn build(inputs: &[UpstreamInput], policy: &NamingPolicy, page_size: usize) -> Catalog {
-        let exposed: Vec<UpstreamInput> = inputs
+        // Only an input with something to expose is copied.
+        let exposed: Vec<Option<UpstreamInput>> = inputs
             .iter()
-            .map(|i| match policy.uris.expose_lists(&i.prefix, &i.lists) {
-                Some(lists) => UpstreamInput {
+            .map(|i| {
+                let lists = policy.uris.expose_lists(&i.prefix, &i.lists)?;
+                Some(UpstreamInput {
                     lists: Arc::new(lists),
                     ..i.clone()
-                },
-                None => i.clone(),
+                })
             })
             .collect();
-        let inputs = &exposed[..];
-        let mut sorted: Vec<&UpstreamInput> = inputs.iter().collect();
+        let mut sorted: Vec<&UpstreamInput> = inputs
+            .iter()
+            .zip(&exposed)
+            .map(|(i, e)| e.as_ref().unwrap_or(i))
+            .collect();
         sorted.sort_by(|a, b| a.name.cmp(&b.name));
         Catalog {
             tools: NamedList::build(Kind::Tools, &sorted, policy, page_size),

@@ -255,11 +255,11 @@ impl UriNamespaces {
         prefix: &str,
         tools: &[Map<String, Value>],
     ) -> Option<Vec<Map<String, Value>>> {
+        // Looked at in place: only a list with a reference to expose is copied.
         let changes = |t: &Map<String, Value>| {
-            let mut copy = t.clone();
-            self.expose_ui_meta(prefix, &mut copy)
+            ui_refs(t).any(|u| matches!(self.expose(prefix, u), Cow::Owned(_)))
         };
-        if !tools.iter().any(|t| t.contains_key("_meta") && changes(t)) {
+        if !tools.iter().any(changes) {
             return None;
         }
         Some(
@@ -326,6 +326,19 @@ impl UriNamespaces {
         }
         changed
     }
+}
+
+/// The UI resource references in `item`'s `_meta` (the flat one first).
+fn ui_refs(item: &Map<String, Value>) -> impl Iterator<Item = &str> {
+    let meta = item.get("_meta").and_then(Value::as_object);
+    let flat = meta
+        .and_then(|m| m.get(LEGACY_UI_RESOURCE_URI))
+        .and_then(Value::as_str);
+    let nested = meta
+        .and_then(|m| m.get("ui"))
+        .and_then(|ui| ui.get(UI_RESOURCE_URI))
+        .and_then(Value::as_str);
+    flat.into_iter().chain(nested)
 }
 
 #[cfg(test)]

@@ -33,7 +33,9 @@ impl Gateway {
     /// `uri`, UI resource references in `_meta`); the same bytes when none
     /// is namespaced.
     pub(crate) fn exposed_result(&self, upstream: &str, raw: Box<RawValue>) -> Box<RawValue> {
-        let uris = self.live().uris.clone();
+        // Per result: a guard, no reference count taken.
+        let live = self.live.load();
+        let uris = &live.uris;
         let Some(prefix) = uris
             .prefix_of(upstream)
             .filter(|_| uris.may_hold(raw.get()))
