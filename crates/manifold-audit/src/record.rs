@@ -233,7 +233,8 @@ pub enum Outcome {
     /// unavailable); the code is recorded.
     Refused { code: i64 },
     /// Manifold refused a call to an item held by `[integrity]` (a changed or
-    /// unapproved tool, prompt or resource template): answered exactly as an
+    /// unapproved tool, prompt, resource template or resource, or a name
+    /// published twice): answered exactly as an
     /// unknown item, whose code is recorded.
     Quarantined { code: i64 },
     /// The upstream answered a `tools/call` with a task (the Tasks extension):

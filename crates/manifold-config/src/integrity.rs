@@ -84,8 +84,9 @@ pub struct IntegritySection {
     #[serde(default)]
     pub store: Option<String>,
     /// An item never seen before from an upstream that already has pins
-    /// (tools, prompts and resource templates alike): `"allow"` (default) or
-    /// `"quarantine"`.
+    /// (tools, prompts, resource templates and static resources alike; for
+    /// resources and instructions, once that kind's first sight has passed):
+    /// `"allow"` (default) or `"quarantine"`.
     #[serde(default)]
     pub new_tools: NewTools,
     /// An upstream with no pins yet has everything it publishes pinned at

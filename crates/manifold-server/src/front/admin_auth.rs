@@ -15,7 +15,9 @@
 //! - A refused credential gets one answer (401 `invalid_token`) whether it
 //!   is malformed, unknown, or a valid caller `[admin] who` does not name:
 //!   the admin plane is no oracle for which client credentials are valid
-//!   (the log says which).
+//!   (the log says which). Past an address's budget of refused credentials
+//!   (`[admin] failed_logins_per_minute`) the answer is 429, the credential
+//!   unread; the local admin token is checked before the budget.
 //! - Requests that change state must not be cross-site forms: they carry
 //!   `Content-Type: application/json`, which a form cannot send and a
 //!   cross-origin script cannot send without a CORS preflight this listener

@@ -6,7 +6,9 @@
 //! view, and a call naming one answers exactly as an unknown item
 //! ([`Refusal::Quarantined`], audited `quarantined`). Under `"warn"` the same
 //! decisions are logged and counted and nothing is withheld; under `"off"`
-//! nothing is fingerprinted.
+//! nothing is fingerprinted. Held instructions are left out of the merged
+//! text (`Integrity::instructions_to_serve`: only text judged at the last
+//! build is served).
 //!
 //! Invariants:
 //! - decisions run per catalogue change, never per request: an upstream's
@@ -66,7 +68,7 @@ pub(crate) struct HeldItem {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Quarantined {
     pub upstream: String,
-    /// `tool`, `prompt` or `resource_template`.
+    /// `tool`, `prompt`, `resource_template`, `resource` or `instructions`.
     pub kind: &'static str,
     /// The upstream's own name (`uriTemplate` for a template).
     pub name: String,
