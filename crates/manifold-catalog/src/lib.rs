@@ -582,6 +582,7 @@ fn strip_hidden_ui(e: &mut Entry, visible: &dyn Fn(&str) -> bool) {
     if hidden.is_empty() {
         return;
     }
+    let hidden: Vec<String> = hidden.iter().map(|u| fingerprint::printable(u)).collect();
     tracing::info!(tool = %e.exposed, uris = ?hidden,
         "a tool's UI resource is hidden from this caller by [[policy]]: its UI reference is left out of its definition");
     if let Ok(json) = serde_json::to_vec(&Value::Object(tool)) {
