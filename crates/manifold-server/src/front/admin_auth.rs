@@ -107,11 +107,6 @@ impl Refused {
         r
     }
 
-    /// `Retry-After`, for a 429.
-    pub(crate) fn retry_after(&self) -> Option<u64> {
-        self.retry_after
-    }
-
     pub(crate) fn status(&self) -> StatusCode {
         self.status
     }

@@ -155,9 +155,11 @@ pub(crate) fn refused(
     };
     let mut r = super::answer::html(status, markup);
     if let Some(j) = json {
-        if let Some(c) = j.headers().get(http::header::WWW_AUTHENTICATE) {
-            r.headers_mut()
-                .insert(http::header::WWW_AUTHENTICATE, c.clone());
+        // How to authenticate, and when to come back.
+        for h in [http::header::WWW_AUTHENTICATE, http::header::RETRY_AFTER] {
+            if let Some(c) = j.headers().get(&h) {
+                r.headers_mut().insert(h, c.clone());
+            }
         }
     }
     r

@@ -227,14 +227,11 @@ async fn login(
     // purpose cannot lock their holder out.
     let throttled = |wait: std::time::Duration| {
         let refused = crate::front::admin_auth::Refused::throttled(wait);
-        let mut r = layout::refused(refused.status(), refused.description(), None);
-        if let Some(v) = refused
-            .retry_after()
-            .and_then(|s| http::HeaderValue::from_str(&s.to_string()).ok())
-        {
-            r.headers_mut().insert(http::header::RETRY_AFTER, v);
-        }
-        r
+        layout::refused(
+            refused.status(),
+            refused.description(),
+            Some(refused.response()),
+        )
     };
     let (attempt, via) = match code {
         Some(code) => {
