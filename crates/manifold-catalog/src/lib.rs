@@ -23,9 +23,11 @@ pub mod fingerprint;
 pub mod namespace;
 pub mod naming;
 pub mod overrides;
+mod own_names;
 mod page;
 mod resources;
 pub mod search;
+pub mod skills;
 pub mod template;
 pub mod uri;
 
@@ -39,9 +41,11 @@ pub use filter::{Glob, ItemFilter};
 pub use fingerprint::Fingerprint;
 pub use naming::NameChange;
 pub use overrides::{Adjust, Override, Overrides};
+pub use own_names::OwnNameCollision;
 pub use page::CursorError;
 pub use resources::{Resources, UriList};
 pub use search::{SearchIndex, SearchRequest, ToolSet};
+pub use skills::{SkillFile, Skills};
 
 /// How prefixes are applied: `[naming] prefix_mode` (manifold-config parses
 /// the key into this type).
@@ -63,6 +67,17 @@ pub struct NamingPolicy {
     pub configured_upstreams: usize,
     /// Which resource URIs are exposed under their upstream (default: none).
     pub uris: namespace::UriNamespaces,
+}
+
+impl NamingPolicy {
+    /// Whether exposed names carry their upstream's prefix.
+    pub fn use_prefix(&self) -> bool {
+        match self.prefix_mode {
+            PrefixMode::Always => true,
+            PrefixMode::Never => false,
+            PrefixMode::Multiple => self.configured_upstreams > 1,
+        }
+    }
 }
 
 /// Which list a [`NamedList`] holds.
@@ -140,6 +155,8 @@ pub enum LeftOutReason {
     /// A resource template that cannot be parsed, or is over the template limits
     /// (see `template`): it could not route reads safely.
     InvalidTemplate(String),
+    /// A `skills/list` entry that is not a SEP-2640 skill (see `skills`).
+    InvalidSkill(String),
     /// The upstream published `copies` items under this one name (URI for
     /// resources) in one list: a protocol error. Every copy is left out, so
     /// a second definition can never stand in for an approved first one.
@@ -155,6 +172,7 @@ impl LeftOutReason {
             LeftOutReason::InvalidHeader(_) => "invalid_header",
             LeftOutReason::Collision { .. } => "collision",
             LeftOutReason::InvalidTemplate(_) => "invalid_template",
+            LeftOutReason::InvalidSkill(_) => "invalid_skill",
             LeftOutReason::Duplicate { .. } => "duplicate",
         }
     }
@@ -166,7 +184,7 @@ impl std::fmt::Display for LeftOutReason {
             LeftOutReason::NoName => write!(f, "no string `name`"),
             LeftOutReason::Filtered => write!(f, "hidden by the upstream's allow/deny lists"),
             LeftOutReason::InvalidHeader(e) => write!(f, "invalid x-mcp-header: {e}"),
-            LeftOutReason::InvalidTemplate(e) => write!(f, "{e}"),
+            LeftOutReason::InvalidTemplate(e) | LeftOutReason::InvalidSkill(e) => write!(f, "{e}"),
             LeftOutReason::Duplicate { copies } => write!(
                 f,
                 "the upstream published {copies} items under this name in one list; every copy is left out until it publishes one"
@@ -199,6 +217,9 @@ pub struct NamedList {
     /// The entries the pages hold when some are app-only (`None`: all).
     listed: Option<Vec<Entry>>,
     pages: page::Pages,
+    /// Served under the upstreams' own names (`own_names`): `by_name` holds
+    /// each own name besides each exposed name.
+    own_names: bool,
 }
 
 /// The merged view of every kind; rebuilt whole and swapped in atomically.
@@ -207,6 +228,8 @@ pub struct Catalog {
     pub tools: NamedList,
     pub prompts: NamedList,
     pub resources: Resources,
+    /// Skills (SEP-2640), by the URI of their `SKILL.md` as exposed.
+    pub skills: Skills,
 }
 
 impl Catalog {
@@ -246,6 +269,7 @@ impl Catalog {
             tools: NamedList::build(Kind::Tools, &sorted, policy, page_size),
             prompts: NamedList::build(Kind::Prompts, &sorted, policy, page_size),
             resources: Resources::build(&sorted, page_size),
+            skills: Skills::build(&sorted, policy, page_size),
         }
     }
 
@@ -270,6 +294,7 @@ impl Catalog {
                 .prompts
                 .restricted(&|e| keep(Item::Prompt(&e.exposed)), &|_| true),
             resources: self.resources.restricted(keep),
+            skills: self.skills.restricted(keep),
         }
     }
 }
@@ -282,6 +307,11 @@ pub enum Item<'a> {
     Prompt(&'a str),
     Resource(&'a str),
     Template(&'a str),
+    /// A skill by its exposed name (`skills::exposed_name`) and its upstream.
+    Skill {
+        name: &'a str,
+        upstream: &'a str,
+    },
 }
 
 struct Candidate<'a> {
@@ -301,11 +331,7 @@ impl NamedList {
         policy: &NamingPolicy,
         page_size: usize,
     ) -> NamedList {
-        let use_prefix = match policy.prefix_mode {
-            PrefixMode::Always => true,
-            PrefixMode::Never => false,
-            PrefixMode::Multiple => policy.configured_upstreams > 1,
-        };
+        let use_prefix = policy.use_prefix();
         let mut left_out = Vec::new();
         let mut candidates = Vec::new();
         for input in inputs {
@@ -457,25 +483,7 @@ impl NamedList {
                 }
             })
             .collect();
-        let by_name = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.exposed.clone(), i))
-            .collect();
-        let listed = listed(&entries);
-        let pages = page::Pages::build(
-            kind.member(),
-            listed.as_deref().unwrap_or(&entries),
-            page_size,
-        );
-        NamedList {
-            kind,
-            entries,
-            by_name,
-            left_out,
-            listed,
-            pages,
-        }
+        NamedList::of(kind, entries, left_out, page_size, false)
     }
 
     /// The entries `keep` lets through; a tool whose UI resource `visible`
@@ -498,30 +506,47 @@ impl NamedList {
                 e
             })
             .collect();
-        let by_name = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.exposed.clone(), i))
-            .collect();
+        NamedList::of(
+            self.kind,
+            entries,
+            Vec::new(),
+            self.pages.page_size(),
+            self.own_names,
+        )
+    }
+
+    /// A list of `entries` (in order) with its index and pages; `own_names`:
+    /// each found by its own name too.
+    fn of(
+        kind: Kind,
+        entries: Vec<Entry>,
+        left_out: Vec<LeftOut>,
+        page_size: usize,
+        own_names: bool,
+    ) -> NamedList {
+        let by_name = own_names::index(&entries, own_names);
         let listed = listed(&entries);
         let pages = page::Pages::build(
-            self.kind.member(),
+            kind.member(),
             listed.as_deref().unwrap_or(&entries),
-            self.pages.page_size(),
+            page_size,
         );
         NamedList {
-            kind: self.kind,
+            kind,
             entries,
             by_name,
-            left_out: Vec::new(),
+            left_out,
             listed,
             pages,
+            own_names,
         }
     }
 
     pub fn kind(&self) -> Kind {
         self.kind
     }
+    /// The entry of an exposed name (or, in a list served under own names,
+    /// of an own name).
     pub fn get(&self, exposed: &str) -> Option<&Entry> {
         self.by_name.get(exposed).map(|&i| &self.entries[i])
     }

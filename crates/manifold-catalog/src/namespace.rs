@@ -9,12 +9,20 @@
 //!   `scheme://<prefix>.authority/rest`;
 //! - `scheme:///rest` (an empty authority, as in `file:///p`) as
 //!   `scheme://<prefix>/rest`;
+//! - `skill://rest` (every `skill://` URI) as `skill://<prefix>/rest`: the
+//!   prefix is one more organizational segment in front of the skill path,
+//!   so the path's last segment stays the skill's name and its root stays
+//!   `SKILL.md`'s directory, as SEP-2640 requires of every skill URI (a
+//!   dotted authority would make `a.code-review` the name, which hosts such
+//!   as FastMCP's client refuse);
 //! - a URI without `//` after its scheme (`urn:…`, `mailto:…`) has no
 //!   authority to carry a prefix: it is exposed as it is, and merged (or
 //!   left out as a collision) as before.
 //!
 //! Reading back: the exposed authority's first label (up to the first `.`,
-//! `/`, `?`, `#` or the end) names the upstream; upstream prefixes hold no
+//! `/`, `?`, `#` or the end) names the upstream; for `skill://` the label
+//! must be followed by `/`, and what follows it is the original
+//! `skill://…`; upstream prefixes hold no
 //! `.` (`^[A-Za-z0-9_-]+$`), so the split is unambiguous, and compared
 //! without regard to ASCII case (a URI's host is case-insensitive). A
 //! URI maps back only to the upstream its first label names, and only when
@@ -39,6 +47,14 @@ use crate::UpstreamLists;
 /// The schemes namespaced by default (`[naming] resources =
 /// "host-schemes"`): MCP Apps' UI resources and Skills' files.
 pub const HOST_SCHEMES: [&str; 2] = ["ui", "skill"];
+
+/// The scheme whose URIs take the prefix as a path segment (see the
+/// module's notes): Skills' (SEP-2640).
+pub const PATH_FORM_SCHEME: &str = "skill";
+
+fn path_form(scheme: &str) -> bool {
+    scheme.eq_ignore_ascii_case(PATH_FORM_SCHEME)
+}
 
 /// Which URIs are namespaced.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -143,6 +159,9 @@ impl UriNamespaces {
         if !self.covers(scheme) {
             return Cow::Borrowed(uri);
         }
+        if path_form(scheme) {
+            return Cow::Owned(format!("{scheme}://{prefix}/{rest}"));
+        }
         if rest.is_empty() {
             return Cow::Owned(format!("{scheme}://{prefix}"));
         }
@@ -168,6 +187,10 @@ impl UriNamespaces {
             .iter()
             .find(|(p, _)| p.eq_ignore_ascii_case(label))?;
         let after = &rest[end..];
+        if path_form(scheme) {
+            let original = after.strip_prefix('/')?;
+            return Some((upstream.as_str(), format!("{scheme}://{original}")));
+        }
         let original = match after.strip_prefix('.') {
             Some(authority_on) if !authority_on.is_empty() && !authority_on.starts_with('/') => {
                 format!("{scheme}://{authority_on}")
@@ -178,6 +201,14 @@ impl UriNamespaces {
             None => format!("{scheme}://{after}"),
         };
         Some((upstream.as_str(), original))
+    }
+
+    /// Whether `uri` has the form of a namespaced URI (a covered scheme with
+    /// `//`): then only [`UriNamespaces::resolve`] may route it — a URI of a
+    /// namespaced scheme that names no upstream (an upstream's own spelling)
+    /// is no one's, never guessed.
+    pub fn claims(&self, uri: &str) -> bool {
+        split(uri).is_some_and(|(scheme, _)| self.covers(scheme))
     }
 
     /// The prefix of `upstream`, when it has one here.
@@ -207,7 +238,8 @@ impl UriNamespaces {
         let resources = self.expose_member(prefix, &lists.resources, "uri");
         let templates = self.expose_member(prefix, &lists.resource_templates, "uriTemplate");
         let tools = self.expose_tools(prefix, &lists.tools);
-        if resources.is_none() && templates.is_none() && tools.is_none() {
+        let skills = self.expose_skills(prefix, &lists.skills);
+        if resources.is_none() && templates.is_none() && tools.is_none() && skills.is_none() {
             return None;
         }
         Some(UpstreamLists {
@@ -215,7 +247,41 @@ impl UriNamespaces {
             prompts: lists.prompts.clone(),
             resources: resources.unwrap_or_else(|| lists.resources.clone()),
             resource_templates: templates.unwrap_or_else(|| lists.resource_templates.clone()),
+            skills: skills.unwrap_or_else(|| lists.skills.clone()),
         })
+    }
+
+    /// Skill entries with their `uri` and their files' `uri` namespaced
+    /// (frontmatter and digests untouched), when any changes.
+    fn expose_skills(
+        &self,
+        prefix: &str,
+        skills: &[Map<String, Value>],
+    ) -> Option<Vec<Map<String, Value>>> {
+        let changes = |s: &Map<String, Value>| {
+            let files = s.get("resources").and_then(Value::as_array);
+            s.get("uri")
+                .into_iter()
+                .chain(files.into_iter().flatten().filter_map(|f| f.get("uri")))
+                .filter_map(Value::as_str)
+                .any(|u| matches!(self.expose(prefix, u), Cow::Owned(_)))
+        };
+        if !skills.iter().any(changes) {
+            return None;
+        }
+        Some(
+            skills
+                .iter()
+                .map(|s| {
+                    let mut v = Value::Object(s.clone());
+                    self.expose_result(prefix, &mut v);
+                    match v {
+                        Value::Object(m) => m,
+                        _ => s.clone(),
+                    }
+                })
+                .collect(),
+        )
     }
 
     /// `items` with `member` namespaced, when any changes.
@@ -298,8 +364,10 @@ impl UriNamespaces {
 
     /// Namespaces, in a result `value` from the upstream whose prefix is
     /// `prefix`, every string member named `uri` (content blocks:
-    /// `resource_link`, embedded `resource`, `resources/read` contents) and
-    /// every UI resource reference in a `_meta`; whether any changed.
+    /// `resource_link`, embedded `resource`, `resources/read` contents, skill
+    /// entries and their files, directory children) and every UI resource
+    /// reference in a `_meta`; whether any changed. A skill's `frontmatter`
+    /// is the author's text, passed untouched.
     pub fn expose_result(&self, prefix: &str, value: &mut Value) -> bool {
         let mut changed = false;
         match value {
@@ -312,7 +380,7 @@ impl UriNamespaces {
                 }
                 changed |= self.expose_ui_meta(prefix, m);
                 for (k, v) in m.iter_mut() {
-                    if k != "uri" && k != "_meta" {
+                    if k != "uri" && k != "_meta" && k != "frontmatter" {
                         changed |= self.expose_result(prefix, v);
                     }
                 }
@@ -375,14 +443,20 @@ mod tests {
             (
                 "gh",
                 "skill://code-review/SKILL.md",
-                "skill://gh.code-review/SKILL.md",
+                "skill://gh/code-review/SKILL.md",
             ),
+            (
+                "gh",
+                "skill://acme/billing/refunds/SKILL.md",
+                "skill://gh/acme/billing/refunds/SKILL.md",
+            ),
+            ("gh", "skill://code-review", "skill://gh/code-review"),
             ("gh", "UI://A/b?c#d", "UI://gh.A/b?c#d"),
             ("gh", "x-docs:///guide", "x-docs://gh/guide"),
             (
                 "gh",
                 "skill://{name}/SKILL.md",
-                "skill://gh.{name}/SKILL.md",
+                "skill://gh/{name}/SKILL.md",
             ),
             // Not a host scheme, or no authority: as it is.
             ("gh", "file:///etc/hosts", "file:///etc/hosts"),
@@ -417,6 +491,9 @@ mod tests {
         assert_eq!(n.resolve("ui://vanilla./x"), None);
         assert_eq!(n.resolve("ui://unknown.get-time/x"), None);
         assert_eq!(n.resolve("file://gh/etc/hosts"), None, "not a host scheme");
+        // A skill URI's prefix is a whole segment: `gh.x` names no upstream.
+        assert_eq!(n.resolve("skill://gh.code-review/SKILL.md"), None);
+        assert_eq!(n.resolve("skill://gh"), None);
         assert!(n.may_hold(r#"{"uri":"Ui://a/b"}"#));
         assert!(!n.may_hold(r#"{"uri":"file:///a","x":"ui:opaque"}"#));
     }
@@ -466,8 +543,21 @@ mod tests {
             resource_templates: vec![obj(
                 serde_json::json!({"uriTemplate": "skill://{name}/SKILL.md"}),
             )],
+            skills: vec![obj(serde_json::json!({
+                "uri": "skill://code-review/SKILL.md",
+                "frontmatter": {"name": "code-review", "description": "d", "uri": "skill://not-mine"},
+                "resources": [{"uri": "skill://code-review/SKILL.md", "digest": "sha256:00", "size": 1}]
+            }))],
         };
         let out = n.expose_lists("vanilla", &lists).expect("changed");
+        // A skill's URIs are exposed, its frontmatter (the author's) is not.
+        let skill = &out.skills[0];
+        assert_eq!(skill["uri"], "skill://vanilla/code-review/SKILL.md");
+        assert_eq!(
+            skill["resources"][0]["uri"],
+            "skill://vanilla/code-review/SKILL.md"
+        );
+        assert_eq!(skill["frontmatter"]["uri"], "skill://not-mine");
         assert_eq!(
             out.tools[0]["_meta"]["ui"]["resourceUri"],
             "ui://vanilla.get-time/mcp-app.html"
@@ -494,7 +584,7 @@ mod tests {
         assert_eq!(out.resources[1], lists.resources[1]);
         assert_eq!(
             out.resource_templates[0]["uriTemplate"],
-            "skill://vanilla.{name}/SKILL.md"
+            "skill://vanilla/{name}/SKILL.md"
         );
         let plain = UpstreamLists {
             resources: vec![obj(serde_json::json!({"uri": "file:///a"}))],
@@ -512,7 +602,7 @@ mod tests {
         assert_eq!(result["content"][0]["uri"], "ui://react.get-time/a.html");
         assert_eq!(
             result["content"][1]["resource"]["uri"],
-            "skill://react.x/SKILL.md"
+            "skill://react/x/SKILL.md"
         );
         assert_eq!(
             result["content"][1]["resource"]["text"], "ui://get-time/in-text",

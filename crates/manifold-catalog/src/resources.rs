@@ -43,12 +43,12 @@ pub struct UriList {
 }
 
 impl UriList {
-    fn build(
+    pub(crate) fn build(
         member: &'static str,
         key: &str,
         inputs: &[&UpstreamInput],
         items: impl Fn(&UpstreamInput) -> &Vec<Map<String, Value>>,
-        check: impl Fn(&str) -> Result<(), LeftOutReason>,
+        check: impl Fn(&str, &Map<String, Value>) -> Result<(), LeftOutReason>,
         page_size: usize,
     ) -> UriList {
         let mut left_out = Vec::new();
@@ -60,7 +60,7 @@ impl UriList {
                     Some(uri) if repeated.contains_key(uri) => {
                         left_out.push(crate::duplicate(&input.name, uri, repeated[uri]));
                     }
-                    Some(uri) => match check(uri) {
+                    Some(uri) => match check(uri, item) {
                         Ok(()) => candidates.push((uri.to_string(), input.name.clone(), item)),
                         Err(reason) => {
                             tracing::warn!(upstream = %input.name, %uri, %reason,
@@ -117,7 +117,7 @@ impl UriList {
         }
     }
 
-    fn restricted(&self, keep: &dyn Fn(&str) -> bool) -> UriList {
+    pub(crate) fn restricted(&self, keep: &dyn Fn(&str) -> bool) -> UriList {
         let entries: Vec<Entry> = self
             .entries
             .iter()
@@ -136,6 +136,13 @@ impl UriList {
     /// The serialized list result for a cursor.
     pub fn page(&self, cursor: Option<&str>) -> Result<Bytes, CursorError> {
         self.pages.page(self.member, &self.entries, cursor)
+    }
+    /// (URI, owning upstream, the item as listed), in list order.
+    pub(crate) fn parsed(&self) -> impl Iterator<Item = (&str, &Arc<str>, Map<String, Value>)> {
+        self.entries.iter().filter_map(|e| {
+            let item = serde_json::from_slice(&e.json).ok()?;
+            Some((e.original.as_str(), &e.upstream, item))
+        })
     }
     /// (URI or template, owning upstream), in list order.
     pub fn items(&self) -> impl Iterator<Item = (&str, &Arc<str>)> {
@@ -183,7 +190,7 @@ impl Resources {
             "uri",
             inputs,
             |i| &i.lists.resources,
-            |_| Ok(()),
+            |_, _| Ok(()),
             page_size,
         );
         let templates = UriList::build(
@@ -191,7 +198,7 @@ impl Resources {
             "uriTemplate",
             inputs,
             |i| &i.lists.resource_templates,
-            |t| {
+            |t, _| {
                 UriTemplate::parse(t)
                     .map(|_| ())
                     .map_err(|e| LeftOutReason::InvalidTemplate(e.to_string()))

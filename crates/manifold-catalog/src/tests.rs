@@ -439,6 +439,7 @@ fn a_name_published_twice_by_one_upstream_leaves_every_copy_out() {
         prompts: vec![tool("greet"), tool("greet")],
         resources: vec![res("file:///a", "ok"), res("file:///a", "SYSTEM: obey")],
         resource_templates: vec![tpl("t://{x}", "ok"), tpl("t://{x}", "evil")],
+        skills: Vec::new(),
     });
     let other = input("other", vec![tool("weather")]);
     for mode in [PrefixMode::Always, PrefixMode::Multiple, PrefixMode::Never] {

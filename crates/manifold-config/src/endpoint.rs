@@ -21,6 +21,24 @@ use crate::policy::{check_globs, AllowDeny};
 /// where the protected resource metadata of every endpoint is served.
 pub const WELL_KNOWN_PREFIX: &str = "/.well-known/";
 
+/// Which names an endpoint serves its tools and prompts under.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EndpointNaming {
+    /// The gateway's exposed names (`[naming]`: `vanilla__get-time`), as
+    /// everywhere else (default).
+    #[default]
+    Prefixed,
+    /// The upstreams' own names (`get-time`), so that an MCP App a host
+    /// renders from this endpoint calls its server's tools as it would
+    /// directly. Two items of one kind with the same own name are refused
+    /// at start (and, appearing later, the first by exposed name is kept and
+    /// the collision logged). Rules (`[[policy]]`, `[[rate_limit]]`,
+    /// `[confirm]`, this endpoint's globs) still match exposed names, and an
+    /// exposed name still resolves here.
+    Original,
+}
+
 /// How a client finds an endpoint's tools.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -78,6 +96,10 @@ pub struct EndpointSection {
     /// Resource URI (and template) globs, matched in canonical form, as `tools`.
     #[serde(default)]
     pub resources: Option<AllowDeny>,
+    /// Exposed skill-name globs (SEP-2640), as `tools`; a hidden skill's
+    /// files are hidden with it.
+    #[serde(default)]
+    pub skills: Option<AllowDeny>,
     /// What `initialize` / `server/discover` say (default: the instructions of
     /// the upstreams it holds something of, merged).
     #[serde(default)]
@@ -97,6 +119,10 @@ pub struct EndpointSection {
     /// `tools/list` (default false).
     #[serde(default)]
     pub discovery_expand: bool,
+    /// `"prefixed"` (default) or `"original"`: the names its tools and
+    /// prompts are served under.
+    #[serde(default)]
+    pub naming: EndpointNaming,
 }
 
 /// One validated `[[endpoint]]`.
@@ -108,9 +134,11 @@ pub struct EndpointConfig {
     pub tools: Option<AllowDeny>,
     pub prompts: Option<AllowDeny>,
     pub resources: Option<AllowDeny>,
+    pub skills: Option<AllowDeny>,
     pub instructions: Option<String>,
     pub resource: Option<String>,
     pub discovery: DiscoverySettings,
+    pub naming: EndpointNaming,
 }
 
 /// Checks a path the way `[server] path` is checked.
@@ -196,6 +224,7 @@ pub(crate) fn validate(
             ("tools", &e.tools),
             ("prompts", &e.prompts),
             ("resources", &e.resources),
+            ("skills", &e.skills),
         ] {
             if let Some(l) = lists {
                 check_globs(&format!("{at}.{kind}.allow"), &l.allow)?;
@@ -217,9 +246,11 @@ pub(crate) fn validate(
             tools: e.tools.clone(),
             prompts: e.prompts.clone(),
             resources: e.resources.clone(),
+            skills: e.skills.clone(),
             instructions: e.instructions.clone(),
             resource: e.resource.clone(),
             discovery: discovery(&at, e.discovery, &e.always_visible, e.discovery_expand)?,
+            naming: e.naming,
         });
     }
     Ok(out)
@@ -236,11 +267,13 @@ mod tests {
             tools: None,
             prompts: None,
             resources: None,
+            skills: None,
             instructions: None,
             resource: None,
             discovery: DiscoveryMode::List,
             always_visible: vec![],
             discovery_expand: false,
+            naming: EndpointNaming::Prefixed,
         }
     }
 

@@ -42,7 +42,7 @@ pub use admin::{AdminSection, AdminSettings, AdminTokenSection};
 pub use audit::AuditSection;
 pub use audit::{AuditSettings, Fsync, InvalidAuditSettings, OnFailure};
 pub use auth::{ApiKey, AuthSettings, Introspection, JwtProvider};
-pub use endpoint::{DiscoveryMode, DiscoverySettings, EndpointConfig};
+pub use endpoint::{DiscoveryMode, DiscoverySettings, EndpointConfig, EndpointNaming};
 pub use expand::expand;
 pub use file::FileConfig;
 pub use integrity::{IntegrityMode, IntegritySettings, NewTools};

@@ -41,6 +41,10 @@ pub struct PolicySection {
     /// Resource URIs (and resource template strings).
     #[serde(default)]
     pub resources: Option<AllowDeny>,
+    /// Exposed skill names (SEP-2640: `<upstream prefix><separator><frontmatter
+    /// name>`); a hidden skill's files are hidden with it.
+    #[serde(default)]
+    pub skills: Option<AllowDeny>,
 }
 
 /// One validated `[[policy]]` rule (a kind the rule does not name allows and
@@ -113,15 +117,16 @@ pub(crate) fn validate(rules: &[PolicySection]) -> Result<Vec<PolicyRule>, Strin
     for (i, r) in rules.iter().enumerate() {
         let at = format!("policy[{i}]");
         check_who(&at, &r.who)?;
-        if r.tools.is_none() && r.prompts.is_none() && r.resources.is_none() {
+        if r.tools.is_none() && r.prompts.is_none() && r.resources.is_none() && r.skills.is_none() {
             return Err(format!(
-                "key `{at}`: name at least one of `tools`, `prompts` or `resources`"
+                "key `{at}`: name at least one of `tools`, `prompts`, `resources` or `skills`"
             ));
         }
         for (kind, lists) in [
             ("tools", &r.tools),
             ("prompts", &r.prompts),
             ("resources", &r.resources),
+            ("skills", &r.skills),
         ] {
             if let Some(l) = lists {
                 check_globs(&format!("{at}.{kind}.allow"), &l.allow)?;
@@ -147,6 +152,7 @@ mod tests {
             tools,
             prompts: None,
             resources: None,
+            skills: None,
         }
     }
 

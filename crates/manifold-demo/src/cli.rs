@@ -52,6 +52,17 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     pub app: Option<String>,
 
+    /// Also the Skills extension (SEP-2640) and one skill,
+    /// `skill://review/SKILL.md`, whose body is TEXT (for `[integrity]`
+    /// tests: a restart with another one is a changed skill).
+    #[arg(long, value_name = "TEXT")]
+    pub skill: Option<String>,
+
+    /// With --skill: announce a digest for `skill://review/notes.md` that its
+    /// bytes do not have.
+    #[arg(long)]
+    pub skill_digest_lies: bool,
+
     /// The listed `demo://readme` resource's description (for `[integrity]`
     /// tests: a restart with another one is a changed resource).
     #[arg(long, value_name = "TEXT", default_value = super::README_DESCRIPTION)]
@@ -193,6 +204,8 @@ impl Args {
             instructions: Some(self.instructions.clone()).filter(|text| !text.is_empty()),
             readme_description: self.readme_description.clone(),
             app: self.app.clone(),
+            skill: self.skill.clone(),
+            skill_digest_lies: self.skill_digest_lies,
             fail_initialize: self.fail_initialize,
             modern: self.modern,
             tasks: self.tasks,

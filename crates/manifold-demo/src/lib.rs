@@ -36,6 +36,7 @@ pub mod modern;
 pub mod modern_tasks;
 mod resources;
 pub mod rogue;
+pub mod skill;
 pub mod stdio;
 pub mod tools;
 
@@ -83,6 +84,10 @@ pub struct DemoConfig {
     pub readme_description: String,
     /// `--app NAME`: also the MCP Apps tool and UI resource ([`app`]).
     pub app: Option<String>,
+    /// `--skill TEXT`: also the Skills extension and one skill ([`skill`]).
+    pub skill: Option<String>,
+    /// `--skill-digest-lies`: the skill's entry announces a wrong digest.
+    pub skill_digest_lies: bool,
     /// Answer `initialize` with -32603 to exercise startup failures.
     pub fail_initialize: bool,
     /// Speak 2026-07-28 only (stateless; see [`modern`]).
@@ -155,6 +160,8 @@ impl Default for DemoConfig {
             instructions: Some(DEFAULT_INSTRUCTIONS.to_owned()),
             readme_description: README_DESCRIPTION.to_owned(),
             app: None,
+            skill: None,
+            skill_digest_lies: false,
             fail_initialize: false,
             modern: false,
             tasks: false,
@@ -626,6 +633,10 @@ impl Session {
                 manifold_protocol::extensions::UI: {"mimeTypes": [app::APP_MIME]}
             });
         }
+        if config.skill.is_some() {
+            result["capabilities"]["extensions"][manifold_protocol::extensions::SKILLS] =
+                skill::extension();
+        }
         Ok(Value::Object(result))
     }
 
@@ -649,6 +660,12 @@ impl Session {
         params: &Map<String, Value>,
         ctx: &CallContext,
     ) -> Result<Value, RpcError> {
+        if let Some(text) = &self.server.config.skill {
+            let lies = self.server.config.skill_digest_lies;
+            if let Some(answer) = skill::dispatch(text, lies, method, params) {
+                return answer;
+            }
+        }
         match method {
             "ping" => Ok(json!({})),
             "tools/list" => self.list_tools(params),
@@ -679,6 +696,9 @@ impl Session {
                 })];
                 if self.server.config.app.is_some() {
                     resources.push(app::resource());
+                }
+                if self.server.config.skill.is_some() {
+                    resources.extend(skill::resources());
                 }
                 Ok(json!({ "resources": resources }))
             }

@@ -155,13 +155,13 @@ pub(crate) async fn dispatch(
             },
             _ => session.dispatch(method, params, ctx).await.map(complete),
         },
-        "prompts/list" | "resources/list" | "resources/templates/list" => {
+        "prompts/list" | "resources/list" | "resources/templates/list" | "skills/list" => {
             let mut list = session.dispatch(method, params, ctx).await?;
             list["ttlMs"] = json!(ttl);
             list["cacheScope"] = json!("public");
             Ok(complete(list))
         }
-        "resources/read" => {
+        "resources/read" | "skills/get" => {
             let mut read = session.dispatch(method, params, ctx).await?;
             read["ttlMs"] = json!(0);
             read["cacheScope"] = json!("private");
@@ -175,6 +175,10 @@ fn discover(session: &Session) -> Value {
     let mut v = discover_core(session);
     if session.server.config.tasks {
         v["capabilities"]["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    }
+    if session.server.config.skill.is_some() {
+        v["capabilities"]["extensions"][manifold_protocol::extensions::SKILLS] =
+            crate::skill::extension();
     }
     v
 }

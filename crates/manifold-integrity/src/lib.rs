@@ -71,6 +71,10 @@ pub enum ItemKind {
     /// The server's `instructions` (one item, [`INSTRUCTIONS`], its text
     /// empty when the server sends none).
     Instructions,
+    /// A skill (SEP-2640) by the URI of its `SKILL.md`: its frontmatter and
+    /// its files' digests ([`SKILL_MEMBERS`]), so a changed file is a
+    /// changed skill.
+    Skill,
 }
 
 /// The one name of the [`ItemKind::Instructions`] item.
@@ -81,13 +85,18 @@ pub const INSTRUCTIONS: &str = "instructions";
 /// `lastModified`) change with the data, not the instructions.
 pub const RESOURCE_MEMBERS: [&str; 4] = ["uri", "name", "title", "description"];
 
+/// The members of a skill entry that are pinned: what a host shows and
+/// loads. The rest (`_meta`, members a later revision adds) pass unjudged.
+pub const SKILL_MEMBERS: [&str; 3] = ["uri", "frontmatter", "resources"];
+
 impl ItemKind {
-    pub const ALL: [ItemKind; 5] = [
+    pub const ALL: [ItemKind; 6] = [
         ItemKind::Tool,
         ItemKind::Prompt,
         ItemKind::ResourceTemplate,
         ItemKind::Resource,
         ItemKind::Instructions,
+        ItemKind::Skill,
     ];
 
     /// As written in the store, on the command line and in metrics labels.
@@ -98,6 +107,7 @@ impl ItemKind {
             ItemKind::ResourceTemplate => "resource_template",
             ItemKind::Resource => "resource",
             ItemKind::Instructions => "instructions",
+            ItemKind::Skill => "skill",
         }
     }
 
@@ -108,7 +118,7 @@ impl ItemKind {
         match self {
             ItemKind::Tool | ItemKind::Prompt => "name",
             ItemKind::ResourceTemplate => "uriTemplate",
-            ItemKind::Resource => "uri",
+            ItemKind::Resource | ItemKind::Skill => "uri",
             ItemKind::Instructions => "name",
         }
     }
@@ -117,7 +127,10 @@ impl ItemKind {
     /// after upstreams had pins, so a store written before them pins what
     /// the upstream publishes now instead of holding it all.
     pub fn judged_per_kind(self) -> bool {
-        matches!(self, ItemKind::Resource | ItemKind::Instructions)
+        matches!(
+            self,
+            ItemKind::Resource | ItemKind::Instructions | ItemKind::Skill
+        )
     }
 
     /// The item's name in a definition, when it has a string one.
@@ -140,7 +153,7 @@ impl std::str::FromStr for ItemKind {
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "`{s}` is not one of tool, prompt, resource_template, resource, instructions"
+                    "`{s}` is not one of tool, prompt, resource_template, resource, instructions, skill"
                 )
             })
     }
@@ -161,18 +174,8 @@ pub fn published<'a>(
         ItemKind::Tool => Cow::Borrowed(&lists.tools),
         ItemKind::Prompt => Cow::Borrowed(&lists.prompts),
         ItemKind::ResourceTemplate => Cow::Borrowed(&lists.resource_templates),
-        ItemKind::Resource => Cow::Owned(
-            lists
-                .resources
-                .iter()
-                .map(|r| {
-                    RESOURCE_MEMBERS
-                        .iter()
-                        .filter_map(|m| Some((m.to_string(), r.get(*m)?.clone())))
-                        .collect()
-                })
-                .collect(),
-        ),
+        ItemKind::Resource => Cow::Owned(only_members(&lists.resources, &RESOURCE_MEMBERS)),
+        ItemKind::Skill => Cow::Owned(only_members(&lists.skills, &SKILL_MEMBERS)),
         ItemKind::Instructions => {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), INSTRUCTIONS.into());
@@ -180,6 +183,22 @@ pub fn published<'a>(
             Cow::Owned(vec![m])
         }
     }
+}
+
+/// `items` reduced to `members`.
+fn only_members(
+    items: &[serde_json::Map<String, serde_json::Value>],
+    members: &[&str],
+) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    items
+        .iter()
+        .map(|r| {
+            members
+                .iter()
+                .filter_map(|m| Some((m.to_string(), r.get(*m)?.clone())))
+                .collect()
+        })
+        .collect()
 }
 
 /// One item of one upstream, by the upstream's own name for it.

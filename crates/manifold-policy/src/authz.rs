@@ -39,6 +39,8 @@ pub enum ItemKind {
     Prompt,
     /// A resource URI or a resource template string.
     Resource,
+    /// A skill (SEP-2640) by its exposed name.
+    Skill,
 }
 
 impl ItemKind {
@@ -48,6 +50,7 @@ impl ItemKind {
             ItemKind::Tool => "tools",
             ItemKind::Prompt => "prompts",
             ItemKind::Resource => "resources",
+            ItemKind::Skill => "skills",
         }
     }
 }
@@ -64,7 +67,7 @@ impl Lists {
     fn new(l: &AllowDeny, kind: ItemKind) -> Lists {
         let glob = |g: &String| match kind {
             ItemKind::Resource => Glob::new(&canonical_pattern(g)),
-            ItemKind::Tool | ItemKind::Prompt => Glob::new(g),
+            ItemKind::Tool | ItemKind::Prompt | ItemKind::Skill => Glob::new(g),
         };
         let globs = |v: &[String]| v.iter().map(|g| (glob(g), g.clone())).collect();
         Lists {
@@ -80,6 +83,7 @@ struct Rule {
     tools: Option<Lists>,
     prompts: Option<Lists>,
     resources: Option<Lists>,
+    skills: Option<Lists>,
 }
 
 impl Rule {
@@ -88,6 +92,7 @@ impl Rule {
             ItemKind::Tool => self.tools.as_ref(),
             ItemKind::Prompt => self.prompts.as_ref(),
             ItemKind::Resource => self.resources.as_ref(),
+            ItemKind::Skill => self.skills.as_ref(),
         }
     }
 }
@@ -163,6 +168,7 @@ impl Policy {
                         .resources
                         .as_ref()
                         .map(|l| Lists::new(l, ItemKind::Resource)),
+                    skills: r.skills.as_ref().map(|l| Lists::new(l, ItemKind::Skill)),
                 })
                 .collect(),
         }
@@ -219,7 +225,7 @@ impl Policy {
                 }
                 Err(why) => return Decision::Ambiguous(why),
             },
-            ItemKind::Tool | ItemKind::Prompt => name,
+            ItemKind::Tool | ItemKind::Prompt | ItemKind::Skill => name,
         };
         let mut allowed = None;
         for &i in key.rules() {
@@ -260,6 +266,7 @@ mod tests {
             }),
             prompts: None,
             resources: None,
+            skills: None,
         }
     }
 
@@ -354,7 +361,34 @@ mod tests {
                 allow: v(allow),
                 deny: v(deny),
             }),
+            skills: None,
         }
+    }
+
+    #[test]
+    fn skills_are_decided_by_their_own_globs() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        let p = Policy::new(&[PolicyRule {
+            who: vec!["*".into()],
+            tools: None,
+            prompts: None,
+            resources: None,
+            skills: Some(AllowDeny {
+                allow: v(&["docs__*"]),
+                deny: v(&["docs__deploy"]),
+            }),
+        }]);
+        let key = p.view_key(&Identity::anonymous());
+        assert!(p.allows(&key, ItemKind::Skill, "docs__review"));
+        assert!(!p.allows(&key, ItemKind::Skill, "docs__deploy"));
+        assert!(!p.allows(&key, ItemKind::Skill, "other__review"));
+        // A rule naming only skills allows no tool.
+        assert!(!p.allows(&key, ItemKind::Tool, "docs__review"));
+        assert_eq!(
+            p.decide(&key, ItemKind::Skill, "docs__deploy")
+                .explain(ItemKind::Skill),
+            "denied by policy[0].skills.deny `docs__deploy`"
+        );
     }
 
     #[test]

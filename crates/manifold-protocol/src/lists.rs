@@ -8,4 +8,7 @@ pub struct ListSnapshot {
     pub prompts: Vec<Map<String, Value>>,
     pub resources: Vec<Map<String, Value>>,
     pub resource_templates: Vec<Map<String, Value>>,
+    /// Skills (SEP-2640) entries of `skills/list`, from an upstream that
+    /// declares `io.modelcontextprotocol/skills`.
+    pub skills: Vec<Map<String, Value>>,
 }

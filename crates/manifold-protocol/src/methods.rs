@@ -16,6 +16,13 @@ pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
 pub const COMPLETION_COMPLETE: &str = "completion/complete";
 pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// Skills (SEP-2640, `io.modelcontextprotocol/skills`): the skills a server serves.
+pub const SKILLS_LIST: &str = "skills/list";
+/// Skills: one skill's entry, by the URI of its `SKILL.md`.
+pub const SKILLS_GET: &str = "skills/get";
+/// Skills: the direct children of a directory resource (when the server
+/// declares `directoryRead`).
+pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
 
 pub const NOTIF_CANCELLED: &str = "notifications/cancelled";
 pub const NOTIF_PROGRESS: &str = "notifications/progress";

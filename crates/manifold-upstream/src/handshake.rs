@@ -252,6 +252,18 @@ pub(crate) async fn fetch_lists(
             }
         };
     }
+    if manifold_protocol::extensions::declares_skills(&facts.capabilities) {
+        // An upstream whose skills cannot be listed still serves its tools:
+        // its skills are left out (and reachable by URI), the connection kept.
+        snap.skills = match fetch_all(session, m::SKILLS_LIST, "skills", &mut ttl).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(upstream = %session.wire.upstream(), error = %e,
+                        "it declares io.modelcontextprotocol/skills but skills/list failed; its skills are not listed");
+                Vec::new()
+            }
+        };
+    }
     Ok((snap, ttl.0.map(|t| t.max(crate::MIN_LIST_TTL))))
 }
 

@@ -105,6 +105,7 @@ fn held_store(path: &std::path::Path, echo: &Map<String, Value>) -> Result<()> {
         prompts: Vec::new(),
         resources: Vec::new(),
         resource_templates: Vec::new(),
+        skills: Vec::new(),
     };
     let mut store = PinStore::new();
     let now = SystemTime::now();

@@ -27,6 +27,22 @@ pub(crate) enum What {
     /// `tasks/get`, `tasks/update`, `tasks/cancel`: to the upstream that owns
     /// the task.
     Task,
+    /// `skills/get` (SEP-2640): to the upstream that serves the skill.
+    Skill,
+    /// `resources/directory/read` (SEP-2640): to the upstream that serves
+    /// the directory and declared `directoryRead`.
+    Directory,
+}
+
+/// A skill file's read: what its bytes must be (the announcing skill's
+/// digest and size), checked on the answer (`check_output::skill_file`).
+#[derive(Debug, Clone)]
+pub(crate) struct Expected {
+    /// The URI as the client asked for it (exposed).
+    pub uri: String,
+    /// The URI as the upstream names it (a content's `uri` in its answer).
+    pub original: String,
+    pub file: manifold_catalog::SkillFile,
 }
 
 /// What the answer does with a task (the Tasks extension).
@@ -108,4 +124,6 @@ pub(crate) struct Call {
     pub confirmed: bool,
     /// What the answer does with a task.
     pub task: TaskHook,
+    /// A skill file's read: the digest its bytes are checked against.
+    pub expected: Option<Expected>,
 }

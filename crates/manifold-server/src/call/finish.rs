@@ -22,7 +22,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::check_output;
-use super::context::{ResultShape, TaskHook};
+use super::context::{Expected, ResultShape, TaskHook};
 use super::relay::tasks;
 use crate::era::Era;
 use crate::observe::{outcome_of, Observed};
@@ -58,6 +58,8 @@ pub(crate) struct Answering {
     pub permit: Option<manifold_policy::Permit>,
     /// What the answer does with a task (the Tasks extension).
     pub task: TaskHook,
+    /// A skill file's read: the digest its bytes are checked against.
+    pub expected: Option<Expected>,
     /// The pool member that answers, when the upstream is a pool (a task
     /// made there lives there).
     pub member: Option<usize>,
@@ -83,6 +85,13 @@ impl Answering {
         let outcome = match (&self.output_check, shaped.skip_check) {
             (Some(tool), false) => check_output::apply(&self.gw, tool, &self.upstream, outcome),
             _ => outcome,
+        };
+        let outcome = match self.expected.take() {
+            Some(expected) => match check_output::skill_file(&expected, outcome) {
+                Ok(o) => o,
+                Err(r) => return self.refuse(r).await.into_bytes(),
+            },
+            None => outcome,
         };
         let recorded = shaped.recorded.unwrap_or_else(|| outcome_of(&outcome));
         let bytes = match outcome {
@@ -144,6 +153,7 @@ impl Answering {
             output_check: self.output_check.clone(),
             permit: self.permit.take(),
             task: std::mem::replace(&mut self.task, TaskHook::None),
+            expected: self.expected.take(),
             member: self.member,
         }
     }

@@ -1,5 +1,6 @@
 //! The call chain: every forwarded request (`tools/call`, `prompts/get`,
-//! `resources/read`, `completion/complete`) goes through the same named steps,
+//! `resources/read`, `completion/complete`, the Tasks and Skills extensions'
+//! requests) goes through the same named steps,
 //! one file each, in one order — [`STEPS`]:
 //!
 //! ```text
@@ -141,6 +142,19 @@ pub(crate) async fn completion(
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
     let mut call = resolve::completion(x, params)?;
+    limits::take(x, &mut call).await?;
+    credentials::attach(x, &mut call).await?;
+    relay::forward(x, call).await
+}
+
+/// `skills/get` and `resources/directory/read` (the Skills extension): to
+/// the upstream that serves the skill or the directory.
+pub(crate) async fn skills(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
+    let mut call = if x.method == manifold_protocol::methods::SKILLS_GET {
+        resolve::skill(x, params)?
+    } else {
+        resolve::directory(x, params)?
+    };
     limits::take(x, &mut call).await?;
     credentials::attach(x, &mut call).await?;
     relay::forward(x, call).await

@@ -18,7 +18,7 @@ use manifold_protocol::methods as m;
 use manifold_upstream::Upstream;
 use serde_json::{Map, Value};
 
-use super::context::{Call, ResultShape, TaskHook, What};
+use super::context::{Call, Expected, ResultShape, TaskHook, What};
 use crate::era::Era;
 use crate::refusal::Refusal;
 use crate::request::{Caller, Request};
@@ -82,7 +82,7 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
         return Err(x.gw.unknown_or_quarantined(held, unknown));
     };
     let task = match what {
-        What::Tool => task_hook(x, &upstream, &mut params, &name, &entry.original)?,
+        What::Tool => task_hook(x, &upstream, &mut params, &entry.exposed, &entry.original)?,
         _ => TaskHook::None,
     };
     let cfg = x.gw.cfg();
@@ -99,16 +99,20 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
     let original = entry.original.clone();
     let headers = standard_headers(&x.method, Some(&original));
     params.insert("name".into(), Value::String(original.clone()));
+    // What rules, validators and limits key on: the exposed name, whichever
+    // name found the entry (an own name, on an app's call or an endpoint
+    // with `naming = "original"`).
+    let exposed = entry.exposed.clone();
     let output_check = (what == What::Tool
         && cfg.validate_output != manifold_config::OutputMode::Off)
-        .then(|| name.clone());
+        .then(|| exposed.clone());
     let shape = match what {
         What::Tool => ResultShape::Tool,
         _ => ResultShape::Rpc,
     };
     Ok(Call {
         what,
-        exposed: name,
+        exposed,
         view: Some(view.clone()),
         params,
         sent_arguments,
@@ -120,6 +124,7 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
         permit: None,
         confirmed: false,
         task,
+        expected: None,
     })
 }
 
@@ -250,6 +255,7 @@ pub(crate) async fn task(x: &mut Request, mut params: Map<String, Value>) -> Res
             facts: Box::new(facts),
             method: x.method.clone(),
         },
+        expected: None,
     })
 }
 
@@ -266,9 +272,16 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
     let base = gw.catalog();
     let uri = access.resource_uri(&base, &asked)?;
     // A URI only a withheld template routes is not read by a guess either
-    // (`owner_of` would fall back to the only upstream serving resources).
-    let held = base.resources.owner(&uri).is_none() && gw.integrity.withholds_uri(&uri);
-    let owner = (access.may_read(&base, &uri) && !held)
+    // (`owner_of` would fall back to the only upstream serving resources);
+    // nor is a file of a withheld skill.
+    let held = (base.resources.owner(&uri).is_none() && gw.integrity.withholds_uri(&uri))
+        || gw.integrity.withholds_skill_path(&uri);
+    // A file of a skill the caller's view does not hold is hidden with it.
+    let hidden_skill = base
+        .skills
+        .holding(&uri)
+        .is_some_and(|skill| access.catalog.skills.owner(skill).is_none());
+    let owner = (access.may_read(&base, &uri) && !held && !hidden_skill)
         .then(|| gw.owner_of(&uri))
         .flatten()
         .filter(|u| access.reaches(u.name()));
@@ -279,10 +292,17 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
     };
     // A namespaced URI goes as its upstream wrote it (`[naming] resources`).
     let uris = gw.live().uris.clone();
-    let uri = to_upstream(&uris, upstream.name(), &uri).into_owned();
+    let exposed = uri;
+    let uri = to_upstream(&uris, upstream.name(), &exposed).into_owned();
     if uri != asked {
         params.insert("uri".into(), Value::String(uri.clone()));
     }
+    // A file a skill announced with a digest: its bytes are checked.
+    let expected = access.catalog.skills.file(&exposed).map(|file| Expected {
+        uri: exposed.clone(),
+        original: uri.clone(),
+        file: file.clone(),
+    });
     Ok(Call {
         what: What::Resource,
         exposed: String::new(),
@@ -297,7 +317,142 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
         permit: None,
         confirmed: false,
         task: TaskHook::None,
+        expected,
     })
+}
+
+/// `skills/get` (SEP-2640): the skill's `SKILL.md` URI to the upstream that
+/// serves it: the one its namespace names, the listed owner, or (a skill no
+/// listing holds) the only upstream that declares Skills. A skill the
+/// caller's view hides (`skills` rules, an endpoint's upstreams, resource
+/// rules on its URI) or `[integrity]` holds answers as one no one serves.
+pub(crate) fn skill(x: &mut Request, mut params: Map<String, Value>) -> Result<Call, Refusal> {
+    let asked = required_str(&params, "uri", &x.method)?;
+    let target = skill_target(x, &asked, manifold_protocol::extensions::declares_skills);
+    let Some((upstream, uri)) = target else {
+        let held = x.gw.integrity.withholds_skill_path(&asked);
+        let unknown = Refusal::InvalidParams(format!("No skill is served at {asked}"));
+        return Err(x.gw.unknown_or_quarantined(held, unknown));
+    };
+    Ok(skills_call(
+        x,
+        What::Skill,
+        &mut params,
+        upstream,
+        uri,
+        &asked,
+    ))
+}
+
+/// `resources/directory/read` (SEP-2640): the directory's URI to the
+/// upstream that serves it, which must declare `directoryRead`; a directory
+/// of a skill the caller may not see answers as no directory.
+pub(crate) fn directory(x: &mut Request, mut params: Map<String, Value>) -> Result<Call, Refusal> {
+    let asked = required_str(&params, "uri", &x.method)?;
+    let target = skill_target(
+        x,
+        &asked,
+        manifold_protocol::extensions::declares_directory_read,
+    );
+    let Some((upstream, uri)) = target else {
+        let held = x.gw.integrity.withholds_skill_path(&asked);
+        let unknown = Refusal::InvalidParams(format!(
+            "{asked} is not a directory resource Manifold can read: no upstream that declares \
+             directoryRead (io.modelcontextprotocol/skills) serves it"
+        ));
+        return Err(x.gw.unknown_or_quarantined(held, unknown));
+    };
+    Ok(skills_call(
+        x,
+        What::Directory,
+        &mut params,
+        upstream,
+        uri,
+        &asked,
+    ))
+}
+
+/// The upstream a Skills request for `asked` goes to, and the URI as that
+/// upstream writes it; `None` when the caller may not reach it, it is held,
+/// or no upstream that `serves` (by its capabilities) owns it.
+fn skill_target(
+    x: &mut Request,
+    asked: &str,
+    serves: impl Fn(&Map<String, Value>) -> bool,
+) -> Option<(Upstream, String)> {
+    if let Some(o) = x.observation() {
+        o.name = Some(asked.to_string());
+        o.original = Some(asked.to_string());
+    }
+    let (gw, access) = (&x.gw, x.access());
+    let base = gw.catalog();
+    let hidden = base
+        .skills
+        .holding(asked)
+        .is_some_and(|skill| access.catalog.skills.owner(skill).is_none());
+    if hidden || gw.integrity.withholds_skill_path(asked) || !access.may_use_uri(asked) {
+        return None;
+    }
+    let serving = |u: &Upstream| u.status().facts.is_some_and(|f| serves(&f.capabilities));
+    let uris = gw.live().uris.clone();
+    let owner = match uris.resolve(asked) {
+        Some((name, _)) => gw.upstream(name),
+        None => match access.catalog.skills.holding(asked) {
+            Some(skill) => access
+                .catalog
+                .skills
+                .owner(skill)
+                .and_then(|name| gw.upstream(name)),
+            // A namespaced scheme's URI that names no upstream: no one's.
+            None if uris.claims(asked) => None,
+            // Unlisted: the one upstream that serves these requests.
+            None => {
+                let mut all = gw.upstreams().into_iter().filter(|u| serving(u));
+                match (all.next(), all.next()) {
+                    (Some(only), None) => Some(only),
+                    _ => None,
+                }
+            }
+        },
+    }
+    .filter(|u| serving(u) && access.reaches(u.name()))?;
+    let uri = to_upstream(&uris, owner.name(), asked).into_owned();
+    Some((owner, uri))
+}
+
+/// A Skills request's [`Call`]: `params.uri` as the upstream writes it.
+fn skills_call(
+    x: &Request,
+    what: What,
+    params: &mut Map<String, Value>,
+    upstream: Upstream,
+    uri: String,
+    asked: &str,
+) -> Call {
+    if uri != asked {
+        params.insert("uri".into(), Value::String(uri.clone()));
+    }
+    Call {
+        what,
+        exposed: String::new(),
+        view: None,
+        params: std::mem::take(params),
+        sent_arguments: None,
+        headers: standard_headers(&x.method, Some(&uri)),
+        upstream,
+        // A skill's entry carries cache hints in the 2026-07-28 era, as a
+        // read does; a directory's listing does not.
+        shape: match what {
+            What::Skill => ResultShape::Read,
+            _ => ResultShape::Rpc,
+        },
+        original: Some(uri),
+        output_check: None,
+        permit: None,
+        confirmed: false,
+        task: TaskHook::None,
+        expected: None,
+    }
 }
 
 /// `completion/complete`: a `ref/prompt` goes to the prompt's upstream with its
@@ -319,6 +474,7 @@ pub(crate) fn completion(x: &mut Request, mut params: Map<String, Value>) -> Res
         permit: None,
         confirmed: false,
         task: TaskHook::None,
+        expected: None,
     })
 }
 

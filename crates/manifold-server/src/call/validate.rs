@@ -39,7 +39,9 @@ pub(crate) fn arguments(x: &Request, call: &mut Call) -> Result<(), Refusal> {
     let kind = match call.what {
         What::Tool => Kind::Tools,
         What::Prompt => Kind::Prompts,
-        What::Resource | What::Completion | What::Task => return Ok(()),
+        What::Resource | What::Completion | What::Task | What::Skill | What::Directory => {
+            return Ok(())
+        }
     };
     let Some(entry) = call
         .view

@@ -1,7 +1,8 @@
 //! What Manifold answers itself about the merged surface: `initialize` (the
 //! session era), `server/discover` (2026-07-28), `ping`, and the merged lists
-//! (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`)
-//! served from the pre-serialized catalog snapshot.
+//! (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`,
+//! and the Skills extension's `skills/list`) served from the pre-serialized
+//! catalog snapshot.
 //!
 //! Invariants: no upstream is asked anything here; the same upstream state gives
 //! byte-identical list pages; 2026-07-28 results carry `resultType` and, for lists
@@ -69,15 +70,34 @@ pub(crate) fn list(x: &Request, params: &Map<String, Value>) -> Result<Reply, Re
         let page = super::discovery::list(x, cursor)?;
         return Ok(list_reply(x, &page));
     }
-    let catalog = x.access().catalog;
+    let access = x.access();
+    if x.method == m::SKILLS_LIST && !skills_offered(&x.gw, &access) {
+        return Err(Refusal::MethodNotFound(format!(
+            "{}: no upstream behind this endpoint declares io.modelcontextprotocol/skills",
+            x.method
+        )));
+    }
+    let catalog = access.catalog;
     let page = match x.method.as_str() {
         m::TOOLS_LIST => catalog.tools.page(cursor),
+        m::SKILLS_LIST => catalog.skills.page(cursor),
         m::PROMPTS_LIST => catalog.prompts.page(cursor),
         m::RESOURCES_LIST => catalog.resources.resources.page(cursor),
         _ => catalog.resources.templates.page(cursor),
     }
     .map_err(|e| Refusal::InvalidParams(e.to_string()))?;
     Ok(list_reply(x, &page))
+}
+
+/// Whether an upstream the caller's view reaches declares Skills (what
+/// makes `skills/list` a method here, as the capabilities say).
+fn skills_offered(gw: &Gateway, access: &crate::state::views::Access) -> bool {
+    gw.upstreams().iter().any(|u| {
+        access.shows_upstream(u.name())
+            && u.status()
+                .facts
+                .is_some_and(|f| manifold_protocol::extensions::declares_skills(&f.capabilities))
+    })
 }
 
 /// A list page as the era wants it.

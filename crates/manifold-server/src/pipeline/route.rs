@@ -17,6 +17,13 @@
 //! | `tasks/get` | -32601 | yes | no (counted) | `call::task` |
 //! | `tasks/update`, `tasks/cancel` | -32601 | yes | yes | `call::task` |
 //! | `tasks/result`, `tasks/list` | -32601 | 404 | no | refused |
+//! | `skills/list` | yes | yes | no | `surface::list` |
+//! | `skills/get`, `resources/directory/read` | yes | yes | yes | `call::skills` |
+//!
+//! The Skills extension's methods (SEP-2640) exist in both eras, as the
+//! SEP defines them for every revision (2026-07-28 results add `ttlMs` and
+//! `cacheScope`); they answer -32601 to a caller whose view holds no upstream
+//! that declares the extension.
 //!
 //! `tasks/get` is forwarded but not audited: a poll reads what the task's
 //! records say (its creation, its end) and acts on nothing, so it is counted
@@ -78,6 +85,8 @@ enum Handler {
     Task,
     /// `tasks/result`, `tasks/list`: tasks forms Manifold does not offer.
     TasksGone,
+    /// `skills/get`, `resources/directory/read`.
+    Skills,
 }
 
 /// One row of the method table.
@@ -109,7 +118,12 @@ impl Method {
     fn forwarded(&self) -> bool {
         matches!(
             self.handler,
-            Handler::Tool | Handler::Prompt | Handler::Read | Handler::Complete | Handler::Task
+            Handler::Tool
+                | Handler::Prompt
+                | Handler::Read
+                | Handler::Complete
+                | Handler::Task
+                | Handler::Skills
         )
     }
 }
@@ -135,6 +149,8 @@ fn lookup(method: &str) -> Option<Method> {
         tasks::TASKS_GET => Method::new(Both, false, Task),
         tasks::TASKS_UPDATE | tasks::TASKS_CANCEL => Method::new(Both, true, Task),
         tasks::TASKS_RESULT | tasks::TASKS_LIST => Method::new(Both, false, TasksGone),
+        m::SKILLS_LIST => Method::new(Both, false, List),
+        m::SKILLS_GET | m::RESOURCES_DIRECTORY_READ => Method::new(Both, true, Skills),
         _ => return None,
     })
 }
@@ -233,6 +249,7 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
         Handler::SetLevel => mcp_logging::set_level(x, params).await,
         Handler::Listen => listen::listen(x, params).await,
         Handler::Task => call::task(x, params).await,
+        Handler::Skills => call::skills(x, params).await,
         Handler::TasksGone => Err(Refusal::TasksNotOffered(format!(
             "{}: the io.modelcontextprotocol/tasks extension removed it, and Manifold offers \
              no 2025-11-25 tasks; keep the taskId tools/call returned and poll it with tasks/get",
@@ -284,6 +301,9 @@ mod tests {
             (m::SUBSCRIPTIONS_LISTEN, false, true, false),
             (tasks::TASKS_UPDATE, true, true, true),
             (tasks::TASKS_CANCEL, true, true, true),
+            (m::SKILLS_LIST, true, true, false),
+            (m::SKILLS_GET, true, true, true),
+            (m::RESOURCES_DIRECTORY_READ, true, true, true),
         ];
         for (name, session, stateless, audited) in rows {
             let method = lookup(name).expect(name);

@@ -178,6 +178,14 @@ pub(crate) enum Refusal {
     #[error("upstream `{upstream}` {why}")]
     UnusableTask { upstream: String, why: String },
 
+    /// A skill file whose bytes are not what its skill announced (SEP-2640
+    /// digest or size): never passed on.
+    #[error(
+        "The skill file {uri} is not what its skill announced ({why}): refused. The skill may \
+         have changed since it was listed; refresh it with skills/get"
+    )]
+    SkillFileMismatch { uri: String, why: String },
+
     // The tool-error family: answered as a result with `isError: true`.
     #[error("{0}")]
     Tool(ToolError),
@@ -249,6 +257,7 @@ impl Refusal {
             | HeldCallsFullForPrincipal { .. }
             | ClusterUnavailable { .. }
             | UnusableTask { .. }
+            | SkillFileMismatch { .. }
             | HeldCallLost => ErrorCode::INTERNAL_ERROR,
             NoTokenToExchange { .. } | ExchangeRefused { .. } => ErrorCode::INVALID_REQUEST,
             Tool(_) => return None,
@@ -323,6 +332,7 @@ impl Refusal {
             | UnknownTask
             | TaskExpired
             | UnusableTask { .. }
+            | SkillFileMismatch { .. }
             | Tool(_) => StatusCode::OK,
         }
     }

@@ -1,6 +1,6 @@
 //! The MCP endpoints, compiled: the default one (`[server] path`, everything)
 //! and each `[[endpoint]]` (a part of the merged catalogue: its upstreams,
-//! then its tool, prompt and resource globs), with their discovery mode.
+//! then its tool, prompt, resource and skill globs), with their discovery mode.
 //!
 //! An endpoint is a filter on the catalogue every caller of it shares; a
 //! caller's `[[policy]]` view applies inside it (`state::views` builds the
@@ -21,7 +21,9 @@ use std::sync::Arc;
 
 use manifold_catalog::uri::{canonical, canonical_pattern};
 use manifold_catalog::{Catalog, Item};
-use manifold_config::{AllowDeny, DiscoverySettings, EndpointConfig, GatewayConfig};
+use manifold_config::{
+    AllowDeny, DiscoverySettings, EndpointConfig, EndpointNaming, GatewayConfig,
+};
 use manifold_foundation::glob::Glob;
 
 /// Allow and deny globs of one kind (an empty `allow` allows everything).
@@ -58,6 +60,7 @@ struct Filter {
     tools: Option<Globs>,
     prompts: Option<Globs>,
     resources: Option<Globs>,
+    skills: Option<Globs>,
 }
 
 /// One MCP endpoint.
@@ -73,6 +76,8 @@ pub(crate) struct Endpoint {
     pub resource: Option<String>,
     pub discovery: DiscoverySettings,
     always_visible: Vec<Glob>,
+    /// `[[endpoint]] naming`.
+    pub naming: EndpointNaming,
 }
 
 impl Endpoint {
@@ -85,11 +90,13 @@ impl Endpoint {
                 tools: e.tools.as_ref().map(|l| Globs::new(l, false)),
                 prompts: e.prompts.as_ref().map(|l| Globs::new(l, false)),
                 resources: e.resources.as_ref().map(|l| Globs::new(l, true)),
+                skills: e.skills.as_ref().map(|l| Globs::new(l, false)),
             }),
             instructions: e.and_then(|e| e.instructions.clone()),
             resource: e.and_then(|e| e.resource.clone()),
             always_visible: d.always_visible.iter().map(|g| Glob::new(g)).collect(),
             discovery: d.clone(),
+            naming: e.map(|e| e.naming).unwrap_or_default(),
         }
     }
 
@@ -136,10 +143,15 @@ impl Endpoint {
             return true;
         };
         let (owner, globs, name) = match item {
-            Item::Tool(n) => (base.tools.get(n).map(|e| &e.upstream), &f.tools, n),
-            Item::Prompt(n) => (base.prompts.get(n).map(|e| &e.upstream), &f.prompts, n),
-            Item::Resource(u) => (base.resources.owner(u), &f.resources, u),
-            Item::Template(t) => (base.resources.template_owner(t), &f.resources, t),
+            Item::Tool(n) => (base.tools.get(n).map(|e| &*e.upstream), &f.tools, n),
+            Item::Prompt(n) => (base.prompts.get(n).map(|e| &*e.upstream), &f.prompts, n),
+            Item::Resource(u) => (base.resources.owner(u).map(|o| &**o), &f.resources, u),
+            Item::Template(t) => (
+                base.resources.template_owner(t).map(|o| &**o),
+                &f.resources,
+                t,
+            ),
+            Item::Skill { name, upstream } => (Some(upstream), &f.skills, name),
         };
         if !owner.is_some_and(|o| self.reaches(o)) {
             return false;
@@ -151,12 +163,34 @@ impl Endpoint {
         }
     }
 
-    /// The part of `base` this endpoint holds (the default: `base` itself).
+    /// The part of `base` this endpoint holds (the default: `base` itself),
+    /// under the names it serves (`naming`); a collision of own names is
+    /// logged (the first by exposed name keeps the name).
     pub fn catalog_of(&self, base: &Arc<Catalog>) -> Arc<Catalog> {
         if self.is_default() {
             return base.clone();
         }
-        Arc::new(base.restricted(&|item| self.holds(base, item)))
+        let held = base.restricted(&|item| self.holds(base, item));
+        if self.naming == EndpointNaming::Prefixed {
+            return Arc::new(held);
+        }
+        let (own, collisions) = held.by_own_names();
+        for c in &collisions {
+            tracing::error!(endpoint = %self.path, collision = %c,
+                "[[endpoint]] naming = \"original\": two items have one own name; the other is reachable by its exposed name only");
+        }
+        Arc::new(own)
+    }
+
+    /// With `naming = "original"`: the own names more than one item of
+    /// `base` this endpoint holds has (what `manifold serve` refuses at start).
+    pub fn own_name_collisions(&self, base: &Catalog) -> Vec<manifold_catalog::OwnNameCollision> {
+        if self.naming == EndpointNaming::Prefixed || self.is_default() {
+            return Vec::new();
+        }
+        base.restricted(&|item| self.holds(base, item))
+            .by_own_names()
+            .1
     }
 }
 

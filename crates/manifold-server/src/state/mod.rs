@@ -196,6 +196,22 @@ impl Gateway {
     pub(crate) fn upstream(&self, name: &str) -> Option<Upstream> {
         self.live.load().by_name.get(name).cloned()
     }
+    /// Every `[[endpoint]] naming = "original"` own-name collision in the
+    /// catalogue now, as `<path>: <collision>` (`manifold serve` refuses to
+    /// start with any).
+    pub fn own_name_collisions(&self) -> Vec<String> {
+        let base = self.catalog();
+        self.live()
+            .endpoints
+            .all()
+            .iter()
+            .flat_map(|e| {
+                e.own_name_collisions(&base)
+                    .into_iter()
+                    .map(move |c| format!("{}: {c}", e.path))
+            })
+            .collect()
+    }
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.load_full()
     }
@@ -378,9 +394,15 @@ impl Gateway {
     /// a result linked it from (`learned`), else the only upstream serving
     /// resources.
     pub(crate) fn owner_of(&self, uri: &str) -> Option<Upstream> {
-        // A namespaced URI names its upstream, listed or not.
-        if let Some((upstream, _)) = self.live().uris.resolve(uri) {
+        // A namespaced URI names its upstream, listed or not; one of a
+        // namespaced scheme that names none is no one's (an upstream's own
+        // spelling must not reach it by a guess).
+        let live = self.live();
+        if let Some((upstream, _)) = live.uris.resolve(uri) {
             return self.upstream(upstream);
+        }
+        if live.uris.claims(uri) {
+            return None;
         }
         let by_catalog = self.catalog.load().resources.owner(uri).cloned();
         let name = by_catalog.or_else(|| self.learned.owner(uri));

@@ -166,6 +166,7 @@ impl Views {
                 Item::Tool(n) => policy.allows(key, ItemKind::Tool, n),
                 Item::Prompt(n) => policy.allows(key, ItemKind::Prompt, n),
                 Item::Resource(u) | Item::Template(u) => policy.allows(key, ItemKind::Resource, u),
+                Item::Skill { name, .. } => policy.allows(key, ItemKind::Skill, name),
             }));
             self.bytes.fetch_add(item_bytes(&view), Ordering::Relaxed);
             view
@@ -265,6 +266,7 @@ pub(crate) fn holds_upstream(catalog: &Catalog, upstream: &str) -> bool {
         || named(&catalog.prompts)
         || by_uri(&catalog.resources.resources)
         || by_uri(&catalog.resources.templates)
+        || catalog.skills.items().any(|(_, _, up)| &**up == upstream)
 }
 
 impl Access {
@@ -342,7 +344,8 @@ impl Access {
 }
 
 /// Whether the list a `list_changed` method names differs between two catalogs
-/// (item bytes, in order).
+/// (item bytes, in order). Skills (SEP-2640 defines no notification of its
+/// own) are resources: a changed `skills/list` is a resources `list_changed`.
 pub(crate) fn lists_differ(a: &Catalog, b: &Catalog, method: &str) -> bool {
     use manifold_catalog::Kind;
     use manifold_protocol::methods as m;
@@ -359,7 +362,9 @@ pub(crate) fn lists_differ(a: &Catalog, b: &Catalog, method: &str) -> bool {
         m::NOTIF_PROMPTS_LIST_CHANGED => named(Kind::Prompts),
         m::NOTIF_RESOURCES_LIST_CHANGED => {
             let (x, y) = (&a.resources, &b.resources);
-            !x.resources.same_as(&y.resources) || !x.templates.same_as(&y.templates)
+            !x.resources.same_as(&y.resources)
+                || !x.templates.same_as(&y.templates)
+                || !a.skills.same_as(&b.skills)
         }
         _ => false,
     }
@@ -428,6 +433,7 @@ mod tests {
             }),
             prompts: None,
             resources: None,
+            skills: None,
         };
         let policy = Arc::new(Policy::new(&[rule("a", "up__t1*"), rule("b", "up__t2")]));
         let endpoints = Arc::new(Endpoints::only_default("/mcp"));

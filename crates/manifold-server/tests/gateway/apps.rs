@@ -305,3 +305,61 @@ async fn resource_rules_match_the_exposed_spelling() -> Result<()> {
     })
     .await
 }
+
+/// `[[endpoint]] naming = "original"`: a host gives each app server its own
+/// endpoint, whose tools are served and called by their own names; rules
+/// still match exposed names there (a deny by exposed name hides the tool
+/// under its own name too), and exposed names still resolve. An endpoint
+/// whose own names collide is reported (what `manifold serve` refuses).
+#[tokio::test]
+async fn an_endpoint_named_original_serves_and_calls_its_tools_by_their_own_names() -> Result<()> {
+    bounded(async {
+        let gw = TestGateway::start(&format!(
+            "{}\n\
+             [[endpoint]]\npath = \"/mcp/vanilla\"\nupstreams = [\"vanilla\"]\nnaming = \"original\"\n\n\
+             [[endpoint]]\npath = \"/mcp/react\"\nupstreams = [\"react\"]\nnaming = \"original\"\n\n\
+             [[policy]]\nwho = [\"*\"]\ntools = {{ allow = [\"*\"], deny = [\"react__refresh-time\"] }}\n\
+             resources = {{ allow = [\"*\"] }}\n",
+            config("host-schemes", "")
+        ))
+        .await?;
+        assert!(gw.gateway().own_name_collisions().is_empty());
+        for upstream in ["vanilla", "react"] {
+            let c = McpClient::new(gw.url().replace("/mcp", &format!("/mcp/{upstream}")));
+            c.initialize("2025-11-25", json!({})).await?;
+            let tools = c.list_all_tools().await?;
+            let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+            assert!(names.contains(&"get-time"), "{upstream}: {names:?}");
+            assert!(names.iter().all(|n| !n.contains("__")), "{upstream}: {names:?}");
+            for name in ["get-time".to_string(), format!("{upstream}__get-time")] {
+                let r = c.call_tool(&name, json!({})).await?;
+                let result = r.result()?;
+                assert_eq!(result["structuredContent"]["server"], upstream, "{name}: {result}");
+            }
+            // The app-only tool, by its own name: denied by its exposed name
+            // on react's endpoint.
+            let r = c.call_tool("refresh-time", json!({})).await?;
+            if upstream == "react" {
+                assert_eq!(r.error()?["code"], -32602, "{r}");
+            } else {
+                assert!(r.result().is_ok(), "{r}");
+            }
+        }
+        drop(gw);
+        // One endpoint over both servers: their `get-time` collide.
+        let gw = TestGateway::start(&format!(
+            "{}\n[[endpoint]]\npath = \"/mcp/apps\"\nnaming = \"original\"\n",
+            config("host-schemes", "")
+        ))
+        .await?;
+        let collisions = gw.gateway().own_name_collisions();
+        assert!(
+            collisions.iter().any(|c| c.starts_with("/mcp/apps: tool `get-time`")
+                && c.contains("react__get-time")
+                && c.contains("vanilla__get-time")),
+            "{collisions:?}"
+        );
+        Ok(())
+    })
+    .await
+}

@@ -28,6 +28,21 @@ use manifold_testkit::harness::{
 /// watched every 2 s).
 pub(crate) const WITHIN: Duration = Duration::from_secs(15);
 
+/// `POST /pins/approve` of everything `upstream` holds, on the admin listener
+/// at `admin`; fails unless it answers 200.
+pub(crate) async fn approve_upstream(admin: std::net::SocketAddr, upstream: &str) -> Result<()> {
+    let r = admin_call(
+        admin,
+        "POST",
+        "/pins/approve",
+        &[("Content-Type", "application/json")],
+        &format!(r#"{{"upstream": "{upstream}"}}"#),
+    )
+    .await?;
+    anyhow::ensure!(r.status == 200, "{r}");
+    Ok(())
+}
+
 fn config(dir: &Path, url: &str, mode: &str) -> String {
     format!(
         "[admin]\nlisten = \"127.0.0.1:0\"\n\n\

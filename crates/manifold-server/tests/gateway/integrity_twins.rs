@@ -193,15 +193,7 @@ async fn changed_instructions_and_resource_text_are_held_until_approved() -> Res
             "/upstreams: {counts}"
         );
         // Approved: both served as they are now.
-        let r = crate::admin::admin_call(
-            admin,
-            "POST",
-            "/pins/approve",
-            &[("Content-Type", "application/json")],
-            r#"{"upstream": "local"}"#,
-        )
-        .await?;
-        anyhow::ensure!(r.status == 200, "{r}");
+        crate::integrity::approve_upstream(admin, "local").await?;
         crate::eventually("approved text served", crate::integrity::WITHIN, || async {
             let (i, readme) = served_text(&gw).await?;
             Ok((i.contains("IMPORTANT") && readme.is_some()).then_some(()))

@@ -40,6 +40,7 @@ mod rogue;
 mod sampling;
 mod session;
 mod shared_log;
+mod skills;
 mod stateless;
 mod stateless_upstream;
 mod surface;

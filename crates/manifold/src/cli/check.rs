@@ -215,6 +215,7 @@ impl Facts {
         left_out.extend(dropped("prompt", catalog.prompts.left_out()));
         left_out.extend(dropped("resource", res.resources.left_out()));
         left_out.extend(dropped("resource_template", res.templates.left_out()));
+        left_out.extend(dropped("skill", catalog.skills.left_out()));
         let upstreams = core
             .upstreams()
             .iter()
@@ -479,9 +480,9 @@ impl Facts {
                     "message": d.reason.to_string(),
                 });
                 match &d.reason {
-                    LeftOutReason::InvalidHeader(e) | LeftOutReason::InvalidTemplate(e) => {
-                        reason["error"] = json!(e)
-                    }
+                    LeftOutReason::InvalidHeader(e)
+                    | LeftOutReason::InvalidTemplate(e)
+                    | LeftOutReason::InvalidSkill(e) => reason["error"] = json!(e),
                     LeftOutReason::Collision {
                         exposed,
                         kept_upstream,

@@ -99,6 +99,8 @@ pub enum KindArg {
     Resource,
     /// The server's instructions.
     Instructions,
+    /// A skill (SEP-2640): its frontmatter and its files' digests.
+    Skill,
 }
 
 impl From<KindArg> for ItemKind {
@@ -109,6 +111,7 @@ impl From<KindArg> for ItemKind {
             KindArg::ResourceTemplate => ItemKind::ResourceTemplate,
             KindArg::Resource => ItemKind::Resource,
             KindArg::Instructions => ItemKind::Instructions,
+            KindArg::Skill => ItemKind::Skill,
         }
     }
 }

@@ -49,6 +49,16 @@ async fn serve(cfg: manifold_config::GatewayConfig, path: &Path) -> anyhow::Resu
     spawn_signal_handler(shutdown.clone());
     spawn_reload_on_sighup(gw.clone());
     gw.wait_ready(connect_timeout).await;
+    let collisions = gw.own_name_collisions();
+    if !collisions.is_empty() {
+        shutdown.cancel();
+        anyhow::bail!(
+            "[[endpoint]] naming = \"original\" serves items under their upstreams' own names, \
+             and some collide: {}. Give each of those upstreams its own [[endpoint]], or \
+             filter the endpoint's `tools`/`prompts`",
+            collisions.join("; ")
+        );
+    }
     let ready = gw
         .upstreams()
         .iter()

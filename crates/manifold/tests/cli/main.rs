@@ -293,3 +293,35 @@ fn auth_hash_key_prints_the_digest_of_the_key_on_stdin() {
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("at least 16"));
 }
+
+/// `[[endpoint]] naming = "original"` over two upstreams whose tools have the
+/// same own names (the demo twice): `serve` refuses to start, naming the
+/// endpoint, the name and both exposed names.
+#[test]
+fn serve_refuses_an_original_named_endpoint_whose_own_names_collide() {
+    let dir = commands::TempDir::new("own-names");
+    let cfg = dir.path().join("gateway.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n\
+             [upstreams.a]\ncommand = {bin:?}\nargs = [\"demo-upstream\"]\n\n\
+             [upstreams.b]\ncommand = {bin:?}\nargs = [\"demo-upstream\"]\n\n\
+             [[endpoint]]\npath = \"/mcp/own\"\nnaming = \"original\"\n",
+            bin = bin()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["serve", "--config"])
+        .arg(&cfg)
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("/mcp/own: tool `echo`") && err.contains("a__echo") && err.contains("b__echo"),
+        "{err}"
+    );
+}

@@ -411,10 +411,12 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
     Ok(())
 }
 
+mod apps;
 mod auth;
 mod cluster;
 mod confirm;
 mod search;
+mod skills;
 mod stdio;
 mod surface;
 mod tasks;

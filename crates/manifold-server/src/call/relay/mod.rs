@@ -68,6 +68,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         permit,
         confirmed,
         task,
+        expected,
         ..
     } = call;
     let cancel = x
@@ -97,6 +98,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         output_check,
         permit,
         task,
+        expected,
         member: None,
     };
     tracing::debug!(upstream = %upstream.name(), method = %x.method,

@@ -241,6 +241,15 @@ impl Integrity {
         })
     }
 
+    /// Whether `uri` (exposed) is a withheld skill's `SKILL.md`, a file it
+    /// announced, or a path in its directory.
+    pub(crate) fn withholds_skill_path(&self, uri: &str) -> bool {
+        let held = self.held.load();
+        held.withheld
+            .as_ref()
+            .is_some_and(|c| c.skills.holding(uri).is_some())
+    }
+
     /// What `/upstreams` shows of `upstream`: its pins and held items by
     /// kind, whether the held ones are withheld, and each held item's name
     /// and reason (`manifold check` shows the diffs).
@@ -472,6 +481,7 @@ fn shown(lists: &UpstreamLists, filter: &ItemFilter) -> Option<UpstreamLists> {
         prompts: keep(Kind::Prompts, &lists.prompts),
         resources: lists.resources.clone(),
         resource_templates: lists.resource_templates.clone(),
+        skills: lists.skills.clone(),
     })
 }
 
@@ -492,6 +502,7 @@ fn without(lists: &UpstreamLists, held: &BTreeMap<ItemKind, HashSet<&str>>) -> U
         prompts: keep(ItemKind::Prompt, &lists.prompts),
         resources: keep(ItemKind::Resource, &lists.resources),
         resource_templates: keep(ItemKind::ResourceTemplate, &lists.resource_templates),
+        skills: keep(ItemKind::Skill, &lists.skills),
     }
 }
 
@@ -520,6 +531,7 @@ pub(super) fn only(
         prompts: pick(ItemKind::Prompt, &lists.prompts),
         resources: pick(ItemKind::Resource, &lists.resources),
         resource_templates: pick(ItemKind::ResourceTemplate, &lists.resource_templates),
+        skills: pick(ItemKind::Skill, &lists.skills),
     }
 }
 

@@ -16,6 +16,9 @@ fn lists() -> UpstreamLists {
         prompts: vec![item(json!({"name": "p"}))],
         resources: vec![item(json!({"uri": "file:///x", "name": "x"}))],
         resource_templates: vec![item(json!({"uriTemplate": "file:///{p}", "name": "t"}))],
+        skills: vec![item(
+            json!({"uri": "skill://s/SKILL.md", "frontmatter": {"name": "s", "description": "d"}, "resources": "dynamic"}),
+        )],
     }
 }
 
@@ -34,7 +37,11 @@ fn withheld_items_leave_the_lists_and_only_they_are_kept_aside() {
     held.entry(ItemKind::ResourceTemplate)
         .or_default()
         .insert("file:///{p}");
+    held.entry(ItemKind::Skill)
+        .or_default()
+        .insert("skill://s/SKILL.md");
     let out = without(&l, &held);
+    assert!(out.skills.is_empty(), "a held skill leaves the list");
     assert_eq!(names(&out.tools, "name"), ["a", "secret"]);
     assert_eq!(names(&out.prompts, "name"), ["p"]);
     assert!(out.resource_templates.is_empty());
@@ -49,6 +56,7 @@ fn withheld_items_leave_the_lists_and_only_they_are_kept_aside() {
         names(&aside.resource_templates, "uriTemplate"),
         ["file:///{p}"]
     );
+    assert_eq!(names(&aside.skills, "uri"), ["skill://s/SKILL.md"]);
 }
 
 #[test]

@@ -184,6 +184,7 @@ fn held_store(gw: &TestGateway, path: &Path) -> Result<Map<String, Value>> {
         prompts: Vec::new(),
         resources: Vec::new(),
         resource_templates: Vec::new(),
+        skills: Vec::new(),
     };
     let mut store = PinStore::new();
     store.apply(&decide(&store, "local", &lists(old), &rules, SystemTime::now()).update);
