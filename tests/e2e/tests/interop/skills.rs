@@ -3,9 +3,11 @@
 //! `tests/interop/py/fastmcp_skills_server.py`) that both publish `skill://code-review/SKILL.md`,
 //! behind one Manifold, loaded by FastMCP's own client (`Client` with
 //! `SkillsClientExtension`, `tests/interop/py/skills_client.py`) as a host loads a skill:
-//! `skills/list`, `skills/get`, each file read and verified against its digest. Each server
-//! alone serves one skill; through Manifold both are listed, each under its own upstream, and
-//! each file verifies and is that server's own.
+//! `skills/list`, `skills/get`, each file read and verified against its digest; and by the
+//! official TypeScript SDK v2's `SkillsClient` (`@modelcontextprotocol/client`,
+//! `tests/interop/ts/skills.mjs`), which also checks each `SKILL.md`'s frontmatter against its
+//! entry. Each server alone serves one skill; through Manifold both are listed, each under its
+//! own upstream, and each file verifies and is that server's own, for both clients.
 
 use anyhow::{bail, Context, Result};
 use manifold_e2e::{repo_root, serve, Peers, Proc, TempDir};
@@ -25,6 +27,23 @@ fn drive(python: &Path, url: &str) -> Result<Value> {
     if !out.status.success() {
         bail!(
             "skills_client.py against {url} failed ({:?}): {stderr}",
+            out.status
+        );
+    }
+    serde_json::from_slice(&out.stdout).with_context(|| format!("driver output; stderr: {stderr}"))
+}
+
+/// Runs the TypeScript SDK's skills driver against `url`: its output object.
+fn drive_ts(peers: &Peers, url: &str) -> Result<Value> {
+    let out = Command::new(&peers.node)
+        .arg(repo_root().join("tests/interop/ts/skills.mjs"))
+        .arg(url)
+        .env("MANIFOLD_NODE_MODULES", &peers.node_modules)
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        bail!(
+            "skills.mjs against {url} failed ({:?}): {stderr}",
             out.status
         );
     }
@@ -96,6 +115,31 @@ fn two_fastmcp_skills_servers_with_the_same_skill_load_through_manifold_as_direc
         via["extension"].is_object(),
         "Skills not advertised: {via:#}"
     );
+    // The official TypeScript SDK's SkillsClient loads the same skills, every
+    // file verified (size, digest, frontmatter), the same bytes.
+    let ts = drive_ts(&peers, &url)?;
+    assert_eq!(ts["extension"], true, "{ts:#}");
+    let loaded = |run: &Value| -> Vec<(Value, Vec<(Value, Value, Value)>)> {
+        run["skills"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                let files = s["files"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|f| (f["uri"].clone(), f["verified"].clone(), f["text"].clone()))
+                    .collect();
+                (s["uri"].clone(), files)
+            })
+            .collect()
+    };
+    assert_eq!(loaded(&ts), loaded(&via), "TypeScript: {ts:#}");
+    let all_got_same = ts["skills"]
+        .as_array()
+        .is_some_and(|s| s.iter().all(|s| s["got_same"] == true));
+    assert!(all_got_same, "{ts:#}");
     let skills = via["skills"].as_array().context("skills")?;
     assert_eq!(skills.len(), 2, "{via:#}");
     for (upstream, server) in [("alpha", &url_a), ("beta", &url_b)] {
