@@ -56,7 +56,7 @@ fn write_compact(out: &mut Vec<u8>, value: &Value) {
 
 /// Appends the object made of `members` (plus nothing else) in canonical form; the
 /// members need not be sorted or come from one map.
-pub(crate) fn write_canonical_members<'a>(
+pub fn write_canonical_members<'a>(
     out: &mut Vec<u8>,
     members: impl IntoIterator<Item = (&'a str, &'a Value)>,
 ) {

@@ -95,7 +95,7 @@ pub(crate) fn event(
     let mut m = Map::new();
     m.insert(
         "time".into(),
-        Value::String(crate::record::rfc3339_micros(SystemTime::now())),
+        Value::String(manifold_foundation::time::rfc3339_micros(SystemTime::now())),
     );
     m.insert("event".into(), Value::String(kind.into()));
     for (k, v) in details {

@@ -23,7 +23,7 @@
 use crate::canonical::digest_hex;
 use crate::redact::Redactor;
 use serde_json::{Map, Value};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// The principal recorded for a caller without credentials (no `[auth]`, or
 /// `allow_anonymous`).
@@ -382,7 +382,10 @@ impl AuditRecord {
                 .map_or(Value::Null, Value::String)
         };
         let mut m = Map::new();
-        m.insert("time".into(), Value::String(rfc3339_micros(self.time)));
+        m.insert(
+            "time".into(),
+            Value::String(manifold_foundation::time::rfc3339_micros(self.time)),
+        );
         m.insert("request_id".into(), Value::String(self.request_id));
         m.insert("session".into(), opt(self.session));
         m.insert(
@@ -448,66 +451,11 @@ impl AuditRecord {
     }
 }
 
-/// `time` as RFC 3339 in UTC with microseconds: `2025-06-18T09:05:03.000042Z`.
-/// Times before 1970 are written as the epoch (a clock that far off is not worth a
-/// failure).
-pub fn rfc3339_micros(time: SystemTime) -> String {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (year, month, day) = civil_from_days(secs / 86_400);
-    let rem = secs % 86_400;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_micros()
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, for non-negative days).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::time::Duration;
-
-    #[test]
-    fn rfc3339_table() {
-        let cases = [
-            (0, 0, "1970-01-01T00:00:00.000000Z"),
-            (0, 1_000, "1970-01-01T00:00:00.000001Z"),
-            (86_399, 999_999_999, "1970-01-01T23:59:59.999999Z"),
-            (951_782_400, 0, "2000-02-29T00:00:00.000000Z"),
-            (951_868_800, 0, "2000-03-01T00:00:00.000000Z"),
-            (1_709_164_800 + 3_723, 42_000, "2024-02-29T01:02:03.000042Z"),
-            (1_735_689_599, 500_000_000, "2024-12-31T23:59:59.500000Z"),
-            (4_107_542_400, 0, "2100-03-01T00:00:00.000000Z"),
-            (253_402_300_799, 0, "9999-12-31T23:59:59.000000Z"),
-        ];
-        for (secs, nanos, want) in cases {
-            let t = UNIX_EPOCH + Duration::new(secs, nanos);
-            assert_eq!(rfc3339_micros(t), want, "{secs}.{nanos}");
-        }
-        assert_eq!(
-            rfc3339_micros(UNIX_EPOCH - Duration::from_secs(5)),
-            "1970-01-01T00:00:00.000000Z"
-        );
-    }
+    use std::time::{Duration, UNIX_EPOCH};
 
     fn full_record() -> AuditRecord {
         AuditRecord {

@@ -30,9 +30,9 @@
 //! and the server).
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use aws_lc_rs::{constant_time, hmac};
+use aws_lc_rs::hmac;
 
 use crate::Envelope;
 
@@ -220,7 +220,7 @@ impl Keys {
         // (or how much of a MAC) matched.
         for key in std::iter::once(&self.current).chain(&self.previous) {
             let tag = Keys::mac(key, channel, body);
-            ok |= constant_time::verify_slices_are_equal(tag.as_ref(), &mac).is_ok();
+            ok |= manifold_foundation::ct::eq(tag.as_ref(), &mac);
         }
         if ok {
             Ok(body)
@@ -231,12 +231,7 @@ impl Keys {
 }
 
 /// Milliseconds since the epoch: an envelope's timestamp.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
+pub use manifold_foundation::time::unix_now_ms as now_ms;
 
 const WORDS: usize = (REPLAY_WINDOW as usize).div_ceil(64);
 

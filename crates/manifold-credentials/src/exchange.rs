@@ -20,7 +20,8 @@
 use sha2::{Digest, Sha256};
 
 use crate::source::TokenSource;
-use crate::{now_secs, CredentialError};
+use crate::CredentialError;
+use manifold_foundation::time::unix_now;
 
 /// How the front door validated a caller's bearer token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +96,7 @@ impl TokenSource {
         via: Validated,
     ) -> Result<String, CredentialError> {
         let key = hex::encode(Sha256::digest(subject_token.as_bytes()));
-        let now = now_secs();
+        let now = unix_now();
         if let Some((t, exp)) = self.lock_exchanged().get(&key) {
             if *exp > now + EXCHANGE_MARGIN {
                 return Ok(t.clone());

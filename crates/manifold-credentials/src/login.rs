@@ -33,7 +33,8 @@ use tokio::net::TcpListener;
 use crate::discovery::{discover, parse_challenge, Discovered, Pins};
 use crate::http::{allowed, form, send, Client};
 use crate::store::{Record, Store};
-use crate::{now_secs, random_token, s256, CredentialError, LOGIN_TIMEOUT};
+use crate::{random_token, s256, CredentialError, LOGIN_TIMEOUT};
+use manifold_foundation::time::unix_now;
 
 /// The most of a redirect request the loopback listener reads.
 const MAX_CALLBACK_BYTES: usize = 16 * 1024;
@@ -256,7 +257,7 @@ pub(crate) fn take_tokens(r: &mut Record, v: &Value, asked_scope: Option<&str>) 
     if let Some(rt) = v["refresh_token"].as_str() {
         r.refresh_token = Some(rt.to_string());
     }
-    let now = now_secs();
+    let now = unix_now();
     r.obtained_at = Some(now);
     r.expires_at = v["expires_in"].as_u64().map(|s| now + s);
     r.scope = v["scope"]

@@ -32,7 +32,8 @@ use crate::discovery::{discover, Pins};
 use crate::http::Client;
 use crate::login::{probe, take_tokens, token_request};
 use crate::store::{Record, Store};
-use crate::{now_secs, parse_challenge, CredentialError, MAX_STEP_UPS, REFRESH_MARGIN};
+use crate::{parse_challenge, CredentialError, MAX_STEP_UPS, REFRESH_MARGIN};
+use manifold_foundation::time::unix_now;
 
 /// What the caller does after the upstream refused a token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,7 +204,7 @@ impl TokenSource {
         };
         let life = r.obtained_at.map_or(u64::MAX, |t| end.saturating_sub(t));
         let margin = REFRESH_MARGIN.as_secs().min(life / 2);
-        end > now_secs() + margin
+        end > unix_now() + margin
     }
 
     /// The token to send now.

@@ -90,26 +90,6 @@ fn missing() -> RpcError {
     RpcError::new(MISSING_CAPABILITY, "Missing required client capability")
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` (UTC) for `t`.
-fn iso(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let days = secs / 86_400;
-    let (z, rem) = (days + 719_468, secs % 86_400);
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 fn text(t: &str) -> Value {
     json!({"content": [{"type": "text", "text": t}]})
 }
@@ -128,7 +108,7 @@ impl Store {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let id = format!("demo-task-{n}-{nanos:08x}");
-        let now = iso(SystemTime::now());
+        let now = manifold_foundation::time::rfc3339_seconds(SystemTime::now());
         let cancel = CancellationToken::new();
         let mut tasks = self.tasks.lock();
         if tasks.len() >= MAX_TASKS {
@@ -163,7 +143,7 @@ impl Store {
             }
             t.status = status;
             t.detail = detail;
-            t.updated_at = iso(SystemTime::now());
+            t.updated_at = manifold_foundation::time::rfc3339_seconds(SystemTime::now());
         }
     }
 

@@ -6,7 +6,9 @@
 //! client and fetch ([`http`], feature `http`), and URLs as errors may show
 //! them ([`redact`]: no userinfo, no query), and text from a peer made
 //! safe to show a person ([`text`]: nothing invisible, nothing reordering),
-//! and the size of a value's JSON text without writing it ([`json`]).
+//! and the size of a value's JSON text without writing it ([`json`]), time
+//! as written and counted ([`time`]), constant-time equality ([`ct`]) and
+//! HMAC-SHA256 ([`mac`], feature `aead`).
 //!
 //! Invariants: no MCP semantics and no Manifold configuration here (nothing
 //! reads a JSON-RPC message or a `gateway.toml` section); every wait and every
@@ -18,11 +20,15 @@
 
 #[cfg(feature = "aead")]
 pub mod aead;
+pub mod ct;
 pub mod glob;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod json;
 pub mod log_budget;
+#[cfg(feature = "aead")]
+pub mod mac;
 pub mod rate;
 pub mod redact;
 pub mod text;
+pub mod time;

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use crate::store::{remove_from, JournalEntry, PendingReason, Pin, PinStore};
-use crate::{rfc3339, ItemKind, ItemRef};
+use crate::{ItemKind, ItemRef};
 
 /// What to approve.
 #[derive(Debug, Clone, PartialEq)]
@@ -174,7 +174,7 @@ impl PinStore {
                 .collect(),
             Selection::All => self.pending_items().map(|(i, _, _)| i).collect(),
         };
-        let at = rfc3339(now);
+        let at = manifold_foundation::time::rfc3339_seconds(now);
         let mut done = Vec::with_capacity(chosen.len());
         for item in chosen {
             let Some(pending) = self.pending(&item).cloned() else {
@@ -227,7 +227,7 @@ impl PinStore {
         let mut items = items.to_vec();
         items.sort();
         items.dedup();
-        let at = rfc3339(now);
+        let at = manifold_foundation::time::rfc3339_seconds(now);
         let mut done = Vec::with_capacity(items.len());
         for item in items {
             let Some(pin) = self.pin(&item).cloned() else {

@@ -49,7 +49,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::SystemTime;
 
 use crate::store::{Op, PendingReason, PinStore, Update};
-use crate::{rfc3339, ItemKind, ItemRef};
+use crate::{ItemKind, ItemRef};
 
 /// What [`decide`] needs of `[integrity]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,7 +209,7 @@ fn decide_inner(
     rules: &Rules,
     now: SystemTime,
 ) -> Decisions {
-    let at = rfc3339(now);
+    let at = manifold_foundation::time::rfc3339_seconds(now);
     let mut items = Vec::new();
     let mut ops = Vec::new();
     let published: Vec<(ItemKind, Published<'_>)> = ItemKind::ALL

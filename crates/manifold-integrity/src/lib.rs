@@ -39,7 +39,6 @@ pub mod decide;
 pub mod file;
 pub mod replica;
 pub mod store;
-mod time;
 
 pub use approve::{Approval, ApproveError, Names, Revocation, Selection, Wanted};
 pub use decide::{decide, decide_published, Decision, Decisions, PinReason, Rules, Verdict};
@@ -50,7 +49,6 @@ pub use store::{
     InvalidStore, JournalEntry, Op, Pending, PendingReason, Pin, PinStore, Update, UpstreamPins,
     FORMAT, MAX_JOURNAL, MAX_STORE_BYTES,
 };
-pub use time::rfc3339;
 
 use serde::{Deserialize, Serialize};
 

@@ -363,7 +363,7 @@ pub(crate) async fn task_end(gw: &Arc<Gateway>, end: TaskEnd<'_>, by: Option<&Ob
     rec.name = Some(end.facts.tool.clone());
     rec.upstream = Some(end.facts.upstream.clone());
     rec.original = Some(end.facts.original.clone());
-    let now = crate::state::tasks::now_ms();
+    let now = manifold_foundation::time::unix_now_ms();
     rec.task = Some(manifold_audit::TaskEvent {
         id: end.client_record_id,
         stage: manifold_audit::TaskStage::Ended,
@@ -391,7 +391,7 @@ pub(crate) async fn sweep_tasks(gw: Arc<Gateway>) {
             _ = gw.stop.cancelled() => return,
             _ = tokio::time::sleep(crate::state::tasks::TASK_SWEEP_INTERVAL) => {}
         }
-        let now = crate::state::held_calls::now_secs();
+        let now = manifold_foundation::time::unix_now();
         for swept in gw.task_ids.sweep(now) {
             let end = TaskEnd {
                 client_record_id: swept.record_id,

@@ -124,7 +124,7 @@ fn filters_keep_exactly_the_matching_records() {
     let dir = TempDir::new();
     let n = 600;
     let path = rotated_log(&dir, n);
-    let time = |i: usize| crate::record::rfc3339_micros(record(i).time);
+    let time = |i: usize| manifold_foundation::time::rfc3339_micros(record(i).time);
     let cases: Vec<(Filter, Keep)> = vec![
         (
             Filter {
@@ -289,7 +289,7 @@ fn first_page_of_a_100000_record_log_within_200_ms() {
     let dir = TempDir::new();
     let n = 100_000;
     let path = rotated_log(&dir, n);
-    let time = |i: usize| crate::record::rfc3339_micros(record(i).time);
+    let time = |i: usize| manifold_foundation::time::rfc3339_micros(record(i).time);
     let filters = [
         Filter::default(),
         Filter {

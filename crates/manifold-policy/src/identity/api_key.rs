@@ -6,7 +6,6 @@
 //! a digest is written (`manifold auth hash-key` prints it).
 
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use super::{AuthMethod, Identity};
 use manifold_config::ApiKey;
@@ -27,7 +26,7 @@ pub fn find_key<'a>(keys: &'a [ApiKey], key: &str) -> Option<&'a ApiKey> {
     let mut found = None;
     for k in keys {
         // No early exit: every key is compared.
-        if bool::from(k.sha256.ct_eq(&digest)) {
+        if manifold_foundation::ct::eq(&k.sha256, &digest) {
             found = Some(k);
         }
     }

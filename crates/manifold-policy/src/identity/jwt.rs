@@ -299,9 +299,7 @@ pub(super) fn numeric_date(v: Option<&Value>) -> Option<f64> {
 
 /// Seconds since the epoch, now.
 pub(super) fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
+    manifold_foundation::time::unix_now_ms() as f64 / 1000.0
 }
 
 /// The instant `secs` after the epoch (the epoch itself for a negative time;

@@ -169,7 +169,7 @@ pub(crate) fn initialize(x: &Request, params: &Map<String, Value>) -> Result<Rep
             client_info: opening.client_info.clone(),
             capabilities: opening.capabilities.clone(),
             owner: opening.owner.clone(),
-            expires: crate::state::held_calls::now_secs()
+            expires: manifold_foundation::time::unix_now()
                 + crate::state::sealed::SEALED_SESSION_MAX_AGE.as_secs(),
             endpoint: (*x.arrival.endpoint != *gw.default_endpoint())
                 .then(|| x.arrival.endpoint.to_string()),

@@ -118,7 +118,7 @@ pub(crate) fn session_of(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSe
     // it, and remembers it ended).
     if session
         .expires
-        .is_some_and(|e| crate::state::held_calls::now_secs() > e)
+        .is_some_and(|e| manifold_foundation::time::unix_now() > e)
     {
         return Err(Refusal::UnknownSession);
     }

@@ -47,7 +47,8 @@ pub(crate) struct Key {
     pub who: String,
     pub endpoint: Arc<str>,
     pub upstream: Arc<str>,
-    pub request: String,
+    /// The request as sent upstream, in canonical form.
+    pub request: Vec<u8>,
 }
 
 /// How a shared call ended: what every waiter answers with.

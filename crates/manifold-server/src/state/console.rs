@@ -11,10 +11,7 @@
 //!
 //! Not here: cookies, CSRF and the pages (`front::console`).
 
-use hmac::digest::KeyInit;
-use hmac::{Hmac, Mac};
 use parking_lot::Mutex;
-use sha2::Sha256;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -152,12 +149,16 @@ impl ConsoleState {
     /// `None` without a key.
     pub(crate) fn mac(&self, parts: &[&[u8]]) -> Option<[u8; 32]> {
         let key = self.key.as_ref()?;
-        let mut m = <Hmac<Sha256> as KeyInit>::new_from_slice(key).ok()?;
-        for p in parts {
-            m.update(&(p.len() as u64).to_be_bytes());
-            m.update(p);
-        }
-        Some(m.finalize().into_bytes().into())
+        let lengths: Vec<[u8; 8]> = parts
+            .iter()
+            .map(|p| (p.len() as u64).to_be_bytes())
+            .collect();
+        let framed: Vec<&[u8]> = parts
+            .iter()
+            .zip(&lengths)
+            .flat_map(|(p, len)| [&len[..], p])
+            .collect();
+        Some(manifold_foundation::mac::hmac_sha256(key, &framed))
     }
 
     /// Starts a login; `None` without a key (or OS randomness).

@@ -25,19 +25,16 @@
 //! Not here: holding and resuming the call itself (`relay/input_required.rs`);
 //! re-checking the caller's view before a resume (`pipeline::route`).
 
-use hmac::digest::KeyInit;
-use hmac::{Hmac, Mac};
+use manifold_foundation::time::unix_now;
 use manifold_protocol::RequestId;
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::reply::Reply;
-
-type HmacSha256 = Hmac<Sha256>;
 
 /// How a `[confirm]` question's `requestState` starts.
 pub(crate) const CONFIRM_PREFIX: &str = "confirm.";
@@ -100,15 +97,6 @@ pub(crate) fn params_digest(method: &str, params: &Map<String, Value>, principal
     hex::encode(&h.finalize()[..16])
 }
 
-/// Seconds since the epoch: what held calls' and sealed session ids'
-/// expiries are written in.
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 impl HeldCalls {
     /// With `secret` (`server.request_state_key`), the MAC key is its SHA-256,
     /// the same in every process configured with it; without, a random key.
@@ -136,14 +124,8 @@ impl HeldCalls {
         }
     }
 
-    fn mac(&self, msg: &str) -> HmacSha256 {
-        // HMAC pads a key shorter than the hash's block with zeros, so the 32-byte
-        // key padded to a 64-byte block is the same key, with no fallible path.
-        let mut block = [0u8; 64];
-        block[..32].copy_from_slice(&self.key);
-        let mut mac = <HmacSha256 as KeyInit>::new(&block.into());
-        mac.update(msg.as_bytes());
-        mac
+    fn mac(&self, msg: &str) -> [u8; 32] {
+        manifold_foundation::mac::hmac_sha256(&self.key, &[msg.as_bytes()])
     }
 
     /// With at most `n` held calls and open confirmations per principal.
@@ -160,7 +142,7 @@ impl HeldCalls {
     /// Whether `principal` holds as many calls and open confirmations as it
     /// may (`limits.max_held_calls_per_principal`).
     pub(crate) fn full_for(&self, principal: &str) -> bool {
-        let now = now_secs();
+        let now = unix_now();
         let held = self
             .calls
             .lock()
@@ -186,11 +168,8 @@ impl HeldCalls {
         let mut raw = [0u8; 16];
         let _ = getrandom::fill(&mut raw);
         let id = hex::encode(raw);
-        let expiry = now_secs() + self.ttl.as_secs();
-        let mac = self
-            .mac(&format!("{id}.{expiry}.{digest}"))
-            .finalize()
-            .into_bytes();
+        let expiry = unix_now() + self.ttl.as_secs();
+        let mac = self.mac(&format!("{id}.{expiry}.{digest}"));
         let state = format!("{id}.{expiry}.{}", hex::encode(mac));
         let (tx, rx) = oneshot::channel();
         self.calls
@@ -223,7 +202,7 @@ impl HeldCalls {
     /// asked for `principal`; `None` when as many confirmations as held calls
     /// are open (the caller checks [`Self::full_for`] first).
     pub(crate) fn ask_confirmation(&self, digest: &str, principal: &str) -> Option<String> {
-        let (id, expiry, mac) = self.open(CONFIRM_PREFIX, digest, "", principal, now_secs())?;
+        let (id, expiry, mac) = self.open(CONFIRM_PREFIX, digest, "", principal, unix_now())?;
         Some(format!("{CONFIRM_PREFIX}{id}.{expiry}.{mac}"))
     }
 
@@ -247,10 +226,7 @@ impl HeldCalls {
         let _ = getrandom::fill(&mut raw);
         let id = hex::encode(raw);
         let expiry = now + self.ttl.as_secs();
-        let mac = self
-            .mac(&format!("{domain}{id}.{expiry}.{digest}{suffix}"))
-            .finalize()
-            .into_bytes();
+        let mac = self.mac(&format!("{domain}{id}.{expiry}.{digest}{suffix}"));
         open.insert(id.clone(), (expiry, principal.to_string()));
         Some((id, expiry, hex::encode(mac)))
     }
@@ -265,7 +241,7 @@ impl HeldCalls {
         principal: &str,
         upstream_state: &str,
     ) -> Option<String> {
-        self.wrap_confirmed_at(digest, principal, upstream_state, now_secs())
+        self.wrap_confirmed_at(digest, principal, upstream_state, unix_now())
     }
 
     fn wrap_confirmed_at(
@@ -336,12 +312,13 @@ impl HeldCalls {
             return Err("it is not a state this gateway issued");
         };
         let got = hex::decode(mac).map_err(|_| "it is not a state this gateway issued")?;
-        // Constant time: `verify_slice` compares without an early exit.
-        self.mac(&format!("{domain}{id}.{expiry}.{digest}"))
-            .verify_slice(&got)
-            .map_err(|_| "it was altered, or belongs to another request or caller")?;
+        // Constant time: no early exit on the first differing byte.
+        let signed = format!("{domain}{id}.{expiry}.{digest}");
+        if !manifold_foundation::mac::verify_hmac_sha256(&self.key, &[signed.as_bytes()], &got) {
+            return Err("it was altered, or belongs to another request or caller");
+        }
         let expiry: u64 = expiry.parse().map_err(|_| "it is malformed")?;
-        if now_secs() > expiry {
+        if unix_now() > expiry {
             return Err("it expired");
         }
         Ok(id.to_string())
@@ -438,7 +415,7 @@ mod tests {
     fn confirmed_wrappers_expire_and_are_bounded() {
         let held = held(None);
         let old = held
-            .wrap_confirmed_at("d", "p", "s", now_secs() - 2 * TTL.as_secs())
+            .wrap_confirmed_at("d", "p", "s", unix_now() - 2 * TTL.as_secs())
             .expect("room");
         assert_eq!(held.unwrap_confirmed(&old, "d"), Err("it expired"));
         // The expiry is under the MAC: moving it forward breaks it.
@@ -528,11 +505,7 @@ mod tests {
         h.key = [0u8; 32];
         h.key[..4].copy_from_slice(b"Jefe");
         assert_eq!(
-            hex::encode(
-                h.mac("what do ya want for nothing?")
-                    .finalize()
-                    .into_bytes()
-            ),
+            hex::encode(h.mac("what do ya want for nothing?")),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
     }

@@ -274,7 +274,7 @@ impl Gateway {
         };
         if let Some(expires) = session.expires {
             self.sessions
-                .remember_ended(id, expires, held_calls::now_secs());
+                .remember_ended(id, expires, manifold_foundation::time::unix_now());
         }
         self.unsubscribe_all(&session.id);
         self.log_levels_after_sessions_ended();

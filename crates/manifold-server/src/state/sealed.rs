@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::time::Duration;
 
-use super::held_calls::now_secs;
+use manifold_foundation::time::unix_now;
 
 /// How a sealed id starts (random ids are hex, so never start like this).
 pub const SEALED_PREFIX: &str = "s1.";
@@ -99,7 +99,7 @@ impl Sealer {
             })?;
         let facts: SessionFacts =
             serde_json::from_slice(&plain).map_err(|_| "not a session state")?;
-        if now_secs() > facts.expires {
+        if unix_now() > facts.expires {
             return Err("expired");
         }
         Ok(facts)
@@ -139,7 +139,7 @@ mod tests {
 
     #[test]
     fn ids_open_under_current_and_previous_keys_only() {
-        let f = facts(now_secs() + 60);
+        let f = facts(unix_now() + 60);
         let id = sealer(A, &[]).seal(&f).unwrap();
         assert!(id.starts_with(SEALED_PREFIX));
         assert!(
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn oversized_state_is_not_sealed() {
-        let mut f = facts(now_secs() + 60);
+        let mut f = facts(unix_now() + 60);
         f.client_info = json!({"name": "x".repeat(MAX_SEALED_BYTES)});
         assert!(sealer(A, &[]).seal(&f).is_none());
     }

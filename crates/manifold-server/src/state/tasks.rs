@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// How a client task id starts.
 pub const TASK_ID_PREFIX: &str = "t1.";
@@ -128,13 +128,6 @@ pub(crate) fn endpoint_digest(t: &manifold_config::Transport) -> String {
 /// the id the client holds (never the id, a bearer handle).
 pub(crate) fn record_id(client_id: &str) -> String {
     hex::encode(&Sha256::digest(client_id.as_bytes())[..8])
-}
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// When a task created at `created_ms` with `ttl_ms` (`None`: unlimited)
@@ -237,7 +230,7 @@ impl Tasks {
         if facts.owner != owner_digest(audit_name) {
             return Err(NotOpened::Unknown);
         }
-        if super::held_calls::now_secs() > facts.expires {
+        if manifold_foundation::time::unix_now() > facts.expires {
             return Err(NotOpened::Expired(Box::new(facts)));
         }
         Ok(facts)
@@ -323,7 +316,7 @@ mod tests {
             owner: owner_digest(owner),
             tool: "demo__slow".into(),
             original: "slow".into(),
-            created_ms: now_ms(),
+            created_ms: manifold_foundation::time::unix_now_ms(),
             expires,
             member: None,
             path: None,
@@ -335,7 +328,7 @@ mod tests {
 
     #[test]
     fn ids_open_for_their_owner_under_the_keys_held_only() {
-        let later = super::super::held_calls::now_secs() + 600;
+        let later = manifold_foundation::time::unix_now() + 600;
         let f = facts("key:alice", later);
         let t = tasks(Some((A, &[])), None);
         let id = t.seal(&f).unwrap();
@@ -398,7 +391,7 @@ mod tests {
 
     #[test]
     fn the_request_state_key_and_a_process_key_seal_too() {
-        let f = facts("anonymous", super::super::held_calls::now_secs() + 60);
+        let f = facts("anonymous", manifold_foundation::time::unix_now() + 60);
         let id = tasks(None, Some(A)).seal(&f).unwrap();
         assert_eq!(tasks(None, Some(A)).open(&id, "anonymous"), Ok(f.clone()));
         let own = tasks(None, None);

@@ -33,6 +33,9 @@ fn drive(python: &Path, url: &str) -> Result<Value> {
     serde_json::from_slice(&out.stdout).with_context(|| format!("driver output; stderr: {stderr}"))
 }
 
+/// A skill as a driver loaded it: its URI and each file's (URI, verified, text).
+type Loaded = (Value, Vec<(Value, Value, Value)>);
+
 /// Runs the TypeScript SDK's skills driver against `url`: its output object.
 fn drive_ts(peers: &Peers, url: &str) -> Result<Value> {
     let out = Command::new(&peers.node)
@@ -119,7 +122,7 @@ fn two_fastmcp_skills_servers_with_the_same_skill_load_through_manifold_as_direc
     // file verified (size, digest, frontmatter), the same bytes.
     let ts = drive_ts(&peers, &url)?;
     assert_eq!(ts["extension"], true, "{ts:#}");
-    let loaded = |run: &Value| -> Vec<(Value, Vec<(Value, Value, Value)>)> {
+    let loaded = |run: &Value| -> Vec<Loaded> {
         run["skills"]
             .as_array()
             .into_iter()

@@ -110,13 +110,15 @@ pub(super) fn key(x: &Request, call: &Call) -> Option<Key> {
         ),
         p => p.audit_name(),
     };
-    let mut request = String::new();
+    let mut request = Vec::new();
     write_object(&mut request, &call.params);
     if call.upstream.is_stateless() {
         let facts = x.caller.for_upstream();
-        request.push('\n');
+        request.push(b'\n');
         write_object(&mut request, &facts.capabilities);
-        request.push_str(&format!("\n{:?} {}", facts.log_level, facts.bridge_input));
+        request.extend_from_slice(
+            format!("\n{:?} {}", facts.log_level, facts.bridge_input).as_bytes(),
+        );
     }
     Some(Key {
         who,
@@ -126,39 +128,12 @@ pub(super) fn key(x: &Request, call: &Call) -> Option<Key> {
     })
 }
 
-/// Canonical JSON for the key: object members sorted by key, everything else
-/// as serde_json writes it (numbers exactly as parsed: `1` and `1.0` differ,
-/// so two calls are identical only when they surely are).
-fn write_value(out: &mut String, v: &Value) {
-    match v {
-        Value::Object(m) => write_object(out, m),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(out, item);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-fn write_object(out: &mut String, m: &Map<String, Value>) {
-    let mut members: Vec<(&String, &Value)> = m.iter().collect();
-    members.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    out.push('{');
-    for (i, (k, v)) in members.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&Value::String(k.clone()).to_string());
-        out.push(':');
-        write_value(out, v);
-    }
-    out.push('}');
+/// An object in the canonical form of the audit log
+/// (`manifold_audit::canonical`: members sorted by key at every depth, numbers
+/// exactly as parsed, so `1` and `1.0` differ and two calls are identical
+/// only when they surely are).
+fn write_object(out: &mut Vec<u8>, m: &Map<String, Value>) {
+    manifold_audit::canonical::write_canonical_members(out, m.iter().map(|(k, v)| (k.as_str(), v)));
 }
 
 /// Answers the caller from the shared call it joined (the first caller makes

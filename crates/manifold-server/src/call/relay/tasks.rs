@@ -30,9 +30,7 @@ use std::sync::Arc;
 use crate::call::context::TaskHook;
 use crate::observe::{task_end, Observed, TaskEnd};
 use crate::refusal::Refusal;
-use crate::state::tasks::{
-    expiry, now_ms, owner_digest, record_id, TaskFacts, MAX_UPSTREAM_TASK_ID_BYTES,
-};
+use crate::state::tasks::{expiry, owner_digest, record_id, TaskFacts, MAX_UPSTREAM_TASK_ID_BYTES};
 use crate::state::Gateway;
 
 /// What an answer becomes.
@@ -115,7 +113,7 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
                     ),
                 ));
             };
-            let created_ms = now_ms();
+            let created_ms = manifold_foundation::time::unix_now_ms();
             let facts = TaskFacts {
                 upstream: a.upstream.to_string(),
                 endpoint,

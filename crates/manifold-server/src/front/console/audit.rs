@@ -253,7 +253,7 @@ fn chain(gw: &Gateway, path: &Path) -> Markup {
                 }
                 p.muted {
                     @if running { "Checking new lines… " }
-                    @if let Some(t) = checked_at { "Checked at " (manifold_audit::record::rfc3339_micros(t).get(..19).unwrap_or("")) "Z. " }
+                    @if let Some(t) = checked_at { "Checked at " (manifold_foundation::time::rfc3339_seconds(t)) ". " }
                     "Run " code { "manifold audit verify" } " for the full report."
                 }
             }

@@ -63,7 +63,7 @@ fn gateway(gw: &Gateway) -> Markup {
             h2 #gateway-h { "Gateway" }
             dl.facts {
                 div { dt { "Version" } dd { (crate::handlers::surface::SERVER_VERSION) } }
-                div { dt { "Up for" } dd { (layout::uptime(uptime)) span.muted { " since " (manifold_audit::record::rfc3339_micros(gw.console.started).get(..19).unwrap_or("")) "Z" } } }
+                div { dt { "Up for" } dd { (layout::uptime(uptime)) span.muted { " since " (manifold_foundation::time::rfc3339_seconds(gw.console.started)) } } }
                 div {
                     dt { "Sessions" }
                     dd {

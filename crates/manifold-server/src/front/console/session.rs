@@ -87,12 +87,7 @@ pub(crate) fn login_csrf(gw: &Gateway) -> String {
 
 /// Whether two tokens are equal, in time independent of where they differ.
 fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && !a.is_empty()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+    !a.is_empty() && manifold_foundation::ct::eq(a.as_bytes(), b.as_bytes())
 }
 
 /// The cookie value of login `id`: its hex and a MAC of it.

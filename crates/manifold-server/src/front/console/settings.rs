@@ -43,7 +43,7 @@ pub(super) fn page(
             @match &last {
                 None => p.muted { "No reload since the gateway started." },
                 Some(l) => {
-                    p { "Last reload at " (manifold_audit::record::rfc3339_micros(l.at).get(..19).unwrap_or("")) "Z: "
+                    p { "Last reload at " (manifold_foundation::time::rfc3339_seconds(l.at)) ": "
                         @match &l.result { Ok(_) => span.badge.ok { "applied" }, Err(_) => span.badge.bad { "refused" } } }
                     @match &l.result {
                         Ok(report) => (report_list(report)),
