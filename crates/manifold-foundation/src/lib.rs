@@ -7,8 +7,9 @@
 //! them ([`redact`]: no userinfo, no query), and text from a peer made
 //! safe to show a person ([`text`]: nothing invisible, nothing reordering),
 //! and the size of a value's JSON text without writing it ([`json`]), time
-//! as written and counted ([`time`]), constant-time equality ([`ct`]) and
-//! HMAC-SHA256 ([`mac`], feature `aead`).
+//! as written and counted ([`time`]), constant-time equality ([`ct`]),
+//! HMAC-SHA256 ([`mac`], feature `aead`) and whether a file changed
+//! ([`watch`]).
 //!
 //! Invariants: no MCP semantics and no Manifold configuration here (nothing
 //! reads a JSON-RPC message or a `gateway.toml` section); every wait and every
@@ -32,3 +33,4 @@ pub mod rate;
 pub mod redact;
 pub mod text;
 pub mod time;
+pub mod watch;

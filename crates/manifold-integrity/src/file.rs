@@ -28,7 +28,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -78,15 +78,8 @@ impl StoreError {
     }
 }
 
-/// What identifies one version of the file on disk: a rename always gives a
-/// new inode, so a write is seen even within one mtime tick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-    ino: u64,
-    dev: u64,
-}
+/// What identifies one version of the file on disk (`manifold_foundation::watch`).
+pub use manifold_foundation::watch::FileStamp as Stamp;
 
 /// The store at a path.
 #[derive(Debug, Clone)]
@@ -143,20 +136,10 @@ impl StoreFile {
 
     /// The file's stamp (`None`: no file).
     pub fn stamp(&self) -> Result<Option<Stamp>, StoreError> {
-        use std::os::unix::fs::MetadataExt;
-        match std::fs::metadata(&self.path) {
-            Ok(m) => Ok(Some(Stamp {
-                len: m.len(),
-                modified: m.modified().ok(),
-                ino: m.ino(),
-                dev: m.dev(),
-            })),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(StoreError::Read {
-                path: self.path.clone(),
-                source,
-            }),
-        }
+        Stamp::of(&self.path).map_err(|source| StoreError::Read {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     /// Runs `change` on the store as it is on disk, under the lock, and

@@ -178,7 +178,7 @@ fn the_watch_reports_other_processes_changes_only() {
         s.approve(
             &crate::Selection::All,
             "local:alice",
-            SystemTime::UNIX_EPOCH,
+            std::time::SystemTime::UNIX_EPOCH,
         )
     };
     other.modify(by).expect("approve").1.expect("approved");

@@ -102,7 +102,11 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
     // What rules, validators and limits key on: the exposed name, whichever
     // name found the entry (an own name, on an app's call or an endpoint
     // with `naming = "original"`).
-    let exposed = entry.exposed.clone();
+    let exposed = if entry.exposed == name {
+        name
+    } else {
+        entry.exposed.clone()
+    };
     let output_check = (what == What::Tool
         && cfg.validate_output != manifold_config::OutputMode::Off)
         .then(|| exposed.clone());

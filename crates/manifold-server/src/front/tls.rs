@@ -79,15 +79,15 @@ fn crl_overdue(
     false
 }
 
-/// Modification times of the files, to notice a change.
-type Stamps = Vec<Option<SystemTime>>;
+/// The files' stamps, to notice a change (`manifold_foundation::watch`).
+type Stamps = Vec<Option<manifold_foundation::watch::FileStamp>>;
 
 fn stamps(c: &TlsConfig) -> Stamps {
     [Some(&c.cert), Some(&c.key), c.client_ca.as_ref()]
         .into_iter()
         .flatten()
         .chain(&c.client_crl)
-        .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .map(|p| manifold_foundation::watch::FileStamp::seen(p))
         .collect()
 }
 

@@ -277,13 +277,11 @@ impl Gateway {
     }
 }
 
-/// When the file was last modified, and its size: what the watcher compares.
-pub(crate) type Stamp = Option<(Option<std::time::SystemTime>, u64)>;
+/// What the watcher compares (`manifold_foundation::watch`).
+pub(crate) type Stamp = Option<manifold_foundation::watch::FileStamp>;
 
 fn stamp(path: &std::path::Path) -> Stamp {
-    std::fs::metadata(path)
-        .ok()
-        .map(|m| (m.modified().ok(), m.len()))
+    manifold_foundation::watch::FileStamp::seen(path)
 }
 
 /// Waits until `u` is ready; `Err` with its last error once it failed or

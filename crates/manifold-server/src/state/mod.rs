@@ -94,9 +94,8 @@ pub struct Gateway {
     pub(crate) started: Arc<GatewayConfig>,
     /// The configuration file, for reloads (`set_config_path`).
     pub(crate) config_path: OnceLock<std::path::PathBuf>,
-    /// The configuration file as last read (modified time, size), for
-    /// `[server] watch_config`.
-    pub(crate) config_stamp: Mutex<Option<(Option<std::time::SystemTime>, u64)>>,
+    /// The configuration file as last read, for `[server] watch_config`.
+    pub(crate) config_stamp: Mutex<Option<manifold_foundation::watch::FileStamp>>,
     /// Seals session ids when `[cluster]` is configured.
     pub(crate) sealer: Option<sealed::Sealer>,
     /// The bus between replicas, when `[cluster] redis` is set.
