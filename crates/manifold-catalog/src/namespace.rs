@@ -141,14 +141,29 @@ impl UriNamespaces {
     /// Whether `text` may hold a namespaced URI (a cheap test before a
     /// result is searched: `scheme://` of a covered scheme appears in it).
     pub fn may_hold(&self, text: &str) -> bool {
-        match self.mode {
-            ResourceNaming::Never => false,
-            ResourceNaming::Always => text.contains("://"),
-            ResourceNaming::HostSchemes => self.schemes.iter().any(|s| {
-                text.match_indices("://")
-                    .any(|(i, _)| i >= s.len() && text[i - s.len()..i].eq_ignore_ascii_case(s))
-            }),
+        if self.mode == ResourceNaming::Never {
+            return false;
         }
+        // One pass over the `:`s (a byte search, cheap on the hot path): a
+        // result without a covered `scheme://` is never parsed.
+        let bytes = text.as_bytes();
+        let mut from = 0;
+        while let Some(at) = text[from..].find(':') {
+            let i = from + at;
+            if bytes[i + 1..].starts_with(b"//") {
+                let covered = match self.mode {
+                    ResourceNaming::Always => true,
+                    _ => self.schemes.iter().any(|s| {
+                        i >= s.len() && bytes[i - s.len()..i].eq_ignore_ascii_case(s.as_bytes())
+                    }),
+                };
+                if covered {
+                    return true;
+                }
+            }
+            from = i + 1;
+        }
+        false
     }
 
     /// `uri` as exposed for the upstream whose prefix is `prefix`.
@@ -496,6 +511,12 @@ mod tests {
         assert_eq!(n.resolve("skill://gh"), None);
         assert!(n.may_hold(r#"{"uri":"Ui://a/b"}"#));
         assert!(!n.may_hold(r#"{"uri":"file:///a","x":"ui:opaque"}"#));
+        assert!(n.may_hold(r#"{"a":"x","b":"skill://r/SKILL.md"}"#));
+        assert!(!n.may_hold("ui:/x ski:// ://"));
+        let always = ns(ResourceNaming::Always);
+        assert!(always.may_hold(r#"{"uri":"file:///a"}"#));
+        assert!(!always.may_hold(r#"{"text":"a:b"}"#));
+        assert!(!ns(ResourceNaming::Never).may_hold("ui://x"));
     }
 
     #[test]

@@ -166,7 +166,7 @@ impl Bus {
 
     /// Keeps the connections up and delivers messages to `tx` until `stop`.
     pub async fn run(self: Arc<Self>, tx: mpsc::Sender<Envelope>, stop: CancellationToken) {
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = manifold_foundation::backoff::Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
         loop {
             let connected = tokio::select! {
                 _ = stop.cancelled() => return,
@@ -174,7 +174,7 @@ impl Bus {
             };
             match connected {
                 Ok(Ok(pubsub)) => {
-                    backoff = FIRST_BACKOFF;
+                    backoff.reset();
                     tracing::info!(channel = %self.channel, replica = %self.replica, "connected to the cluster's Redis");
                     // A failure noticed while disconnected left a permit: not
                     // this connection's.
@@ -211,9 +211,8 @@ impl Bus {
             }
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(backoff) => {}
+                _ = tokio::time::sleep(backoff.next_pause()) => {}
             }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
 

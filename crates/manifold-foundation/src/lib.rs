@@ -8,8 +8,8 @@
 //! safe to show a person ([`text`]: nothing invisible, nothing reordering),
 //! and the size of a value's JSON text without writing it ([`json`]), time
 //! as written and counted ([`time`]), constant-time equality ([`ct`]),
-//! HMAC-SHA256 ([`mac`], feature `aead`) and whether a file changed
-//! ([`watch`]).
+//! HMAC-SHA256 ([`mac`], feature `aead`), whether a file changed
+//! ([`watch`]) and the pause between reconnections ([`backoff`]).
 //!
 //! Invariants: no MCP semantics and no Manifold configuration here (nothing
 //! reads a JSON-RPC message or a `gateway.toml` section); every wait and every
@@ -21,6 +21,7 @@
 
 #[cfg(feature = "aead")]
 pub mod aead;
+pub mod backoff;
 pub mod ct;
 pub mod glob;
 #[cfg(feature = "http")]

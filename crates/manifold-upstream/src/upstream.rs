@@ -13,6 +13,7 @@
 //! handshake itself (`handshake`), picking a member (`pool`).
 
 use manifold_config::{LimitsConfig, UpstreamConfig};
+use manifold_foundation::backoff::Backoff;
 use manifold_protocol::lists::ListSnapshot;
 use parking_lot::RwLock;
 use serde_json::{Map, Value};
@@ -471,7 +472,7 @@ impl Upstream {
         shutdown: CancellationToken,
     ) {
         let name = self.inner.name.clone();
-        let mut backoff = crate::BACKOFF_INITIAL;
+        let mut backoff = Backoff::new(crate::BACKOFF_INITIAL, crate::BACKOFF_MAX);
         loop {
             if shutdown.is_cancelled() {
                 break;
@@ -490,11 +491,11 @@ impl Upstream {
                         break;
                     }
                     if started.elapsed() >= crate::BACKOFF_RESET_AFTER {
-                        backoff = crate::BACKOFF_INITIAL;
+                        backoff.reset();
                     }
                 }
                 Err((e, exit)) => {
-                    tracing::warn!(upstream = %name, member = m.index, error = %e, retry_in = ?backoff, "upstream failed to start");
+                    tracing::warn!(upstream = %name, member = m.index, error = %e, retry_in = ?backoff.current(), "upstream failed to start");
                     m.status.send_modify(|s| {
                         s.state = if e.is_needs_login() {
                             State::NeedsLogin
@@ -509,9 +510,8 @@ impl Upstream {
             }
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(backoff) => {}
+                _ = tokio::time::sleep(backoff.next_pause()) => {}
             }
-            backoff = (backoff * 2).min(crate::BACKOFF_MAX);
             m.status.send_modify(|s| s.restarts += 1);
         }
         m.status.send_modify(|s| s.state = State::Stopped);

@@ -29,7 +29,8 @@ pub(super) fn start(link: &Arc<HttpLink>) {
     let l = link.clone();
     link.wire.spawn_owned(async move {
         let s = l.wire.clone();
-        let mut backoff = REOPEN_INITIAL;
+        let mut backoff =
+            manifold_foundation::backoff::Backoff::new(REOPEN_INITIAL, REOPEN_MAX);
         loop {
             let opened = tokio::time::Instant::now();
             let resp = match l.send(Method::GET, None, &[], None).await {
@@ -50,10 +51,9 @@ pub(super) fn start(link: &Arc<HttpLink>) {
                 tracing::debug!(upstream = %s.upstream(), error = %e, "upstream GET stream ended");
             }
             if opened.elapsed() > REOPEN_RESET_AFTER {
-                backoff = REOPEN_INITIAL;
+                backoff.reset();
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(REOPEN_MAX);
+            tokio::time::sleep(backoff.next_pause()).await;
         }
     });
 }
