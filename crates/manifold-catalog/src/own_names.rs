@@ -33,7 +33,7 @@ impl std::fmt::Display for OwnNameCollision {
             f,
             "{} `{}` is the own name of {} (`{}` keeps it)",
             self.kind.singular(),
-            self.name,
+            crate::fingerprint::printable(&self.name),
             self.exposed.join(", "),
             self.exposed.first().map_or("", String::as_str)
         )

@@ -63,7 +63,8 @@ impl UriList {
                     Some(uri) => match check(uri, item) {
                         Ok(()) => candidates.push((uri.to_string(), input.name.clone(), item)),
                         Err(reason) => {
-                            tracing::warn!(upstream = %input.name, %uri, %reason,
+                            tracing::warn!(upstream = %input.name,
+                                uri = %crate::fingerprint::printable(uri), %reason,
                                 "left out of the merged {member}");
                             left_out.push(LeftOut {
                                 upstream: input.name.clone(),
@@ -84,7 +85,7 @@ impl UriList {
         let mut entries: Vec<Entry> = Vec::with_capacity(candidates.len());
         for (uri, upstream, item) in candidates {
             if let Some(kept) = entries.last().filter(|e| e.original == uri) {
-                tracing::warn!(%uri, upstream = %upstream, kept_upstream = %kept.upstream,
+                tracing::warn!(uri = %crate::fingerprint::printable(&uri), upstream = %upstream, kept_upstream = %kept.upstream,
                     "two upstreams list the same {key}; the first by name keeps it");
                 left_out.push(LeftOut {
                     upstream,

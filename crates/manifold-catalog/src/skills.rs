@@ -190,19 +190,25 @@ impl Skills {
 
     /// The skill (its `SKILL.md` URI) whose directory holds `uri`: a file
     /// it announced, its root (`SKILL.md`'s URI without `/SKILL.md`), or a
-    /// path under that root.
+    /// path under that root (of nested skills, the innermost).
     pub fn holding(&self, uri: &str) -> Option<&str> {
         if let Some(f) = self.files.get(uri) {
             return Some(&f.skill);
         }
-        self.names.keys().map(String::as_str).find(|skill| {
-            skill.strip_suffix("/SKILL.md").is_some_and(|root| {
-                uri == root
-                    || uri
-                        .strip_prefix(root)
-                        .is_some_and(|rest| rest.starts_with('/'))
+        // The deepest root that holds it (skills nest): one answer, whatever
+        // the map's order.
+        self.names
+            .keys()
+            .map(String::as_str)
+            .filter(|skill| {
+                skill.strip_suffix("/SKILL.md").is_some_and(|root| {
+                    uri == root
+                        || uri
+                            .strip_prefix(root)
+                            .is_some_and(|rest| rest.starts_with('/'))
+                })
             })
-        })
+            .max_by_key(|skill| skill.len())
     }
 
     /// (exposed URI, exposed name, upstream), in list order.

@@ -18,7 +18,9 @@ pub struct Peers {
     pub time_server: PathBuf,
 }
 
-fn env_path(name: &str) -> Result<PathBuf> {
+/// The path an environment variable the peers set names; an error saying to
+/// run the peers when it is unset or does not exist.
+pub fn env_path(name: &str) -> Result<PathBuf> {
     let v = std::env::var(name).map_err(|_| {
         anyhow!("{name} is not set: these suites need the pinned peers; run `scripts/test` (it installs them with scripts/peers)")
     })?;

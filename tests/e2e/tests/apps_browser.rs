@@ -10,10 +10,9 @@
 //! call reached its own app's server; each host rendered its own server's UI.
 
 use anyhow::{bail, Context, Result};
-use manifold_e2e::{repo_root, Proc, TempDir};
+use manifold_e2e::{env_path, repo_root, Proc, TempDir};
 use manifold_testkit::wait::eventually_blocking;
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -21,17 +20,6 @@ const STARTUP: Duration = Duration::from_secs(60);
 /// The browser steps' own bound: the script's steps time out well before it.
 const BROWSER_DEADLINE: Duration = Duration::from_secs(180);
 const APPS: [&str; 2] = ["vanilla", "react"];
-
-fn env_path(name: &str) -> Result<PathBuf> {
-    let v = std::env::var(name).with_context(|| {
-        format!("{name} is not set: the apps browser test needs the peers; run scripts/test (scripts/peers installs them)")
-    })?;
-    let p = PathBuf::from(v);
-    if !p.exists() {
-        bail!("{name}={} does not exist; rerun scripts/peers", p.display());
-    }
-    Ok(p)
-}
 
 #[test]
 fn the_official_apps_render_through_manifold_and_their_buttons_reach_their_own_servers(

@@ -185,6 +185,25 @@ fn a_view_keeps_the_skills_its_names_allow_and_only_their_files() {
         );
     }
     assert_eq!(cat.skills.holding("skill://a/deployment/x"), None);
+    // Nested skills: a path of the inner one is the inner one's.
+    let nested = input(
+        "a",
+        vec![
+            skill("skill://outer/SKILL.md", "outer", D1),
+            skill("skill://outer/inner/SKILL.md", "inner", D2),
+        ],
+    );
+    let cat = Catalog::build(&[nested], &policy(ResourceNaming::HostSchemes), 10);
+    for _ in 0..8 {
+        assert_eq!(
+            cat.skills.holding("skill://a/outer/inner/notes.md"),
+            Some("skill://a/outer/inner/SKILL.md")
+        );
+    }
+    assert_eq!(
+        cat.skills.holding("skill://a/outer/notes.md"),
+        Some("skill://a/outer/SKILL.md")
+    );
 }
 
 #[test]
