@@ -14,9 +14,19 @@
 //!   is left out ([`LeftOutReason::Duplicate`]), never disambiguated, so no second
 //!   definition rides under a suffixed name beside the first.
 //!
+//! Beside the merged lists, the crate holds what is built from them or applied
+//! to them, one module each: [`naming`] (exposed names), [`filter`] (`allow` /
+//! `deny` globs), [`overrides`] (per-tool overrides and each call's [`Adjust`]),
+//! [`uri`] (canonical resource URIs), [`template`] (RFC 6570 matching),
+//! [`namespace`] (resource namespaces), [`skills`] (the merged Skills list),
+//! [`fingerprint`] (tool fingerprints in canonical JSON, and their diffs) and
+//! [`search`] (the tool search index: BM25F over a catalogue's tools, with its
+//! tokenizer and Porter stemmer, built once and searched within a caller's view).
+//!
 //! Not here: fetching lists (the upstream layer), deciding when to rebuild (the
-//! server). Resources are keyed by URI, not renamed: see [`resources`]. Tool
-//! fingerprints and their diffs are [`fingerprint`].
+//! server). Resources are keyed by URI, not renamed: see [`resources`]. Lists
+//! under the upstreams' own names (`[[endpoint]] naming = "original"`) are
+//! `own_names`'s.
 
 pub mod filter;
 pub mod fingerprint;

@@ -5,6 +5,7 @@
 
 mod audit;
 mod commands;
+mod docs;
 mod pins;
 mod stdio;
 mod tracing;
