@@ -66,8 +66,16 @@ fn module_of(rel: &Path) -> Option<ModPath> {
 
 /// Each file's imports: the module files its paths lead to (itself left out).
 pub(crate) fn graph(sources: &[Source]) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
+    imports(sources).0
+}
+
+/// Each file's imports, and the paths a module names through the crate root
+/// (`crate::Item`, `super::Item` from a top-level file) as `file: path`: the
+/// root is a face, so an item is imported from the module that defines it.
+pub(crate) fn imports(sources: &[Source]) -> (BTreeMap<ModPath, BTreeSet<ModPath>>, Vec<String>) {
     let modules: BTreeSet<&ModPath> = sources.iter().map(|s| &s.module).collect();
     let mut edges = BTreeMap::new();
+    let mut through_root = Vec::new();
     for s in sources {
         let children: BTreeSet<String> = modules
             .iter()
@@ -83,8 +91,18 @@ pub(crate) fn graph(sources: &[Source]) -> BTreeMap<ModPath, BTreeSet<ModPath>> 
                     deepest = prefix;
                 }
             }
-            // The crate root declares and re-exports: not part of the graph.
-            if deepest != s.module && !deepest.is_empty() {
+            if deepest.is_empty() {
+                // The crate root declares and re-exports; a module naming an
+                // item through it hides which module it depends on.
+                if !path.is_empty() && !s.module.is_empty() {
+                    through_root.push(format!(
+                        "{}: names crate::{} through the crate root; import it from the module \
+                         that defines it (lib.rs holds only the crate's public face)",
+                        s.rel.display(),
+                        path.join("::")
+                    ));
+                }
+            } else if deepest != s.module {
                 targets.insert(deepest);
             }
         }
@@ -93,7 +111,63 @@ pub(crate) fn graph(sources: &[Source]) -> BTreeMap<ModPath, BTreeSet<ModPath>> 
         }
         edges.insert(s.module.clone(), targets);
     }
-    edges
+    (edges, through_root)
+}
+
+/// The items the crate root defines (`fn`, `struct`, `const`, `impl`, …) as
+/// `lib.rs:line: keyword`: a root holds only `mod` declarations and `pub use`
+/// re-exports, so every item has a module of its own to be imported from.
+pub(crate) fn root_items(sources: &[Source]) -> Vec<String> {
+    const ITEMS: [&str; 10] = [
+        "fn",
+        "struct",
+        "enum",
+        "union",
+        "const",
+        "static",
+        "type",
+        "trait",
+        "impl",
+        "macro_rules",
+    ];
+    let Some(root) = sources.iter().find(|s| s.module.is_empty()) else {
+        return Vec::new();
+    };
+    let code = root.code.as_str();
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            c if depth == 0
+                && (c.is_ascii_alphabetic() || c == b'_')
+                && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_')) =>
+            {
+                let word = ident_at(&code[i..]);
+                if ITEMS.contains(&word) {
+                    let line = code[..i].matches('\n').count() + 1;
+                    out.push(format!(
+                        "{}:{line}: defines a `{word}`; the crate root holds only `mod` and `pub use` \
+                         (move the item into a module)",
+                        root.rel.display()
+                    ));
+                    // One report per item: skip to the end of its declaration.
+                    while i < bytes.len() && bytes[i] != b';' && bytes[i] != b'{' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                i += word.len().max(1);
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
 }
 
 /// Every path in `code` (of module `me`, whose child modules are `children`),

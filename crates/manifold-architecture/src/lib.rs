@@ -16,9 +16,10 @@
 //! What counts as an import: every path in the code — `use` declarations
 //! (groups and nested groups included) and inline paths — with comments,
 //! string literals and inline `mod … { … }` blocks (tests) left out. A path
-//! leads to the deepest module file it names. The crate root (`lib.rs`)
-//! declares and re-exports modules, and may hold items every module shares:
-//! it is no part of the graph (imports of its items are free).
+//! leads to the deepest module file it names. The crate root (`lib.rs`) is
+//! the crate's public face: it declares modules and re-exports, and [`check`]
+//! reports any item it defines and any module naming an item through it
+//! (`crate::Item`), so every import names the module it depends on.
 //!
 //! Invariants: pure (reads files, no other I/O), no dependencies; every report
 //! names the files and the import, so a failure says what to move.
@@ -31,7 +32,7 @@ mod text;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use imports::{cycles, graph, read_sources};
+use imports::{cycles, graph, imports, read_sources, root_items};
 #[cfg(test)]
 use imports::{paths, ModPath};
 use text::{ident_at, matching_brace, rust_files, strip_comments, strip_inline_modules};
@@ -41,15 +42,18 @@ use text::{ident_at, matching_brace, rust_files, strip_comments, strip_inline_mo
 pub type Layers<'a> = &'a [&'a [&'a str]];
 
 /// Every violation in the crate whose sources are under `src`: upward imports,
-/// modules in no layer, and file-level cycles. Empty means the structure holds.
+/// modules in no layer, file-level cycles, items defined in the crate root and
+/// imports through it. Empty means the structure holds.
 pub fn check(src: &Path, layers: Layers<'_>) -> Vec<String> {
     let (sources, mut problems) = read_sources(src);
+    problems.extend(root_items(&sources));
+    let (graph, through_root) = imports(&sources);
+    problems.extend(through_root);
     let layer_of: BTreeMap<&str, usize> = layers
         .iter()
         .enumerate()
         .flat_map(|(i, mods)| mods.iter().map(move |m| (*m, i)))
         .collect();
-    let graph = graph(&sources);
     for s in &sources {
         let Some(top) = s.module.first() else {
             continue; // lib.rs: the root

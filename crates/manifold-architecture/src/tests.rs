@@ -76,7 +76,12 @@ fn upward_imports_and_cycles_between_files_are_reported() {
     );
     let layers: Layers = &[&["top"], &["mid"], &["low"]];
     let problems = check(&t.0, layers);
-    assert_eq!(problems.len(), 2, "{problems:#?}");
+    assert_eq!(problems.len(), 3, "{problems:#?}");
+    assert!(
+        problems[0].contains("top.rs: names crate::Shared through the crate root"),
+        "{problems:#?}"
+    );
+    let problems = problems[1..].to_vec();
     assert!(
         problems[0].contains("low/inner.rs: imports crate::top"),
         "{problems:#?}"
@@ -91,6 +96,29 @@ fn upward_imports_and_cycles_between_files_are_reported() {
     assert!(check(&t.0, layers)
         .iter()
         .any(|p| p.contains("`extra` is in no layer")));
+}
+
+#[test]
+fn the_crate_root_is_a_face_only() {
+    let t = Tree::new(
+        "root",
+        &[
+            (
+                "lib.rs",
+                "//! fn in a comment\nmod a;\npub use a::{X, y as z};\n\
+                 pub const N: u8 = 1;\nimpl X { fn f() {} }\n#[cfg(test)]\nmod tests { fn t() {} }",
+            ),
+            ("a.rs", "pub struct X; pub fn y() {}"),
+        ],
+    );
+    let problems = check(&t.0, &[&["a"]]);
+    assert_eq!(
+        problems,
+        [
+            "lib.rs:4: defines a `const`; the crate root holds only `mod` and `pub use` (move the item into a module)",
+            "lib.rs:5: defines a `impl`; the crate root holds only `mod` and `pub use` (move the item into a module)",
+        ]
+    );
 }
 
 #[test]

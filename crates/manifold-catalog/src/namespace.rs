@@ -80,13 +80,7 @@ pub struct UriNamespaces {
     prefixes: Vec<(String, String)>,
 }
 
-/// Whether `s` is a URI scheme (RFC 3986 §3.1: a letter, then letters,
-/// digits, `+`, `-` or `.`).
-pub fn is_scheme(s: &str) -> bool {
-    s.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-}
+pub use manifold_foundation::uri::is_scheme;
 
 /// A URI split where a namespace goes: the scheme (as written) and what
 /// follows `scheme://`.

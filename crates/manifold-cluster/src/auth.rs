@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use aws_lc_rs::hmac;
 
-use crate::Envelope;
+use crate::message::Envelope;
 
 /// How long after it was sent a message is still taken. Relays are answered
 /// within milliseconds; this covers a queue that fell behind and clocks that
@@ -333,7 +333,7 @@ impl Replay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Message;
+    use crate::message::Message;
 
     fn env(from: &str, seq: u64, ts: u64) -> Envelope {
         Envelope {

@@ -13,8 +13,7 @@
 //! Not here: the messages' meaning (`message`, and the server), the MAC and
 //! the replay window (`auth`).
 
-mod shared;
-pub use shared::{SharedRead, MAX_SHARED_ENTRIES, MAX_SHARED_ID};
+pub(crate) mod shared;
 
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,8 +29,9 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::{now_ms, Keys, Rejection, Replay};
 use crate::rate;
 use crate::{
-    random_id, unavailable, ClusterError, Envelope, Message, LIVENESS_INTERVAL, MAX_BACKOFF,
-    MAX_MESSAGE_BYTES, OP_TIMEOUT, QUEUE,
+    error::unavailable, error::ClusterError, limits::random_id, limits::LIVENESS_INTERVAL,
+    limits::MAX_BACKOFF, limits::MAX_MESSAGE_BYTES, limits::OP_TIMEOUT, limits::QUEUE,
+    message::Envelope, message::Message,
 };
 use manifold_foundation::rate::{Bucket, SharedBuckets, Taken};
 
@@ -410,7 +410,7 @@ mod tests {
         );
         // What a replica of the version before sent (signed, in clear) is
         // still taken; the same JSON without its MAC is not.
-        let body = serde_json::to_string(&crate::Envelope {
+        let body = serde_json::to_string(&crate::message::Envelope {
             from: "old-replica".into(),
             ts: now,
             seq: 1,
@@ -425,7 +425,7 @@ mod tests {
         );
         // Kept and replayed later than the age window.
         let wire = a.seal(cancel()).expect("sealed");
-        let late = now + crate::MAX_ENVELOPE_AGE.as_millis() as u64 + 1_000;
+        let late = now + crate::auth::MAX_ENVELOPE_AGE.as_millis() as u64 + 1_000;
         assert_eq!(b.accept(&wire[..], late).err(), Some(Rejection::Expired));
     }
 

@@ -33,6 +33,8 @@
 
 mod auth;
 mod bus;
+mod error;
+mod limits;
 mod message;
 mod rate;
 
@@ -40,78 +42,11 @@ pub use auth::{
     now_ms, Keys, Rejection, KEY_LABEL, MAX_CLOCK_SKEW, MAX_ENVELOPE_AGE, MAX_SENDERS,
     REPLAY_WINDOW,
 };
-pub use bus::{Bus, Health, SharedRead, MAX_SHARED_ENTRIES, MAX_SHARED_ID};
+pub use bus::shared::{SharedRead, MAX_SHARED_ENTRIES, MAX_SHARED_ID};
+pub use bus::{Bus, Health};
+pub use error::ClusterError;
+pub use limits::{
+    random_id, LIVENESS_INTERVAL, MAX_BACKOFF, MAX_MESSAGE_BYTES, OP_TIMEOUT, QUEUE,
+    RANDOM_ID_BYTES,
+};
 pub use message::{Envelope, Message, ResumeEvent};
-
-use std::time::Duration;
-
-/// The bound on one Redis command (publish, rate decision); connecting (both
-/// connections and the subscription) gets four times as long. A command that
-/// times out makes the bus reconnect (a half-open connection answers nothing).
-pub const OP_TIMEOUT: Duration = Duration::from_millis(500);
-/// How often the subscription is PINGed to prove it is still there.
-pub const LIVENESS_INTERVAL: Duration = Duration::from_secs(10);
-/// The longest pause between two reconnection attempts.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
-/// The largest message sent or taken from the bus.
-pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
-/// Received messages waiting for the server.
-pub const QUEUE: usize = 4096;
-
-/// Why a cluster operation failed. Each knows how the server answers a
-/// request that needed it.
-#[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    /// Not connected to Redis (it is down, unreachable or refusing us).
-    #[error("the cluster's Redis is unavailable: {0}")]
-    Unavailable(String),
-    /// Redis did not answer within [`OP_TIMEOUT`].
-    #[error("the cluster's Redis did not answer within {}ms", OP_TIMEOUT.as_millis())]
-    Timeout,
-    /// The message exceeds [`MAX_MESSAGE_BYTES`].
-    #[error("a cluster message of {0} bytes exceeds the limit of {MAX_MESSAGE_BYTES}")]
-    TooLarge(usize),
-    /// The bus cannot be set up as configured (a URL the client cannot parse,
-    /// a CA file that is not a PEM certificate): a start-up error.
-    #[error("{0}")]
-    Config(String),
-}
-
-impl ClusterError {
-    /// Redis could not be reached or did not answer (the relay may work again
-    /// later; the request itself was fine).
-    pub fn is_unavailable(&self) -> bool {
-        matches!(self, ClusterError::Unavailable(_) | ClusterError::Timeout)
-    }
-    /// JSON-RPC code of a request refused because of it (internal error).
-    pub fn jsonrpc_code(&self) -> i64 {
-        -32603
-    }
-    /// HTTP status of a request refused because of it.
-    pub fn http_status(&self) -> u16 {
-        if matches!(self, ClusterError::TooLarge(_)) {
-            413
-        } else {
-            503
-        }
-    }
-}
-
-fn unavailable(e: redis::RedisError) -> ClusterError {
-    if e.is_timeout() {
-        ClusterError::Timeout
-    } else {
-        ClusterError::Unavailable(e.to_string())
-    }
-}
-
-/// Random bytes in [`random_id`]: 128 bits, so nobody guesses one.
-pub const RANDOM_ID_BYTES: usize = 16;
-
-/// [`RANDOM_ID_BYTES`] random bytes as hex: a replica's id or a forwarded
-/// retry's correlation id. `None` when the OS has no randomness to give.
-pub fn random_id() -> Option<String> {
-    let mut raw = [0u8; RANDOM_ID_BYTES];
-    getrandom::fill(&mut raw).ok()?;
-    Some(hex::encode(raw))
-}

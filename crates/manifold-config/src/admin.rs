@@ -222,20 +222,6 @@ impl AdminSettings {
     }
 }
 
-/// What a reload cannot change in `[admin]`: the admin listener's address.
-pub(crate) const FIXED_AT_START: &[crate::snapshot::Fixed] = &[
-    crate::snapshot::Fixed {
-        key: "admin.listen",
-        changed: |a, b| a.admin.as_ref().map(|a| a.listen) != b.admin.as_ref().map(|a| a.listen),
-    },
-    crate::snapshot::Fixed {
-        key: "admin.token_file",
-        changed: |a, b| {
-            a.admin.as_ref().map(|a| &a.token_file) != b.admin.as_ref().map(|a| &a.token_file)
-        },
-    },
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,8 +12,6 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::snapshot::Fixed;
-
 pub const DEFAULT_INCLUDE_ARGUMENTS: bool = true;
 /// Why audit settings are invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -210,13 +208,6 @@ impl AuditSettings {
         Ok(())
     }
 }
-
-/// What a reload cannot change in `[audit]`: the writer runs from start to
-/// shutdown with the settings it started with.
-pub(crate) const FIXED_AT_START: &[Fixed] = &[Fixed {
-    key: "audit",
-    changed: |a, b| a.audit != b.audit,
-}];
 
 /// `[audit]`: one JSON line per call, hash-chained. See docs/audit.md.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

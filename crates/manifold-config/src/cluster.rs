@@ -183,13 +183,6 @@ fn channel(v: &str) -> Result<String, String> {
     Ok(v.to_string())
 }
 
-/// What a reload cannot change in `[cluster]`: the session keys (sessions
-/// sealed under them), the bus and its channel.
-pub(crate) const FIXED_AT_START: &[crate::snapshot::Fixed] = &[crate::snapshot::Fixed {
-    key: "cluster",
-    changed: |a, b| a.cluster != b.cluster,
-}];
-
 #[cfg(test)]
 mod tests {
     use figment::providers::Env;

@@ -312,19 +312,15 @@ pub(crate) fn validate_auth(
 /// Resolves each `token_exchange` upstream's [`ExchangeFrom`] against the
 /// validated `[auth]`: an error when it would exchange no caller's token, or
 /// names a source `[auth]` does not have.
-pub(crate) fn resolve_exchange(
-    upstreams: &mut [crate::UpstreamConfig],
-    auth: Option<&crate::AuthSettings>,
+pub(crate) fn resolve_exchange<'a>(
+    upstreams: impl Iterator<Item = (&'a str, &'a mut UpstreamAuth)>,
+    auth: Option<&crate::auth::AuthSettings>,
 ) -> Result<(), String> {
-    for u in upstreams {
-        let crate::Transport::Http {
-            auth: UpstreamAuth::TokenExchange(c),
-            ..
-        } = &mut u.transport
-        else {
+    for (name, upstream_auth) in upstreams {
+        let UpstreamAuth::TokenExchange(c) = upstream_auth else {
             continue;
         };
-        let key = format!("upstreams.{}.auth", u.name);
+        let key = format!("upstreams.{name}.auth");
         let issuer = c.issuer.clone().unwrap_or_default();
         let trim = |s: &str| s.trim_end_matches('/').to_string();
         let jwt: Vec<&str> = auth

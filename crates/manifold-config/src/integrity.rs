@@ -175,14 +175,6 @@ pub(crate) fn validate(
     })
 }
 
-/// What a reload cannot change in `[integrity]`: the store (the running
-/// gateway watches and writes the file it started with; a restart takes a new
-/// one).
-pub(crate) const FIXED_AT_START: &[crate::snapshot::Fixed] = &[crate::snapshot::Fixed {
-    key: "integrity.store",
-    changed: |a, b| a.integrity.store != b.integrity.store,
-}];
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,8 +14,6 @@
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-use crate::snapshot::Fixed;
-
 /// Default `[limits] max_body_bytes`: the largest POST body accepted (413 above).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Default `[limits] max_message_bytes`: the largest message read from an upstream
@@ -218,66 +216,6 @@ impl Default for LimitsConfig {
         })
     }
 }
-
-/// What a reload cannot change in `[limits]`.
-pub(crate) const FIXED_AT_START: &[Fixed] = &[
-    // The tables were sized with these.
-    Fixed {
-        key: "limits.max_sessions",
-        changed: |a, b| a.limits.max_sessions != b.limits.max_sessions,
-    },
-    Fixed {
-        key: "limits.max_sessions_per_peer",
-        changed: |a, b| a.limits.max_sessions_per_peer != b.limits.max_sessions_per_peer,
-    },
-    Fixed {
-        key: "limits.max_calls_per_session",
-        changed: |a, b| a.limits.max_calls_per_session != b.limits.max_calls_per_session,
-    },
-    Fixed {
-        key: "limits.max_listens",
-        changed: |a, b| a.limits.max_listens != b.limits.max_listens,
-    },
-    Fixed {
-        key: "limits.held_call_ttl",
-        changed: |a, b| a.limits.held_call_ttl != b.limits.held_call_ttl,
-    },
-    Fixed {
-        key: "limits.max_held_calls",
-        changed: |a, b| a.limits.max_held_calls != b.limits.max_held_calls,
-    },
-    Fixed {
-        key: "limits.max_held_calls_per_principal",
-        changed: |a, b| {
-            a.limits.max_held_calls_per_principal != b.limits.max_held_calls_per_principal
-        },
-    },
-    // Taken by an upstream connection when it starts.
-    Fixed {
-        key: "limits.connect_timeout",
-        changed: |a, b| a.limits.connect_timeout != b.limits.connect_timeout,
-    },
-    Fixed {
-        key: "limits.max_message_bytes",
-        changed: |a, b| a.limits.max_message_bytes != b.limits.max_message_bytes,
-    },
-    Fixed {
-        key: "limits.max_pending_per_upstream",
-        changed: |a, b| a.limits.max_pending_per_upstream != b.limits.max_pending_per_upstream,
-    },
-    Fixed {
-        key: "limits.max_list_items",
-        changed: |a, b| a.limits.max_list_items != b.limits.max_list_items,
-    },
-    Fixed {
-        key: "limits.max_list_bytes",
-        changed: |a, b| a.limits.max_list_bytes != b.limits.max_list_bytes,
-    },
-    Fixed {
-        key: "limits.max_item_bytes",
-        changed: |a, b| a.limits.max_item_bytes != b.limits.max_item_bytes,
-    },
-];
 
 pub(crate) fn duration(key: &str, value: &str) -> Result<Duration, String> {
     humantime::parse_duration(value.trim()).map_err(|e| {

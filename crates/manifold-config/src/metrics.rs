@@ -8,8 +8,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::snapshot::Fixed;
-
 /// Default `[metrics] max_tool_series`: tools with their own latency series; calls
 /// to further tools are counted under `tool="other"`, so a catalog of thousands of
 /// tools cannot blow up the metrics.
@@ -54,22 +52,6 @@ impl Default for MetricsSection {
         }
     }
 }
-
-/// What a reload cannot change in `[metrics]`.
-pub(crate) const FIXED_AT_START: &[Fixed] = &[
-    Fixed {
-        key: "metrics.max_tool_series",
-        changed: |a, b| a.max_tool_series != b.max_tool_series,
-    },
-    Fixed {
-        key: "metrics.principal_label",
-        changed: |a, b| a.principal_label != b.principal_label,
-    },
-    Fixed {
-        key: "metrics.max_principal_series",
-        changed: |a, b| a.max_principal_series != b.max_principal_series,
-    },
-];
 
 fn default_max_tool_series() -> usize {
     DEFAULT_MAX_TOOL_SERIES

@@ -1,5 +1,5 @@
 //! `[naming]`: how upstream names become exposed names — the separator, when
-//! to prefix ([`PrefixMode`], the catalogue's own type), the longest name —
+//! to prefix ([`PrefixMode`]), the longest name —
 //! and which resource URIs are exposed under their upstream
 //! ([`ResourceNaming`], see manifold-catalog `namespace`).
 //!
@@ -8,14 +8,36 @@
 //! Invariants: a validated separator keeps exposed names valid for every LLM
 //! provider (`^[A-Za-z0-9_-]`), and the longest name is within 16..=128.
 //!
-//! Not here: naming itself (manifold-catalog).
+//! Not here: naming itself (manifold-catalog, whose own types the server
+//! converts these into: config does not depend on the catalogue).
 
 use serde::{Deserialize, Serialize};
 
-/// `[naming] resources`: the catalogue's own type.
-pub use manifold_catalog::namespace::ResourceNaming;
-/// `[naming] prefix_mode`: the catalogue's own type, which gives it meaning.
-pub use manifold_catalog::PrefixMode;
+/// `[naming] prefix_mode` validated: when exposed names carry their
+/// upstream's prefix. (manifold-catalog has the type that gives it meaning;
+/// the server converts, as it does for overrides and filters.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefixMode {
+    /// `always`: every name is prefixed.
+    Always,
+    /// `multiple`: prefixed only when more than one upstream is configured.
+    Multiple,
+    /// `never`: names as the upstreams give them (collisions are left out).
+    Never,
+}
+
+/// `[naming] resources` validated: which resource URIs are exposed under
+/// their upstream (see manifold-catalog `namespace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ResourceNaming {
+    /// `host-schemes`: `ui://`, `skill://` and `namespaced_schemes`.
+    #[default]
+    HostSchemes,
+    /// `always`: every URI that has an authority part.
+    Always,
+    /// `never`: URIs are merged as listed, and collide.
+    Never,
+}
 
 /// Default `[naming] separator`.
 pub const DEFAULT_SEPARATOR: &str = "__";
@@ -125,7 +147,7 @@ pub(crate) fn validate(n: NamingSection) -> Result<NamingConfig, String> {
     let mut namespaced_schemes = Vec::new();
     for s in &n.namespaced_schemes {
         let scheme = s.trim_end_matches(':').to_ascii_lowercase();
-        if !manifold_catalog::namespace::is_scheme(&scheme) {
+        if !manifold_foundation::uri::is_scheme(&scheme) {
             return Err(format!(
                 "key `naming.namespaced_schemes`: `{s}` is not a URI scheme (a letter, then letters, digits, `+`, `-` or `.`)"
             ));

@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use crate::expand::expand;
 use crate::limits::duration;
-use crate::snapshot::Fixed;
 
 /// Default `[server] listen`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -186,26 +185,6 @@ pub struct TlsConfig {
     /// against (only with `client_ca`).
     pub client_crl: Vec<std::path::PathBuf>,
 }
-
-/// What a reload cannot change in `[server]`.
-pub(crate) const FIXED_AT_START: &[Fixed] = &[
-    Fixed {
-        key: "server.listen",
-        changed: |a, b| a.server.listen != b.server.listen,
-    },
-    Fixed {
-        key: "server.tls",
-        changed: |a, b| a.server.tls != b.server.tls,
-    },
-    Fixed {
-        key: "server.request_state_key",
-        changed: |a, b| a.server.request_state_key != b.server.request_state_key,
-    },
-    Fixed {
-        key: "server.watch_config",
-        changed: |a, b| a.server.watch_config != b.server.watch_config,
-    },
-];
 
 /// `[server]` validated.
 pub(crate) fn validate(

@@ -2,9 +2,8 @@
 //! has passed validation (each section's own file; `validate` puts them
 //! together); the file model it comes from is `file`.
 //!
-//! What a reload cannot change is declared by each section ([`Fixed`] rows in
-//! its `FIXED_AT_START`); [`GatewayConfig::fixed_at_start`] reads them all, in
-//! the order of the file.
+//! What a reload cannot change is one table in `fixed`
+//! ([`GatewayConfig::fixed_at_start`]).
 //!
 //! Invariants: immutable once built (shared behind an `Arc`); durations parsed,
 //! `${VAR}` expanded, names checked; settings are compared by value, never by
@@ -64,41 +63,7 @@ pub struct GatewayConfig {
     pub endpoints: Vec<crate::endpoint::EndpointConfig>,
 }
 
-/// A setting a running gateway keeps from its start: a reload that changes it
-/// is refused (it names the key), and a restart takes the new value.
-pub(crate) struct Fixed {
-    /// The key as the file writes it (`server.listen`), or a whole section.
-    pub key: &'static str,
-    /// Whether it differs between the configuration in force and a new one.
-    pub changed: fn(&GatewayConfig, &GatewayConfig) -> bool,
-}
-
-/// Every section's settings fixed at start, in the order of the file.
-const FIXED_AT_START: [&[Fixed]; 9] = [
-    crate::server::FIXED_AT_START,
-    crate::admin::FIXED_AT_START,
-    crate::cluster::FIXED_AT_START,
-    crate::telemetry::FIXED_AT_START,
-    crate::stdio::FIXED_AT_START,
-    crate::audit::FIXED_AT_START,
-    crate::metrics::FIXED_AT_START,
-    crate::limits::FIXED_AT_START,
-    crate::integrity::FIXED_AT_START,
-];
-
 impl GatewayConfig {
-    /// The settings `new` changes that a running gateway started with `self`
-    /// cannot change: listeners, TLS, the audit writer, metrics label bounds,
-    /// the limits its tables were sized with (each section says which).
-    pub fn fixed_at_start(&self, new: &GatewayConfig) -> Vec<String> {
-        FIXED_AT_START
-            .iter()
-            .flat_map(|section| section.iter())
-            .filter(|f| (f.changed)(self, new))
-            .map(|f| f.key.to_string())
-            .collect()
-    }
-
     /// Whether `server.listen` may be served as configured: a listener that is
     /// not on a loopback address needs authentication (`[auth]` without
     /// `allow_anonymous`), or the explicit `server.allow_unauthenticated = true`,

@@ -7,8 +7,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::snapshot::Fixed;
-
 /// `[stdio]`: the stdio front door (`manifold stdio`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -19,12 +17,6 @@ pub struct StdioSection {
     #[serde(default)]
     pub principal: Option<String>,
 }
-
-/// What a reload cannot change in `[stdio]`.
-pub(crate) const FIXED_AT_START: &[Fixed] = &[Fixed {
-    key: "stdio.principal",
-    changed: |a, b| a.stdio_principal != b.stdio_principal,
-}];
 
 /// `[stdio] principal` validated.
 pub(crate) fn validate(s: &StdioSection) -> Result<Option<String>, String> {

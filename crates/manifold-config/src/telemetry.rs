@@ -103,13 +103,6 @@ pub(crate) fn validate(t: &TracingSection) -> Result<TracingSettings, String> {
     })
 }
 
-/// What a reload cannot change in `[tracing]`: the exporters are set up at
-/// start.
-pub(crate) const FIXED_AT_START: &[crate::snapshot::Fixed] = &[crate::snapshot::Fixed {
-    key: "tracing",
-    changed: |a, b| a.tracing != b.tracing,
-}];
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -652,8 +652,8 @@ fn pools_load_from_instances_or_urls() {
     );
     let web = by("web");
     assert_eq!(web.instances, 2);
-    let url = |u: &crate::UpstreamConfig| match &u.transport {
-        crate::Transport::Http { url, .. } => url.clone(),
+    let url = |u: &crate::upstreams::UpstreamConfig| match &u.transport {
+        crate::upstreams::Transport::Http { url, .. } => url.clone(),
         _ => panic!("http"),
     };
     assert_eq!(url(&web), "http://a:1/mcp");

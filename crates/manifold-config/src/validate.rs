@@ -51,7 +51,11 @@ pub(crate) fn validate(
         )?),
         None => None,
     };
-    crate::credentials::resolve_exchange(&mut upstreams, auth.as_ref())?;
+    let http_auth = upstreams.iter_mut().filter_map(|u| match &mut u.transport {
+        crate::upstreams::Transport::Http { auth, .. } => Some((u.name.as_str(), auth)),
+        _ => None,
+    });
+    crate::credentials::resolve_exchange(http_auth, auth.as_ref())?;
     let endpoints = crate::endpoint::validate(
         &file.endpoint,
         &server.path,

@@ -9,7 +9,8 @@
 //! and the size of a value's JSON text without writing it ([`json`]), time
 //! as written and counted ([`time`]), constant-time equality ([`ct`]),
 //! HMAC-SHA256 ([`mac`], feature `aead`), whether a file changed
-//! ([`watch`]) and the pause between reconnections ([`backoff`]).
+//! ([`watch`]), the pause between reconnections ([`backoff`]) and the
+//! syntax of a URI scheme ([`uri`]).
 //!
 //! Invariants: no MCP semantics and no Manifold configuration here (nothing
 //! reads a JSON-RPC message or a `gateway.toml` section); every wait and every
@@ -34,4 +35,5 @@ pub mod rate;
 pub mod redact;
 pub mod text;
 pub mod time;
+pub mod uri;
 pub mod watch;

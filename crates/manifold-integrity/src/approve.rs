@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use crate::store::{remove_from, JournalEntry, PendingReason, Pin, PinStore};
-use crate::{ItemKind, ItemRef};
+use crate::{item::ItemKind, item::ItemRef};
 
 /// What to approve.
 #[derive(Debug, Clone, PartialEq)]

@@ -49,7 +49,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::SystemTime;
 
 use crate::store::{Op, PendingReason, PinStore, Update};
-use crate::{ItemKind, ItemRef};
+use crate::{item::ItemKind, item::ItemRef};
 
 /// What [`decide`] needs of `[integrity]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,7 +170,7 @@ impl Decisions {
     }
 }
 
-/// What an upstream publishes of one kind (see [`crate::published`]).
+/// What an upstream publishes of one kind (see [`crate::item::published`]).
 type Published<'a> = std::borrow::Cow<'a, [Map<String, Value>]>;
 
 /// Decides for `lists` alone: [`decide_published`] without judging the
@@ -188,7 +188,7 @@ pub fn decide(
 /// Decides for every item `upstream` publishes in `lists` and its
 /// `instructions` (one successful fetch of all its lists: never call it with
 /// the empty lists of an upstream that is down, or its pending entries would
-/// be dropped). See [`crate::published`] for what is judged of each kind.
+/// be dropped). See [`crate::item::published`] for what is judged of each kind.
 pub fn decide_published(
     store: &PinStore,
     upstream: &str,
@@ -215,7 +215,7 @@ fn decide_inner(
     let published: Vec<(ItemKind, Published<'_>)> = ItemKind::ALL
         .into_iter()
         .filter(|k| *k != ItemKind::Instructions || instructions.is_some())
-        .map(|k| (k, crate::published(lists, instructions.flatten(), k)))
+        .map(|k| (k, crate::item::published(lists, instructions.flatten(), k)))
         .collect();
     let mut seen: HashSet<(ItemKind, &str)> = HashSet::new();
     for (kind, list) in &published {

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::store::{remove_from, JournalEntry, Pin, PinStore};
-use crate::{ItemKind, ItemRef};
+use crate::{item::ItemKind, item::ItemRef};
 
 /// One approval or revocation, as replicas share it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -127,7 +127,7 @@ impl PinStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Selection, Wanted};
+    use crate::{approve::Selection, approve::Wanted};
     use serde_json::json;
     use std::time::SystemTime;
 

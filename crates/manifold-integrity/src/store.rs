@@ -74,7 +74,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{ItemKind, ItemRef, TRUST_ON_FIRST_USE};
+use crate::{item::ItemKind, item::ItemRef, item::TRUST_ON_FIRST_USE};
 
 /// The value of `format`.
 pub const FORMAT: &str = "manifold-pins-v1";

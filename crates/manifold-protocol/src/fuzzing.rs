@@ -20,13 +20,13 @@
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::errors::ErrorCode;
 use crate::headers::{
     decode_header_value, encode_header_value, header_matches_value, header_params, param_headers,
     ParamKind,
 };
 use crate::jsonrpc::{error_bytes, response_bytes, Incoming, MessageError, RequestId};
 use crate::sse::{encode_event, SseDecoder, SseError, SseEvent};
-use crate::ErrorCode;
 
 /// Target `jsonrpc`: a body as an HTTP POST or an upstream line would carry it.
 pub fn jsonrpc(data: &[u8]) {
@@ -82,7 +82,7 @@ pub fn jsonrpc(data: &[u8]) {
             response_bytes(id, &empty),
             error_bytes(
                 Some(id),
-                &crate::RpcError::new(ErrorCode::INTERNAL_ERROR, "x"),
+                &crate::errors::RpcError::new(ErrorCode::INTERNAL_ERROR, "x"),
             ),
         ] {
             match Incoming::parse(&reply) {

@@ -6,7 +6,7 @@
 //! response stream): nobody is left to read the answer.
 //!
 //! Not here: bridging an `InputRequiredResult` into several attempts
-//! (`input_bridge`), the public [`Call`](crate::Call).
+//! (`input_bridge`), the public [`Call`](crate::call::Call).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use crate::connection::{Connection, Launched};
 use crate::message::{CallEvent, CallOutcome};
 use crate::transport::Driver;
-use crate::{ClientFacts, ExtraHeaders, UpstreamError};
+use crate::{error::UpstreamError, facts::ClientFacts, facts::ExtraHeaders};
 
 /// One request in flight.
 pub(crate) struct Attempt {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use crate::UpstreamError;
+use crate::error::UpstreamError;
 
 /// Slots of the breaker's `window` (it slides a slot at a time).
 pub const WINDOW_SLOTS: u32 = 10;

@@ -31,7 +31,7 @@ use crate::input_bridge::{self, Bridge};
 use crate::message::{CallEvent, CallOutcome, NotRelayed};
 use crate::pool::{Leave, Picked, Pool};
 use crate::retry::{self, Retries};
-use crate::{ClientFacts, ExtraHeaders, UpstreamError};
+use crate::{error::UpstreamError, facts::ClientFacts, facts::ExtraHeaders};
 
 /// A request in flight.
 pub struct Call {
@@ -357,7 +357,7 @@ impl Call {
     }
 
     /// Cancels the call upstream (`notifications/cancelled`, sent in the
-    /// background and bounded by [`SEND_TIMEOUT`](crate::SEND_TIMEOUT)) and ends it.
+    /// background and bounded by [`SEND_TIMEOUT`](crate::limits::SEND_TIMEOUT)) and ends it.
     pub async fn cancel(&mut self, reason: &str) {
         self.attempt.cancel(reason);
     }

@@ -23,7 +23,7 @@ use crate::message::{CallEvent, CallOutcome};
 use crate::router::Router;
 use crate::transport::{self, Driver, Ended, Outgoing, Transport};
 use crate::wire::{request_meta, Wire};
-use crate::{ClientFacts, ExtraHeaders, UpstreamError};
+use crate::{error::UpstreamError, facts::ClientFacts, facts::ExtraHeaders};
 
 /// A live connection to an upstream.
 pub(crate) struct Connection {
@@ -112,7 +112,7 @@ impl Connection {
 
     /// Forgets request `id` and tells the upstream it is cancelled, where the
     /// transport has a way to: in the background, bounded by
-    /// [`SEND_TIMEOUT`](crate::SEND_TIMEOUT), never on the caller's path (an
+    /// [`SEND_TIMEOUT`](crate::limits::SEND_TIMEOUT), never on the caller's path (an
     /// upstream that hangs would hold up the very caller the cancellation frees).
     pub(crate) fn cancel(self: &Arc<Self>, id: u64, reason: &str) {
         if !self.wire.router.forget(id) || self.transport.cancels_by_closing() {

@@ -7,7 +7,7 @@
 //! the server's refusal table, not decided here.
 //!
 //! Not here: the upstream's own JSON-RPC errors, which pass through untouched
-//! ([`CallOutcome::Error`](crate::CallOutcome::Error)).
+//! ([`CallOutcome::Error`](crate::message::CallOutcome::Error)).
 
 use manifold_foundation::redact;
 use manifold_protocol::ErrorCode;

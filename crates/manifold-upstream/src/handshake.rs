@@ -5,7 +5,7 @@
 //! 2026-07-28 way (`_meta` and headers). Only a discover result that lists a
 //! stateless revision Manifold speaks makes the upstream stateless; any other answer
 //! (an error of any code, an HTTP error, a result of another shape, silence for
-//! [`PROBE_TIMEOUT`](crate::PROBE_TIMEOUT)) falls back to `initialize`. A dual-era
+//! [`PROBE_TIMEOUT`](crate::limits::PROBE_TIMEOUT)) falls back to `initialize`. A dual-era
 //! server commits a stdio connection to the era of its first answer, so nothing is
 //! sent after a successful probe but stateless requests.
 //!
@@ -24,7 +24,8 @@ use crate::call::{self, Call};
 use crate::connection::Connection;
 use crate::message::CallOutcome;
 use crate::wire::request_meta;
-use crate::{ServerFacts, UpstreamError, UpstreamProtocol};
+use crate::{error::UpstreamError, facts::ServerFacts};
+use manifold_config::UpstreamProtocol;
 use manifold_protocol::methods::{self as m, meta};
 use manifold_protocol::version;
 use manifold_protocol::ErrorCode;
@@ -92,7 +93,7 @@ async fn discover(session: &Arc<Connection>, asking: &str) -> Result<Discovered,
         (m::HEADER_METHOD.to_string(), m::SERVER_DISCOVER.to_string()),
         (m::HEADER_PROTOCOL_VERSION.to_string(), asking.to_string()),
     ];
-    let timeout = session.wire.timeout.min(crate::PROBE_TIMEOUT);
+    let timeout = session.wire.timeout.min(crate::limits::PROBE_TIMEOUT);
     let mut call = Call::start(
         session,
         m::SERVER_DISCOVER,
@@ -179,13 +180,13 @@ fn facts_of(session: &Connection, result: &Map<String, Value>) -> Result<ServerF
 pub(crate) async fn initialize(session: &Arc<Connection>) -> Result<ServerFacts, UpstreamError> {
     let name = session.wire.upstream().clone();
     let params = json!({
-        "protocolVersion": crate::UPSTREAM_PROTOCOL_VERSION,
+        "protocolVersion": crate::limits::UPSTREAM_PROTOCOL_VERSION,
         "capabilities": {
             "sampling": {},
             "elicitation": {},
             "extensions": manifold_protocol::extensions::declared_to_upstreams(),
         },
-        "clientInfo": {"name": crate::CLIENT_NAME, "version": crate::CLIENT_VERSION},
+        "clientInfo": {"name": crate::limits::CLIENT_NAME, "version": crate::limits::CLIENT_VERSION},
     });
     let result = call::request(session, m::INITIALIZE, params.as_object().cloned()).await?;
     let version = result
@@ -219,7 +220,7 @@ pub(crate) async fn initialize(session: &Arc<Connection>) -> Result<ServerFacts,
 
 /// Fetches every page of every list the upstream declared.
 /// The lists, and how long they may be kept: the shortest `ttlMs` a stateless
-/// upstream gave (never below [`MIN_LIST_TTL`](crate::MIN_LIST_TTL)); `None` when
+/// upstream gave (never below [`MIN_LIST_TTL`](crate::limits::MIN_LIST_TTL)); `None` when
 /// only `list_changed` ends them.
 pub(crate) async fn fetch_lists(
     session: &Arc<Connection>,
@@ -264,7 +265,7 @@ pub(crate) async fn fetch_lists(
             }
         };
     }
-    Ok((snap, ttl.0.map(|t| t.max(crate::MIN_LIST_TTL))))
+    Ok((snap, ttl.0.map(|t| t.max(crate::limits::MIN_LIST_TTL))))
 }
 
 /// The shortest `ttlMs` seen across list pages.
@@ -290,7 +291,7 @@ async fn fetch_all(
     let mut cursor: Option<String> = None;
     let mut seen = HashSet::new();
     let mut bytes = 0usize;
-    for _ in 0..crate::MAX_LIST_PAGES {
+    for _ in 0..crate::limits::MAX_LIST_PAGES {
         let params = cursor.as_ref().map(|c| {
             let mut m = Map::new();
             m.insert("cursor".into(), Value::from(c.clone()));
@@ -360,7 +361,7 @@ async fn fetch_all(
         &name,
         format!(
             "{method} returned more than {} pages",
-            crate::MAX_LIST_PAGES
+            crate::limits::MAX_LIST_PAGES
         ),
     ))
 }

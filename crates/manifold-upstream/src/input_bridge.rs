@@ -24,7 +24,10 @@ use tokio::sync::mpsc;
 
 use crate::attempt::Attempt;
 use crate::message::{CallEvent, CallOutcome, InputAnswer, Responder};
-use crate::{ClientFacts, ExtraHeaders, UpstreamError, MAX_INPUT_REQUESTS, MAX_INPUT_ROUNDS};
+use crate::{
+    error::UpstreamError, facts::ClientFacts, facts::ExtraHeaders, limits::MAX_INPUT_REQUESTS,
+    limits::MAX_INPUT_ROUNDS,
+};
 
 /// The methods on which a 2026-07-28 server may answer `InputRequiredResult`.
 pub(crate) fn applies(method: &str) -> bool {

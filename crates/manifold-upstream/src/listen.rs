@@ -7,7 +7,7 @@
 //! gateway with the upstream's `subscriptionId` removed.
 //!
 //! The listen is opened before the first list fetch, which waits for its
-//! acknowledgment (at most [`LISTEN_ACK_WAIT`](crate::LISTEN_ACK_WAIT)): a
+//! acknowledgment (at most [`LISTEN_ACK_WAIT`](crate::limits::LISTEN_ACK_WAIT)): a
 //! change made between the fetch and the listen would otherwise be heard by
 //! nobody. An acknowledgment that comes after the fetch refetches the lists.
 //!
@@ -27,7 +27,7 @@ use tokio::sync::{oneshot, watch};
 use crate::call::Call;
 use crate::connection::Connection;
 use crate::message::{CallEvent, CallOutcome, NotRelayed};
-use crate::{ServerFacts, LISTEN_TIMEOUT};
+use crate::{facts::ServerFacts, limits::LISTEN_TIMEOUT};
 
 /// Delay before reopening a listen that failed; doubles up to [`RETRY_MAX`].
 const RETRY_INITIAL: Duration = Duration::from_millis(500);

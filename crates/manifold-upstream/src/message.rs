@@ -16,7 +16,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-use crate::UpstreamError;
+use crate::error::UpstreamError;
 
 /// A boxed future: what the object-safe traits of this crate return.
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -46,8 +46,8 @@ use tokio::time::Instant;
 
 use crate::breaker::{Admitted, Breaker, BreakerReport, BreakerState};
 use crate::connection::{Connection, Slot};
+use crate::error::UpstreamError;
 use crate::status::{State, UpstreamStatus};
-use crate::UpstreamError;
 
 /// Calls of a member within [`OUTLIER_WINDOW`] before its error rate or
 /// latency is judged.

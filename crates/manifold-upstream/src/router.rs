@@ -19,9 +19,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::limits::GARBAGE_LINES_PER_WINDOW;
 use crate::message::{CallEvent, CallOutcome, Responder};
-use crate::GARBAGE_LINES_PER_WINDOW;
-use crate::{UpstreamError, UpstreamEvent};
+use crate::{error::UpstreamError, facts::UpstreamEvent};
 use manifold_foundation::log_budget::LogBudget;
 
 /// Messages buffered per call between the upstream reader and the downstream writer.

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::ServerFacts;
+use crate::facts::ServerFacts;
 
 /// The state an upstream is in, as `/readyz` and `manifold check` report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -32,8 +32,11 @@ use crate::pool::{Member, MemberReport, Pool};
 use crate::retry::{Retries, RetryCounts};
 use crate::router::Router;
 use crate::status::{starting, Holder, State, UpstreamStatus};
+use crate::{
+    error::UpstreamError, facts::ClientFacts, facts::ExtraHeaders, facts::ServerFacts,
+    facts::UpstreamEvent,
+};
 use crate::{handshake, listen};
-use crate::{ClientFacts, ExtraHeaders, ServerFacts, UpstreamError, UpstreamEvent};
 
 /// A connected session, what it said about itself, its lists and their lifetime.
 type Connected = (Arc<Connection>, ServerFacts, ListSnapshot, Option<Duration>);
@@ -204,7 +207,9 @@ impl Upstream {
     ) -> Result<Call, NotStarted> {
         let retries = self.inner.retries.clone().filter(|_| repeatable);
         let pool = &self.inner.pool;
-        if !self.inner.breakers && retries.is_none() && !pool.is_pool() {
+        // Guarded whenever the upstream has retries, even when this call may
+        // not be repeated: its attempts are reported (`Call::attempts`).
+        if !self.guarded() && !pool.is_pool() {
             return self
                 .call_as(method, params, headers, caller)
                 .await
@@ -472,7 +477,7 @@ impl Upstream {
         shutdown: CancellationToken,
     ) {
         let name = self.inner.name.clone();
-        let mut backoff = Backoff::new(crate::BACKOFF_INITIAL, crate::BACKOFF_MAX);
+        let mut backoff = Backoff::new(crate::limits::BACKOFF_INITIAL, crate::limits::BACKOFF_MAX);
         loop {
             if shutdown.is_cancelled() {
                 break;
@@ -490,7 +495,7 @@ impl Upstream {
                     if stopping {
                         break;
                     }
-                    if started.elapsed() >= crate::BACKOFF_RESET_AFTER {
+                    if started.elapsed() >= crate::limits::BACKOFF_RESET_AFTER {
                         backoff.reset();
                     }
                 }
@@ -565,7 +570,7 @@ impl Upstream {
                         unanswered = 0;
                     } else {
                         unanswered += 1;
-                        if unanswered >= crate::LIVENESS_FAILURES {
+                        if unanswered >= crate::limits::LIVENESS_FAILURES {
                             tracing::warn!(upstream = %name, member = m.index, pings = unanswered,
                                 "the upstream answers no pings; restarting it");
                             conn.wire.closed.cancel();
@@ -578,7 +583,7 @@ impl Upstream {
             }
             // At most one refetch per window; the changes that come meanwhile are
             // in the one that follows.
-            let wait = (last_fetch + crate::LIST_CHANGED_DEBOUNCE)
+            let wait = (last_fetch + crate::limits::LIST_CHANGED_DEBOUNCE)
                 .saturating_duration_since(Instant::now());
             if !wait.is_zero() {
                 tokio::select! {
@@ -613,8 +618,9 @@ impl Upstream {
                 }
                 Err(e) => {
                     // Retried when the next change or expiry comes.
-                    expiry = expiry
-                        .map(|_| Instant::now() + crate::MIN_LIST_TTL.max(Duration::from_secs(5)));
+                    expiry = expiry.map(|_| {
+                        Instant::now() + crate::limits::MIN_LIST_TTL.max(Duration::from_secs(5))
+                    });
                     tracing::warn!(upstream = %name, member = m.index, error = %e, "refetching lists failed; keeping the previous ones");
                 }
             }
@@ -696,7 +702,7 @@ impl Upstream {
                 // the holder's listen asks for resource updates (see `pool`).
                 self.inner.pool.claim(m.index, &self.inner.watched.borrow());
                 let acked = listen::start(&conn, &facts, m.watched.subscribe());
-                let wait = crate::LISTEN_ACK_WAIT.min(conn.wire.timeout);
+                let wait = crate::limits::LISTEN_ACK_WAIT.min(conn.wire.timeout);
                 if tokio::time::timeout(wait, acked).await.is_err() {
                     tracing::debug!(upstream = %self.inner.name, member = m.index, ?wait,
                         "subscriptions/listen not acknowledged in time; fetching the lists now (again once it is)");
@@ -769,7 +775,7 @@ async fn alive(conn: &Arc<Connection>, facts: &ServerFacts) -> bool {
     };
     let headers = vec![(m::HEADER_METHOD.to_string(), method.to_string())];
     match Call::start(conn, method, params, headers, conn.wire.timeout, None).await {
-        Ok(mut call) => !matches!(call.outcome().await, crate::CallOutcome::Failed(_)),
+        Ok(mut call) => !matches!(call.outcome().await, crate::message::CallOutcome::Failed(_)),
         Err(_) => false,
     }
 }

@@ -19,7 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::message::{BoxFuture, CallOutcome, NotRelayed, Outbound, Responder};
 use crate::router::{Router, Source, Unplaced};
-use crate::{ClientFacts, UpstreamError};
+use crate::{error::UpstreamError, facts::ClientFacts};
 
 /// Starts a new upstream session after the upstream forgot ours (HTTP 404): set
 /// by the upstream actor, which owns the handshake.
@@ -36,7 +36,7 @@ pub(crate) fn request_meta(version: &str, caller: Option<&ClientFacts>) -> Map<S
     meta.insert(meta::CLIENT_CAPABILITIES.into(), Value::Object(caps));
     meta.insert(
         meta::CLIENT_INFO.into(),
-        json!({"name": crate::CLIENT_NAME, "version": crate::CLIENT_VERSION}),
+        json!({"name": crate::limits::CLIENT_NAME, "version": crate::limits::CLIENT_VERSION}),
     );
     if let Some(level) = caller.and_then(|c| c.log_level.as_deref()) {
         meta.insert(meta::LOG_LEVEL.into(), Value::from(level));

@@ -24,6 +24,8 @@ const LAYERS: manifold_architecture::Layers = &[
     &["message"],
     &["status"],
     &["error"],
+    &["facts"],
+    &["limits"],
 ];
 
 #[test]

@@ -35,7 +35,7 @@
 
 use super::Bus;
 use crate::auth::Rejection;
-use crate::{ClusterError, MAX_MESSAGE_BYTES};
+use crate::{error::ClusterError, limits::MAX_MESSAGE_BYTES};
 use std::sync::atomic::Ordering;
 
 /// Entries a shared log keeps (the oldest go first), and reads.

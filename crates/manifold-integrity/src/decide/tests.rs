@@ -7,8 +7,8 @@
 
 use super::*;
 use crate::approve::Selection;
+use crate::item::INSTRUCTIONS;
 use crate::store::Pin;
-use crate::INSTRUCTIONS;
 use manifold_config::integrity::NewTools;
 use proptest::prelude::*;
 use serde_json::json;

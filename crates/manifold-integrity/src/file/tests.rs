@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::store::{Op, Update};
-use crate::{ItemKind, ItemRef};
+use crate::{item::ItemKind, item::ItemRef};
 use manifold_catalog::fingerprint::Fingerprint;
 use serde_json::{json, Map, Value};
 
@@ -170,13 +170,13 @@ fn the_watch_reports_other_processes_changes_only() {
                 kind: ItemKind::Tool,
                 name: "b".into(),
                 fingerprint: Fingerprint::of(&obj(json!({"name": "b"}))),
-                reason: crate::PendingReason::New,
+                reason: crate::store::PendingReason::New,
                 definition: obj(json!({"name": "b"})),
                 at: "t".into(),
             }],
         });
         s.approve(
-            &crate::Selection::All,
+            &crate::approve::Selection::All,
             "local:alice",
             std::time::SystemTime::UNIX_EPOCH,
         )

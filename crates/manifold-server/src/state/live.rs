@@ -76,7 +76,7 @@ impl Live {
             .map(|(u, _)| (u.name().clone(), Arc::new(tool_overrides(u.config()))))
             .collect();
         let uris = Arc::new(manifold_catalog::namespace::UriNamespaces::new(
-            config.naming.resources.clone(),
+            super::naming::resource_naming(config.naming.resources),
             &config.naming.namespaced_schemes,
             config
                 .upstreams

@@ -28,6 +28,7 @@ pub(crate) mod local_admin;
 pub(crate) mod log_levels;
 pub(crate) mod logging;
 pub(crate) mod metrics;
+mod naming;
 pub(crate) mod recent;
 pub(crate) mod resilience_metrics;
 pub(crate) mod sealed;
@@ -286,7 +287,7 @@ impl Gateway {
         let n = &self.cfg().naming;
         NamingPolicy {
             separator: n.separator.clone(),
-            prefix_mode: n.prefix_mode,
+            prefix_mode: naming::prefix_mode(n.prefix_mode),
             max_length: n.max_length,
             configured_upstreams: self.cfg().upstreams.len(),
             uris: self.live().uris.as_ref().clone(),

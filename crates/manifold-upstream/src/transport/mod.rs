@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::message::{BoxFuture, Outbound};
-use crate::{ExtraHeaders, UpstreamError};
+use crate::{error::UpstreamError, facts::ExtraHeaders};
 
 /// The transport work of one request (an HTTP POST and its reply), polled by the
 /// call itself so a forwarded call costs no extra task.

@@ -32,11 +32,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::lines::{Line, Lines};
 use super::{Driver, Ended, Outgoing, Transport};
+use crate::error::UpstreamError;
+use crate::limits::STDERR_LINES_PER_WINDOW;
 use crate::message::{BoxFuture, Outbound};
 use crate::router::Source;
 use crate::wire::Wire;
-use crate::UpstreamError;
-use crate::STDERR_LINES_PER_WINDOW;
 use manifold_foundation::log_budget::LogBudget;
 
 /// Messages queued for a child's stdin.
@@ -85,7 +85,7 @@ impl Stdin {
 impl Outbound for Stdin {
     fn send_message(&self, bytes: Vec<u8>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if let Err(e) = self.send(bytes, crate::SEND_TIMEOUT).await {
+            if let Err(e) = self.send(bytes, crate::limits::SEND_TIMEOUT).await {
                 tracing::warn!(upstream = %self.upstream, error = %e, "sending to the upstream failed");
             }
         })

@@ -20,7 +20,7 @@ use manifold_protocol::methods as m;
 use std::sync::Arc;
 
 use super::link::HttpLink;
-use crate::UpstreamError;
+use crate::error::UpstreamError;
 
 /// TLS towards the upstream: the built-in web roots plus its `ca`, and its
 /// `client_cert` when one is configured. Files are read at each connect, so a

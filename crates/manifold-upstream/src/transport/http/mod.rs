@@ -39,9 +39,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Driver, Ended, Outgoing, Transport};
+use crate::error::UpstreamError;
 use crate::message::{BoxFuture, Outbound};
 use crate::wire::Wire;
-use crate::UpstreamError;
 use link::HttpLink;
 
 /// How long an idle pooled connection to the upstream is kept.

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::link::HttpLink;
+use crate::error::UpstreamError;
 use crate::router::Source;
-use crate::UpstreamError;
 
 /// Times a broken response stream is resumed with `Last-Event-ID` before the call
 /// fails.

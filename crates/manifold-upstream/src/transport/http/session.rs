@@ -21,9 +21,9 @@ use super::super::Outgoing;
 use super::client::on_behalf;
 use super::link::HttpLink;
 use super::reply::{read_reply, ReplyError};
+use crate::error::UpstreamError;
 use crate::message::{BoxFuture, Outbound};
 use crate::probe;
-use crate::UpstreamError;
 
 /// Extra time a POST's reader may outlive its call's timeout.
 pub const STREAM_GRACE: Duration = Duration::from_secs(5);
@@ -33,13 +33,14 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
 impl Outbound for HttpLink {
     fn send_message(&self, bytes: Vec<u8>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            match tokio::time::timeout(crate::SEND_TIMEOUT, self.post_message(bytes)).await {
+            match tokio::time::timeout(crate::limits::SEND_TIMEOUT, self.post_message(bytes)).await
+            {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     tracing::warn!(upstream = %self.wire.upstream(), error = %e, "sending to the upstream failed")
                 }
                 Err(_) => {
-                    tracing::warn!(upstream = %self.wire.upstream(), bound = ?crate::SEND_TIMEOUT,
+                    tracing::warn!(upstream = %self.wire.upstream(), bound = ?crate::limits::SEND_TIMEOUT,
                     "the upstream did not take a message in time; dropped")
                 }
             }
@@ -208,7 +209,7 @@ fn check_session(l: &Arc<HttpLink>) {
     let l = l.clone();
     l.wire.clone().spawn_owned(async move {
         let wire = l.wire.clone();
-        let timeout = wire.timeout.min(crate::PROBE_TIMEOUT);
+        let timeout = wire.timeout.min(crate::limits::PROBE_TIMEOUT);
         let (method, headers, mut msg) = probe::check_request(&wire);
         if let Ok(mut reg) = wire.router.register(&mut msg) {
             let bytes = serde_json::to_vec(&msg).unwrap_or_default();
