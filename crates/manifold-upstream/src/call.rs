@@ -120,6 +120,7 @@ impl Again {
         };
         self.last = picked.member.index;
         let mut leave = self.pool.admit(&picked)?;
+        self.retries.sent();
         let left = self.deadline.saturating_duration_since(Instant::now());
         let launched = launch(
             &picked.conn,

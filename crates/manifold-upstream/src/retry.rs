@@ -109,8 +109,8 @@ impl Retries {
         w.calls[k] += 1;
     }
 
-    /// Takes one retry from the budget; `false` (and counted) when it is
-    /// spent.
+    /// Takes one retry from the budget; `false` (and counted as refused)
+    /// when it is spent.
     pub(crate) fn take(&self) -> bool {
         self.take_at(Instant::now())
     }
@@ -128,13 +128,16 @@ impl Retries {
             }
             allowed
         };
-        let counter = if allowed {
-            &self.retries
-        } else {
-            &self.refused
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        if !allowed {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
         allowed
+    }
+
+    /// A retry the budget allowed got past the breaker and goes out: what
+    /// [`RetryCounts::retries`] counts (one the breaker refuses is not sent).
+    pub(crate) fn sent(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn counts(&self) -> RetryCounts {
@@ -185,6 +188,7 @@ mod tests {
         // 3 (floor) + 10 % of 100.
         let taken = (0..50).filter(|_| r.take_at(t0)).count();
         assert_eq!(taken, 13);
+        (0..taken).for_each(|_| r.sent());
         assert_eq!(
             r.counts(),
             RetryCounts {
