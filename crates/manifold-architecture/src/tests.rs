@@ -1,6 +1,11 @@
 //! The checker on small crates written to a temporary folder.
 
-use super::*;
+use crate::chain::chain;
+use crate::find::{calls, numbers};
+use crate::imports::{paths, ModPath};
+use crate::layers::{check, Layers};
+use crate::text::{strip_comments, strip_inline_modules};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 /// A crate under a fresh temporary folder, removed on drop.

@@ -22,8 +22,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::chain::{self, EVENT_CHAIN_RESET, ZERO_HASH};
+use crate::error::AuditError;
 use crate::verify::{Location, Problem, ProblemKind};
-use crate::AuditError;
 
 /// How far one file's chain holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,7 +178,11 @@ mod tests {
         for i in 0..n {
             let rec = AuditRecord::new(format!("r{i}"), "tools/call");
             let s = seal(
-                &rec.to_entry(&Redactor::default(), true, &crate::SizeCap::default()),
+                &rec.to_entry(
+                    &Redactor::default(),
+                    true,
+                    &crate::record::SizeCap::default(),
+                ),
                 &prev,
             );
             out.push_str(std::str::from_utf8(&s.line).expect("UTF-8"));

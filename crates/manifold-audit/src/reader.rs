@@ -29,7 +29,7 @@ use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use crate::{log_files, AuditError};
+use crate::{error::AuditError, verify::log_files};
 
 /// Bytes read from a file at a time, from its end towards its start.
 pub const READ_BLOCK: usize = 64 * 1024;

@@ -50,8 +50,8 @@ pub struct SizeCap {
 impl Default for SizeCap {
     fn default() -> Self {
         SizeCap {
-            max_value_bytes: crate::DEFAULT_MAX_VALUE_BYTES,
-            max_arguments_bytes: crate::DEFAULT_MAX_ARGUMENTS_BYTES,
+            max_value_bytes: manifold_config::audit::DEFAULT_MAX_VALUE_BYTES,
+            max_arguments_bytes: manifold_config::audit::DEFAULT_MAX_ARGUMENTS_BYTES,
         }
     }
 }

@@ -23,7 +23,7 @@
 //! Not here: sealing lines, deciding what a failure means for callers (the writer).
 
 use crate::chain::{self, Sealed, EVENT_CHAIN_RESET, EVENT_TORN_TAIL, ZERO_HASH};
-use crate::Fsync;
+use manifold_config::audit::Fsync;
 use serde_json::{json, Map, Value};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};

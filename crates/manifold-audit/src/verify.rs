@@ -19,7 +19,7 @@
 //! now looks truncated.
 
 use crate::chain::{self, EVENT_CHAIN_RESET, EVENT_RECORDS_LOST, EVENT_TORN_TAIL, ZERO_HASH};
-use crate::AuditError;
+use crate::error::AuditError;
 use serde_json::Value;
 use std::fs::File;
 use std::io::{BufRead, BufReader};

@@ -32,11 +32,11 @@
 //! Not here: what a record contains (`record`), file layout (`sink`).
 
 use crate::chain::{self, EVENT_RECORDS_LOST, ZERO_HASH};
+use crate::error::AuditError;
 use crate::record::AuditRecord;
 use crate::redact::Redactor;
 use crate::sink::{FileSink, Sink, StreamSink};
-use crate::AuditError;
-use crate::{AuditSettings, Fsync, OnFailure, RETRY_INTERVAL};
+use manifold_config::audit::{AuditSettings, Fsync, OnFailure, RETRY_INTERVAL};
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -98,7 +98,7 @@ pub struct Auditor {
     tx: mpsc::Sender<Job>,
     shared: Arc<Shared>,
     redactor: Arc<Redactor>,
-    cap: crate::SizeCap,
+    cap: crate::record::SizeCap,
     include_arguments: bool,
 }
 
@@ -176,7 +176,7 @@ impl Auditor {
             tx,
             shared,
             redactor: Arc::new(Redactor::new(&settings.redact)),
-            cap: crate::SizeCap {
+            cap: crate::record::SizeCap {
                 max_value_bytes: settings.max_value_bytes,
                 max_arguments_bytes: settings.max_arguments_bytes,
             },

@@ -8,7 +8,7 @@
 //! Not here: routing. A hidden item is not in the naming table, so it cannot be
 //! called: routing goes through the table only.
 
-use crate::Kind;
+use crate::entry::Kind;
 pub use manifold_foundation::glob::Glob;
 
 /// Allow and deny lists for one kind.

@@ -42,7 +42,7 @@
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-use crate::UpstreamLists;
+use manifold_protocol::lists::ListSnapshot as UpstreamLists;
 
 /// The schemes namespaced by default (`[naming] resources =
 /// "host-schemes"`): MCP Apps' UI resources and Skills' files.

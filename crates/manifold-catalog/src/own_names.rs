@@ -15,7 +15,9 @@ use bytes::Bytes;
 use serde_json::Value;
 use std::collections::HashMap;
 
-use crate::{Catalog, Entry, Kind, NamedList};
+use crate::catalog::Catalog;
+use crate::entry::{Entry, Kind};
+use crate::list::NamedList;
 
 /// Own names that more than one entry of a kind has.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,22 +40,6 @@ impl std::fmt::Display for OwnNameCollision {
             self.exposed.first().map_or("", String::as_str)
         )
     }
-}
-
-/// Each entry by its exposed name, and (`own`) by its own name too, the
-/// first entry with an own name keeping it.
-pub(crate) fn index(entries: &[Entry], own: bool) -> HashMap<String, usize> {
-    let mut by_name: HashMap<String, usize> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.exposed.clone(), i))
-        .collect();
-    if own {
-        for (i, e) in entries.iter().enumerate() {
-            by_name.entry(e.original.clone()).or_insert(i);
-        }
-    }
-    by_name
 }
 
 impl NamedList {
@@ -112,7 +98,7 @@ impl Catalog {
         let (tools, mut collisions) = self.tools.by_own_names();
         let (prompts, more) = self.prompts.by_own_names();
         collisions.extend(more);
-        let all = |_: crate::Item<'_>| true;
+        let all = |_: crate::entry::Item<'_>| true;
         let catalog = Catalog {
             tools,
             prompts,
@@ -126,7 +112,10 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ItemFilter, NamingPolicy, PrefixMode, UpstreamInput, UpstreamLists};
+    use crate::{
+        filter::ItemFilter, input::NamingPolicy, input::PrefixMode, input::UpstreamInput,
+        input::UpstreamLists,
+    };
     use serde_json::{json, Map};
     use std::sync::Arc;
 
@@ -180,7 +169,7 @@ mod tests {
         assert_eq!(e.exposed, "vanilla__get-time", "rules still key on it");
         assert!(own.tools.get("vanilla__get-time").is_some());
         // A view of it keeps serving own names.
-        let view = own.restricted(&|i| !matches!(i, crate::Item::Tool("vanilla__x")));
+        let view = own.restricted(&|i| !matches!(i, crate::entry::Item::Tool("vanilla__x")));
         assert!(view.tools.get("get-time").is_some());
         assert!(view.tools.get("x").is_none(), "rules match exposed names");
     }

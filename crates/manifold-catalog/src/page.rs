@@ -11,7 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::Entry;
+use crate::entry::Entry;
 
 const CURSOR_PREFIX: &str = "v1:";
 

@@ -6,6 +6,8 @@
 
 use super::*;
 use proptest::prelude::*;
+use serde_json::{Map, Value};
+use std::sync::Arc;
 
 fn tool(name: &str) -> Map<String, Value> {
     let mut m = Map::new();

@@ -30,7 +30,9 @@ use std::sync::{Arc, OnceLock};
 
 use crate::page::Pages;
 use crate::template::UriTemplate;
-use crate::{CursorError, Entry, LeftOut, LeftOutReason, UpstreamInput};
+use crate::{
+    entry::Entry, entry::LeftOut, entry::LeftOutReason, input::UpstreamInput, page::CursorError,
+};
 
 /// One merged URI-keyed list (`resources` or `resourceTemplates`).
 #[derive(Debug)]
@@ -54,11 +56,11 @@ impl UriList {
         let mut left_out = Vec::new();
         let mut candidates: Vec<(String, Arc<str>, &Map<String, Value>)> = Vec::new();
         for input in inputs {
-            let repeated = crate::repeated(items(input), key, &input.name, key);
+            let repeated = crate::entry::repeated(items(input), key, &input.name, key);
             for item in items(input) {
                 match item.get(key).and_then(Value::as_str) {
                     Some(uri) if repeated.contains_key(uri) => {
-                        left_out.push(crate::duplicate(&input.name, uri, repeated[uri]));
+                        left_out.push(crate::entry::duplicate(&input.name, uri, repeated[uri]));
                     }
                     Some(uri) => match check(uri, item) {
                         Ok(()) => candidates.push((uri.to_string(), input.name.clone(), item)),
@@ -230,13 +232,13 @@ impl Resources {
         }
     }
 
-    pub(crate) fn restricted(&self, keep: &dyn Fn(crate::Item<'_>) -> bool) -> Resources {
+    pub(crate) fn restricted(&self, keep: &dyn Fn(crate::entry::Item<'_>) -> bool) -> Resources {
         let resources = self
             .resources
-            .restricted(&|uri| keep(crate::Item::Resource(uri)));
+            .restricted(&|uri| keep(crate::entry::Item::Resource(uri)));
         let templates = self
             .templates
-            .restricted(&|t| keep(crate::Item::Template(t)));
+            .restricted(&|t| keep(crate::entry::Item::Template(t)));
         Resources::index(resources, templates)
     }
 

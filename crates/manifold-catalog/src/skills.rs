@@ -25,7 +25,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::resources::UriList;
-use crate::{CursorError, Item, LeftOutReason, NamingPolicy, UpstreamInput};
+use crate::{
+    entry::Item, entry::LeftOutReason, input::NamingPolicy, input::UpstreamInput, page::CursorError,
+};
 
 /// One file a skill announces: what its bytes must be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,7 +231,7 @@ impl Skills {
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
-    pub fn left_out(&self) -> &[crate::LeftOut] {
+    pub fn left_out(&self) -> &[crate::entry::LeftOut] {
         self.list.left_out()
     }
 }

@@ -1,5 +1,7 @@
 use super::*;
 use serde_json::json;
+use serde_json::{Map, Value};
+use std::sync::Arc;
 
 fn tool(name: &str) -> Map<String, Value> {
     json!({"name": name, "description": format!("the {name} tool"), "inputSchema": {"type": "object"}})

@@ -17,8 +17,8 @@
 
 use serde_json::Value;
 
+use crate::error::CredentialError;
 use crate::http::{send, Answer};
-use crate::CredentialError;
 use http::Method;
 
 /// The parameters of a `Bearer` challenge (`WWW-Authenticate`).

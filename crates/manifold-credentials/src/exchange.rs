@@ -19,8 +19,8 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::error::CredentialError;
 use crate::source::TokenSource;
-use crate::CredentialError;
 use manifold_foundation::time::unix_now;
 
 /// How the front door validated a caller's bearer token.

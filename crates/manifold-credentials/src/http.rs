@@ -24,7 +24,7 @@ use manifold_foundation::redact;
 use serde_json::Value;
 
 use crate::guard::{self, Guarded};
-use crate::{CredentialError, HTTP_TIMEOUT, MAX_BODY};
+use crate::{error::CredentialError, limits::HTTP_TIMEOUT, limits::MAX_BODY};
 
 /// The client of one flow: where it may go, and how it gets there.
 #[derive(Clone)]

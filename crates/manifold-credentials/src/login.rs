@@ -33,7 +33,7 @@ use tokio::net::TcpListener;
 use crate::discovery::{discover, parse_challenge, Discovered, Pins};
 use crate::http::{allowed, form, send, Client};
 use crate::store::{Record, Store};
-use crate::{random_token, s256, CredentialError, LOGIN_TIMEOUT};
+use crate::{error::CredentialError, limits::LOGIN_TIMEOUT, pkce::random_token, pkce::s256};
 use manifold_foundation::time::unix_now;
 
 /// The most of a redirect request the loopback listener reads.
@@ -59,7 +59,7 @@ pub struct LoginOptions {
 pub(crate) async fn probe(
     c: &Client,
     url: &str,
-) -> Result<Option<crate::Challenge>, CredentialError> {
+) -> Result<Option<crate::discovery::Challenge>, CredentialError> {
     let discover = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
     let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {

@@ -32,7 +32,10 @@ use crate::discovery::{discover, Pins};
 use crate::http::Client;
 use crate::login::{probe, take_tokens, token_request};
 use crate::store::{Record, Store};
-use crate::{parse_challenge, CredentialError, MAX_STEP_UPS, REFRESH_MARGIN};
+use crate::{
+    discovery::parse_challenge, error::CredentialError, limits::MAX_STEP_UPS,
+    limits::REFRESH_MARGIN,
+};
 use manifold_foundation::time::unix_now;
 
 /// What the caller does after the upstream refused a token.

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::CredentialError;
+use crate::error::CredentialError;
 
 /// What a store file starts with (the format's version).
 const MAGIC: &str = "manifold-tokens-v1\n";

@@ -60,7 +60,11 @@ fn write_log(path: &Path, range: std::ops::Range<usize>, prev: &str) -> String {
     let mut f = std::io::BufWriter::new(File::create(path).expect("create"));
     for i in range {
         let s = seal(
-            &record(i).to_entry(&Redactor::default(), true, &crate::SizeCap::default()),
+            &record(i).to_entry(
+                &Redactor::default(),
+                true,
+                &crate::record::SizeCap::default(),
+            ),
             &prev,
         );
         f.write_all(&s.line).expect("write");
@@ -74,8 +78,8 @@ fn write_log(path: &Path, range: std::ops::Range<usize>, prev: &str) -> String {
 fn rotated_log(dir: &TempDir, n: usize) -> PathBuf {
     let path = dir.path().join("audit.jsonl");
     let third = n / 3;
-    let h = write_log(&crate::rotated_path(&path, 2), 0..third, ZERO_HASH);
-    let h = write_log(&crate::rotated_path(&path, 1), third..2 * third, &h);
+    let h = write_log(&crate::sink::rotated_path(&path, 2), 0..third, ZERO_HASH);
+    let h = write_log(&crate::sink::rotated_path(&path, 1), third..2 * third, &h);
     write_log(&path, 2 * third..n, &h);
     path
 }
@@ -200,7 +204,7 @@ fn a_partial_last_line_and_a_rotation_between_pages() {
     assert_eq!(ids(&first), vec![9, 8, 7, 6]);
     // The file rotates (a rename keeps the inode) and a new one starts: the
     // cursor still leads to the rest.
-    std::fs::rename(&path, crate::rotated_path(&path, 1)).expect("rotate");
+    std::fs::rename(&path, crate::sink::rotated_path(&path, 1)).expect("rotate");
     write_log(&path, 10..12, &h);
     let rest = read_page(
         &path,
@@ -213,7 +217,7 @@ fn a_partial_last_line_and_a_rotation_between_pages() {
     assert_eq!(ids(&rest), vec![5, 4, 3, 2, 1, 0]);
     assert_eq!(rest.next, None);
     // Its file gone, the cursor is refused.
-    std::fs::remove_file(crate::rotated_path(&path, 1)).expect("remove");
+    std::fs::remove_file(crate::sink::rotated_path(&path, 1)).expect("remove");
     let gone = read_page(
         &path,
         &Filter::default(),

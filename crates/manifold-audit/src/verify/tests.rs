@@ -16,7 +16,11 @@ fn chained(n: usize, first: usize, prev: &str) -> (Vec<String>, String) {
         rec.latency_us = 100 + i as u64;
         rec.arguments = Some(json!({"i": i}));
         let s = seal(
-            &rec.to_entry(&Redactor::default(), true, &crate::SizeCap::default()),
+            &rec.to_entry(
+                &Redactor::default(),
+                true,
+                &crate::record::SizeCap::default(),
+            ),
             &prev,
         );
         out.push(

@@ -139,7 +139,7 @@ async fn write_n(a: &Auditor, from: usize, n: usize) {
     }
 }
 
-fn verify_all(path: &Path) -> crate::VerifyReport {
+fn verify_all(path: &Path) -> crate::verify::VerifyReport {
     verify(&log_files(path).expect("log files")).expect("readable")
 }
 
@@ -307,8 +307,8 @@ async fn rotation_keeps_only_keep_files() {
     assert_eq!(
         files,
         vec![
-            crate::rotated_path(&path, 2),
-            crate::rotated_path(&path, 1),
+            crate::sink::rotated_path(&path, 2),
+            crate::sink::rotated_path(&path, 1),
             path.clone()
         ]
     );
@@ -347,7 +347,7 @@ async fn restart_after_rotation_continues_from_the_rotated_file() {
     write_n(&r.auditor, 0, 3).await;
     r.stop().await;
     // As if the process died right after rotating: only `.1` holds the chain.
-    std::fs::rename(&path, crate::rotated_path(&path, 1)).expect("rename");
+    std::fs::rename(&path, crate::sink::rotated_path(&path, 1)).expect("rename");
     let r = Running::start(settings(&path)).await;
     write_n(&r.auditor, 3, 1).await;
     r.stop().await;

@@ -20,6 +20,9 @@
 use serde_json::{Map, Number, Value};
 use std::cmp::Ordering;
 
+/// Top-level members of a definition that are not part of its fingerprint.
+pub const EXCLUDED_MEMBERS: &[&str] = &["_meta"];
+
 /// The canonical text of `v`.
 pub fn canonical_json(v: &Value) -> String {
     let mut out = String::new();

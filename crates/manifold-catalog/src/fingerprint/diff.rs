@@ -19,8 +19,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt;
 
-use super::canonical::{canonical_json, utf16_cmp};
-use super::EXCLUDED_MEMBERS;
+use super::canonical::{canonical_json, utf16_cmp, EXCLUDED_MEMBERS};
 
 /// The most changes one diff lists; more are counted in
 /// [`DefinitionDiff::more`].

@@ -28,14 +28,11 @@ mod diff;
 #[cfg(test)]
 mod proptests;
 
-pub use canonical::canonical_json;
+pub use canonical::{canonical_json, EXCLUDED_MEMBERS};
 pub use diff::{diff, printable, Change, ChangeKind, DefinitionDiff, TextChange, MAX_DIFF_CHANGES};
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-
-/// Top-level members of a definition that are not part of its fingerprint.
-pub const EXCLUDED_MEMBERS: &[&str] = &["_meta"];
 
 /// How a fingerprint is written: `sha256:` and 64 lower-case hex digits.
 pub const FINGERPRINT_PREFIX: &str = "sha256:";

@@ -60,7 +60,7 @@ mod text;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
-use crate::NamedList;
+use crate::list::NamedList;
 
 /// Results when `limit` is not given.
 pub const DEFAULT_LIMIT: usize = 8;

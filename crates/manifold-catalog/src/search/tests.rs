@@ -1,7 +1,7 @@
 use super::*;
 use crate::{
-    Catalog, ItemFilter, NamingPolicy, Override, Overrides, PrefixMode, UpstreamInput,
-    UpstreamLists,
+    catalog::Catalog, filter::ItemFilter, input::NamingPolicy, input::PrefixMode,
+    input::UpstreamInput, input::UpstreamLists, overrides::Override, overrides::Overrides,
 };
 use serde_json::json;
 use std::sync::Arc;

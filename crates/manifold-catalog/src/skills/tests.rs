@@ -1,6 +1,6 @@
 use super::*;
 use crate::namespace::{ResourceNaming, UriNamespaces};
-use crate::{Catalog, ItemFilter, PrefixMode, UpstreamLists};
+use crate::{catalog::Catalog, filter::ItemFilter, input::PrefixMode, input::UpstreamLists};
 use serde_json::json;
 
 const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";

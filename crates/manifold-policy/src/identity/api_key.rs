@@ -7,7 +7,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{AuthMethod, Identity};
+use super::caller::{AuthMethod, Identity};
 use manifold_config::ApiKey;
 
 /// `sha256:<hex>` of `key`, as `[[auth.api_keys]] hash` takes it. Surrounding

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::{AuthError, Identity};
+use super::caller::{AuthError, Identity};
 
 /// Accepted tokens kept at most; when full, expired ones go, then everything.
 pub const MAX_CACHED_TOKENS: usize = 10_000;

@@ -29,8 +29,8 @@ use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime};
 
 use super::cache::{FAILURE_TTL, REFUSAL_TTL};
+use super::caller::{AuthError, AuthMethod, Identity};
 use super::jwt::{numeric_date, scopes, strings, system_time, unix_now, FETCH_TIMEOUT};
-use super::{AuthError, AuthMethod, Identity};
 use manifold_config::Introspection;
 
 /// How a client's own token (client credentials, no `sub`) names its
@@ -53,7 +53,7 @@ pub const MAX_TRACKED_PEERS: usize = 10_000;
 
 pub(super) struct Introspector {
     config: Introspection,
-    client: super::HttpsClient,
+    client: super::jwt::HttpsClient,
     bound: DefaultDirectRateLimiter,
     per_peer: DefaultKeyedRateLimiter<IpAddr>,
 }
@@ -126,7 +126,7 @@ impl Introspector {
             NonZeroU32::new(MAX_INTROSPECTIONS_PER_PEER_PER_SECOND).unwrap_or(NonZeroU32::MIN);
         Introspector {
             config,
-            client: super::https_client(),
+            client: super::jwt::https_client(),
             bound: RateLimiter::direct(Quota::per_second(per_second)),
             per_peer: RateLimiter::keyed(Quota::per_second(per_peer)),
         }

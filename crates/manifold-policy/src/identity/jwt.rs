@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
 
-use super::{AuthError, AuthMethod, Identity};
+use super::caller::{AuthError, AuthMethod, Identity};
 use manifold_config::JwtProvider;
 
 /// The shortest time between two key fetches caused by unknown `kid`s: a flood
@@ -55,7 +55,7 @@ pub(super) struct Provider {
     last_fetch: Mutex<Option<Instant>>,
     /// One fetch at a time.
     fetching: tokio::sync::Mutex<()>,
-    client: super::HttpsClient,
+    client: HttpsClient,
 }
 
 /// Whether `token` has the shape of a JWS (three base64url parts).
@@ -97,7 +97,7 @@ impl Provider {
             keys: RwLock::new(Arc::new(JwkSet { keys: Vec::new() })),
             last_fetch: Mutex::new(None),
             fetching: tokio::sync::Mutex::new(()),
-            client: super::https_client(),
+            client: https_client(),
         }
     }
 
@@ -350,6 +350,15 @@ pub(super) fn scopes(claims: &Map<String, Value>) -> Vec<String> {
         Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
         _ => strings(claims.get("scp")),
     }
+}
+
+/// The client for the identity provider's endpoints (keys, introspection):
+/// HTTPS with the web roots (plain HTTP only where the configuration allowed a
+/// loopback URL), connects bounded by [`FETCH_TIMEOUT`].
+pub(super) type HttpsClient = manifold_foundation::http::Client;
+
+pub(super) fn https_client() -> HttpsClient {
+    manifold_foundation::http::client(&manifold_foundation::http::Options::new(FETCH_TIMEOUT))
 }
 
 #[cfg(test)]
