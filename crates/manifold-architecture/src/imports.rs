@@ -23,7 +23,11 @@ pub(crate) struct Source {
     pub code: String,
 }
 
-/// The crate's files with their module paths, and what could not be read.
+/// File modules that hold only tests, left out of the graph.
+const TEST_MODULES: [&str; 2] = ["tests", "proptests"];
+
+/// The crate's files with their module paths (test modules left out), and
+/// what could not be read.
 pub(crate) fn read_sources(src: &Path) -> (Vec<Source>, Vec<String>) {
     let mut sources = Vec::new();
     let mut problems = Vec::new();
@@ -32,6 +36,14 @@ pub(crate) fn read_sources(src: &Path) -> (Vec<Source>, Vec<String>) {
         let Some(module) = module_of(&rel) else {
             continue;
         };
+        // Test modules kept in files (`tests.rs`, `proptests.rs`) are left
+        // out like inline ones: a test may reach anywhere in its crate.
+        if module
+            .last()
+            .is_some_and(|m| TEST_MODULES.contains(&m.as_str()))
+        {
+            continue;
+        }
         match std::fs::read_to_string(&file) {
             Ok(text) => sources.push(Source {
                 rel,
@@ -133,6 +145,9 @@ pub(crate) fn root_items(sources: &[Source]) -> Vec<String> {
     let Some(root) = sources.iter().find(|s| s.module.is_empty()) else {
         return Vec::new();
     };
+    if sources.len() == 1 {
+        return Vec::new(); // a crate of one file is all root: nothing to face
+    }
     let code = root.code.as_str();
     let bytes = code.as_bytes();
     let mut out = Vec::new();

@@ -55,3 +55,21 @@ pub fn check(src: &Path, layers: Layers<'_>) -> Vec<String> {
     problems.extend(cycles(&graph, &sources));
     problems
 }
+
+/// Which top-level modules each top-level module of the crate under `src`
+/// imports (itself left out): the graph a crate's [`Layers`] must order.
+pub fn dependencies(src: &Path) -> BTreeMap<String, std::collections::BTreeSet<String>> {
+    let (sources, _) = read_sources(src);
+    let (graph, _) = imports(&sources);
+    let mut out: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for (from, targets) in &graph {
+        let Some(top) = from.first() else { continue };
+        let entry = out.entry(top.clone()).or_default();
+        for t in targets {
+            if let Some(their) = t.first().filter(|t| *t != top) {
+                entry.insert(their.clone());
+            }
+        }
+    }
+    out
+}

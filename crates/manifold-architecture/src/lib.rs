@@ -15,7 +15,8 @@
 //!
 //! What counts as an import: every path in the code — `use` declarations
 //! (groups and nested groups included) and inline paths — with comments,
-//! string literals and inline `mod … { … }` blocks (tests) left out. A path
+//! string literals, inline `mod … { … }` blocks and test files (`tests.rs`,
+//! `proptests.rs`) left out. A path
 //! leads to the deepest module file it names. The crate root (`lib.rs`) is
 //! the crate's public face: it declares modules and re-exports, and [`check`]
 //! reports any item it defines and any module naming an item through it
@@ -34,7 +35,7 @@ mod text;
 
 pub use chain::chain;
 pub use find::{calls, numbers};
-pub use layers::{check, Layers};
+pub use layers::{check, dependencies, Layers};
 
 #[cfg(test)]
 mod tests;

@@ -22,8 +22,9 @@
 //! | state | `state` | the `Gateway` and its shared tables |
 //! | values | `reply`, `refusal`, `era` | what a request is answered with, in one table |
 //!
-//! Invariants: the merged catalog is an immutable snapshot swapped atomically, so a
-//! `tools/list` never touches an upstream; every spawned task is tracked and ends
+//! Invariants: the merged catalog, its per-caller views and its validators are one
+//! immutable generation swapped in as one value (`state::generation`), so a
+//! request sees one build and a `tools/list` never touches an upstream; every spawned task is tracked and ends
 //! with the gateway's shutdown token; no lock or DashMap guard is held across
 //! `.await`.
 //!

@@ -324,8 +324,9 @@ impl Request {
     /// reload removed it).
     pub(crate) fn access_endpoint(&self) -> Option<Arc<crate::state::endpoints::Endpoint>> {
         self.gw
-            .views
+            .generation
             .load()
+            .views
             .endpoints()
             .at(&self.arrival.endpoint)
             .cloned()

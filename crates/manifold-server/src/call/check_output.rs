@@ -17,7 +17,7 @@
 use manifold_upstream::CallOutcome;
 use serde_json::Value;
 
-use super::context::Expected;
+use super::context::{Expected, OutputCheck};
 use crate::refusal::{Refusal, ToolError};
 use crate::state::Gateway;
 use base64::Engine;
@@ -25,13 +25,18 @@ use sha2::{Digest, Sha256};
 
 /// The outcome to answer with: `outcome` itself, or under `enforce` the tool
 /// error replacing a result that does not match `tool`'s `outputSchema`.
-pub(crate) fn apply(gw: &Gateway, tool: &str, upstream: &str, outcome: CallOutcome) -> CallOutcome {
+pub(crate) fn apply(
+    gw: &Gateway,
+    check: &OutputCheck,
+    upstream: &str,
+    outcome: CallOutcome,
+) -> CallOutcome {
+    let (tool, validators) = (check.tool.as_str(), &check.validators);
     let CallOutcome::Result(raw) = &outcome else {
         return outcome;
     };
     // Most tools declare no `outputSchema`: their results pass unread (parsing
     // every result cost a relayed call 5 % of its instructions).
-    let validators = gw.validators.load();
     if !validators.checks_output(tool) {
         return outcome;
     }

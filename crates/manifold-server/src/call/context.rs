@@ -101,6 +101,10 @@ pub(crate) struct Call {
     pub exposed: String,
     /// The caller's catalogue view that resolved a tool or prompt.
     pub view: Option<Arc<Catalog>>,
+    /// The validators of the generation that view is of: the schemas the
+    /// arguments and the result are checked against are the ones the caller
+    /// was shown.
+    pub validators: Option<Arc<manifold_policy::ArgumentValidators>>,
     /// The params, rewritten for the upstream: its own name, an override's
     /// pins and hidden arguments, the canonical URI.
     pub params: Map<String, Value>,
@@ -115,8 +119,8 @@ pub(crate) struct Call {
     /// The upstream's own name for the tool or prompt, or the URI.
     pub original: Option<String>,
     /// `[validation] output`: the exposed tool whose `outputSchema` the result
-    /// is checked against.
-    pub output_check: Option<String>,
+    /// is checked against, with its generation's validators.
+    pub output_check: Option<OutputCheck>,
     /// The rate-limit places the call holds until it ends.
     pub permit: Option<manifold_policy::Permit>,
     /// `[confirm]` covers the call: a human was asked and accepted, or it was
@@ -126,4 +130,13 @@ pub(crate) struct Call {
     pub task: TaskHook,
     /// A skill file's read: the digest its bytes are checked against.
     pub expected: Option<Expected>,
+}
+
+/// A result to check against its tool's `outputSchema` (`[validation] output`).
+#[derive(Clone)]
+pub(crate) struct OutputCheck {
+    /// The exposed tool name.
+    pub tool: String,
+    /// The validators of the generation whose view resolved the tool.
+    pub validators: Arc<manifold_policy::ArgumentValidators>,
 }

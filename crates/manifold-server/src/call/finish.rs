@@ -22,7 +22,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::check_output;
-use super::context::{Expected, ResultShape, TaskHook};
+use super::context::{Expected, OutputCheck, ResultShape, TaskHook};
 use super::relay::tasks;
 use crate::era::Era;
 use crate::observe::{outcome_of, Observed};
@@ -53,7 +53,7 @@ pub(crate) struct Answering {
     pub era: Era,
     pub obs: Option<Observed>,
     /// The exposed tool whose `outputSchema` the result is checked against.
-    pub output_check: Option<String>,
+    pub output_check: Option<OutputCheck>,
     /// Rate-limit places held until the answer (dropped with this).
     pub permit: Option<manifold_policy::Permit>,
     /// What the answer does with a task (the Tasks extension).
@@ -83,7 +83,7 @@ impl Answering {
             Err(r) => return self.refuse(r).await.into_bytes(),
         };
         let outcome = match (&self.output_check, shaped.skip_check) {
-            (Some(tool), false) => check_output::apply(&self.gw, tool, &self.upstream, outcome),
+            (Some(check), false) => check_output::apply(&self.gw, check, &self.upstream, outcome),
             _ => outcome,
         };
         let outcome = match self.expected.take() {

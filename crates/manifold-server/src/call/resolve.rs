@@ -18,7 +18,7 @@ use manifold_protocol::methods as m;
 use manifold_upstream::Upstream;
 use serde_json::{Map, Value};
 
-use super::context::{Call, Expected, ResultShape, TaskHook, What};
+use super::context::{Call, Expected, OutputCheck, ResultShape, TaskHook, What};
 use crate::era::Era;
 use crate::refusal::Refusal;
 use crate::request::{Caller, Request};
@@ -70,7 +70,8 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
     // The caller's view (an `Arc`, not a guard): what it may not see is
     // unknown. The entry is borrowed from it; nothing of it is copied but the
     // names the upstream needs.
-    let view = x.access().catalog;
+    let access = x.access();
+    let (view, validators) = (access.catalog, access.validators);
     let mut found = view.list(kind).get(&name);
     if found.is_none() && kind == Kind::Tools && x.gw.cfg().naming.resolve_original {
         found = by_own_name(&view.tools, &name)?;
@@ -109,7 +110,10 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
     };
     let output_check = (what == What::Tool
         && cfg.validate_output != manifold_config::OutputMode::Off)
-        .then(|| exposed.clone());
+        .then(|| OutputCheck {
+            tool: exposed.clone(),
+            validators: validators.clone(),
+        });
     let shape = match what {
         What::Tool => ResultShape::Tool,
         _ => ResultShape::Rpc,
@@ -118,6 +122,7 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
         what,
         exposed,
         view: Some(view.clone()),
+        validators: Some(validators),
         params,
         sent_arguments,
         upstream,
@@ -245,6 +250,7 @@ pub(crate) async fn task(x: &mut Request, mut params: Map<String, Value>) -> Res
         what: What::Task,
         exposed: facts.tool.clone(),
         view: None,
+        validators: None,
         params,
         sent_arguments: None,
         headers: standard_headers(&x.method, Some(&facts.upstream_id)),
@@ -273,7 +279,7 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
         o.original = Some(asked.clone());
     }
     let (gw, access) = (&x.gw, x.access());
-    let base = gw.catalog();
+    let base = access.base().clone();
     let uri = access.resource_uri(&base, &asked)?;
     // A URI only a withheld template routes is not read by a guess either
     // (`owner_of` would fall back to the only upstream serving resources);
@@ -311,6 +317,7 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
         what: What::Resource,
         exposed: String::new(),
         view: None,
+        validators: None,
         params,
         sent_arguments: None,
         upstream,
@@ -389,7 +396,7 @@ fn skill_target(
         o.original = Some(asked.to_string());
     }
     let (gw, access) = (&x.gw, x.access());
-    let base = gw.catalog();
+    let base = access.base().clone();
     let hidden = base
         .skills
         .holding(asked)
@@ -440,6 +447,7 @@ fn skills_call(
         what,
         exposed: String::new(),
         view: None,
+        validators: None,
         params: std::mem::take(params),
         sent_arguments: None,
         headers: standard_headers(&x.method, Some(&uri)),
@@ -468,6 +476,7 @@ pub(crate) fn completion(x: &mut Request, mut params: Map<String, Value>) -> Res
         what: What::Completion,
         exposed: String::new(),
         view: None,
+        validators: None,
         params,
         sent_arguments: None,
         upstream,
@@ -539,7 +548,7 @@ fn completion_target(
             };
             // URI rules go by pattern: refusing here tells nothing of what
             // exists.
-            let base = gw.catalog();
+            let base = access.base();
             if base.resources.template_owner(uri).is_none()
                 && base.resources.owner(uri).is_none()
                 && gw.integrity.withholds_uri(uri)
@@ -600,8 +609,8 @@ pub(crate) fn upstream_of(
         m::TOOLS_CALL => Kind::Tools,
         m::PROMPTS_GET => Kind::Prompts,
         m::RESOURCES_READ => {
-            let base = gw.catalog();
-            let uri = access.resource_uri(&base, name("uri")?).ok()?;
+            let base = access.base();
+            let uri = access.resource_uri(base, name("uri")?).ok()?;
             return access
                 .may_read(&base, &uri)
                 .then(|| gw.owner_of(&uri))

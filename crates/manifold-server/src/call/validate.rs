@@ -22,14 +22,18 @@ use crate::request::Request;
 
 /// Checks `call`'s arguments and adds its `Mcp-Param-*` headers.
 pub(crate) fn arguments(x: &Request, call: &mut Call) -> Result<(), Refusal> {
-    if call.what == What::Tool && x.gw.cfg().validate_arguments {
+    if let (What::Tool, true, Some(validators)) = (
+        call.what,
+        x.gw.cfg().validate_arguments,
+        call.validators.as_ref(),
+    ) {
         let empty = Value::Object(Map::new());
         let sent = match &call.sent_arguments {
             Some(sent) => sent,
             None => call.params.get("arguments").unwrap_or(&empty),
         };
         let sent = if sent.is_null() { &empty } else { sent };
-        if let Err(errors) = x.gw.validators.load().check(&call.exposed, sent) {
+        if let Err(errors) = validators.check(&call.exposed, sent) {
             return Err(Refusal::Tool(ToolError::InvalidArguments {
                 tool: call.exposed.clone(),
                 errors,

@@ -96,7 +96,8 @@ pub(crate) async fn listen(x: &mut Request, params: Map<String, Value>) -> Resul
     // nobody owns.
     // Under resource rules a URI is honoured in the canonical form they
     // matched; an ambiguous one is not honoured.
-    let (access, base) = (x.access(), gw.catalog());
+    let access = x.access();
+    let base = access.base().clone();
     let mut seen = std::collections::HashSet::new();
     let uris: Vec<String> = (wanted.uris.iter())
         .filter_map(|u| access.resource_uri(&base, u).ok())

@@ -34,7 +34,8 @@ pub(crate) async fn subscribe(
 ) -> Result<Reply, Refusal> {
     let asked = resolve::required_str(&params, "uri", &x.method)?;
     let who = subscriber(x)?;
-    let (access, base) = (x.access(), x.gw.catalog());
+    let access = x.access();
+    let base = access.base().clone();
     // Under resource rules, the form they match is the one subscribed.
     let uri = access.resource_uri(&base, &asked)?;
     if !access.may_read(&base, &uri) {
@@ -54,10 +55,8 @@ pub(crate) async fn unsubscribe(
     let asked = resolve::required_str(&params, "uri", &x.method)?;
     let who = subscriber(x)?;
     // The form `subscribe` kept; a URI without one was never subscribed.
-    let uri = x
-        .access()
-        .resource_uri(&x.gw.catalog(), &asked)
-        .unwrap_or(asked);
+    let access = x.access();
+    let uri = access.resource_uri(access.base(), &asked).unwrap_or(asked);
     x.gw.unsubscribe(&who, &uri).await;
     Ok(empty(x))
 }

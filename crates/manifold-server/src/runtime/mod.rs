@@ -21,7 +21,6 @@ mod reload;
 mod upstreams;
 pub use reload::{ReloadError, ReloadReport, WATCH_INTERVAL};
 
-use manifold_catalog::Catalog;
 use manifold_config::GatewayConfig;
 use manifold_upstream::{Holder, Upstream, UpstreamEvent};
 use parking_lot::Mutex;
@@ -36,12 +35,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::front;
+use crate::state::generation::Generation;
 use crate::state::integrity::keeper::Pins;
 use crate::state::local_admin::{self, LocalAdmin, LocalAdminError};
 use crate::state::Live;
 use crate::state::{
     cluster, held_calls, integrity, learned, listeners, log_levels, metrics, sealed, sessions,
-    views,
 };
 use crate::state::{Gateway, SessionEnd};
 
@@ -208,14 +207,12 @@ impl Gateway {
             .collect();
         let live = Live::new(config.clone(), upstreams, None, &stop);
         let limits = &config.limits;
-        let catalog = Arc::new(Catalog::empty(config.server.page_size));
         let gw = Arc::new(Gateway {
-            views: arc_swap::ArcSwap::from_pointee(views::Views::new(
-                catalog.clone(),
+            generation: arc_swap::ArcSwap::from_pointee(Generation::empty(
+                config.server.page_size,
                 live.policy.clone(),
                 live.endpoints.clone(),
             )),
-            catalog: arc_swap::ArcSwap::new(catalog),
             live: arc_swap::ArcSwap::from_pointee(live),
             started: config.clone(),
             events: tx,
@@ -252,7 +249,6 @@ impl Gateway {
             auth_refusals: manifold_foundation::log_budget::LogBudget::new(
                 AUTH_REFUSALS_LOGGED_PER_WINDOW,
             ),
-            validators: arc_swap::ArcSwap::from_pointee(Default::default()),
             output_warnings: manifold_foundation::log_budget::LogBudget::new(
                 OUTPUT_MISMATCHES_LOGGED_PER_WINDOW,
             ),

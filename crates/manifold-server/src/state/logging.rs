@@ -97,7 +97,7 @@ impl Gateway {
         let mut sent = 0;
         // Under `[[policy]]` or on a virtual endpoint, only sessions whose
         // view holds something of the upstream hear it (decided once per view).
-        let views = self.views.load_full();
+        let views = self.generation.load().views.clone();
         type Key = (std::sync::Arc<str>, Option<manifold_policy::ViewKey>);
         let mut memo: std::collections::HashMap<Key, bool> = std::collections::HashMap::new();
         let default = self.default_endpoint();

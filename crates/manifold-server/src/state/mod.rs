@@ -19,6 +19,7 @@ pub(crate) mod cluster;
 pub(crate) mod coalescing;
 pub(crate) mod console;
 pub(crate) mod endpoints;
+pub(crate) mod generation;
 pub(crate) mod held_calls;
 pub(crate) mod integrity;
 pub(crate) mod learned;
@@ -107,9 +108,9 @@ pub struct Gateway {
     pub(crate) reloading: tokio::sync::Mutex<()>,
     /// Where upstreams report (every upstream, including one a reload adds).
     pub(crate) events: tokio::sync::mpsc::Sender<manifold_upstream::UpstreamEvent>,
-    pub(crate) catalog: ArcSwap<Catalog>,
-    /// The catalog's per-caller views (see `views`), swapped with it.
-    pub(crate) views: ArcSwap<views::Views>,
+    /// The merged catalogue, its per-caller views and its validators, swapped
+    /// as one value on every rebuild (see `generation`).
+    pub(crate) generation: ArcSwap<generation::Generation>,
     pub(crate) sessions: sessions::Sessions,
     /// URIs seen in results, for routing reads (see `learned`).
     pub(crate) learned: learned::Learned,
@@ -141,9 +142,6 @@ pub struct Gateway {
     pub(crate) auditor: Option<manifold_audit::Auditor>,
     /// Log budget for results that break their tool's `outputSchema`.
     pub(crate) output_warnings: manifold_foundation::log_budget::LogBudget,
-    /// The argument and output validators of the current catalogue
-    /// (`[validation]`), rebuilt with it.
-    pub(crate) validators: arc_swap::ArcSwap<manifold_policy::ArgumentValidators>,
     /// Log budget for requests refused at authentication: a scan or a
     /// misconfigured client cannot flood the log (and rotate real history away).
     pub(crate) auth_refusals: manifold_foundation::log_budget::LogBudget,
@@ -213,13 +211,13 @@ impl Gateway {
             .collect()
     }
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.catalog.load_full()
+        self.generation.load().catalog.clone()
     }
     /// The catalogue the endpoint at `path` holds (the default endpoint's is
     /// the whole catalog; before any caller's `[[policy]]`); `None` when no
     /// endpoint is served there.
     pub fn endpoint_catalog(&self, path: &str) -> Option<Arc<Catalog>> {
-        let views = self.views.load_full();
+        let views = self.generation.load().views.clone();
         views.endpoints().at(path)?;
         Some(views.endpoint_catalog(path))
     }
@@ -230,7 +228,7 @@ impl Gateway {
     /// Tools whose arguments are not validated (`[validation] arguments`),
     /// sorted by name, and why: their `inputSchema` does not compile.
     pub fn unvalidated_tools(&self) -> Vec<(String, String)> {
-        let v = self.validators.load();
+        let v = self.generation.load().validators.clone();
         let mut out: Vec<(String, String)> = v
             .skipped()
             .map(|(n, why)| (n.to_string(), why.to_string()))
@@ -336,20 +334,23 @@ impl Gateway {
                 .iter()
                 .map(|e| (e.exposed.as_str(), &e.json()[..])),
             checks,
-            &self.validators.load(),
+            &self.generation.load().validators,
         );
         for (tool, why) in v.skipped() {
             tracing::debug!(%tool, %why, "arguments of this tool are not validated");
         }
-        self.validators.store(Arc::new(v));
         let new = Arc::new(new);
         let views = Arc::new(views::Views::new(
             new.clone(),
             live.policy.clone(),
             live.endpoints.clone(),
         ));
-        let old = self.catalog.swap(new.clone());
-        let old_views = self.views.swap(views.clone());
+        let old = self.generation.swap(Arc::new(generation::Generation {
+            catalog: new.clone(),
+            views: views.clone(),
+            validators: Arc::new(v),
+        }));
+        let (old, old_views) = (old.catalog.clone(), old.views.clone());
         let changed = [
             m::NOTIF_TOOLS_LIST_CHANGED,
             m::NOTIF_PROMPTS_LIST_CHANGED,
@@ -404,7 +405,7 @@ impl Gateway {
         if live.uris.claims(uri) {
             return None;
         }
-        let by_catalog = self.catalog.load().resources.owner(uri).cloned();
+        let by_catalog = self.generation.load().catalog.resources.owner(uri).cloned();
         let name = by_catalog.or_else(|| self.learned.owner(uri));
         if let Some(name) = name {
             return self.upstream(&name);
@@ -456,7 +457,8 @@ impl Gateway {
     /// What `viewer` may see and use on the endpoint at `endpoint` right now
     /// (`None`: the local operator).
     pub(crate) fn access(&self, endpoint: &str, viewer: Option<&Identity>) -> Access {
-        Access::of(&self.views.load_full(), endpoint, viewer)
+        let generation = self.generation.load();
+        Access::of(&generation.views, &generation.validators, endpoint, viewer)
     }
 
     /// The default endpoint's path (`[server] path` in force).

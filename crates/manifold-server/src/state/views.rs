@@ -11,7 +11,8 @@
 //! by every view of it.
 //!
 //! Invariants: a view only ever holds items of the catalog it was built from
-//! (the [`Views`] value is swapped whole with the catalog and the endpoints);
+//! (the [`Views`] value is part of one `generation` with the catalog, swapped
+//! whole);
 //! a view holds only what its endpoint holds; without any rule the view *is*
 //! its endpoint's catalogue (no copy), and the default endpoint's is the
 //! catalog; the local operator sees all of its endpoint; at most
@@ -190,6 +191,8 @@ impl Views {
 /// key it was built for and its endpoint.
 pub(crate) struct Access {
     pub catalog: Arc<Catalog>,
+    /// The validators of the generation the view is of.
+    pub validators: Arc<manifold_policy::ArgumentValidators>,
     key: Option<ViewKey>,
     policy: Arc<Policy>,
     /// `None`: no endpoint is served at the request's path any more (a
@@ -201,7 +204,13 @@ pub(crate) struct Access {
 impl Access {
     /// What `viewer` may see and use on the endpoint at `path` in `views`
     /// (`None`: the local operator).
-    pub(crate) fn of(views: &Arc<Views>, path: &str, viewer: Option<&Identity>) -> Access {
+    /// `validators` are those built with `views` (one generation).
+    pub(crate) fn of(
+        views: &Arc<Views>,
+        validators: &Arc<manifold_policy::ArgumentValidators>,
+        path: &str,
+        viewer: Option<&Identity>,
+    ) -> Access {
         let policy = views.policy().clone();
         let key = key_of(&policy, viewer);
         Access {
@@ -210,7 +219,14 @@ impl Access {
             policy,
             endpoint: views.endpoint(path).cloned(),
             views: views.clone(),
+            validators: validators.clone(),
         }
+    }
+
+    /// The whole catalogue of the generation the view is of (routing and
+    /// ownership are decided on it, visibility on `catalog`).
+    pub(crate) fn base(&self) -> &Arc<Catalog> {
+        &self.views.base
     }
 
     /// The search index of the caller's endpoint (its view filters it).
