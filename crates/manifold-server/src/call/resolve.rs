@@ -564,7 +564,7 @@ fn completion_target(
                     .flatten()
                     .filter(|u| access.reaches(u.name())),
                 None => {
-                    let uri = access.resource_uri(&base, uri)?;
+                    let uri = access.resource_uri(base, uri)?;
                     let owner = access
                         .may_use_uri(&uri)
                         .then(|| gw.owner_of(&uri))
@@ -612,7 +612,7 @@ pub(crate) fn upstream_of(
             let base = access.base();
             let uri = access.resource_uri(base, name("uri")?).ok()?;
             return access
-                .may_read(&base, &uri)
+                .may_read(base, &uri)
                 .then(|| gw.owner_of(&uri))
                 .flatten()
                 .filter(|u| access.reaches(u.name()));
