@@ -54,7 +54,8 @@ fn step_calls<'s>(body: &str, steps: &[&'s str]) -> Vec<(usize, &'s str)> {
 /// The step chain in folder `src/<dir>`: its `mod.rs` functions call the steps
 /// in the order of `steps` (each step a file `<step>.rs` or a folder
 /// `<step>/`; besides them the folder holds only `mod.rs` and the files named
-/// in `also`); every step is imported by the chain or by a step after it; and
+/// in `also`); every step is called by the chain itself and no step imports
+/// another (earlier or later); and
 /// each of `docs` (paths from the workspace) writes the order as `arrows`.
 pub fn chain(
     src: &Path,
@@ -107,24 +108,39 @@ pub fn chain(
             last = Some((i, step));
         }
     }
-    // Every step is reached: from the chain, or from a step (the last ones run
-    // inside the relay's answer).
+    // Every step is reached from the chain itself, and no step imports
+    // another (earlier or later): only the chain composes them.
     let graph = graph(&sources);
-    let mut reached = BTreeSet::new();
-    let mut stack = vec![chain_mod.clone()];
-    while let Some(m) = stack.pop() {
-        for t in graph.get(&m).into_iter().flatten() {
-            if t.first() == Some(&chain_mod[0]) && reached.insert(t.clone()) {
-                stack.push(t.clone());
-            }
+    let step_of = |m: &Vec<String>| -> Option<&str> {
+        (m.len() >= 2 && m[0] == dir)
+            .then(|| steps.iter().copied().find(|s| m[1] == *s))
+            .flatten()
+    };
+    let from_chain = graph.get(&chain_mod).cloned().unwrap_or_default();
+    for step in steps {
+        if !from_chain.iter().any(|t| step_of(t) == Some(*step)) {
+            problems.push(format!(
+                "{dir}/mod.rs: never calls the step `{step}`; the chain runs every step itself"
+            ));
         }
     }
-    for step in steps {
-        let path = vec![dir.to_string(), step.to_string()];
-        if !reached.iter().any(|r| r.starts_with(&path)) {
-            problems.push(format!(
-                "{dir}/{step}: no part of the chain imports this step"
-            ));
+    for (from, targets) in &graph {
+        let Some(mine) = step_of(from) else { continue };
+        for t in targets {
+            if let Some(theirs) = step_of(t).filter(|s| *s != mine) {
+                let (i, j) = (
+                    steps.iter().position(|s| *s == mine).unwrap_or(0),
+                    steps.iter().position(|s| *s == theirs).unwrap_or(0),
+                );
+                let which = if j > i { "a later" } else { "an earlier" };
+                problems.push(format!(
+                    "{}: the step `{mine}` imports {which} step, `{theirs}` ({}); steps do not call \
+                     each other, the chain (mod.rs) composes them, and what they share is in `{}`",
+                    from.join("/"),
+                    t.join("::"),
+                    also.join("`, `")
+                ));
+            }
         }
     }
     let arrows = steps

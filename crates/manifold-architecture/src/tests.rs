@@ -161,6 +161,8 @@ fn a_chain_keeps_its_files_and_its_order() {
     .unwrap();
     std::fs::remove_file(t.0.join("chain/check.rs")).unwrap();
     std::fs::write(t.0.join("chain/extra.rs"), "").unwrap();
+    // A back-call: the last step calls the first.
+    std::fs::write(t.0.join("chain/send.rs"), "fn h() { super::resolve::f(); }").unwrap();
     std::fs::write(&readme, "resolve → send").unwrap();
     let problems = chain(&t.0, "chain", &steps, &["ctx"], &docs);
     let has = |s: &str| problems.iter().any(|p| p.contains(s));
@@ -171,6 +173,10 @@ fn a_chain_keeps_its_files_and_its_order() {
         "{problems:#?}"
     );
     assert!(has("README: does not show the call chain"), "{problems:#?}");
+    assert!(
+        has("chain/send: the step `send` imports an earlier step, `resolve`"),
+        "{problems:#?}"
+    );
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! for every revision, 2024-11-05 … 2025-11-25 with sessions and 2026-07-28
 //! stateless; stdio; the admin listener; the local operator), and the request
 //! spine every request goes through: decode → admit → route → a handler, or the
-//! call chain (resolve → validate → confirm → limits → credentials → relay →
-//! check output → finish).
+//! call chain (resolve → resume → validate → confirm → limits → credentials →
+//! relay → shape → check output → finish).
 //!
 //! Modules, top to bottom; imports point down only, and no file imports a file
 //! that imports it (`tests/architecture.rs` checks both):

@@ -251,49 +251,6 @@ fn needs_confirming(x: &Request, call: &Call) -> bool {
         })
 }
 
-/// A confirmed call whose 2026-07-28 upstream asks for input: the
-/// `requestState` of the `InputRequiredResult` in `reply` is wrapped (bound
-/// to this request, `digest`), so the retry goes on without a new question
-/// and cannot be used to skip one.
-pub(crate) fn wrap_input_round(x: &Request, digest: &str, reply: Reply) -> Reply {
-    let Reply::Message {
-        status,
-        bytes,
-        session,
-        refused,
-        retry_after,
-    } = reply
-    else {
-        return reply;
-    };
-    let rewritten = serde_json::from_slice::<Map<String, Value>>(&bytes)
-        .ok()
-        .and_then(|mut msg| {
-            let result = msg.get_mut("result")?.as_object_mut()?;
-            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                return None;
-            }
-            let inner = result.get("requestState")?.as_str()?.to_string();
-            let principal = x.principal.audit_name();
-            // With no room for the wrapper the round goes out as the upstream
-            // wrote it: its retry is then asked about again, never let through.
-            let Some(wrapped) = x.gw.held.wrap_confirmed(digest, &principal, &inner) else {
-                tracing::warn!(limit = x.gw.held.max,
-                    "no room for a confirmed call's wrapper (limits.max_held_calls); its retry will be confirmed again");
-                return None;
-            };
-            result.insert("requestState".into(), Value::String(wrapped));
-            serde_json::to_vec(&Value::Object(msg)).ok()
-        });
-    Reply::Message {
-        status,
-        bytes: rewritten.map_or(bytes, Bytes::from),
-        session,
-        refused,
-        retry_after,
-    }
-}
-
 /// The human's answer a 2026-07-28 retry carries for our question (its state
 /// and answer are removed from `params`); `None` for any other request.
 fn retry_answer(x: &Request, params: &mut Map<String, Value>) -> Result<Option<Verdict>, Refusal> {

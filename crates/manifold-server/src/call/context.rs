@@ -13,9 +13,15 @@
 //! observation: [`Request`](crate::request::Request)).
 
 use manifold_catalog::Catalog;
+use manifold_protocol::RequestId;
 use manifold_upstream::{ExtraHeaders, Upstream};
 use serde_json::{Map, Value};
 use std::sync::Arc;
+
+use crate::era::Era;
+use crate::observe::Observed;
+use crate::request::Caller;
+use crate::state::Gateway;
 
 /// Which forwarded request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,4 +145,51 @@ pub(crate) struct OutputCheck {
     pub tool: String,
     /// The validators of the generation whose view resolved the tool.
     pub validators: Arc<manifold_policy::ArgumentValidators>,
+}
+
+/// Who gets a call's answer and how it is recorded: what the relay, a pump
+/// and the input bridge share. Holds the request's observation until it is
+/// finished.
+pub(crate) struct Answering {
+    /// `upstream.call`: closes when the answer is recorded (this drops).
+    pub span: tracing::Span,
+    pub gw: Arc<Gateway>,
+    pub caller: Caller,
+    pub upstream: Arc<str>,
+    pub id: RequestId,
+    pub shape: ResultShape,
+    pub era: Era,
+    pub obs: Option<Observed>,
+    /// The exposed tool whose `outputSchema` the result is checked against.
+    pub output_check: Option<OutputCheck>,
+    /// Rate-limit places held until the answer (dropped with this).
+    pub permit: Option<manifold_policy::Permit>,
+    /// What the answer does with a task (the Tasks extension).
+    pub task: TaskHook,
+    /// A skill file's read: the digest its bytes are checked against.
+    pub expected: Option<Expected>,
+    /// The pool member that answers, when the upstream is a pool (a task
+    /// made there lives there).
+    pub member: Option<usize>,
+}
+
+impl Answering {
+    /// A copy that takes over the observation (which is finished once).
+    pub(crate) fn hand_over(&mut self) -> Answering {
+        Answering {
+            span: self.span.clone(),
+            gw: self.gw.clone(),
+            caller: self.caller.clone(),
+            upstream: self.upstream.clone(),
+            id: self.id.clone(),
+            shape: self.shape,
+            era: self.era,
+            obs: self.obs.take(),
+            output_check: self.output_check.clone(),
+            permit: self.permit.take(),
+            task: std::mem::replace(&mut self.task, TaskHook::None),
+            expected: self.expected.take(),
+            member: self.member,
+        }
+    }
 }

@@ -4,23 +4,28 @@
 //! one file each, in one order — [`STEPS`]:
 //!
 //! ```text
-//! resolve → validate → confirm → limits → credentials → relay → check output → finish
+//! resolve → resume → validate → confirm → limits → credentials → relay → shape → check output → finish
 //! ```
 //!
 //! | step | file | what |
 //! |---|---|---|
 //! | resolve | `resolve.rs` | the name or URI to its upstream in the caller's view; the request rewritten for it |
+//! | resume | `resume.rs` | (2026-07-28) a retry carrying a held call's state goes on as that call |
 //! | validate | `validate.rs` | the arguments fit the tool's `inputSchema`; `x-mcp-header` arguments fit their headers |
 //! | confirm | `confirm.rs` | `[confirm]`: a human accepts the call first |
 //! | limits | `limits.rs` | `[[rate_limit]]` places; the audit log can keep the record |
 //! | credentials | `credentials.rs` | a `token_exchange` upstream gets the caller's exchanged token |
 //! | relay | `relay/` | dispatch; one message, a stream, or an input round back to the client |
+//! | shape | `shape.rs` | what the answer does with a task (the Tasks extension) |
 //! | check output | `check_output.rs` | `[validation] output` on the result |
 //! | finish | `finish.rs` | the answer recorded once, then sent |
 //!
 //! Each function below runs the steps its method needs, in this order; the
-//! last two run inside the relay's answer, wherever it arrives (one message,
-//! the end of a stream, a held call's last round). Why this order: each step
+//! last three run on the relay's answer, wherever it arrives (one message,
+//! the end of a stream, a held call's last round): [`Answering::answer`], the
+//! chain's tail, is below too. No step imports another, earlier or later:
+//! only this file composes them (`tests/architecture.rs` checks), and what
+//! the steps share is `context` (the [`Call`] and its [`Answering`]). Why this order: each step
 //! is cheaper or more fundamental than the next, and nothing that costs the
 //! caller something (a human's attention, a rate-limit place, a token
 //! exchange) is spent on a call a cheaper step refuses. `tests/architecture.rs`
@@ -35,9 +40,10 @@
 //!
 //! Invariants: a step refuses by returning a [`Refusal`] (a tool error is one
 //! of its family); the observation is finished by the pipeline for an answer
-//! made here, and by the relay's [`Answering`](finish::Answering) once it has
-//! dispatched; only the confirm step's wait on a stream outlives the request's
-//! handler, and it goes on through the same steps.
+//! made here, and by the relay's [`Answering`] once it has
+//! dispatched; what outlives the request's handler (the confirm step's wait
+//! on a stream, a stream's pump and its drain, a coalesced call, a held input
+//! round) goes on through the same steps and ends in the same tail.
 //!
 //! Not here: the method table (`pipeline/route.rs`), answers Manifold gives
 //! itself (`handlers`).
@@ -50,6 +56,8 @@ mod finish;
 mod limits;
 mod relay;
 pub(crate) mod resolve;
+mod resume;
+mod shape;
 mod validate;
 
 use bytes::Bytes;
@@ -60,19 +68,23 @@ use crate::refusal::Refusal;
 use crate::reply::Reply;
 use crate::request::Request;
 use confirm::Asked;
-use context::Call;
+use context::TaskHook;
+use context::{Answering, Call};
 pub(crate) use limits::search as search_places;
+use manifold_upstream::CallOutcome;
 pub use relay::input_required::GATHER_WINDOW;
 
 /// The chain's steps, in order: a file (or folder) of `src/call/` each
 /// (`tests/architecture.rs` holds the folder and the calls to this list).
-pub const STEPS: [&str; 8] = [
+pub const STEPS: [&str; 10] = [
     "resolve",
+    "resume",
     "validate",
     "confirm",
     "limits",
     "credentials",
     "relay",
+    "shape",
     "check_output",
     "finish",
 ];
@@ -169,15 +181,29 @@ pub(crate) async fn task(x: &mut Request, params: Map<String, Value>) -> Result<
     relay::forward(x, call).await
 }
 
-/// A 2026-07-28 retry carrying `requestState`: resumes the call the relay
-/// holds for it (`None` when it carries no state). The held call's record is
-/// the call's; a retry that resumed nothing (a forged, expired or reused
-/// state) is its own request and gets its own record.
-pub(crate) async fn resume(
+/// A 2026-07-28 retry carrying the `requestState` of a held call: resolved
+/// in the caller's view now, then resumed (`None`: not such a retry, or its
+/// upstream is stateless and the state is its own; the request goes on to its
+/// handler). A retry whose target left the view ends its held call and goes
+/// on to the handler, which answers as for any hidden item. The held call's
+/// record is the call's; a retry that resumed nothing (a forged, expired or
+/// reused state) is its own request and gets its own record.
+pub(crate) async fn held(
     x: &mut Request,
     params: &Map<String, Value>,
 ) -> Option<Result<Reply, Refusal>> {
-    let reply = relay::input_required::resume(x, params).await?;
+    if !crate::state::held_calls::is_retry(params) {
+        return None;
+    }
+    match resolve::upstream_of(&x.gw, &x.access(), &x.method, params) {
+        Some(upstream) if upstream.is_stateless() => return None,
+        Some(_) => {}
+        None => {
+            resume::abandon(x, params);
+            return None;
+        }
+    }
+    let reply = resume::resume(x, params).await?;
     if let (Err(_), Some(o)) = (&reply, x.observation()) {
         o.audit(params.get("arguments").cloned());
         o.name = ["name", "uri"]
@@ -188,8 +214,37 @@ pub(crate) async fn resume(
     Some(reply)
 }
 
-/// A retry whose target the caller may no longer see: the call its state
-/// holds here is ended, not resumed.
-pub(crate) fn abandon(x: &Request, params: &Map<String, Value>) {
-    relay::input_required::abandon(x, params)
+impl Answering {
+    /// The chain's tail, on an answer wherever it arrives (one message, the
+    /// end of a stream, a held call's last round): shape (a task), check
+    /// output, finish. Returns the answer's bytes, once recorded.
+    pub(crate) async fn answer(&mut self, outcome: CallOutcome) -> Bytes {
+        let hook = std::mem::replace(&mut self.task, TaskHook::None);
+        let answerer = shape::Answerer {
+            gw: &self.gw,
+            upstream: &self.upstream,
+            obs: self.obs.as_mut(),
+            member: self.member,
+        };
+        let shaped = shape::shape(hook, answerer, outcome).await;
+        let outcome = match shaped.outcome {
+            Ok(o) => o,
+            Err(r) => return self.refuse(r).await.into_bytes(),
+        };
+        let outcome = match (&self.output_check, shaped.skip_check) {
+            (Some(check), false) => check_output::apply(&self.gw, check, &self.upstream, outcome),
+            _ => outcome,
+        };
+        let outcome = match self.expected.take() {
+            Some(expected) => match check_output::skill_file(&expected, outcome) {
+                Ok(o) => o,
+                Err(r) => return self.refuse(r).await.into_bytes(),
+            },
+            None => outcome,
+        };
+        let recorded = shaped
+            .recorded
+            .unwrap_or_else(|| crate::observe::outcome_of(&outcome));
+        finish::answered(self, outcome, recorded).await
+    }
 }

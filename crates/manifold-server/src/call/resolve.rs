@@ -210,9 +210,7 @@ pub(crate) async fn task(x: &mut Request, mut params: Map<String, Value>) -> Res
     let facts = match x.gw.task_ids.open(&client_id, &x.principal.audit_name()) {
         Ok(f) => f,
         Err(NotOpened::Unknown) => return Err(Refusal::UnknownTask),
-        Err(NotOpened::Expired(facts)) => {
-            return Err(super::finish::task_expired(x, &client_id, &facts).await)
-        }
+        Err(NotOpened::Expired(facts)) => return Err(task_expired(x, &client_id, &facts).await),
     };
     if let Some(o) = x.observation() {
         o.name = Some(facts.tool.clone());
@@ -625,4 +623,22 @@ pub(crate) fn upstream_of(
     };
     let entry = access.catalog.list(kind).get(name("name")?)?;
     gw.upstream(&entry.upstream)
+}
+
+/// A task id that opened for its owner but is past its expiry: its end is
+/// recorded as `expired` (once), and the refusal says so.
+async fn task_expired(
+    x: &Request,
+    client_id: &str,
+    facts: &crate::state::tasks::TaskFacts,
+) -> Refusal {
+    let end = crate::observe::TaskEnd {
+        client_record_id: crate::state::tasks::record_id(client_id),
+        facts,
+        outcome: manifold_audit::Outcome::Expired,
+        is_error: false,
+        owner: x.principal.audit_name(),
+    };
+    crate::observe::task_end(&x.gw, end, x.obs.as_ref()).await;
+    Refusal::TaskExpired
 }

@@ -38,19 +38,19 @@
 //!
 //! For a 2026-07-28 request to a forwarded method, two things happen before its
 //! handler: a retry carrying `requestState` for a call Manifold holds resumes that
-//! call (`call::resume`) — after the caller's current view is checked
-//! for its target, so a reload that hid a tool stops its held calls — and the
+//! call (`call::held`: the chain's resolve and resume steps) — after the
+//! caller's current view is checked for its target, so a reload that hid a
+//! tool stops its held calls — and the
 //! `_meta` keys of this era, which are for Manifold, are taken off the params the
 //! upstream will see.
 //!
 //! Not here: admission (`admit`), the handlers themselves (`handlers`, `call`).
 
-use crate::state::held_calls::{CONFIRMED_PREFIX, CONFIRM_PREFIX};
 use manifold_protocol::methods as m;
 use manifold_protocol::tasks;
 use serde_json::{Map, Value};
 
-use crate::call::{self, resolve};
+use crate::call;
 use crate::era::Era;
 use crate::handlers::discovery::{self, Meta};
 use crate::handlers::{listen, mcp_logging, resources, surface};
@@ -188,29 +188,8 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
         }
     }
     if x.era == Era::Stateless && method.forwarded() && method.handler != Handler::Task {
-        // A retry resumes the held call, unless the target upstream is stateless:
-        // then the state is its own and goes to it byte-exact. The held call's
-        // record is the call's; the retry is counted, not audited again.
-        // A `[confirm]` answer is not a held call's: the call handler takes it.
-        let retry = params.get("requestState").is_some_and(|s| {
-            !s.as_str()
-                .is_some_and(|s| s.starts_with(CONFIRM_PREFIX) || s.starts_with(CONFIRMED_PREFIX))
-        });
-        // Resumed only while the caller's view (now, not when the call was
-        // held) still holds the target: one a reload hid is answered by the
-        // handler as any hidden item is, and its held call ends.
-        let resumable = retry
-            && match resolve::upstream_of(&x.gw, &x.access(), &x.method, &params) {
-                Some(upstream) => !upstream.is_stateless(),
-                None => {
-                    call::abandon(x, &params);
-                    false
-                }
-            };
-        if resumable {
-            if let Some(reply) = call::resume(x, &params).await {
-                return reply;
-            }
+        if let Some(reply) = call::held(x, &params).await {
+            return reply;
         }
     }
     if x.era == Era::Stateless && method.forwarded() {

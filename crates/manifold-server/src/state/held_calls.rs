@@ -333,6 +333,15 @@ impl HeldCalls {
     }
 }
 
+/// Whether `params` carry the `requestState` of a held call (not of a
+/// `[confirm]` question, which the confirm step answers).
+pub(crate) fn is_retry(params: &Map<String, Value>) -> bool {
+    params.get("requestState").is_some_and(|s| {
+        !s.as_str()
+            .is_some_and(|s| s.starts_with(CONFIRM_PREFIX) || s.starts_with(CONFIRMED_PREFIX))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,8 +45,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::repeat;
+use crate::call::context::Answering;
 use crate::call::context::{Call, TaskHook, What};
-use crate::call::finish::Answering;
 use crate::era::Era;
 use crate::refusal::{status_of_relayed, Refusal};
 use crate::reply::Reply;

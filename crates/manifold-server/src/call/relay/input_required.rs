@@ -32,11 +32,11 @@ use serde_json::{json, Map, Value};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
-use crate::call::finish::Answering;
+use crate::call::context::Answering;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
 use crate::request::{Caller, Request};
-use crate::state::held_calls::{params_digest, Resume, NOT_HELD_HERE};
+use crate::state::held_calls::Resume;
 use crate::state::Gateway;
 
 /// How long Manifold waits, after an upstream's question, for more questions to
@@ -270,57 +270,45 @@ fn retag(bytes: &[u8], id: &RequestId) -> Vec<u8> {
     serde_json::to_vec(&Value::Object(v)).unwrap_or_else(|_| bytes.to_vec())
 }
 
-/// A retry whose target the caller may no longer see (a reload hid it): the
-/// call its state holds here for this caller is not resumed but ended —
-/// cancelled upstream, recorded as cancelled. What the retry is answered is
-/// the handler's (as for any hidden item). A state that does not verify ends
-/// nothing.
-pub(crate) fn abandon(x: &Request, params: &Map<String, Value>) {
-    let Some(state) = params.get("requestState").and_then(Value::as_str) else {
-        return;
+/// A confirmed call whose 2026-07-28 upstream asks for input: the
+/// `requestState` of the `InputRequiredResult` in `reply` is wrapped (bound
+/// to this request, `digest`), so the retry goes on without a new question
+/// and cannot be used to skip one.
+pub(crate) fn wrap_input_round(x: &Request, digest: &str, reply: Reply) -> Reply {
+    let Reply::Message {
+        status,
+        bytes,
+        session,
+        refused,
+        retry_after,
+    } = reply
+    else {
+        return reply;
     };
-    let digest = params_digest(&x.method, params, &x.principal.audit_name());
-    // Dropping the sender wakes the holder with nothing: it cancels the call.
-    if x.gw.held.take(state, &digest).is_ok() {
-        tracing::info!(method = %x.method, "a held call's target left the caller's view; the call is cancelled");
+    let rewritten = serde_json::from_slice::<Map<String, Value>>(&bytes)
+        .ok()
+        .and_then(|mut msg| {
+            let result = msg.get_mut("result")?.as_object_mut()?;
+            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                return None;
+            }
+            let inner = result.get("requestState")?.as_str()?.to_string();
+            let principal = x.principal.audit_name();
+            // With no room for the wrapper the round goes out as the upstream
+            // wrote it: its retry is then asked about again, never let through.
+            let Some(wrapped) = x.gw.held.wrap_confirmed(digest, &principal, &inner) else {
+                tracing::warn!(limit = x.gw.held.max,
+                    "no room for a confirmed call's wrapper (limits.max_held_calls); its retry will be confirmed again");
+                return None;
+            };
+            result.insert("requestState".into(), Value::String(wrapped));
+            serde_json::to_vec(&Value::Object(msg)).ok()
+        });
+    Reply::Message {
+        status,
+        bytes: rewritten.map_or(bytes, Bytes::from),
+        session,
+        refused,
+        retry_after,
     }
-}
-
-/// A retry carrying `requestState`: resumes its held call and waits for the
-/// answer. `None` when the request carries no state (a first attempt).
-pub(crate) async fn resume(
-    x: &Request,
-    params: &Map<String, Value>,
-) -> Option<Result<Reply, Refusal>> {
-    let state = params.get("requestState")?;
-    let Some(state) = state.as_str() else {
-        return Some(Err(Refusal::InvalidRequestState("it must be a string")));
-    };
-    let digest = params_digest(&x.method, params, &x.principal.audit_name());
-    let responses = params
-        .get("inputResponses")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let tx = match x.gw.held.take(state, &digest) {
-        Ok(tx) => tx,
-        // Authentic but not held here: another replica may hold it.
-        Err(NOT_HELD_HERE) if x.gw.cluster.is_some() => {
-            return x
-                .gw
-                .resume_elsewhere(state, &digest, &x.rpc_id, responses)
-                .await;
-        }
-        Err(why) => return Some(Err(Refusal::InvalidRequestState(why))),
-    };
-    let (reply, wait) = oneshot::channel();
-    let resume = Resume {
-        responses,
-        id: x.rpc_id.clone(),
-        reply,
-    };
-    if tx.send(resume).is_err() {
-        return Some(Err(Refusal::InvalidRequestState("its call ended")));
-    }
-    Some(wait.await.map_err(|_| Refusal::HeldCallLost))
 }

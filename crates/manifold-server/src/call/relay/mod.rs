@@ -36,16 +36,14 @@ pub(crate) mod input_required;
 mod repeat;
 mod requests;
 mod stream;
-pub(crate) mod tasks;
 
 use bytes::Bytes;
 use manifold_upstream::CallEvent;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::confirm;
+use super::context::Answering;
 use super::context::{Call, TaskHook};
-use super::finish::Answering;
 use crate::era::Era;
 use crate::refusal::{status_of_relayed, Refusal};
 use crate::reply::Reply;
@@ -160,7 +158,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
     match &x.caller {
         Caller::Stateless(c) if upstream.is_stateless() && confirmed => {
             let digest = c.digest.clone();
-            Ok(confirm::wrap_input_round(x, &digest, reply))
+            Ok(input_required::wrap_input_round(x, &digest, reply))
         }
         _ => Ok(reply),
     }

@@ -29,7 +29,7 @@ use tracing::Instrument;
 
 use super::input_required::{self, Question};
 use super::requests;
-use crate::call::finish::Answering;
+use crate::call::context::Answering;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
 use crate::request::Request;

@@ -1,4 +1,5 @@
-//! Tasks in the relay's answer (the 2026-07-28 Tasks extension): a
+//! Step shape: what an answer does with a task (the 2026-07-28 Tasks
+//! extension), wherever the answer arrives. A
 //! `tools/call` answered with a task (`resultType: "task"`) gets a task id
 //! sealed for its caller in place of the upstream's; a `tasks/*` answer gets
 //! the client's id back in place of the upstream's, and a `tasks/get` that
@@ -60,7 +61,7 @@ fn refuse(r: Refusal) -> Shaped {
     }
 }
 
-/// Who answers: what the relay's `Answering` lends the task hook.
+/// Who answers: what the call's `Answering` lends the task hook.
 pub(crate) struct Answerer<'a> {
     pub gw: &'a Arc<Gateway>,
     pub upstream: &'a Arc<str>,
