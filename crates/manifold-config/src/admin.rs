@@ -13,7 +13,7 @@
 //! the rest is reloadable. Without `tokens` or `who` the control endpoints
 //! are not open: they take the local admin token kept in `token_file`.
 //!
-//! Not here: checking a request (manifold-server `front::admin_auth`).
+//! Not here: checking a request (manifold-server `admin::auth`).
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;

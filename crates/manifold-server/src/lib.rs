@@ -11,7 +11,8 @@
 //! | layer | modules | what |
 //! |---|---|---|
 //! | runtime | `runtime` | start, serve, catalog upkeep, idle sweep, reload |
-//! | front door | `front` | HTTP endpoint and framing, stdio, admin listener, operator |
+//! | front door | `front` | HTTP endpoint and framing, stdio, operator |
+//! | admin plane | `admin` | admin listener, its auth, inspection, pins, the console (same floor as `front`) |
 //! | pipeline | `pipeline` | the phases in order (`decode`, `admit`, `route`, finish) |
 //! | handlers | `handlers` | what Manifold answers itself, one file per method family |
 //! | call chain | `call` | forwarded requests, one file per step |
@@ -32,6 +33,7 @@
 //! (manifold-catalog), configuration parsing (manifold-config), the audit writer
 //! (manifold-audit).
 
+mod admin;
 mod call;
 mod era;
 mod front;

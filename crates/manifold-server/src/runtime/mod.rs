@@ -376,7 +376,7 @@ impl Gateway {
         }
         let admin = self.admin.lock().take();
         if let Some(l) = admin {
-            self.tasks.spawn(front::admin::serve(self.clone(), l));
+            self.tasks.spawn(crate::admin::serve(self.clone(), l));
         }
     }
 

@@ -19,7 +19,7 @@
 //! Invariants: one reload at a time; a request reads one `Live` and never mixes
 //! two configurations; nothing waits on an upstream without a bound.
 //!
-//! Not here: parsing (manifold-config), the triggers' plumbing (`front::admin`,
+//! Not here: parsing (manifold-config), the triggers' plumbing (`admin`,
 //! the binary's signal handler).
 
 use manifold_config::GatewayConfig;

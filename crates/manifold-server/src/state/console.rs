@@ -9,7 +9,7 @@
 //! no key, and nobody can log in (bearer tokens still work); no lock is held
 //! across `.await`.
 //!
-//! Not here: cookies, CSRF and the pages (`front::console`).
+//! Not here: cookies, CSRF and the pages (`admin::console`).
 
 use parking_lot::Mutex;
 use std::collections::HashMap;

@@ -18,8 +18,8 @@
 //! constant time, as `[[admin.tokens]]` are (`manifold_policy::find_key`);
 //! neither the token nor the code is ever logged.
 //!
-//! Not here: checking a request (`front::admin_auth`), the console's login
-//! (`front::console::session`).
+//! Not here: checking a request (`admin::auth`), the console's login
+//! (`admin::console::session`).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

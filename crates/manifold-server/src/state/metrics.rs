@@ -10,7 +10,7 @@
 //!   queue) are refreshed when `/metrics` is scraped, not on every event.
 //!
 //! Not here: when a request is counted (`observe`), serving `/metrics`
-//! (`front/admin.rs`).
+//! (`admin/mod.rs`).
 
 use manifold_protocol::methods as m;
 use manifold_upstream::State;

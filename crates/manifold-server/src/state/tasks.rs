@@ -20,7 +20,7 @@
 //! an `.await`.
 //!
 //! Not here: routing and relaying `tasks/*` (the call chain: `call::resolve::task`,
-//! `call::relay::tasks`), the records
+//! `call::shape`), the records
 //! themselves (`observe`, manifold-audit).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -2,7 +2,7 @@
 //! the control endpoints and the console when `[admin]` names none — making
 //! it (and its file, readable by this user only) when `serve` has not yet.
 //!
-//! Not here: checking the token (manifold-server `front::admin_auth`).
+//! Not here: checking the token (manifold-server `admin::auth`).
 
 use std::path::Path;
 use std::process::ExitCode;

@@ -24,7 +24,7 @@
 //!
 //! Not here: the store's format and the decision rules (manifold-integrity),
 //! the keeper task that writes and watches the store and audits approvals
-//! (`keeper`), `POST /pins/approve` (`front/admin.rs`).
+//! (`keeper`), `POST /pins/approve` (`admin/mod.rs`).
 
 mod build;
 pub(crate) mod keeper;

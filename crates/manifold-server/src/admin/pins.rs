@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::admin_auth::AdminPrincipal;
+use super::auth::AdminPrincipal;
 use crate::state::integrity::keeper::PinsError;
 use crate::state::Gateway;
 

@@ -226,7 +226,7 @@ async fn login(
     // hopeless, they are checked first, so a local process failing on
     // purpose cannot lock their holder out.
     let throttled = |wait: std::time::Duration| {
-        let refused = crate::front::admin_auth::Refused::throttled(wait);
+        let refused = crate::admin::auth::Refused::throttled(wait);
         layout::refused(
             refused.status(),
             refused.description(),
@@ -281,7 +281,7 @@ async fn login(
 /// The answer to a login attempt, counted and audited.
 async fn finish_login(
     gw: &Arc<Gateway>,
-    attempt: Result<session::Login, crate::front::admin_auth::Refused>,
+    attempt: Result<session::Login, crate::admin::auth::Refused>,
     peer: std::net::IpAddr,
     via: &str,
     next: &str,

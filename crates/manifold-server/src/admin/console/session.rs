@@ -31,7 +31,7 @@
 
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 
-use crate::front::admin_auth::{self, AdminPrincipal};
+use crate::admin::auth::{self as admin_auth, AdminPrincipal};
 use crate::state::console::{Credential, LoginId, CONSOLE_SESSION_LIFETIME};
 use crate::state::Gateway;
 
@@ -211,7 +211,7 @@ pub(crate) async fn log_in(gw: &Gateway, token: &str) -> Result<Login, admin_aut
     let bearer = format!("Bearer {token}");
     let value = HeaderValue::from_str(&bearer).map_err(|_| login_refused())?;
     headers.insert(http::header::AUTHORIZATION, value);
-    // The form counts its own attempts (`front::console::login`).
+    // The form counts its own attempts (`admin::console::login`).
     let credential = match admin_auth::authorize(gw, &headers, None).await {
         Ok(AdminPrincipal::Token(name)) => {
             let cfg = gw.cfg();

@@ -32,8 +32,8 @@ impl Query {
             .filter_map(|p| {
                 let (k, v) = p.split_once('=').unwrap_or((p, ""));
                 Some((
-                    crate::front::inspect::percent_decode(k).ok()?,
-                    crate::front::inspect::percent_decode(v).ok()?,
+                    crate::admin::inspect::percent_decode(k).ok()?,
+                    crate::admin::inspect::percent_decode(v).ok()?,
                 ))
             })
             .collect();

@@ -12,7 +12,7 @@
 //!     down is down for every replica at once, and each still serves what
 //!     needs no relay). A child that died is `down`, never ready.
 //! - control and inspection, for the credentials `[admin]` names (see
-//!   `admin_auth`):
+//!   `auth`):
 //!   - `/config`, `/upstreams`, `/catalog?as=WHO`: JSON for operators (see
 //!     `inspect`); a bad `as` is a 400 saying why;
 //!   - `POST /reload`: reloads the configuration file (see
@@ -29,8 +29,13 @@
 //! known or not (so an endpoint added later), is authorized before it is
 //! even routed; a state change is never a cross-site form.
 //!
-//! Not here: who may do what (`admin_auth`), what the views contain
-//! (`inspect`).
+//! Not here: who may do what (`auth`), what the views contain
+//! (`inspect`), the MCP endpoint (`front`, on the same floor).
+
+pub(crate) mod auth;
+pub(crate) mod console;
+pub(crate) mod inspect;
+pub(crate) mod pins;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -43,15 +48,15 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
-use super::admin_auth::{self, AdminPrincipal};
 use crate::state::Gateway;
+use auth::AdminPrincipal;
 
 /// Serves until the gateway shuts down.
 pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "admin listener (open: /metrics, /healthz, /readyz; with credentials: /config, /upstreams, /catalog, /reload, /pins/approve, the console at /ui)");
     }
-    let builder = Arc::new(super::http::builder(&gw.cfg().limits));
+    let builder = Arc::new(crate::front::http::builder(&gw.cfg().limits));
     loop {
         let accepted = tokio::select! {
             _ = gw.stop.cancelled() => return,
@@ -125,16 +130,16 @@ async fn handle(
 ) -> Response<Full<Bytes>> {
     let endpoint = Endpoint::of(req.uri().path());
     let authority = req.uri().authority().map(|a| a.as_str());
-    if let Err(r) = admin_auth::check_origin_and_host(gw, req.headers(), authority) {
+    if let Err(r) = auth::check_origin_and_host(gw, req.headers(), authority) {
         return r.response();
     }
     if endpoint.is_open() {
         return open(gw, endpoint, req.method());
     }
-    if super::console::owns(req.uri().path()) {
-        return super::console::handle(gw, req, peer).await;
+    if console::owns(req.uri().path()) {
+        return console::handle(gw, req, peer).await;
     }
-    let principal = match admin_auth::authorize(gw, req.headers(), Some(peer)).await {
+    let principal = match auth::authorize(gw, req.headers(), Some(peer)).await {
         Ok(p) => p,
         Err(r) => return r.response(),
     };
@@ -142,10 +147,10 @@ async fn handle(
         if req.method() != Method::POST {
             return not_allowed("POST");
         }
-        if let Err(r) = admin_auth::not_a_form(req.headers()) {
+        if let Err(r) = auth::not_a_form(req.headers()) {
             return r.response();
         }
-        let (status, body) = super::pins::approve(gw, req, &principal).await;
+        let (status, body) = pins::approve(gw, req, &principal).await;
         return json_reply(status, &body);
     }
     control(gw, endpoint, &req, &principal).await
@@ -212,7 +217,7 @@ async fn control(
         if req.method() != Method::POST {
             return not_allowed("POST");
         }
-        if let Err(r) = admin_auth::not_a_form(req.headers()) {
+        if let Err(r) = auth::not_a_form(req.headers()) {
             return r.response();
         }
         tracing::info!(principal = %principal.display_name(), "POST /reload");
@@ -235,9 +240,9 @@ async fn control(
         return not_allowed("GET");
     }
     match endpoint {
-        Endpoint::Config => json_reply(StatusCode::OK, &super::inspect::config(gw)),
-        Endpoint::Upstreams => json_reply(StatusCode::OK, &super::inspect::upstreams(gw)),
-        _ => match super::inspect::catalog(gw, req.uri().query()) {
+        Endpoint::Config => json_reply(StatusCode::OK, &inspect::config(gw)),
+        Endpoint::Upstreams => json_reply(StatusCode::OK, &inspect::upstreams(gw)),
+        _ => match inspect::catalog(gw, req.uri().query()) {
             Ok(v) => json_reply(StatusCode::OK, &v),
             Err(e) => json_reply(StatusCode::BAD_REQUEST, &json!({ "error": e })),
         },
@@ -268,7 +273,7 @@ pub(crate) fn readiness(gw: &Gateway) -> (bool, serde_json::Value) {
                 "last_exit_code": st.last_exit_code,
                 // Reported, not failed: the upstream is up; its calls fail
                 // fast until a probe gets through.
-                "breaker": super::inspect::breaker(u),
+                "breaker": inspect::breaker(u),
             })
         })
         .collect();

@@ -37,7 +37,7 @@ use http_body_util::Full;
 use manifold_policy::Identity;
 use serde_json::json;
 
-use super::origin;
+use crate::front::origin;
 use crate::state::Gateway;
 
 /// The `realm` of the admin listener's challenges.

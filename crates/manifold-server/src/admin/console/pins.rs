@@ -213,7 +213,7 @@ pub(super) async fn change(
     let kind: ItemKind = field("kind")?.parse().map_err(bad)?;
     // Names travel percent-encoded in the form (an upstream's hidden
     // characters never sit raw in the page).
-    let name = crate::front::inspect::percent_decode(field("name")?).map_err(bad)?;
+    let name = crate::admin::inspect::percent_decode(field("name")?).map_err(bad)?;
     let item = ItemRef::new(field("upstream")?, kind, &name);
     let by = viewer.principal.display_name();
     let fingerprint = if approve {
