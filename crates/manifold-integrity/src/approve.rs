@@ -87,6 +87,22 @@ pub struct Names {
     pub prefixes: BTreeMap<String, String>,
 }
 
+impl From<&manifold_config::GatewayConfig> for Names {
+    /// The names a configuration exposes: its separator, and each upstream
+    /// whose prefix is not its name.
+    fn from(cfg: &manifold_config::GatewayConfig) -> Names {
+        Names {
+            separator: cfg.naming.separator.clone(),
+            prefixes: cfg
+                .upstreams
+                .iter()
+                .filter(|u| u.prefix != u.name)
+                .map(|u| (u.name.clone(), u.prefix.clone()))
+                .collect(),
+        }
+    }
+}
+
 impl Default for Names {
     fn default() -> Self {
         Names {

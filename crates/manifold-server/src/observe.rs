@@ -195,19 +195,7 @@ impl Observed {
         }
         if let Some(rec) = self.record(outcome, elapsed, response_bytes) {
             if let Some(auditor) = self.gw.auditor.clone() {
-                // The write runs on a task of the gateway: if this future is
-                // dropped while the queue is full (the client left), the record
-                // is still written, with the call's real outcome.
-                let span = crate::tracectx::phase(crate::tracectx::Phase::AuditWrite);
-                let write = self.gw.tasks.spawn(tracing::Instrument::instrument(
-                    async move {
-                        if let Err(e) = auditor.record(rec).await {
-                            tracing::error!(error = %e, "audit record not written");
-                        }
-                    },
-                    span,
-                ));
-                let _ = write.await;
+                let _ = write(&self.gw, auditor, rec).await;
             }
         }
     }
@@ -272,15 +260,11 @@ impl Drop for Observed {
             return;
         };
         tracing::debug!(request_id = %self.request_id, "the request ended without an answer (the client left); recorded as cancelled");
-        let gw = self.gw.clone();
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.gw.tasks.spawn(async move {
-                if let Some(a) = &gw.auditor {
-                    if let Err(e) = a.record(rec).await {
-                        tracing::error!(error = %e, "audit record not written");
-                    }
-                }
-            });
+        if let (Ok(_), Some(auditor)) = (
+            tokio::runtime::Handle::try_current(),
+            self.gw.auditor.clone(),
+        ) {
+            drop(write(&self.gw, auditor, rec));
         }
     }
 }
@@ -374,12 +358,27 @@ pub(crate) async fn task_end(gw: &Arc<Gateway>, end: TaskEnd<'_>, by: Option<&Ob
         is_error: end.is_error,
     });
     rec.outcome = end.outcome;
-    let write = gw.tasks.spawn(async move {
-        if let Err(e) = auditor.record(rec).await {
-            tracing::error!(error = %e, "audit record not written");
-        }
-    });
-    let _ = write.await;
+    let _ = write(gw, auditor, rec).await;
+}
+
+/// Writes `rec` on a task of the gateway: if the caller's future is dropped
+/// while the writer's queue is full (the client left), the record is still
+/// written, with its real outcome. The one place an audit record is handed to
+/// the writer.
+fn write(
+    gw: &Gateway,
+    auditor: manifold_audit::Auditor,
+    rec: manifold_audit::AuditRecord,
+) -> tokio::task::JoinHandle<()> {
+    let span = crate::tracectx::phase(crate::tracectx::Phase::AuditWrite);
+    gw.tasks.spawn(tracing::Instrument::instrument(
+        async move {
+            if let Err(e) = auditor.record(rec).await {
+                tracing::error!(error = %e, "audit record not written");
+            }
+        },
+        span,
+    ))
 }
 
 /// Every `TASK_SWEEP_INTERVAL`, records the end of each task this replica

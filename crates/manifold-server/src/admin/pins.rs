@@ -138,15 +138,7 @@ fn selection(gw: &Gateway, body: Body) -> Result<Selection, String> {
         return Ok(Selection::All);
     }
     let cfg = gw.cfg();
-    let names = Names {
-        separator: cfg.naming.separator.clone(),
-        prefixes: cfg
-            .upstreams
-            .iter()
-            .filter(|u| u.prefix != u.name)
-            .map(|u| (u.name.clone(), u.prefix.clone()))
-            .collect(),
-    };
+    let names = Names::from(&*cfg);
     let store = gw.integrity.store.lock();
     let mut wanted = Vec::with_capacity(body.items.len());
     for name in &body.items {

@@ -289,7 +289,7 @@ pub(crate) fn unwrap_call(x: &mut Request, params: &mut Map<String, Value>) -> R
         Some(other) => {
             return Err(ToolError::CallTool(format!(
                 "`arguments` must be an object (the tool's arguments by name), not {}",
-                kind_of(other)
+                manifold_foundation::json::type_name(other)
             ))
             .into())
         }
@@ -303,15 +303,4 @@ pub(crate) fn unwrap_call(x: &mut Request, params: &mut Map<String, Value>) -> R
         o.via = Some(VIA_CALL_TOOL);
     }
     Ok(())
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

@@ -67,20 +67,9 @@ fn parse_arguments(args: Option<&str>) -> Result<Map<String, Value>, String> {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(format!(
             "the arguments must be a JSON object like '{{\"text\":\"hi\"}}', not {}",
-            json_type(&other)
+            manifold_foundation::json::type_name(&other)
         )),
         Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
-    }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

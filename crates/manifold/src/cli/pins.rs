@@ -194,15 +194,7 @@ fn open(config: &Path) -> Result<(StoreFile, Names, Vec<String>), ExitCode> {
         );
         return Err(ExitCode::from(USAGE));
     };
-    let names = Names {
-        separator: cfg.naming.separator.clone(),
-        prefixes: cfg
-            .upstreams
-            .iter()
-            .filter(|u| u.prefix != u.name)
-            .map(|u| (u.name.clone(), u.prefix.clone()))
-            .collect(),
-    };
+    let names = Names::from(&cfg);
     let upstreams = cfg.upstreams.iter().map(|u| u.name.clone()).collect();
     Ok((StoreFile::new(store), names, upstreams))
 }
