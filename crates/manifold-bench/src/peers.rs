@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::HttpClient;
+use super::session::HttpClient;
 use crate::targets::{
     check_reply, cpu_seconds, echo, new_client, rss_kib, start_gateway, start_http_demo, Binaries,
     Caller, Endpoint, Gateway, Launch, Product, StdioConn,

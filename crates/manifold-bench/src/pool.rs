@@ -9,7 +9,7 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::{compare_warm, spawn_gateway, Args, HttpClient};
+use crate::{args::Args, measure::compare_warm, session::spawn_gateway, session::HttpClient};
 
 /// What one call costs the serial child.
 pub const SERIAL_MS: u64 = 50;

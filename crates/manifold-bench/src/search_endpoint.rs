@@ -16,7 +16,10 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::process::Command;
 
-use super::{compare, measure, spawn_and_read_url, spawn_gateway, Args, HttpClient, Session};
+use super::{
+    args::Args, measure::compare, measure::measure, session::spawn_and_read_url,
+    session::spawn_gateway, session::HttpClient, session::Session,
+};
 
 /// Synthetic tools per upstream of the 10,000-tool gateway (two upstreams, plus
 /// the demo's fixed tools: 2 × (4,986 + 14) = 10,000).

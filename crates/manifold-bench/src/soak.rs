@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{spawn_and_read_url, HttpClient, Kill, Session};
+use super::{session::spawn_and_read_url, session::HttpClient, session::Kill, session::Session};
 
 /// How often RSS and descriptors are sampled.
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 
-use super::{spawn_and_read_url, HttpClient, Kill, Session};
+use super::{session::spawn_and_read_url, session::HttpClient, session::Kill, session::Session};
 
 /// How long a gateway may take to answer a call through both upstreams after
 /// it was started (under callgrind start-up is tens of times slower).

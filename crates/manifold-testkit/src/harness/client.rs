@@ -21,7 +21,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Map, Value};
 
 use super::reply::{MessageStream, RawReply, Reply, StreamingReply};
-use super::{ACCEPT_BOTH, WAIT};
+use super::reply::{ACCEPT_BOTH, WAIT};
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 

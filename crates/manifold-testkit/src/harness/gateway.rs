@@ -21,7 +21,8 @@ use tokio::process::{Child, ChildStdout, Command};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{McpClient, WAIT};
+use super::client::McpClient;
+use super::reply::WAIT;
 
 /// How long [`TestGateway::shutdown`] waits for the server task.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(15);

@@ -29,13 +29,5 @@ mod stateless;
 
 pub use client::McpClient;
 pub use gateway::{admin_token_for, demo_upstream_bin, toml_string, DemoHttp, TestGateway};
-pub use reply::{MessageStream, RawReply, Reply, StreamingReply};
+pub use reply::{MessageStream, RawReply, Reply, StreamingReply, ACCEPT_BOTH, WAIT};
 pub use stateless::{stateless_meta, stateless_request, STATELESS};
-
-use std::time::Duration;
-
-/// Default bound on any single wait (a reply, one stream message, readiness).
-pub const WAIT: Duration = Duration::from_secs(10);
-
-/// The `Accept` header a Streamable-HTTP client sends with every POST.
-pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";

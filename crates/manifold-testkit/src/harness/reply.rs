@@ -15,6 +15,12 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
+/// Default bound on any single wait (a reply, one stream message, readiness).
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// The `Accept` header a Streamable-HTTP client sends with every POST.
+pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
 pub(super) const SSE: &str = "text/event-stream";
 
 pub(super) fn content_type_of(headers: &HeaderMap) -> String {

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use super::McpClient;
+use super::client::McpClient;
 
 /// The stateless revision.
 pub const STATELESS: &str = "2026-07-28";
