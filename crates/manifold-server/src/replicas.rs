@@ -72,9 +72,10 @@ impl Gateway {
     pub(crate) fn start_cluster(self: &Arc<Self>) {
         let Some(c) = &self.cluster else { return };
         let (tx, mut rx) = manifold_cluster::Bus::queue();
-        self.tasks.spawn(c.bus.clone().run(tx, self.stop.clone()));
+        self.background
+            .spawn(c.bus.clone().run(tx, self.stop.clone()));
         let gw = self.clone();
-        self.tasks.spawn(async move {
+        self.background.spawn(async move {
             loop {
                 let env = tokio::select! {
                     _ = gw.stop.cancelled() => return,
@@ -91,7 +92,7 @@ impl Gateway {
     /// Publishes `message`, logging a failure (for relays nobody waits on).
     pub(crate) fn publish_later(self: &Arc<Self>, message: Message) {
         if let Some(c) = &self.cluster {
-            c.publish_later(&self.tasks, message);
+            c.publish_later(&self.background, message);
         }
     }
 
@@ -229,7 +230,7 @@ impl Gateway {
                 let (out, stream) = mpsc::channel(RESUME_QUEUE);
                 let _ = out.try_send(Bytes::from(bytes));
                 let stop = self.stop.clone();
-                self.tasks.spawn(async move {
+                self.background.spawn(async move {
                     let _forget = forwarded;
                     loop {
                         let next = tokio::select! {
@@ -280,7 +281,7 @@ impl Gateway {
                 let Some((ok, member)) = member else { return };
                 let raw = RawValue::from_string(member.to_string())
                     .unwrap_or_else(|_| RawValue::NULL.to_owned());
-                self.tasks.spawn(async move {
+                self.background.spawn(async move {
                     responder.respond(if ok { Ok(raw) } else { Err(raw) }).await;
                 });
             }
@@ -319,7 +320,7 @@ impl Gateway {
                     return;
                 };
                 let gw = self.clone();
-                self.tasks.spawn(async move {
+                self.background.spawn(async move {
                     gw.answer_resume(env.from, corr, tx, id, responses).await
                 });
             }

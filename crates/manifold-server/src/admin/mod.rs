@@ -69,7 +69,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
         let gw2 = gw.clone();
         let builder = builder.clone();
         let shutdown = gw.stop.clone();
-        gw.tasks.spawn(async move {
+        gw.background.spawn(async move {
             let svc = service_fn(move |req| {
                 let gw = gw2.clone();
                 async move { Ok::<_, Infallible>(handle(&gw, req, peer.ip()).await) }

@@ -223,7 +223,7 @@ impl Gateway {
                         ..arrival
                     };
                     if let Reply::Stream(rx) = pipeline::open_stream(self, &arrival) {
-                        self.tasks.spawn(forward(rx, tx.clone()));
+                        self.background.spawn(forward(rx, tx.clone()));
                     }
                 }
             }

@@ -124,7 +124,7 @@ pub(crate) async fn listen(x: &mut Request, params: Map<String, Value>) -> Resul
         // when the client goes, or with this handler if the client leaves while
         // the joins below are still running. Either way no join runs after.
         let (gw2, key2) = (gw.clone(), key.clone());
-        gw.tasks.spawn(async move {
+        gw.background.spawn(async move {
             // `shutdown`, not `stop`: listen streams end (with their final
             // result) when draining begins, and this task holds a sender.
             tokio::select! {

@@ -143,7 +143,7 @@ impl Gateway {
         // The issuers' keys are fetched before the first request is served.
         let live = gw.live();
         if let Some(auth) = live.auth.clone() {
-            auth.start(&gw.tasks, &live.auth_stop).await;
+            auth.start(&gw.background, &live.auth_stop).await;
         }
         Ok(gw)
     }
@@ -239,12 +239,12 @@ impl Gateway {
             )
             .with_per_principal(limits.max_held_calls_per_principal),
             integrity: integrity::Integrity::new(pins.store, metrics.integrity.clone()),
-            task_ids: crate::state::tasks::Tasks::new(&config),
+            mcp_tasks: crate::state::tasks::Tasks::new(&config),
             metrics,
             shutdown,
             stop,
             audit_stop,
-            tasks,
+            background: tasks,
             auditor,
             auth_refusals: manifold_foundation::log_budget::LogBudget::new(
                 AUTH_REFUSALS_LOGGED_PER_WINDOW,
@@ -267,13 +267,14 @@ impl Gateway {
             )),
         });
         let g = gw.clone();
-        gw.tasks.spawn(async move { g.maintain_catalog(rx).await });
+        gw.background
+            .spawn(async move { g.maintain_catalog(rx).await });
         let g = gw.clone();
-        gw.tasks.spawn(async move { g.sweep_sessions().await });
+        gw.background.spawn(async move { g.sweep_sessions().await });
         let g = gw.clone();
-        gw.tasks.spawn(crate::observe::sweep_tasks(g));
+        gw.background.spawn(crate::observe::sweep_tasks(g));
         let g = gw.clone();
-        gw.tasks.spawn(async move { g.drain().await });
+        gw.background.spawn(async move { g.drain().await });
         gw.start_cluster();
         gw
     }
@@ -328,7 +329,7 @@ impl Gateway {
             Some(t) => match front::tls::Tls::new(t) {
                 Ok(t) => {
                     let t = Arc::new(t);
-                    self.tasks.spawn(t.clone().watch(self.stop.clone()));
+                    self.background.spawn(t.clone().watch(self.stop.clone()));
                     Some(t)
                 }
                 Err(e) => {
@@ -365,7 +366,7 @@ impl Gateway {
     /// Starts watching the configuration file, if `[server] watch_config`.
     fn watch_config_if_asked(self: &Arc<Self>) {
         if self.cfg().server.watch_config {
-            self.tasks.spawn(self.clone().watch_config());
+            self.background.spawn(self.clone().watch_config());
         }
     }
 
@@ -376,7 +377,7 @@ impl Gateway {
         }
         let admin = self.admin.lock().take();
         if let Some(l) = admin {
-            self.tasks.spawn(crate::admin::serve(self.clone(), l));
+            self.background.spawn(crate::admin::serve(self.clone(), l));
         }
     }
 
@@ -388,8 +389,8 @@ impl Gateway {
         let grace = self.cfg().server.shutdown_grace;
         let _ = tokio::time::timeout(grace + SHUTDOWN_WAIT, self.stop.cancelled()).await;
         self.stop.cancel();
-        self.tasks.close();
-        let _ = tokio::time::timeout(SHUTDOWN_WAIT, self.tasks.wait()).await;
+        self.background.close();
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, self.background.wait()).await;
         self.audit_stop.cancel();
         let task = self.audit_task.lock().take();
         if let Some(t) = task {

@@ -137,7 +137,7 @@ impl Gateway {
                         &new,
                         &self.events,
                         &self.stop,
-                        &self.tasks,
+                        &self.background,
                     );
                     if previous.is_some() {
                         restarted.push(started.clone());
@@ -192,7 +192,7 @@ impl Gateway {
         let auth_changed = live.config.auth != old.config.auth;
         if auth_changed {
             if let Some(auth) = live.auth.clone() {
-                auth.start(&self.tasks, &live.auth_stop).await;
+                auth.start(&self.background, &live.auth_stop).await;
             }
         }
         self.live.store(live.clone());
@@ -216,7 +216,7 @@ impl Gateway {
             self.apply_log_level_later();
         }
         for (u, token) in leaving {
-            self.tasks.spawn(drain_then_stop(u, token));
+            self.background.spawn(drain_then_stop(u, token));
         }
         Ok(report)
     }

@@ -63,7 +63,7 @@ impl Gateway {
     /// Applies the log level in the background, ending with the gateway.
     pub(crate) fn apply_log_level_later(self: &Arc<Self>) {
         let gw = self.clone();
-        self.tasks.spawn(async move {
+        self.background.spawn(async move {
             tokio::select! {
                 _ = gw.stop.cancelled() => {}
                 _ = gw.apply_log_level() => {}

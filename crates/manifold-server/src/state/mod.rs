@@ -125,7 +125,7 @@ pub struct Gateway {
     /// Upstream calls shared by identical concurrent calls (`coalesce = true`).
     pub(crate) coalescing: coalescing::Coalescing,
     /// Task ids' keys and the tasks this replica follows (the Tasks extension).
-    pub(crate) task_ids: tasks::Tasks,
+    pub(crate) mcp_tasks: tasks::Tasks,
     /// Cancelled when shutdown begins: the front door stops accepting, readiness
     /// goes false, calls in flight get `server.shutdown_grace` to finish.
     pub(crate) shutdown: CancellationToken,
@@ -135,7 +135,10 @@ pub struct Gateway {
     /// Cancelled last, once every other task has ended: the audit writer drains its
     /// queue and closes.
     pub(crate) audit_stop: CancellationToken,
-    pub(crate) tasks: TaskTracker,
+    /// The gateway's own background work (tokio tasks: relays, pumps, the
+    /// audit writes, watchers): every one is tracked here and waited for at
+    /// shutdown. ("Task" alone means an MCP task: `mcp_tasks`.)
+    pub(crate) background: TaskTracker,
     pub(crate) metrics: metrics::Metrics,
     /// The audit writer, when `[audit]` is configured and the gateway was
     /// started with `Gateway::launch`.

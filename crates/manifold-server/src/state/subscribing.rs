@@ -139,7 +139,7 @@ impl Gateway {
             return;
         }
         let gw = self.clone();
-        self.tasks.spawn(async move {
+        self.background.spawn(async move {
             tokio::select! {
                 _ = gw.stop.cancelled() => {}
                 _ = async {
@@ -218,7 +218,7 @@ impl Gateway {
                             session: s.digest.clone(),
                             message: String::from_utf8_lossy(&message).into_owned(),
                         };
-                        c.publish_later(&self.tasks, push);
+                        c.publish_later(&self.background, push);
                     }
                 }
                 Some(_) => {}
@@ -238,7 +238,7 @@ impl Gateway {
         let up = upstream.clone();
         let shutdown = self.stop.clone();
         let namespaces = self.live().uris.clone();
-        self.tasks.spawn(async move {
+        self.background.spawn(async move {
             for uri in uris {
                 tokio::select! {
                     _ = shutdown.cancelled() => return,

@@ -150,7 +150,7 @@ pub(super) async fn answer(
             let span = dispatch.span.clone();
             answering
                 .gw
-                .tasks
+                .background
                 .spawn(make(dispatch, making).instrument(span));
             seat
         }
@@ -286,7 +286,7 @@ impl Drop for Waiting {
             return;
         };
         let gone = a.caller.cancels_on_disconnect();
-        let tasks = a.gw.tasks.clone();
+        let tasks = a.gw.background.clone();
         let mut rest = Waiting {
             seat: Some(seat),
             answering: Some(a),

@@ -177,7 +177,7 @@ pub(crate) async fn bridge(
         digest,
         principal,
     };
-    gw.tasks.spawn(holder.hold(responders, rx, state_id));
+    gw.background.spawn(holder.hold(responders, rx, state_id));
     reply
 }
 

@@ -122,7 +122,7 @@ impl Pending {
         let (cancel, shutdown) = (self.cancel.clone(), self.answering.gw.stop.clone());
         self.answering
             .gw
-            .tasks
+            .background
             .spawn(pump.run(call, first, cancel, shutdown).in_current_span());
     }
 }

@@ -85,7 +85,8 @@ impl Gateway {
         let _ = self.integrity.file.set(watch.clone());
         self.integrity.set_writer(tx);
         let gw = self.clone();
-        self.tasks.spawn(async move { gw.keep(watch, rx).await });
+        self.background
+            .spawn(async move { gw.keep(watch, rx).await });
     }
 
     async fn keep(self: Arc<Self>, watch: Arc<Mutex<Watch>>, mut rx: mpsc::Receiver<Update>) {
