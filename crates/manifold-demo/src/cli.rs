@@ -21,7 +21,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use super::{DemoConfig, DEFAULT_INSTRUCTIONS, SERVER_NAME};
+use crate::config::{DemoConfig, DEFAULT_INSTRUCTIONS};
+use crate::identity::SERVER_NAME;
 
 /// Demo/mock upstream MCP server for Manifold demos, tests and benchmarks.
 #[derive(Debug, Parser)]
@@ -65,7 +66,7 @@ pub struct Args {
 
     /// The listed `demo://readme` resource's description (for `[integrity]`
     /// tests: a restart with another one is a changed resource).
-    #[arg(long, value_name = "TEXT", default_value = super::README_DESCRIPTION)]
+    #[arg(long, value_name = "TEXT", default_value = super::config::README_DESCRIPTION)]
     pub readme_description: String,
 
     /// Answer initialize with a -32603 error (tests startup failures).
@@ -89,7 +90,7 @@ pub struct Args {
     pub no_list_changed: bool,
 
     /// `ttlMs` on lists in --modern mode.
-    #[arg(long, value_name = "MS", default_value_t = super::DEFAULT_LIST_TTL_MS)]
+    #[arg(long, value_name = "MS", default_value_t = super::config::DEFAULT_LIST_TTL_MS)]
     pub list_ttl_ms: u64,
 
     /// Over HTTP, answer a POST body over this many bytes with 400 and a

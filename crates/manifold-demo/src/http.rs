@@ -45,10 +45,13 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::{
-    classify, codes, parse_error, rpc_error, CallContext, DemoConfig, DemoServer, Incoming,
-    Session, TransportKind, SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS,
-};
+use crate::codes;
+use crate::config::DemoConfig;
+use crate::identity::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::jsonrpc::{classify, parse_error, rpc_error, Incoming};
+use crate::server::DemoServer;
+use crate::session::Session;
+use crate::transport::{CallContext, TransportKind};
 
 /// The only path served.
 pub const MCP_PATH: &str = "/mcp";

@@ -21,7 +21,11 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
-use super::{codes, CallContext, RpcError, Session, SERVER_NAME, SERVER_VERSION};
+use crate::codes;
+use crate::identity::{SERVER_NAME, SERVER_VERSION};
+use crate::jsonrpc::RpcError;
+use crate::session::Session;
+use crate::transport::CallContext;
 
 /// The only revision this mode speaks.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -322,7 +326,7 @@ async fn listen(
     }
     let mut events = session.server.subscribe_events();
     let watch = super::resources::Watch::new(&session.server, uris);
-    let ack = super::notification(
+    let ack = super::jsonrpc::notification(
         "notifications/subscriptions/acknowledged",
         json!({"_meta": {META_SUBSCRIPTION: id}, "notifications": honoured}),
     );

@@ -28,7 +28,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
 
-use super::{codes, CallContext, RpcError};
+use crate::codes;
+use crate::jsonrpc::RpcError;
+use crate::transport::CallContext;
 
 const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";

@@ -13,7 +13,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{codes, DemoServer, RpcError, DEFAULT_INSTRUCTIONS, README_URI};
+use crate::codes;
+use crate::config::DEFAULT_INSTRUCTIONS;
+use crate::jsonrpc::RpcError;
+use crate::server::DemoServer;
+
+/// The listed readme resource.
+pub(crate) const README_URI: &str = "demo://readme";
 
 pub(super) const TEMPLATE: &str = "demo://item/{id}";
 /// The `--docs` template.

@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
-use super::notification;
+use super::jsonrpc::notification;
 
 /// Size of the `huge-line` line: over a `limits.max_message_bytes` of 2 MiB
 /// (tests that use this mode set it that low or lower).

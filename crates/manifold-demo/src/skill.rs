@@ -12,7 +12,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::RpcError;
+use crate::jsonrpc::RpcError;
 
 /// The skill's `SKILL.md`.
 pub const SKILL_URI: &str = "skill://review/SKILL.md";

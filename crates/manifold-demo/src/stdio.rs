@@ -20,10 +20,11 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{broadcast, mpsc};
 
 use super::rogue::{Line, Misbehaviour};
-use super::{
-    classify, parse_error, CallContext, DemoConfig, DemoServer, Incoming, TransportKind,
-    SERVER_NAME,
-};
+use crate::config::DemoConfig;
+use crate::identity::SERVER_NAME;
+use crate::jsonrpc::{classify, parse_error, Incoming};
+use crate::server::DemoServer;
+use crate::transport::{CallContext, TransportKind};
 
 /// Serve the process's stdin/stdout until stdin reaches EOF.
 pub async fn run(config: DemoConfig) -> std::io::Result<()> {

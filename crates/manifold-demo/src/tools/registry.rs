@@ -5,8 +5,9 @@
 //! Invariants: a tool is written once, here; the listing order is the order of
 //! [`ROWS`], diagnostics last.
 //!
-//! Not here: the catalogue a server lists and the call path (`tools/mod.rs`),
-//! the implementations (`run`).
+//! Not here: the catalogue's state (`listing`: what a server lists, the
+//! dynamic tools, the rug pull), the call path (`tools/mod.rs`), the
+//! implementations (`run`).
 
 use serde_json::{json, Map, Value};
 use std::future::Future;
@@ -14,7 +15,9 @@ use std::pin::Pin;
 use std::sync::{Arc, LazyLock};
 
 use super::run::{self, ToolOutcome};
-use crate::{CallContext, Session};
+use crate::listing::Catalog;
+use crate::session::Session;
+use crate::transport::CallContext;
 
 /// Small inline SVG so the icon is self-contained (`<svg/>`).
 const ICON: &str = "data:image/svg+xml;base64,PHN2Zy8+";
@@ -52,6 +55,33 @@ pub(super) struct Row {
     pub gate: Gate,
     pub definition: fn() -> Value,
     pub run: for<'a> fn(Invocation<'a>) -> Running<'a>,
+}
+
+/// The catalogue of the registry's tools: the fixed tools (the fault tools
+/// with `faults`, the diagnostic tools `names`, which come after the others),
+/// then `synthetic` synthetic tools.
+pub(crate) fn catalog(synthetic: usize, faults: bool, names: &[&str]) -> Catalog {
+    let listed = |r: &Row| match r.gate {
+        Gate::Always => true,
+        Gate::Faults => faults,
+        Gate::Diagnostic => names.contains(&r.name),
+    };
+    // Fixed tools first, then the diagnostics: the listing order.
+    let (plain, diagnostic): (Vec<&Row>, Vec<&Row>) =
+        ROWS.iter().partition(|r| r.gate != Gate::Diagnostic);
+    let fixed: Vec<Value> = plain
+        .iter()
+        .chain(&diagnostic)
+        .filter(|r| listed(r))
+        .map(|r| (r.definition)())
+        .collect();
+    Catalog::with_synthetic(fixed, synthetic)
+}
+
+/// The row of `name` when the tool is listed in `catalog` (and so callable).
+pub(super) fn row(catalog: &Catalog, name: &str) -> Option<&'static Row> {
+    let name = catalog.listed(name)?;
+    ROWS.iter().find(|r| r.name == name)
 }
 
 fn ready<'a>(outcome: ToolOutcome) -> Running<'a> {

@@ -1,5 +1,6 @@
-//! What each demo tool does when called (the registry rows in `tools/mod.rs`
-//! say which runs for which tool, and when it may).
+//! What each demo tool does when called (the registry rows in `registry` say
+//! which runs for which tool, and when it may), and where the HTTP transport
+//! puts the `traceparent` the `trace` tool reports ([`HTTP_TRACEPARENT`]).
 //!
 //! Invariants: bad arguments are a tool-level error (`Err` text, answered
 //! with `isError: true`); waits are bounded ([`MAX_SLEEP_MS`], [`MAX_STEPS`]);
@@ -10,7 +11,15 @@
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
-use crate::{notification, CallContext, DemoServer, Session, TransportKind};
+use crate::identity::SERVER_NAME;
+use crate::jsonrpc::notification;
+use crate::server::DemoServer;
+use crate::session::Session;
+use crate::transport::{CallContext, TransportKind};
+
+/// Where the HTTP transport puts a request's `traceparent` header, in
+/// `params._meta`, for the `trace` tool to report.
+pub const HTTP_TRACEPARENT: &str = "io.manifold.demo/http-traceparent";
 
 /// Upper bounds so silly arguments cannot park a task for days.
 const MAX_SLEEP_MS: u64 = 24 * 60 * 60 * 1000;
@@ -238,10 +247,7 @@ pub(super) fn crash(transport: TransportKind, args: &Map<String, Value>) -> Tool
                 .and_then(Value::as_i64)
                 .and_then(|c| i32::try_from(c).ok())
                 .unwrap_or(3);
-            eprintln!(
-                "{}: crash requested, exiting with code {code}",
-                crate::SERVER_NAME
-            );
+            eprintln!("{SERVER_NAME}: crash requested, exiting with code {code}");
             std::process::exit(code)
         }
         // One HTTP process serves many sessions; killing it is not the point.
@@ -378,7 +384,7 @@ pub(super) fn trace(params: &Map<String, Value>) -> ToolOutcome {
     Ok(text_result(
         &json!({
             "traceparent": field("traceparent"),
-            "http_traceparent": field(super::HTTP_TRACEPARENT),
+            "http_traceparent": field(HTTP_TRACEPARENT),
         })
         .to_string(),
     ))

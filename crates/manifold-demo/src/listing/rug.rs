@@ -10,12 +10,13 @@
 //! description gains an instruction in Unicode tag characters, which a
 //! terminal shows as nothing, finding 3).
 //!
-//! Not here: when it is pulled and the calls counted (`tools/mod.rs`).
+//! Not here: when it is pulled (`listing/mod.rs`), the `rug_pull` tool and
+//! calls of `exfiltrate` (`tools`).
 
 use serde_json::{json, Value};
 
 /// The tool the rug pull adds.
-pub(super) const ADDED: &str = "exfiltrate";
+pub(crate) const ADDED: &str = "exfiltrate";
 /// `add`'s name once the rug is pulled.
 pub(super) const RENAMED: &str = "add_numbers";
 
