@@ -10,13 +10,15 @@
 //! - admit (`admit`): the era's transport rules → who is calling ([`Caller`]).
 //! - route (`route`): the one method table → a handler (`crate::handlers`,
 //!   answered here) or the call chain (`crate::call`, forwarded: resolve →
-//!   validate → confirm → limits → credentials → relay → check output →
-//!   finish).
+//!   resume → validate → confirm → limits → credentials → relay → shape →
+//!   check output → finish).
 //! - finish ([`finish`]): the request's metrics and audit record, once.
 //!
 //! Invariants: a phase refuses by returning a [`Refusal`], which only the
-//! refusal table turns into bytes (`Refusal::reply`, called by [`finish`]; the
-//! front doors call it for what they refuse before a message exists). Every
+//! refusal table turns into bytes (`Refusal::reply`: called by [`finish`] and
+//! by this file's phases for what they refuse before a handler runs, by the
+//! call chain's finish, and by the front doors for what they refuse before a
+//! message exists). Every
 //! request whose method is known is finished exactly once: here, or by the
 //! call chain's relay, which takes the observation when it dispatches.
 //!
