@@ -328,7 +328,7 @@ pub(crate) struct TaskEnd<'a> {
 /// every record — for the request that saw it (`by`; `None`: the expiry
 /// sweep). Returns once the record is written.
 pub(crate) async fn task_end(gw: &Arc<Gateway>, end: TaskEnd<'_>, by: Option<&Observed>) {
-    let Some(tracked) = gw.mcp_tasks.ended(&end.client_record_id) else {
+    let Some(tracked) = gw.tables.mcp_tasks.ended(&end.client_record_id) else {
         return;
     };
     gw.metrics
@@ -371,7 +371,7 @@ fn write(
     rec: manifold_audit::AuditRecord,
 ) -> tokio::task::JoinHandle<()> {
     let span = crate::tracectx::phase(crate::tracectx::Phase::AuditWrite);
-    gw.background.spawn(tracing::Instrument::instrument(
+    gw.life.background.spawn(tracing::Instrument::instrument(
         async move {
             if let Err(e) = auditor.record(rec).await {
                 tracing::error!(error = %e, "audit record not written");
@@ -387,11 +387,11 @@ fn write(
 pub(crate) async fn sweep_tasks(gw: Arc<Gateway>) {
     loop {
         tokio::select! {
-            _ = gw.stop.cancelled() => return,
+            _ = gw.life.stop.cancelled() => return,
             _ = tokio::time::sleep(crate::state::tasks::TASK_SWEEP_INTERVAL) => {}
         }
         let now = manifold_foundation::time::unix_now();
-        for swept in gw.mcp_tasks.sweep(now) {
+        for swept in gw.tables.mcp_tasks.sweep(now) {
             let end = TaskEnd {
                 client_record_id: swept.record_id,
                 facts: &swept.facts,

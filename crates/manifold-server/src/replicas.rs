@@ -72,13 +72,14 @@ impl Gateway {
     pub(crate) fn start_cluster(self: &Arc<Self>) {
         let Some(c) = &self.cluster else { return };
         let (tx, mut rx) = manifold_cluster::Bus::queue();
-        self.background
-            .spawn(c.bus.clone().run(tx, self.stop.clone()));
+        self.life
+            .background
+            .spawn(c.bus.clone().run(tx, self.life.stop.clone()));
         let gw = self.clone();
-        self.background.spawn(async move {
+        self.life.background.spawn(async move {
             loop {
                 let env = tokio::select! {
-                    _ = gw.stop.cancelled() => return,
+                    _ = gw.life.stop.cancelled() => return,
                     env = rx.recv() => env,
                 };
                 match env {
@@ -92,7 +93,7 @@ impl Gateway {
     /// Publishes `message`, logging a failure (for relays nobody waits on).
     pub(crate) fn publish_later(self: &Arc<Self>, message: Message) {
         if let Some(c) = &self.cluster {
-            c.publish_later(&self.background, message);
+            c.publish_later(&self.life.background, message);
         }
     }
 
@@ -229,8 +230,8 @@ impl Gateway {
             ResumeEvent::Streamed { bytes } => {
                 let (out, stream) = mpsc::channel(RESUME_QUEUE);
                 let _ = out.try_send(Bytes::from(bytes));
-                let stop = self.stop.clone();
-                self.background.spawn(async move {
+                let stop = self.life.stop.clone();
+                self.life.background.spawn(async move {
                     let _forget = forwarded;
                     loop {
                         let next = tokio::select! {
@@ -268,6 +269,7 @@ impl Gateway {
                 outcome,
             } => {
                 let Some(responder) = self
+                    .tables
                     .sessions
                     .by_digest(&session)
                     .and_then(|s| s.take_pending(&RequestId::string(id)))
@@ -281,20 +283,20 @@ impl Gateway {
                 let Some((ok, member)) = member else { return };
                 let raw = RawValue::from_string(member.to_string())
                     .unwrap_or_else(|_| RawValue::NULL.to_owned());
-                self.background.spawn(async move {
+                self.life.background.spawn(async move {
                     responder.respond(if ok { Ok(raw) } else { Err(raw) }).await;
                 });
             }
             Message::Cancel { session, request } => {
                 if let (Some(s), Some(id)) = (
-                    self.sessions.by_digest(&session),
+                    self.tables.sessions.by_digest(&session),
                     RequestId::from_value(&request),
                 ) {
                     s.cancel_call(&id);
                 }
             }
             Message::Push { session, message } => {
-                if let Some(s) = self.sessions.by_digest(&session) {
+                if let Some(s) = self.tables.sessions.by_digest(&session) {
                     s.push(Bytes::from(message));
                 }
             }
@@ -313,14 +315,14 @@ impl Gateway {
                 responses,
             } => {
                 // Only the holder answers: the others hold nothing under it.
-                let Ok(tx) = self.held.take(&state, &digest) else {
+                let Ok(tx) = self.tables.held.take(&state, &digest) else {
                     return;
                 };
                 let Some(id) = RequestId::from_value(&id) else {
                     return;
                 };
                 let gw = self.clone();
-                self.background.spawn(async move {
+                self.life.background.spawn(async move {
                     gw.answer_resume(env.from, corr, tx, id, responses).await
                 });
             }

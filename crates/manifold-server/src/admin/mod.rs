@@ -59,7 +59,7 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
     let builder = Arc::new(crate::front::http::builder(&gw.cfg().limits));
     loop {
         let accepted = tokio::select! {
-            _ = gw.stop.cancelled() => return,
+            _ = gw.life.stop.cancelled() => return,
             a = listener.accept() => a,
         };
         let Ok((stream, peer)) = accepted else {
@@ -68,8 +68,8 @@ pub(crate) async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
         };
         let gw2 = gw.clone();
         let builder = builder.clone();
-        let shutdown = gw.stop.clone();
-        gw.background.spawn(async move {
+        let shutdown = gw.life.stop.clone();
+        gw.life.background.spawn(async move {
             let svc = service_fn(move |req| {
                 let gw = gw2.clone();
                 async move { Ok::<_, Infallible>(handle(&gw, req, peer.ip()).await) }

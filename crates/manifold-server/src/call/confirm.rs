@@ -128,13 +128,15 @@ pub(crate) fn ask(x: &mut Request, call: &mut Call) -> Result<Asked, Refusal> {
         }
         Caller::Stateless(c) if form_elicitation(&c.capabilities) => {
             let principal = x.principal.audit_name();
-            if gw.held.full_for(&principal) {
+            if gw.tables.held.full_for(&principal) {
                 return Err(Refusal::HeldCallsFullForPrincipal {
-                    limit: gw.held.per_principal,
+                    limit: gw.tables.held.per_principal,
                 });
             }
-            let Some(state) = gw.held.ask_confirmation(&c.digest, &principal) else {
-                return Err(Refusal::HeldCallsFull { limit: gw.held.max });
+            let Some(state) = gw.tables.held.ask_confirmation(&c.digest, &principal) else {
+                return Err(Refusal::HeldCallsFull {
+                    limit: gw.tables.held.max,
+                });
             };
             // The retry carrying the answer is the call's record.
             if let Some(o) = x.observation() {
@@ -228,10 +230,10 @@ pub(crate) async fn wait(
                 Ok(Err(e)) => Verdict::Refuse(NotConfirmed::NoAnswer(format!("the client answered with an error: {}", e.get()))),
                 Err(_) => Verdict::Refuse(NotConfirmed::NoAnswer("the question was dropped".into())),
             }),
-            _ = tokio::time::sleep(gw.held.ttl) => Some(Verdict::Refuse(NotConfirmed::NoAnswer(format!("none within {:?} (limits.held_call_ttl)", gw.held.ttl)))),
+            _ = tokio::time::sleep(gw.tables.held.ttl) => Some(Verdict::Refuse(NotConfirmed::NoAnswer(format!("none within {:?} (limits.held_call_ttl)", gw.tables.held.ttl)))),
             _ = cancel.cancelled() => None,
             _ = session.ended.cancelled() => None,
-            _ = gw.stop.cancelled() => None,
+            _ = gw.life.stop.cancelled() => None,
             _ = tx.closed() => None,
         }
     };
@@ -264,7 +266,12 @@ fn retry_answer(x: &Request, params: &mut Map<String, Value>) -> Result<Option<V
         .get("requestState")
         .and_then(Value::as_str)
         .filter(|s| s.starts_with(CONFIRMED_PREFIX))
-        .map(|s| x.gw.held.unwrap_confirmed(s, &c.digest).map(str::to_string));
+        .map(|s| {
+            x.gw.tables
+                .held
+                .unwrap_confirmed(s, &c.digest)
+                .map(str::to_string)
+        });
     match wrapped {
         Some(Ok(inner)) => {
             params.insert("requestState".into(), Value::String(inner));
@@ -280,7 +287,8 @@ fn retry_answer(x: &Request, params: &mut Map<String, Value>) -> Result<Option<V
     else {
         return Ok(None);
     };
-    x.gw.held
+    x.gw.tables
+        .held
         .take_confirmation(state, &c.digest)
         .map_err(Refusal::InvalidRequestState)?;
     // Shifted out, not swapped: the members forwarded keep their order.

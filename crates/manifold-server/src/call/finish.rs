@@ -67,7 +67,7 @@ pub(crate) async fn answered(a: &mut Answering, outcome: CallOutcome, recorded: 
     let bytes = match outcome {
         CallOutcome::Result(raw) => {
             let raw = a.gw.exposed_result(&a.upstream, raw);
-            a.gw.learned.learn(&a.upstream, &raw);
+            a.gw.tables.learned.learn(&a.upstream, &raw);
             Bytes::from(match (a.era, a.shape) {
                 (Era::Stateless, ResultShape::Read) => {
                     let text = results::with_read_hints(raw.get());

@@ -114,7 +114,7 @@ async fn confirmed(x: &mut Request, mut call: Call) -> Result<Reply, Refusal> {
 fn on_stream(x: &mut Request, mut call: Call, question: confirm::Question) -> Reply {
     let (tx, rx) = mpsc::channel::<Bytes>(x.gw.cfg().limits.stream_queue);
     let mut detached = x.detach();
-    x.gw.background.clone().spawn(async move {
+    x.gw.life.background.clone().spawn(async move {
         // `None`: the client or the gateway went away, and nothing was called.
         let result = match confirm::wait(&detached, question, &tx).await {
             Some(verdict) => Some(match confirm::decided(&mut detached, &mut call, verdict) {

@@ -207,7 +207,12 @@ pub(crate) async fn task(x: &mut Request, mut params: Map<String, Value>) -> Res
             "tasks/update needs params.inputResponses (an object)".into(),
         ));
     }
-    let facts = match x.gw.mcp_tasks.open(&client_id, &x.principal.audit_name()) {
+    let facts = match x
+        .gw
+        .tables
+        .mcp_tasks
+        .open(&client_id, &x.principal.audit_name())
+    {
         Ok(f) => f,
         Err(NotOpened::Unknown) => return Err(Refusal::UnknownTask),
         Err(NotOpened::Expired(facts)) => return Err(task_expired(x, &client_id, &facts).await),

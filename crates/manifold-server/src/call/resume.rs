@@ -34,7 +34,7 @@ pub(crate) fn abandon(x: &Request, params: &Map<String, Value>) {
     };
     let digest = params_digest(&x.method, params, &x.principal.audit_name());
     // Dropping the sender wakes the holder with nothing: it cancels the call.
-    if x.gw.held.take(state, &digest).is_ok() {
+    if x.gw.tables.held.take(state, &digest).is_ok() {
         tracing::info!(method = %x.method, "a held call's target left the caller's view; the call is cancelled");
     }
 }
@@ -55,7 +55,7 @@ pub(crate) async fn resume(
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let tx = match x.gw.held.take(state, &digest) {
+    let tx = match x.gw.tables.held.take(state, &digest) {
         Ok(tx) => tx,
         // Authentic but not held here: another replica may hold it.
         Err(NOT_HELD_HERE) if x.gw.cluster.is_some() => {

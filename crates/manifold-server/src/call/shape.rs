@@ -127,7 +127,7 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
                 member: a.member,
                 path: Some(path),
             };
-            let spliced = a.gw.mcp_tasks.seal(&facts).and_then(|client_id| {
+            let spliced = a.gw.tables.mcp_tasks.seal(&facts).and_then(|client_id| {
                 let text = t::replace_top_level_string(raw.get(), "taskId", &client_id).ok()?;
                 Some((client_id, RawValue::from_string(text).ok()?))
             });
@@ -140,7 +140,7 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
                 );
             };
             let rid = record_id(&client_id);
-            let tracked = a.gw.mcp_tasks.created(&rid, &facts, &owner);
+            let tracked = a.gw.tables.mcp_tasks.created(&rid, &facts, &owner);
             a.gw.metrics.task_created(a.upstream, tracked);
             if let Some(o) = a.obs.as_deref_mut() {
                 o.task = Some(TaskEvent {
@@ -286,8 +286,8 @@ fn cancel_upstream(a: &Answerer<'_>, upstream_id: Option<String>) {
     let mut params = Map::new();
     params.insert("taskId".into(), Value::String(id.clone()));
     let headers = standard_headers(t::TASKS_CANCEL, Some(&id));
-    let stop = a.gw.stop.clone();
-    a.gw.background.spawn(async move {
+    let stop = a.gw.life.stop.clone();
+    a.gw.life.background.spawn(async move {
         let cancel = async {
             if let Ok(mut c) = upstream
                 .call_as(t::TASKS_CANCEL, Some(params), headers, Some(&caller))

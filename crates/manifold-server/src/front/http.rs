@@ -61,12 +61,12 @@ pub(crate) async fn serve(
     let slots = Arc::new(tokio::sync::Semaphore::new(gw.cfg().limits.max_connections));
     loop {
         let slot = tokio::select! {
-            _ = gw.shutdown.cancelled() => break,
+            _ = gw.life.shutdown.cancelled() => break,
             s = slots.clone().acquire_owned() => s,
         };
         let Ok(slot) = slot else { break };
         let accepted = tokio::select! {
-            _ = gw.shutdown.cancelled() => break,
+            _ = gw.life.shutdown.cancelled() => break,
             a = listener.accept() => a,
         };
         let (stream, peer) = match accepted {
@@ -83,7 +83,7 @@ pub(crate) async fn serve(
         let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive);
         let gw = gw.clone();
         let builder = builder.clone();
-        let shutdown = gw.shutdown.clone();
+        let shutdown = gw.life.shutdown.clone();
         let grace = gw.cfg().server.shutdown_grace;
         let first_bytes = gw.cfg().limits.header_read_timeout;
         let tls = tls.clone();
@@ -105,7 +105,7 @@ pub(crate) async fn serve(
     }
     // Listen streams never end on their own: close them with their final result
     // so the connections can finish gracefully.
-    let ended = gw.listeners.end_all();
+    let ended = gw.tables.listeners.end_all();
     tracing::debug!(listens = ended, "ended the subscriptions/listen streams");
     conns.close();
     let grace = gw.cfg().server.shutdown_grace;

@@ -78,7 +78,7 @@ impl Gateway {
         loop {
             let line = tokio::select! {
                 l = lines.next() => l,
-                _ = self.shutdown.cancelled() => break,
+                _ = self.life.shutdown.cancelled() => break,
             };
             let line = match line {
                 Line::Message(l) => l,
@@ -156,9 +156,9 @@ impl Gateway {
         // questions to the client fail now (it can no longer answer) instead
         // of waiting out their time; the calls in flight finish and are
         // answered; then the session ends.
-        self.listeners.end_all();
+        self.tables.listeners.end_all();
         let id = session.lock().clone();
-        if let Some(s) = id.as_deref().and_then(|id| self.sessions.get(id)) {
+        if let Some(s) = id.as_deref().and_then(|id| self.tables.sessions.get(id)) {
             for r in s.take_all_pending() {
                 r.refuse(manifold_upstream::NotRelayed::ClientClosedInput)
                     .await;
@@ -223,7 +223,7 @@ impl Gateway {
                         ..arrival
                     };
                     if let Reply::Stream(rx) = pipeline::open_stream(self, &arrival) {
-                        self.background.spawn(forward(rx, tx.clone()));
+                        self.life.background.spawn(forward(rx, tx.clone()));
                     }
                 }
             }

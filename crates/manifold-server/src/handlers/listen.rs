@@ -108,6 +108,7 @@ pub(crate) async fn listen(x: &mut Request, params: Map<String, Value>) -> Resul
     // arriving meanwhile finds the key (and is not delivered) rather than ending
     // the subscription as if the stream were gone.
     let key = gw
+        .tables
         .listeners
         .register(
             x.rpc_id.as_value().clone(),
@@ -124,11 +125,11 @@ pub(crate) async fn listen(x: &mut Request, params: Map<String, Value>) -> Resul
         // when the client goes, or with this handler if the client leaves while
         // the joins below are still running. Either way no join runs after.
         let (gw2, key2) = (gw.clone(), key.clone());
-        gw.background.spawn(async move {
+        gw.life.background.spawn(async move {
             // `shutdown`, not `stop`: listen streams end (with their final
             // result) when draining begins, and this task holds a sender.
             tokio::select! {
-                _ = gw2.shutdown.cancelled() => {}
+                _ = gw2.life.shutdown.cancelled() => {}
                 _ = tx.closed() => {}
             }
             gw2.unsubscribe_all(&key2);
@@ -155,7 +156,7 @@ pub(crate) async fn listen(x: &mut Request, params: Map<String, Value>) -> Resul
         .into_iter()
         .flatten()
         .collect();
-    gw.listeners.acknowledge(&key, honoured);
+    gw.tables.listeners.acknowledge(&key, honoured);
     Ok(Reply::Stream(rx))
 }
 

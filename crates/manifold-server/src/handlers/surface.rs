@@ -186,17 +186,18 @@ pub(crate) fn initialize(x: &Request, params: &Map<String, Value>) -> Result<Rep
         }
         id
     });
-    let session = gw
-        .sessions
-        .create_with_id(opening, sealed)
-        .map_err(|full| match full {
-            Full::Peer => Refusal::TooManySessionsFromPeer {
-                limit: gw.cfg().limits.max_sessions_per_peer,
-            },
-            Full::Total | Full::NoRandomness => Refusal::TooManySessions {
-                limit: gw.cfg().limits.max_sessions,
-            },
-        })?;
+    let session =
+        gw.tables
+            .sessions
+            .create_with_id(opening, sealed)
+            .map_err(|full| match full {
+                Full::Peer => Refusal::TooManySessionsFromPeer {
+                    limit: gw.cfg().limits.max_sessions_per_peer,
+                },
+                Full::Total | Full::NoRandomness => Refusal::TooManySessions {
+                    limit: gw.cfg().limits.max_sessions,
+                },
+            })?;
     tracing::info!(session = %session.short_id(), client = %client_info, version = negotiated, "session started");
     let mut out = Map::new();
     out.insert("protocolVersion".into(), Value::from(negotiated));

@@ -110,7 +110,7 @@ pub(crate) fn session_of(gw: &Gateway, arrival: &Arrival) -> Result<Arc<ClientSe
         return Err(Refusal::SessionRequired);
     };
     let principal = Principal::from_identity(arrival.identity.as_ref());
-    let session = match gw.sessions.get(id) {
+    let session = match gw.tables.sessions.get(id) {
         Some(s) => s,
         None => adopt(gw, arrival, &principal, id)?,
     };
@@ -141,7 +141,7 @@ fn adopt(
     id: &str,
 ) -> Result<Arc<ClientSession>, Refusal> {
     let sealer = gw.sealer.as_ref().ok_or(Refusal::UnknownSession)?;
-    if gw.sessions.has_ended(id) {
+    if gw.tables.sessions.has_ended(id) {
         return Err(Refusal::UnknownSession);
     }
     let facts = sealer.open(id).map_err(|why| {
@@ -167,7 +167,11 @@ fn adopt(
         keep_alive: false,
         expires: Some(facts.expires),
     };
-    match gw.sessions.create_with_id(opening, Some(id.to_string())) {
+    match gw
+        .tables
+        .sessions
+        .create_with_id(opening, Some(id.to_string()))
+    {
         Ok(s) => {
             tracing::info!(session = %s.short_id(), "session opened on another replica taken up");
             Ok(s)

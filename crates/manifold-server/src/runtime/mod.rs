@@ -143,7 +143,7 @@ impl Gateway {
         // The issuers' keys are fetched before the first request is served.
         let live = gw.live();
         if let Some(auth) = live.auth.clone() {
-            auth.start(&gw.background, &live.auth_stop).await;
+            auth.start(&gw.life.background, &live.auth_stop).await;
         }
         Ok(gw)
     }
@@ -222,29 +222,34 @@ impl Gateway {
             sealer: config.cluster.as_ref().and_then(sealed::Sealer::new),
             cluster,
             reloading: tokio::sync::Mutex::new(()),
-            sessions: sessions::Sessions::new(sessions::SessionLimits {
-                max: limits.max_sessions,
-                per_peer: limits.max_sessions_per_peer,
-                calls: limits.max_calls_per_session,
-            }),
-            learned: learned::Learned::default(),
-            subscriptions: Default::default(),
-            upstream_log_level: log_levels::UpstreamLogLevel::default(),
-            listeners: listeners::Listeners::new(limits.max_listens),
-            coalescing: Default::default(),
-            held: held_calls::HeldCalls::new(
-                config.server.request_state_key.as_deref(),
-                limits.held_call_ttl,
-                limits.max_held_calls,
-            )
-            .with_per_principal(limits.max_held_calls_per_principal),
+            tables: crate::state::tables::Tables {
+                sessions: sessions::Sessions::new(sessions::SessionLimits {
+                    max: limits.max_sessions,
+                    per_peer: limits.max_sessions_per_peer,
+                    calls: limits.max_calls_per_session,
+                }),
+                learned: learned::Learned::default(),
+                subscriptions: Default::default(),
+                upstream_log_level: log_levels::UpstreamLogLevel::default(),
+                listeners: listeners::Listeners::new(limits.max_listens),
+                coalescing: Default::default(),
+                held: held_calls::HeldCalls::new(
+                    config.server.request_state_key.as_deref(),
+                    limits.held_call_ttl,
+                    limits.max_held_calls,
+                )
+                .with_per_principal(limits.max_held_calls_per_principal),
+                mcp_tasks: crate::state::tasks::Tasks::new(&config),
+            },
             integrity: integrity::Integrity::new(pins.store, metrics.integrity.clone()),
-            mcp_tasks: crate::state::tasks::Tasks::new(&config),
             metrics,
-            shutdown,
-            stop,
-            audit_stop,
-            background: tasks,
+            life: crate::state::lifecycle::Lifecycle {
+                shutdown,
+                stop,
+                audit_stop,
+                background: tasks,
+                audit_task: Mutex::new(audit_task),
+            },
             auditor,
             auth_refusals: manifold_foundation::log_budget::LogBudget::new(
                 AUTH_REFUSALS_LOGGED_PER_WINDOW,
@@ -252,7 +257,6 @@ impl Gateway {
             output_warnings: manifold_foundation::log_budget::LogBudget::new(
                 OUTPUT_MISMATCHES_LOGGED_PER_WINDOW,
             ),
-            audit_task: Mutex::new(audit_task),
             next_request: AtomicU64::new(1),
             admin: Mutex::new(None),
             admin_addr: OnceLock::new(),
@@ -267,14 +271,17 @@ impl Gateway {
             )),
         });
         let g = gw.clone();
-        gw.background
+        gw.life
+            .background
             .spawn(async move { g.maintain_catalog(rx).await });
         let g = gw.clone();
-        gw.background.spawn(async move { g.sweep_sessions().await });
+        gw.life
+            .background
+            .spawn(async move { g.sweep_sessions().await });
         let g = gw.clone();
-        gw.background.spawn(crate::observe::sweep_tasks(g));
+        gw.life.background.spawn(crate::observe::sweep_tasks(g));
         let g = gw.clone();
-        gw.background.spawn(async move { g.drain().await });
+        gw.life.background.spawn(async move { g.drain().await });
         gw.start_cluster();
         gw
     }
@@ -283,8 +290,8 @@ impl Gateway {
     /// `server.shutdown_grace` has passed, then fires `stop`.
     async fn drain(self: Arc<Self>) {
         tokio::select! {
-            _ = self.shutdown.cancelled() => {}
-            _ = self.stop.cancelled() => return,
+            _ = self.life.shutdown.cancelled() => {}
+            _ = self.life.stop.cancelled() => return,
         }
         let deadline = tokio::time::Instant::now() + self.cfg().server.shutdown_grace;
         loop {
@@ -299,12 +306,12 @@ impl Gateway {
             }
             tokio::time::sleep(DRAIN_POLL).await;
         }
-        self.stop.cancel();
+        self.life.stop.cancel();
     }
 
     /// Whether shutdown has begun (readiness is then false).
     pub(crate) fn draining(&self) -> bool {
-        self.shutdown.is_cancelled()
+        self.life.shutdown.is_cancelled()
     }
 
     /// Waits until every upstream has either become ready or failed once, or
@@ -329,19 +336,21 @@ impl Gateway {
             Some(t) => match front::tls::Tls::new(t) {
                 Ok(t) => {
                     let t = Arc::new(t);
-                    self.background.spawn(t.clone().watch(self.stop.clone()));
+                    self.life
+                        .background
+                        .spawn(t.clone().watch(self.life.stop.clone()));
                     Some(t)
                 }
                 Err(e) => {
                     // Loaded at launch; changed since. Serving plain HTTP instead
                     // would be worse than not serving.
                     tracing::error!(error = %e, "server.tls no longer loads; not serving");
-                    self.shutdown.cancel();
+                    self.life.shutdown.cancel();
                     None
                 }
             },
         };
-        if !self.shutdown.is_cancelled() {
+        if !self.life.shutdown.is_cancelled() {
             front::http::serve(self.clone(), listener, tls).await;
         }
         self.wind_down().await;
@@ -359,14 +368,14 @@ impl Gateway {
         self.serve_admin().await;
         self.watch_config_if_asked();
         self.serve_stdio(input, output).await;
-        self.shutdown.cancel();
+        self.life.shutdown.cancel();
         self.wind_down().await;
     }
 
     /// Starts watching the configuration file, if `[server] watch_config`.
     fn watch_config_if_asked(self: &Arc<Self>) {
         if self.cfg().server.watch_config {
-            self.background.spawn(self.clone().watch_config());
+            self.life.background.spawn(self.clone().watch_config());
         }
     }
 
@@ -377,7 +386,9 @@ impl Gateway {
         }
         let admin = self.admin.lock().take();
         if let Some(l) = admin {
-            self.background.spawn(crate::admin::serve(self.clone(), l));
+            self.life
+                .background
+                .spawn(crate::admin::serve(self.clone(), l));
         }
     }
 
@@ -387,12 +398,12 @@ impl Gateway {
     async fn wind_down(&self) {
         // The drain fires `stop` within the grace; the bound is a safety net.
         let grace = self.cfg().server.shutdown_grace;
-        let _ = tokio::time::timeout(grace + SHUTDOWN_WAIT, self.stop.cancelled()).await;
-        self.stop.cancel();
-        self.background.close();
-        let _ = tokio::time::timeout(SHUTDOWN_WAIT, self.background.wait()).await;
-        self.audit_stop.cancel();
-        let task = self.audit_task.lock().take();
+        let _ = tokio::time::timeout(grace + SHUTDOWN_WAIT, self.life.stop.cancelled()).await;
+        self.life.stop.cancel();
+        self.life.background.close();
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, self.life.background.wait()).await;
+        self.life.audit_stop.cancel();
+        let task = self.life.audit_task.lock().take();
         if let Some(t) = task {
             let _ = tokio::time::timeout(SHUTDOWN_WAIT, t).await;
         }
@@ -481,7 +492,7 @@ impl Gateway {
         let mut ready: HashMap<Arc<str>, (Holder, u64)> = Default::default();
         loop {
             let ev = tokio::select! {
-                _ = self.stop.cancelled() => return,
+                _ = self.life.stop.cancelled() => return,
                 ev = rx.recv() => ev,
             };
             let Some(ev) = ev else { return };
@@ -547,7 +558,7 @@ impl Gateway {
                 self.renew_subscriptions(u);
             }
             if before.map(|b| b.1) != Some(st.connections)
-                && self.sessions.most_verbose_log_level().is_some()
+                && self.tables.sessions.most_verbose_log_level().is_some()
             {
                 self.apply_log_level_later();
             }
@@ -557,12 +568,12 @@ impl Gateway {
     async fn sweep_sessions(self: Arc<Self>) {
         loop {
             tokio::select! {
-                _ = self.stop.cancelled() => return,
+                _ = self.life.stop.cancelled() => return,
                 _ = tokio::time::sleep(SESSION_SWEEP_INTERVAL) => {}
             }
             // Read each time: a reload may change it.
             let idle = self.cfg().limits.session_idle_timeout;
-            let expired = self.sessions.idle(idle);
+            let expired = self.tables.sessions.idle(idle);
             let ended = expired
                 .iter()
                 .filter(|id| self.end_session(id, SessionEnd::Idle))

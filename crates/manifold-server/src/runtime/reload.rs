@@ -136,8 +136,8 @@ impl Gateway {
                         u,
                         &new,
                         &self.events,
-                        &self.stop,
-                        &self.background,
+                        &self.life.stop,
+                        &self.life.background,
                     );
                     if previous.is_some() {
                         restarted.push(started.clone());
@@ -186,13 +186,13 @@ impl Gateway {
             .collect();
         self.console.recent.keep_only(&staying);
         kept.extend(fresh);
-        let live = Arc::new(Live::new(new, kept, Some(&old), &self.stop));
+        let live = Arc::new(Live::new(new, kept, Some(&old), &self.life.stop));
         // A new `[auth]`: its keys are fetched (and kept fresh) before it
         // serves; the old one's refreshers stop.
         let auth_changed = live.config.auth != old.config.auth;
         if auth_changed {
             if let Some(auth) = live.auth.clone() {
-                auth.start(&self.background, &live.auth_stop).await;
+                auth.start(&self.life.background, &live.auth_stop).await;
             }
         }
         self.live.store(live.clone());
@@ -212,11 +212,11 @@ impl Gateway {
         for (u, _) in &restarted {
             self.renew_subscriptions(u);
         }
-        if !restarted.is_empty() && self.sessions.most_verbose_log_level().is_some() {
+        if !restarted.is_empty() && self.tables.sessions.most_verbose_log_level().is_some() {
             self.apply_log_level_later();
         }
         for (u, token) in leaving {
-            self.background.spawn(drain_then_stop(u, token));
+            self.life.background.spawn(drain_then_stop(u, token));
         }
         Ok(report)
     }
@@ -225,11 +225,12 @@ impl Gateway {
     /// read are ended (upstream too, where it was the last).
     async fn revoke_hidden_subscriptions(self: &Arc<Self>) {
         let base = self.catalog();
-        for (uri, who) in self.subscriptions.pairs() {
+        for (uri, who) in self.tables.subscriptions.pairs() {
             let seen = if crate::state::listeners::is_listen_key(&who) {
-                self.listeners.viewer(&who)
+                self.tables.listeners.viewer(&who)
             } else {
-                self.sessions
+                self.tables
+                    .sessions
                     .get(&who)
                     .map(|s| (s.endpoint.clone(), s.viewer()))
             };
@@ -254,7 +255,7 @@ impl Gateway {
         let mut pending: Option<Stamp> = None;
         loop {
             tokio::select! {
-                _ = self.shutdown.cancelled() => return,
+                _ = self.life.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(WATCH_INTERVAL) => {}
             }
             // The path may be set just after serving starts.

@@ -25,10 +25,10 @@ impl Gateway {
     /// that declared `logging`. Failures are logged: one upstream refusing must
     /// not fail the client's request.
     pub(crate) async fn apply_log_level(&self) {
-        let Some(level) = self.sessions.most_verbose_log_level() else {
+        let Some(level) = self.tables.sessions.most_verbose_log_level() else {
             return;
         };
-        *self.upstream_log_level.0.lock() = Some(level);
+        *self.tables.upstream_log_level.0.lock() = Some(level);
         let targets: Vec<_> = self
             .upstreams()
             .iter()
@@ -63,9 +63,9 @@ impl Gateway {
     /// Applies the log level in the background, ending with the gateway.
     pub(crate) fn apply_log_level_later(self: &Arc<Self>) {
         let gw = self.clone();
-        self.background.spawn(async move {
+        self.life.background.spawn(async move {
             tokio::select! {
-                _ = gw.stop.cancelled() => {}
+                _ = gw.life.stop.cancelled() => {}
                 _ = gw.apply_log_level() => {}
             }
         });
@@ -77,13 +77,13 @@ impl Gateway {
     /// session asks for a level any more, the upstreams keep the last one (MCP
     /// has no way back to a server's default).
     pub(crate) fn log_levels_after_sessions_ended(self: &Arc<Self>) {
-        let Some(now) = self.sessions.most_verbose_log_level() else {
+        let Some(now) = self.tables.sessions.most_verbose_log_level() else {
             return;
         };
         {
             // Checked and set at once: a sweep that ends many sessions spawns
             // one setLevel round, not one per session.
-            let mut applied = self.upstream_log_level.0.lock();
+            let mut applied = self.tables.upstream_log_level.0.lock();
             if applied.is_none_or(|a| now <= a) {
                 return;
             }
@@ -101,7 +101,7 @@ impl Gateway {
         type Key = (std::sync::Arc<str>, Option<manifold_policy::ViewKey>);
         let mut memo: std::collections::HashMap<Key, bool> = std::collections::HashMap::new();
         let default = self.default_endpoint();
-        for session in self.sessions.all() {
+        for session in self.tables.sessions.all() {
             let key = views::key_of(views.policy(), session.viewer().as_deref());
             if key.is_some() || session.endpoint != default {
                 let hears = *memo

@@ -1,4 +1,7 @@
-//! Shared state: the [`Gateway`] and the tables every request may read — the
+//! Shared state: the [`Gateway`], in named parts — `live` (the configuration
+//! and what is built from it), `generation` (the catalogue, its views and
+//! validators, one swap), `tables` (what requests share), `lifecycle`
+//! (shutdown and the background work) — and the tables every request may read — the
 //! configuration, the upstreams, the merged catalog snapshot, client sessions
 //! (`sessions`), URIs learned from results (`learned`), resource subscriptions
 //! (`subscriptions`, kept in step upstream by `subscribing`), open listen streams (`listeners`), calls held for a client's
@@ -23,6 +26,7 @@ pub(crate) mod generation;
 pub(crate) mod held_calls;
 pub(crate) mod integrity;
 pub(crate) mod learned;
+pub(crate) mod lifecycle;
 pub(crate) mod listeners;
 pub(crate) mod live;
 pub(crate) mod local_admin;
@@ -36,6 +40,7 @@ pub(crate) mod sealed;
 pub(crate) mod sessions;
 pub(crate) mod subscribing;
 pub(crate) mod subscriptions;
+pub(crate) mod tables;
 pub(crate) mod tasks;
 pub(crate) mod uris;
 pub(crate) mod views;
@@ -53,7 +58,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use views::Access;
 
 /// What a reload swaps, whole: the configuration and everything built from
@@ -111,34 +115,10 @@ pub struct Gateway {
     /// The merged catalogue, its per-caller views and its validators, swapped
     /// as one value on every rebuild (see `generation`).
     pub(crate) generation: ArcSwap<generation::Generation>,
-    pub(crate) sessions: sessions::Sessions,
-    /// URIs seen in results, for routing reads (see `learned`).
-    pub(crate) learned: learned::Learned,
-    /// Resource subscriptions, shared across sessions and listen streams.
-    pub(crate) subscriptions: subscriptions::Subscriptions,
-    /// The log level last sent to the upstreams.
-    pub(crate) upstream_log_level: log_levels::UpstreamLogLevel,
-    /// Open 2026-07-28 `subscriptions/listen` streams.
-    pub(crate) listeners: listeners::Listeners,
-    /// Calls held for a 2026-07-28 client's input (`InputRequiredResult`).
-    pub(crate) held: held_calls::HeldCalls,
-    /// Upstream calls shared by identical concurrent calls (`coalesce = true`).
-    pub(crate) coalescing: coalescing::Coalescing,
-    /// Task ids' keys and the tasks this replica follows (the Tasks extension).
-    pub(crate) mcp_tasks: tasks::Tasks,
-    /// Cancelled when shutdown begins: the front door stops accepting, readiness
-    /// goes false, calls in flight get `server.shutdown_grace` to finish.
-    pub(crate) shutdown: CancellationToken,
-    /// Cancelled when the grace is over (or nothing is left in flight): upstreams
-    /// stop, relays and held calls are cancelled (and audited as such).
-    pub(crate) stop: CancellationToken,
-    /// Cancelled last, once every other task has ended: the audit writer drains its
-    /// queue and closes.
-    pub(crate) audit_stop: CancellationToken,
-    /// The gateway's own background work (tokio tasks: relays, pumps, the
-    /// audit writes, watchers): every one is tracked here and waited for at
-    /// shutdown. ("Task" alone means an MCP task: `mcp_tasks`.)
-    pub(crate) background: TaskTracker,
+    /// The tables requests share (sessions, subscriptions, held calls, …).
+    pub(crate) tables: tables::Tables,
+    /// Shutdown's tokens and the background work it waits for.
+    pub(crate) life: lifecycle::Lifecycle,
     pub(crate) metrics: metrics::Metrics,
     /// The audit writer, when `[audit]` is configured and the gateway was
     /// started with `Gateway::launch`.
@@ -148,7 +128,6 @@ pub struct Gateway {
     /// Log budget for requests refused at authentication: a scan or a
     /// misconfigured client cannot flood the log (and rotate real history away).
     pub(crate) auth_refusals: manifold_foundation::log_budget::LogBudget,
-    pub(crate) audit_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     pub(crate) next_request: AtomicU64,
     /// The admin listener, bound early by `Gateway::bind_admin` or by `serve`.
     pub(crate) admin: Mutex<Option<TcpListener>>,
@@ -270,11 +249,12 @@ impl Gateway {
     /// resource subscriptions end (upstream too where it was the last), and the
     /// upstreams' log level follows the sessions left. False if it was not there.
     pub(crate) fn end_session(self: &Arc<Self>, id: &str, why: SessionEnd) -> bool {
-        let Some(session) = self.sessions.remove(id) else {
+        let Some(session) = self.tables.sessions.remove(id) else {
             return false;
         };
         if let Some(expires) = session.expires {
-            self.sessions
+            self.tables
+                .sessions
                 .remember_ended(id, expires, manifold_foundation::time::unix_now());
         }
         self.unsubscribe_all(&session.id);
@@ -383,7 +363,7 @@ impl Gateway {
         let catalog = self.catalog();
         self.metrics.render(metrics::Now {
             upstreams: &upstreams,
-            sessions: self.sessions.len(),
+            sessions: self.tables.sessions.len(),
             catalog: &catalog,
             bus_rejected: self
                 .cluster
@@ -409,7 +389,7 @@ impl Gateway {
             return None;
         }
         let by_catalog = self.generation.load().catalog.resources.owner(uri).cloned();
-        let name = by_catalog.or_else(|| self.learned.owner(uri));
+        let name = by_catalog.or_else(|| self.tables.learned.owner(uri));
         if let Some(name) = name {
             return self.upstream(&name);
         }
@@ -449,9 +429,10 @@ impl Gateway {
                     })
             };
             let sent = self
+                .tables
                 .sessions
                 .broadcast(&note, &mut |s| sees(&s.endpoint, s.viewer().as_deref()))
-                + self.listeners.list_changed(method, &mut sees);
+                + self.tables.listeners.list_changed(method, &mut sees);
             self.metrics.list_changed_sent(method, sent);
             tracing::info!(%method, sessions = sent, "merged list changed");
         }

@@ -87,12 +87,13 @@ impl Gateway {
             });
         };
         let first = self
+            .tables
             .subscriptions
             .join(subscriber, uri, upstream.name(), limit)?;
         if first {
             let uris = self.live().uris.clone();
             if let Err(e) = own_request(&uris, &upstream, m::RESOURCES_SUBSCRIBE, uri).await {
-                self.subscriptions.leave(subscriber, uri);
+                self.tables.subscriptions.leave(subscriber, uri);
                 return Err(e);
             }
         }
@@ -103,7 +104,7 @@ impl Gateway {
     /// it was the last; awaited, so a subscribe right after cannot overtake it
     /// upstream. Unsubscribing twice is harmless.
     pub(crate) async fn unsubscribe(&self, subscriber: &str, uri: &str) {
-        let Some(upstream) = self.subscriptions.leave(subscriber, uri) else {
+        let Some(upstream) = self.tables.subscriptions.leave(subscriber, uri) else {
             return;
         };
         if let Some(up) = self.upstream(&upstream) {
@@ -117,8 +118,8 @@ impl Gateway {
     /// A session (or listen stream) ended: its subscriptions go, upstream too
     /// where it was the last.
     pub(crate) fn unsubscribe_all(self: &Arc<Self>, subscriber: &str) {
-        for uri in self.subscriptions.held_by(subscriber) {
-            if let Some(upstream) = self.subscriptions.leave(subscriber, &uri) {
+        for uri in self.tables.subscriptions.held_by(subscriber) {
+            if let Some(upstream) = self.tables.subscriptions.leave(subscriber, &uri) {
                 self.unsubscribe_upstream(upstream, uri);
             }
         }
@@ -139,17 +140,17 @@ impl Gateway {
             return;
         }
         let gw = self.clone();
-        self.background.spawn(async move {
+        self.life.background.spawn(async move {
             tokio::select! {
-                _ = gw.stop.cancelled() => {}
+                _ = gw.life.stop.cancelled() => {}
                 _ = async {
-                    if gw.subscriptions.wanted(&uri) {
+                    if gw.tables.subscriptions.wanted(&uri) {
                         return; // someone joined before it was sent: nothing to undo
                     }
                     if let Err(e) = own_request(&uris, &up, m::RESOURCES_UNSUBSCRIBE, &uri).await {
                         tracing::debug!(upstream = %up.name(), %uri, error = %e, "unsubscribe failed");
                     }
-                    if gw.subscriptions.wanted(&uri) {
+                    if gw.tables.subscriptions.wanted(&uri) {
                         if let Err(e) = own_request(&uris, &up, m::RESOURCES_SUBSCRIBE, &uri).await {
                             tracing::warn!(upstream = %up.name(), %uri, error = %e,
                                 "re-subscribing after a racing unsubscribe failed");
@@ -180,7 +181,7 @@ impl Gateway {
         let exposed = uris
             .prefix_of(upstream)
             .map_or(Cow::Borrowed(uri), |p| uris.expose(p, uri));
-        let subscribers = self.subscriptions.subscribers_of(&exposed, upstream);
+        let subscribers = self.tables.subscriptions.subscribers_of(&exposed, upstream);
         if subscribers.is_empty() {
             return 0;
         }
@@ -201,7 +202,7 @@ impl Gateway {
         let (listens, sessions): (Vec<String>, Vec<String>) =
             subscribers.into_iter().partition(|id| is_listen_key(id));
         let mut sent = 0;
-        let delivered = self.listeners.resource_updated(&listens, msg);
+        let delivered = self.tables.listeners.resource_updated(&listens, msg);
         for (key, delivered) in listens.iter().zip(delivered) {
             match delivered {
                 Some(d) => sent += usize::from(d),
@@ -209,7 +210,7 @@ impl Gateway {
             }
         }
         for id in sessions {
-            match self.sessions.get(&id) {
+            match self.tables.sessions.get(&id) {
                 Some(s) if s.push(message.clone()) => sent += 1,
                 // No GET stream here: with replicas, it may be open on another.
                 Some(s) if self.cluster.is_some() => {
@@ -218,7 +219,7 @@ impl Gateway {
                             session: s.digest.clone(),
                             message: String::from_utf8_lossy(&message).into_owned(),
                         };
-                        c.publish_later(&self.background, push);
+                        c.publish_later(&self.life.background, push);
                     }
                 }
                 Some(_) => {}
@@ -231,14 +232,14 @@ impl Gateway {
     /// An upstream (re)connected: its subscriptions were lost with the old
     /// connection, so they are renewed.
     pub(crate) fn renew_subscriptions(&self, upstream: &Upstream) {
-        let uris = self.subscriptions.at(upstream.name());
+        let uris = self.tables.subscriptions.at(upstream.name());
         if uris.is_empty() {
             return;
         }
         let up = upstream.clone();
-        let shutdown = self.stop.clone();
+        let shutdown = self.life.stop.clone();
         let namespaces = self.live().uris.clone();
-        self.background.spawn(async move {
+        self.life.background.spawn(async move {
             for uri in uris {
                 tokio::select! {
                     _ = shutdown.cancelled() => return,

@@ -147,7 +147,7 @@ fn refresh_chain(gw: &Arc<Gateway>, path: PathBuf) {
         c.files.clone()
     };
     let g = gw.clone();
-    gw.background.spawn(async move {
+    gw.life.background.spawn(async move {
         let checked = tokio::task::spawn_blocking(move || check_all(&path, known))
             .await
             .map_err(|e| e.to_string())

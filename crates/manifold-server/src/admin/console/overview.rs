@@ -34,10 +34,10 @@ pub(super) fn page(gw: &Gateway, viewer: &Viewer) -> Result<Markup, (StatusCode,
 fn gateway(gw: &Gateway) -> Markup {
     let uptime = gw.console.started_instant.elapsed();
     let mut by_version: BTreeMap<String, usize> = BTreeMap::new();
-    for s in gw.sessions.all() {
+    for s in gw.tables.sessions.all() {
         *by_version.entry(s.protocol_version.clone()).or_default() += 1;
     }
-    let (held, confirmations) = gw.held.counts();
+    let (held, confirmations) = gw.tables.held.counts();
     let audit = match gw.auditor.as_ref() {
         None => html! { span.muted { "not configured" } },
         Some(a) => match a.check() {
@@ -71,7 +71,7 @@ fn gateway(gw: &Gateway) -> Markup {
                         @for (v, n) in &by_version { span.pill { (v) ": " (n) } " " }
                     }
                 }
-                div { dt { "Listen streams (2026-07-28)" } dd { (gw.listeners.len()) } }
+                div { dt { "Listen streams (2026-07-28)" } dd { (gw.tables.listeners.len()) } }
                 div { dt { "Held calls" } dd { (held) " waiting for input, " (confirmations) " confirmations open" } }
                 div { dt { "Cluster" } dd { (cluster) } }
                 div { dt { "Audit log" } dd { (audit) } }

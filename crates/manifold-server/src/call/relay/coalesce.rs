@@ -96,7 +96,11 @@ pub(super) fn key(x: &Request, call: &Call) -> Option<Key> {
         return None;
     }
     if repeat::hints(call).read_only_hint != Some(true) {
-        if x.gw.coalescing.first_warning(call.upstream.name(), tool) {
+        if x.gw
+            .tables
+            .coalescing
+            .first_warning(call.upstream.name(), tool)
+        {
             tracing::warn!(upstream = %call.upstream.name(), %tool,
                 "`coalesce = true` asks to share calls of a tool whose annotations do not say readOnlyHint: true; its calls are not coalesced");
         }
@@ -150,6 +154,7 @@ pub(super) async fn answer(
             let span = dispatch.span.clone();
             answering
                 .gw
+                .life
                 .background
                 .spawn(make(dispatch, making).instrument(span));
             seat
@@ -286,7 +291,7 @@ impl Drop for Waiting {
             return;
         };
         let gone = a.caller.cancels_on_disconnect();
-        let tasks = a.gw.background.clone();
+        let tasks = a.gw.life.background.clone();
         let mut rest = Waiting {
             seat: Some(seat),
             answering: Some(a),

@@ -149,25 +149,27 @@ pub(crate) async fn bridge(
         call.cancel("the client lacks a required capability").await;
         return a.refuse(Refusal::MissingCapabilities(missing)).await;
     }
-    if gw.held.full() {
+    if gw.tables.held.full() {
         refuse_all(questions, NotRelayed::HeldCallsFull).await;
         call.cancel("too many held calls").await;
         return a
-            .refuse(Refusal::HeldCallsFull { limit: gw.held.max })
+            .refuse(Refusal::HeldCallsFull {
+                limit: gw.tables.held.max,
+            })
             .await;
     }
     let principal = x.principal.audit_name();
-    if gw.held.full_for(&principal) {
+    if gw.tables.held.full_for(&principal) {
         refuse_all(questions, NotRelayed::HeldCallsFullForPrincipal).await;
         call.cancel("too many held calls for this principal").await;
         return a
             .refuse(Refusal::HeldCallsFullForPrincipal {
-                limit: gw.held.per_principal,
+                limit: gw.tables.held.per_principal,
             })
             .await;
     }
     let digest = digest_of(x);
-    let (state_id, state, rx) = gw.held.hold(&digest, &principal);
+    let (state_id, state, rx) = gw.tables.held.hold(&digest, &principal);
     let reply = input_required(&x.rpc_id, &questions, &state);
     let responders = questions.into_iter().map(|q| q.responder).collect();
     let holder = Holder {
@@ -177,7 +179,9 @@ pub(crate) async fn bridge(
         digest,
         principal,
     };
-    gw.background.spawn(holder.hold(responders, rx, state_id));
+    gw.life
+        .background
+        .spawn(holder.hold(responders, rx, state_id));
     reply
 }
 
@@ -204,11 +208,11 @@ impl Holder {
         loop {
             let resume = tokio::select! {
                 r = &mut rx => r.ok(),
-                _ = tokio::time::sleep(self.gw.held.ttl) => None,
-                _ = self.gw.stop.cancelled() => None,
+                _ = tokio::time::sleep(self.gw.tables.held.ttl) => None,
+                _ = self.gw.life.stop.cancelled() => None,
             };
             let Some(resume) = resume else {
-                self.gw.held.release(&state_id);
+                self.gw.tables.held.release(&state_id);
                 self.call
                     .cancel("the client did not come back with the input")
                     .await;
@@ -250,7 +254,7 @@ impl Holder {
                 return;
             }
             // The same call's next round: it takes back the place it held.
-            let (id, state, new_rx) = self.gw.held.hold(&self.digest, &self.principal);
+            let (id, state, new_rx) = self.gw.tables.held.hold(&self.digest, &self.principal);
             let _ = resume
                 .reply
                 .send(input_required(&resume.id, &questions, &state));
@@ -296,8 +300,8 @@ pub(crate) fn wrap_input_round(x: &Request, digest: &str, reply: Reply) -> Reply
             let principal = x.principal.audit_name();
             // With no room for the wrapper the round goes out as the upstream
             // wrote it: its retry is then asked about again, never let through.
-            let Some(wrapped) = x.gw.held.wrap_confirmed(digest, &principal, &inner) else {
-                tracing::warn!(limit = x.gw.held.max,
+            let Some(wrapped) = x.gw.tables.held.wrap_confirmed(digest, &principal, &inner) else {
+                tracing::warn!(limit = x.gw.tables.held.max,
                     "no room for a confirmed call's wrapper (limits.max_held_calls); its retry will be confirmed again");
                 return None;
             };

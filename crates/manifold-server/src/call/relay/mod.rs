@@ -108,7 +108,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         // A task lives on the pool member that made it.
         f.member = facts.member;
     }
-    if let Some(joined) = shared.and_then(|key| gw.coalescing.join(key, &gw.stop)) {
+    if let Some(joined) = shared.and_then(|key| gw.tables.coalescing.join(key, &gw.life.stop)) {
         let dispatch = coalesce::Dispatch {
             upstream,
             method: x.method.clone(),

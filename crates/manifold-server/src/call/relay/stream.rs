@@ -119,9 +119,10 @@ impl Pending {
             minted: Vec::new(),
             gone,
         };
-        let (cancel, shutdown) = (self.cancel.clone(), self.answering.gw.stop.clone());
+        let (cancel, shutdown) = (self.cancel.clone(), self.answering.gw.life.stop.clone());
         self.answering
             .gw
+            .life
             .background
             .spawn(pump.run(call, first, cancel, shutdown).in_current_span());
     }

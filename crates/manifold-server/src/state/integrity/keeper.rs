@@ -85,7 +85,8 @@ impl Gateway {
         let _ = self.integrity.file.set(watch.clone());
         self.integrity.set_writer(tx);
         let gw = self.clone();
-        self.background
+        self.life
+            .background
             .spawn(async move { gw.keep(watch, rx).await });
     }
 
@@ -97,7 +98,7 @@ impl Gateway {
         let mut last_problem: Option<String> = None;
         loop {
             let outcome = tokio::select! {
-                _ = self.stop.cancelled() => return,
+                _ = self.life.stop.cancelled() => return,
                 update = rx.recv() => {
                     let Some(first) = update else { return };
                     let mut batch = vec![first];
