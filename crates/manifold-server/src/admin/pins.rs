@@ -21,7 +21,7 @@
 //! then the audit log) is the admin principal; a request that is not JSON is
 //! refused before its body is read (`admin_auth::not_a_form`).
 //!
-//! Not here: who may call it (`admin_auth`), the approval itself
+//! Not here: who may call it (`admin::auth`), the approval itself
 //! (manifold-integrity `approve`, the keeper).
 
 use http::{Request, StatusCode};

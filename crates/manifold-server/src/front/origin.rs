@@ -1,7 +1,7 @@
 //! DNS-rebinding and cross-site protection, for both listeners: whether a
 //! request's `Host` (or HTTP/2 `:authority`) and `Origin` are ones the
 //! listener answers. The MCP endpoint (`http`) reads its rules from
-//! `[server]`, the admin listener (`admin_auth`) from `[admin]`.
+//! `[server]`, the admin listener (`admin::auth`) from `[admin]`.
 //!
 //! A rebinding page controls both `Host` and `Origin` (they name its own
 //! domain), so neither proves anything about the other:

@@ -29,6 +29,17 @@ async fn ready(limits: LimitsConfig) -> (Running, Peer, StdioFake) {
     (run, peer, fake)
 }
 
+/// A `tools/call` of `name` (no arguments) started, and the request the
+/// upstream saw for it.
+async fn sent(run: &Running, peer: &mut Peer, name: &str) -> (manifold_upstream::Call, Value) {
+    let call = run
+        .up
+        .call("tools/call", tool(name, json!({})), vec![])
+        .await
+        .expect("sent");
+    (call, peer.expect("tools/call").await)
+}
+
 /// The id Manifold gave a request, which must be a number it minted.
 fn minted(req: &Value) -> u64 {
     req["id"]
@@ -80,12 +91,7 @@ async fn answers_that_come_out_of_order_reach_their_own_callers() {
 async fn an_answer_with_an_unknown_or_repeated_id_is_dropped_and_never_delivered_twice() {
     bounded(async {
         let (run, mut peer, _fake) = ready(LimitsConfig::default()).await;
-        let mut a = run
-            .up
-            .call("tools/call", tool("a", json!({})), vec![])
-            .await
-            .expect("sent");
-        let req_a = peer.expect("tools/call").await;
+        let (mut a, req_a) = sent(&run, &mut peer, "a").await;
         let id_a = minted(&req_a);
 
         // Answers to ids Manifold never sent, before the real one.
@@ -105,12 +111,7 @@ async fn an_answer_with_an_unknown_or_repeated_id_is_dropped_and_never_delivered
         }
 
         // The next call gets its own answer, not the repeated one.
-        let mut b = run
-            .up
-            .call("tools/call", tool("b", json!({})), vec![])
-            .await
-            .expect("sent");
-        let req_b = peer.expect("tools/call").await;
+        let (mut b, req_b) = sent(&run, &mut peer, "b").await;
         assert_ne!(minted(&req_b), id_a);
         peer.answer(&req_b, text("b")).await;
         assert_eq!(result(outcome(&mut b).await), text("b"));
@@ -130,12 +131,7 @@ async fn cancelling_a_call_tells_the_upstream_and_frees_its_place() {
             ..LimitsConfig::default()
         };
         let (run, mut peer, _fake) = ready(limits).await;
-        let mut a = run
-            .up
-            .call("tools/call", tool("slow", json!({})), vec![])
-            .await
-            .expect("sent");
-        let req_a = peer.expect("tools/call").await;
+        let (mut a, req_a) = sent(&run, &mut peer, "slow").await;
         assert_eq!(run.up.in_flight(), 1);
         // The one place is taken.
         match run
@@ -301,12 +297,7 @@ async fn progress_reaches_its_own_caller_under_the_callers_own_token() {
 async fn a_server_request_goes_to_the_only_call_in_flight_else_is_refused_and_a_ping_answered() {
     bounded(async {
         let (run, mut peer, _fake) = ready(LimitsConfig::default()).await;
-        let mut a = run
-            .up
-            .call("tools/call", tool("asks", json!({})), vec![])
-            .await
-            .expect("sent");
-        let req_a = peer.expect("tools/call").await;
+        let (mut a, req_a) = sent(&run, &mut peer, "asks").await;
 
         // With one call in flight, the upstream's question is that call's.
         peer.send(
@@ -336,12 +327,7 @@ async fn a_server_request_goes_to_the_only_call_in_flight_else_is_refused_and_a_
 
         // With two in flight there is no one caller to ask: refused. A ping
         // is answered whatever is in flight.
-        let mut b = run
-            .up
-            .call("tools/call", tool("b", json!({})), vec![])
-            .await
-            .expect("sent");
-        let req_b = peer.expect("tools/call").await;
+        let (mut b, req_b) = sent(&run, &mut peer, "b").await;
         peer.send(
             &json!({"jsonrpc": "2.0", "id": "q-2", "method": "elicitation/create", "params": {}}),
         )
@@ -371,12 +357,7 @@ async fn a_server_request_goes_to_the_only_call_in_flight_else_is_refused_and_a_
 async fn a_result_reaches_its_caller_byte_for_byte() {
     bounded(async {
         let (run, mut peer, _fake) = ready(LimitsConfig::default()).await;
-        let mut a = run
-            .up
-            .call("tools/call", tool("raw", json!({})), vec![])
-            .await
-            .expect("sent");
-        let req_a = peer.expect("tools/call").await;
+        let (mut a, req_a) = sent(&run, &mut peer, "raw").await;
         // Members in no sorted order, spacing, escapes, numbers as written,
         // fields no revision knows.
         let raw = r#"{ "zeta":1, "content":[{"type":"text","text":"caf\u00e9 \"q\""}],"structuredContent":{"b":2.50,"a":1e3},"_meta":{"x-vendor":[true,null]},"resultType":"complete" }"#;

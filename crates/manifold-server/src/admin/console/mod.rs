@@ -22,7 +22,7 @@
 //! a form body is read up to [`answer::MAX_FORM_BYTES`]; pages read state, and change
 //! it only through a POST (reload, approve, revoke, login, logout).
 //!
-//! Not here: the admin listener's Host/Origin rules (`admin_auth`, applied
+//! Not here: the admin listener's Host/Origin rules (`admin::auth`, applied
 //! before this), what `/config` and `/catalog` show (`inspect`, reused here).
 
 mod answer;
