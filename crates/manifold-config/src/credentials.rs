@@ -28,7 +28,9 @@ pub const MIN_STORE_KEY_LEN: usize = 32;
 pub struct UpstreamAuthSection {
     /// `static` (the `headers`, today's behaviour), `oauth` (authorization
     /// code with PKCE, `manifold login`), `client_credentials` (the gateway's
-    /// own identity) or `token_exchange` (RFC 8693, per caller).
+    /// own identity), `token_exchange` (RFC 8693, per caller), `user_oauth`
+    /// (each caller's own account, connected once through a link) or
+    /// `user_secret` (each caller's own key, pasted once on a connect page).
     #[serde(rename = "type")]
     pub kind: String,
     /// A Client ID Metadata Document URL (`https://…`) or a pre-registered
@@ -61,6 +63,18 @@ pub struct UpstreamAuthSection {
     /// the caller's token.
     #[serde(default)]
     pub exchange_from: Vec<String>,
+    /// `user_oauth` only: the `resource` (RFC 8707) each caller's tokens are
+    /// asked for; default the upstream's `url`.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// `user_secret` only: where each caller's secret goes (default the
+    /// `Authorization` header as `Bearer {secret}`).
+    #[serde(default)]
+    pub inject: Option<crate::accounts::InjectSection>,
+    /// `user_secret` only: `"tools/list"` tries a pasted secret on the
+    /// upstream before storing it.
+    #[serde(default)]
+    pub check: Option<String>,
 }
 
 /// `[credentials]` in the file.
@@ -72,6 +86,11 @@ pub struct CredentialsSection {
     pub store: String,
     /// Encrypts the store (`${VAR}` expands; at least 32 bytes).
     pub key: String,
+    /// How long a connect link for a `user_oauth` or `user_secret` upstream
+    /// is good for (single use, for the caller it was made for); default
+    /// [`crate::accounts::DEFAULT_CONNECT_TTL`].
+    #[serde(default)]
+    pub connect_ttl: Option<String>,
 }
 
 /// Where tokens are kept, validated.
@@ -79,6 +98,8 @@ pub struct CredentialsSection {
 pub struct StoreSettings {
     pub dir: PathBuf,
     pub key: String,
+    /// `connect_ttl`.
+    pub connect_ttl: std::time::Duration,
 }
 
 /// How Manifold authenticates to one upstream, validated.
@@ -96,6 +117,13 @@ pub enum UpstreamAuth {
     /// audience is the upstream, cached per caller; the gateway's own
     /// requests (lists, pings) use the client-credentials grant.
     TokenExchange(OAuthClient),
+    /// Each caller's own account, authorized once through a connect link
+    /// (authorization code with PKCE at the pinned issuer); tokens per
+    /// caller, sealed in the store, refreshed.
+    UserOAuth(crate::accounts::UserOAuth),
+    /// Each caller's own key, pasted once on a connect page; sealed in the
+    /// store.
+    UserSecret(crate::accounts::UserSecret),
 }
 
 /// The OAuth client Manifold is for one upstream.
@@ -137,7 +165,17 @@ impl UpstreamAuth {
             UpstreamAuth::OAuth(_) => "oauth",
             UpstreamAuth::ClientCredentials(_) => "client_credentials",
             UpstreamAuth::TokenExchange(_) => "token_exchange",
+            UpstreamAuth::UserOAuth(_) => "user_oauth",
+            UpstreamAuth::UserSecret(_) => "user_secret",
         }
+    }
+
+    /// Whether each caller connects an account of their own.
+    pub fn per_user(&self) -> bool {
+        matches!(
+            self,
+            UpstreamAuth::UserOAuth(_) | UpstreamAuth::UserSecret(_)
+        )
     }
 }
 
@@ -159,6 +197,7 @@ pub(crate) fn validate_store(
     Ok(StoreSettings {
         dir: PathBuf::from(dir),
         key,
+        connect_ttl: crate::accounts::connect_ttl(c.connect_ttl.as_deref())?,
     })
 }
 
@@ -185,6 +224,7 @@ fn check_as_url(key: &str, v: &str) -> Result<(), String> {
 
 pub(crate) fn validate_auth(
     key: &str,
+    url: &str,
     a: &UpstreamAuthSection,
     store: Option<&StoreSettings>,
     expand: &dyn Fn(&str, &str) -> Result<String, String>,
@@ -259,7 +299,67 @@ pub(crate) fn validate_auth(
         }
         Ok(c)
     };
+    if a.kind != "user_oauth" && a.resource.is_some() {
+        return Err(format!(
+            "key `{key}.auth.resource`: only `user_oauth` takes a resource"
+        ));
+    }
+    if a.kind != "user_secret" && (a.inject.is_some() || a.check.is_some()) {
+        return Err(format!(
+            "key `{key}.auth`: `inject` and `check` belong to `user_secret`"
+        ));
+    }
+    let per_user_store = |kind: &str| {
+        store.cloned().ok_or_else(|| {
+            format!(
+                "key `{key}.auth`: `{kind}` keeps each caller's account sealed in `[credentials]` (store and key); add that section"
+            )
+        })
+    };
     match a.kind.as_str() {
+        "user_oauth" => {
+            per_user_store("user_oauth")?;
+            let c = pinned(client()?, "user_oauth")?;
+            if c.client_id.is_none() {
+                return Err(format!(
+                    "key `{key}.auth.client_id`: `user_oauth` needs the client id the gateway is registered as at the issuer (its redirect URI is `<server.public_url>/oauth/callback`)"
+                ));
+            }
+            let resource = crate::accounts::resource(key, a.resource.as_deref(), url)?;
+            Ok(UpstreamAuth::UserOAuth(crate::accounts::UserOAuth {
+                client: c,
+                resource,
+            }))
+        }
+        "user_secret" => {
+            let store = per_user_store("user_secret")?;
+            if a.client_id.is_some()
+                || a.client_secret.is_some()
+                || !a.scopes.is_empty()
+                || a.issuer.is_some()
+                || a.token_endpoint.is_some()
+                || !a.exchange_from.is_empty()
+            {
+                return Err(format!(
+                    "key `{key}.auth`: `user_secret` takes only `inject` and `check` (each caller pastes their own key)"
+                ));
+            }
+            let check = match a.check.as_deref() {
+                None => false,
+                Some(crate::accounts::CHECK_TOOLS_LIST) => true,
+                Some(other) => {
+                    return Err(format!(
+                        "key `{key}.auth.check`: {other:?}; the one check is \"{}\"",
+                        crate::accounts::CHECK_TOOLS_LIST
+                    ))
+                }
+            };
+            Ok(UpstreamAuth::UserSecret(crate::accounts::UserSecret {
+                inject: crate::accounts::inject(key, a.inject.as_ref())?,
+                check,
+                store,
+            }))
+        }
         "static" => {
             if a.client_id.is_some()
                 || a.client_secret.is_some()
@@ -304,7 +404,7 @@ pub(crate) fn validate_auth(
             Ok(UpstreamAuth::TokenExchange(pinned(c, "token_exchange")?))
         }
         other => Err(format!(
-            "key `{key}.auth.type`: {other:?}; expected `static`, `oauth`, `client_credentials` or `token_exchange`"
+            "key `{key}.auth.type`: {other:?}; expected `static`, `oauth`, `client_credentials`, `token_exchange`, `user_oauth` or `user_secret`"
         )),
     }
 }

@@ -12,6 +12,7 @@
 //! Not here: watching the file for reloads, and anything that opens a socket or
 //! spawns a process.
 
+pub mod accounts;
 pub mod admin;
 pub mod audit;
 pub mod auth;

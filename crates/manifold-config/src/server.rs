@@ -87,6 +87,13 @@ pub struct ServerSection {
     /// `tools/list` (default false).
     #[serde(default)]
     pub discovery_expand: bool,
+    /// The address browsers reach this listener at (`https://mcp.example.com`),
+    /// for the links Manifold hands out (a `user_oauth` or `user_secret`
+    /// upstream's connect pages, `/oauth/callback`). Default: the listener's
+    /// own address; required when that is not what users reach (a wildcard
+    /// address, a proxy in front).
+    #[serde(default)]
+    pub public_url: Option<String>,
 }
 
 impl Default for ServerSection {
@@ -105,6 +112,7 @@ impl Default for ServerSection {
             discovery: Default::default(),
             always_visible: Vec::new(),
             discovery_expand: false,
+            public_url: None,
         }
     }
 }
@@ -169,6 +177,24 @@ pub struct ServerConfig {
     pub tls: Option<TlsConfig>,
     /// The default endpoint's `discovery`, `always_visible`, `discovery_expand`.
     pub discovery: crate::endpoint::DiscoverySettings,
+    /// `server.public_url`, without a trailing `/`.
+    pub public_url: Option<String>,
+}
+
+impl ServerConfig {
+    /// Where browsers reach this listener: `public_url`, else the listener's
+    /// own `http(s)://address` (`None` for a wildcard address, which no
+    /// browser can open).
+    pub fn public_base(&self) -> Option<String> {
+        if let Some(u) = &self.public_url {
+            return Some(u.clone());
+        }
+        if self.listen.ip().is_unspecified() {
+            return None;
+        }
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        Some(format!("{scheme}://{}", self.listen))
+    }
 }
 
 /// `[server.tls]`, validated: the files exist when the configuration is loaded
@@ -184,6 +210,26 @@ pub struct TlsConfig {
     /// Certificate revocation lists (PEM) client certificates are checked
     /// against (only with `client_ca`).
     pub client_crl: Vec<std::path::PathBuf>,
+}
+
+/// `server.public_url`: an absolute `http(s)` URL with no query or fragment,
+/// kept without its trailing `/`.
+fn public_url(u: &str) -> Result<String, String> {
+    match url::Url::parse(u) {
+        Ok(p)
+            if matches!(p.scheme(), "http" | "https")
+                && p.host().is_some()
+                && p.query().is_none()
+                && p.fragment().is_none()
+                && p.username().is_empty()
+                && p.password().is_none() =>
+        {
+            Ok(u.trim_end_matches('/').to_string())
+        }
+        _ => Err(format!(
+            "key `server.public_url`: {u:?} must be an absolute http(s) URL with no credentials, query or fragment, e.g. \"https://mcp.example.com\""
+        )),
+    }
 }
 
 /// `[server]` validated.
@@ -203,6 +249,10 @@ pub(crate) fn validate(
             "key `server.path`: `{path}` must be an absolute path such as \"/mcp\""
         ));
     }
+    let public_url = match &s.public_url {
+        None => None,
+        Some(u) => Some(public_url(u)?),
+    };
     if s.page_size == 0 {
         return Err("key `server.page_size`: must be greater than 0".into());
     }
@@ -229,6 +279,7 @@ pub(crate) fn validate(
         watch_config: s.watch_config,
         shutdown_grace: duration("server.shutdown_grace", &s.shutdown_grace)?,
         request_state_key,
+        public_url,
         tls: match &s.tls {
             Some(t) => Some(tls(t, lookup)?),
             None => None,

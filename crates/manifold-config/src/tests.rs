@@ -683,3 +683,58 @@ fn an_admin_token_may_not_be_a_clients_api_key() {
     }
     assert!(load_with(&text(&other), &[]).is_ok());
 }
+
+#[test]
+fn per_caller_accounts_are_validated_and_need_an_address_browsers_reach() {
+    let store = "[credentials]\nstore = \"/tmp/x\"\nkey = \"0123456789abcdef0123456789abcdef\"\n";
+    let cfg = |server: &str, auth: &str, store: &str| {
+        format!("{server}[upstreams.a]\nurl = \"https://mcp.example.com/mcp\"\n[upstreams.a.auth]\n{auth}\n{store}")
+    };
+    let oauth = "type = \"user_oauth\"\nissuer = \"https://as.example.com\"\nclient_id = \"gw\"\n";
+    // (server section, auth, with store, the error's words; "" loads)
+    let table: &[(&str, &str, bool, &str)] = &[
+        ("", oauth, true, ""),
+        ("", "type = \"user_secret\"\n", true, ""),
+        ("", "type = \"user_secret\"\ninject = { query = \"api_key\" }\ncheck = \"tools/list\"\n", true, ""),
+        ("", oauth, false, "[credentials]"),
+        ("", "type = \"user_oauth\"\nclient_id = \"gw\"\n", true, "auth.issuer"),
+        ("", "type = \"user_oauth\"\nissuer = \"https://as.example.com\"\n", true, "client_id"),
+        ("", &format!("{oauth}resource = \"not a url\"\n"), true, "auth.resource"),
+        ("", "type = \"user_secret\"\ninject = { header = \"X Key\" }\n", true, "inject.header"),
+        ("", "type = \"user_secret\"\ninject = { format = \"Token\" }\n", true, "{secret}"),
+        ("", "type = \"user_secret\"\ninject = { query = \"k\", header = \"X\" }\n", true, "not both"),
+        ("", "type = \"user_secret\"\ncheck = \"ping\"\n", true, "auth.check"),
+        ("", "type = \"user_secret\"\nclient_id = \"x\"\n", true, "only `inject`"),
+        ("", "type = \"static\"\ncheck = \"tools/list\"\n", true, "belong to `user_secret`"),
+        ("[server]\nlisten = \"0.0.0.0:8080\"\nallowed_hosts = [\"mcp.example.com\"]\n", oauth, true, "server.public_url"),
+        ("[server]\nlisten = \"0.0.0.0:8080\"\nallowed_hosts = [\"mcp.example.com\"]\npublic_url = \"https://mcp.example.com/\"\n", oauth, true, ""),
+        ("[server]\npublic_url = \"https://mcp.example.com/?x=1\"\n", oauth, true, "server.public_url"),
+    ];
+    for (server, auth, with_store, words) in table {
+        let text = cfg(server, auth, if *with_store { store } else { "" });
+        match load_with(&text, &[]) {
+            Ok(c) => {
+                assert_eq!(*words, "", "{text} loaded");
+                assert!(matches!(
+                    &c.upstreams[0].transport,
+                    Transport::Http { auth, .. } if auth.per_user()
+                ));
+                if server.contains("public_url") {
+                    assert_eq!(
+                        c.server.public_base().as_deref(),
+                        Some("https://mcp.example.com")
+                    );
+                }
+            }
+            Err(e) => assert!(
+                !words.is_empty() && e.to_string().contains(words),
+                "{text}: {e}"
+            ),
+        }
+    }
+    // connect_ttl: default 10 minutes, bounded.
+    let c = load_with(&cfg("", oauth, store), &[]).unwrap();
+    assert_eq!(c.credentials.unwrap().connect_ttl, Duration::from_secs(600));
+    let long = store.replace("key =", "connect_ttl = \"2d\"\nkey =");
+    assert!(load_with(&cfg("", oauth, &long), &[]).is_err());
+}

@@ -412,7 +412,7 @@ pub(crate) fn validate(
                     headers.insert(k.clone(), v);
                 }
                 let auth = match &u.auth {
-                    Some(a) => crate::credentials::validate_auth(&key, a, store, &ex)?,
+                    Some(a) => crate::credentials::validate_auth(&key, &url, a, store, &ex)?,
                     None => Default::default(),
                 };
                 Transport::Http {

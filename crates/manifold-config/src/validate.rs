@@ -56,6 +56,15 @@ pub(crate) fn validate(
         _ => None,
     });
     crate::credentials::resolve_exchange(http_auth, auth.as_ref())?;
+    let per_user = upstreams.iter().find(|u| {
+        matches!(&u.transport, crate::upstreams::Transport::Http { auth, .. } if auth.per_user())
+    });
+    if let (Some(u), None) = (per_user, server.public_base()) {
+        return Err(format!(
+            "key `server.public_url`: upstream `{}` sends each caller to a connect page, and the listener's address {} is not one a browser can open; set public_url to the address users reach (e.g. \"https://mcp.example.com\")",
+            u.name, server.listen
+        ));
+    }
     let endpoints = crate::endpoint::validate(
         &file.endpoint,
         &server.path,

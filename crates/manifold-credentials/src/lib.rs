@@ -14,7 +14,10 @@
 //!   a 403 `insufficient_scope` asks for; the client-credentials grant;
 //! - `exchange`: RFC 8693 token exchange, a caller's token for one per caller
 //!   whose audience is the upstream;
-//! - `store`: tokens at rest, encrypted, one file per upstream.
+//! - `store`: tokens at rest, encrypted, one file per upstream;
+//! - `accounts` and `connect`: each caller's own account at a `user_oauth`
+//!   or `user_secret` upstream — sealed per (upstream, principal), the flow a
+//!   connect page starts and its callback finishes, refreshes.
 //!
 //! Invariants: every request to an authorization server is bounded by
 //! [`HTTP_TIMEOUT`] and its answer by [`MAX_BODY`]; a token never reaches a
@@ -24,6 +27,8 @@
 //! Not here: sending requests to the upstream (manifold-upstream asks a
 //! [`TokenSource`] for the token), the command line (the binary).
 
+mod accounts;
+mod connect;
 mod discovery;
 mod error;
 mod exchange;
@@ -35,6 +40,8 @@ mod pkce;
 mod source;
 mod store;
 
+pub use accounts::{Account, AccountStore, Summary, MAX_ACCOUNT_FILE};
+pub use connect::{Accounts, Begun, Injected, Lookup};
 pub use discovery::{parse_challenge, Challenge};
 pub use error::CredentialError;
 pub use exchange::{Validated, ACCESS_TOKEN_TYPE, MAX_EXCHANGED, TOKEN_EXCHANGE_GRANT};

@@ -32,11 +32,7 @@ use crate::discovery::{discover, Pins};
 use crate::http::Client;
 use crate::login::{probe, take_tokens, token_request};
 use crate::store::{Record, Store};
-use crate::{
-    discovery::parse_challenge, error::CredentialError, limits::MAX_STEP_UPS,
-    limits::REFRESH_MARGIN,
-};
-use manifold_foundation::time::unix_now;
+use crate::{discovery::parse_challenge, error::CredentialError, limits::MAX_STEP_UPS};
 
 /// What the caller does after the upstream refused a token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +77,11 @@ impl TokenSource {
     /// The source for `auth`; `None` for `static` (headers only).
     pub fn new(upstream: &str, url: &str, auth: &UpstreamAuth) -> Option<TokenSource> {
         let (client, mode) = match auth {
-            UpstreamAuth::Static => return None,
+            // Per-caller accounts: the gateway's own requests carry the
+            // `headers` only (`connect` holds the callers' credentials).
+            UpstreamAuth::Static | UpstreamAuth::UserOAuth(_) | UpstreamAuth::UserSecret(_) => {
+                return None
+            }
             UpstreamAuth::OAuth(c) => (c.clone(), Mode::OAuth(Store::new(c.store.as_ref()?))),
             UpstreamAuth::ClientCredentials(c) => (c.clone(), Mode::ClientCredentials),
             UpstreamAuth::TokenExchange(c) => (c.clone(), Mode::TokenExchange),
@@ -199,21 +199,10 @@ impl TokenSource {
         }
     }
 
-    /// Whether `r` is good for a while yet: more than [`REFRESH_MARGIN`]
-    /// (or half its lifetime, for a short-lived one) before it expires.
-    fn fresh(r: &Record) -> bool {
-        let Some(end) = r.expires_at else {
-            return true;
-        };
-        let life = r.obtained_at.map_or(u64::MAX, |t| end.saturating_sub(t));
-        let margin = REFRESH_MARGIN.as_secs().min(life / 2);
-        end > unix_now() + margin
-    }
-
     /// The token to send now.
     pub async fn token(&self) -> Result<String, CredentialError> {
         let cached = self.current.lock().clone();
-        if let Some(r) = cached.as_ref().filter(|r| Self::fresh(r)) {
+        if let Some(r) = cached.as_ref().filter(|r| r.fresh()) {
             return Ok(r.access_token.clone());
         }
         let _one = self.refreshing.lock().await;
@@ -222,7 +211,7 @@ impl TokenSource {
             Mode::ClientCredentials | Mode::TokenExchange => self.current.lock().clone(),
         };
         match r {
-            Some(r) if Self::fresh(&r) => Ok(r.access_token),
+            Some(r) if r.fresh() => Ok(r.access_token),
             Some(r) if r.refresh_token.is_some() => self.refresh(r).await,
             _ if !matches!(self.mode, Mode::OAuth(_)) => self.client_credentials().await,
             Some(_) => Err(CredentialError::NeedsLogin(format!(

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::CredentialError;
+use crate::limits::REFRESH_MARGIN;
 
 /// What a store file starts with (the format's version).
 const MAGIC: &str = "manifold-tokens-v1\n";
@@ -57,6 +58,20 @@ pub struct Record {
     /// login` asks for them too.
     #[serde(default)]
     pub step_up: Option<String>,
+}
+
+impl Record {
+    /// Whether the access token is good for a while yet: more than
+    /// [`REFRESH_MARGIN`] (or half its lifetime, for a short-lived one)
+    /// before it expires.
+    pub fn fresh(&self) -> bool {
+        let Some(end) = self.expires_at else {
+            return true;
+        };
+        let life = self.obtained_at.map_or(u64::MAX, |t| end.saturating_sub(t));
+        let margin = REFRESH_MARGIN.as_secs().min(life / 2);
+        end > manifold_foundation::time::unix_now() + margin
+    }
 }
 
 /// The store of one deployment.
@@ -151,7 +166,7 @@ impl Store {
 }
 
 #[cfg(unix)]
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
@@ -165,7 +180,7 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::write(path, bytes)
 }
 
@@ -178,6 +193,7 @@ mod tests {
         Store::new(&StoreSettings {
             dir: dir.to_path_buf(),
             key: key.into(),
+            connect_ttl: manifold_config::accounts::DEFAULT_CONNECT_TTL,
         })
     }
 

@@ -21,6 +21,10 @@ impl ErrorCode {
     pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
     /// 2026-07-28: the request needs a client capability that was not declared.
     pub const MISSING_CLIENT_CAPABILITY: ErrorCode = ErrorCode(-32021);
+    /// 2025-11-25: the request needs the user to visit a URL first
+    /// (`URLElicitationRequiredError`, `data.elicitations[]`); retired in
+    /// 2026-07-28, where an `InputRequiredResult` asks instead.
+    pub const URL_ELICITATION_REQUIRED: ErrorCode = ErrorCode(-32042);
     /// 2026-07-28: the protocol version of the request is not supported.
     pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
     /// Manifold: the upstream that owns the request is unavailable. In the

@@ -13,6 +13,7 @@
 //! | runtime | `runtime` | start, serve, catalog upkeep, idle sweep, reload |
 //! | front door | `front` | HTTP endpoint and framing, stdio, operator |
 //! | admin plane | `admin` | admin listener, its auth, inspection, pins, the console (same floor as `front`) |
+//! | connect pages | `connect` | where a person links their own upstream account (`user_oauth`, `user_secret`) on the MCP listener (same floor as `front`, which routes to it) |
 //! | pipeline | `pipeline` | the phases in order (`decode`, `admit`, `route`, finish) |
 //! | handlers | `handlers` | what Manifold answers itself, one file per method family |
 //! | call chain | `call` | forwarded requests, one file per step |
@@ -35,6 +36,7 @@
 
 mod admin;
 mod call;
+mod connect;
 mod era;
 mod front;
 mod handlers;

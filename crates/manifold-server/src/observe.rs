@@ -361,6 +361,40 @@ pub(crate) async fn task_end(gw: &Arc<Gateway>, end: TaskEnd<'_>, by: Option<&Ob
     let _ = write(gw, auditor, rec).await;
 }
 
+/// The method of an account's audit record (`user_oauth` / `user_secret`
+/// upstreams): `name` is what happened — `connected`, `refreshed`, `lapsed`
+/// (a refresh refused; the caller connects again), `failed` (a connect that
+/// did not finish), `revoked` — never a token or key.
+pub(crate) const ACCOUNT_METHOD: &str = "manifold/account";
+
+/// Records an event of `principal`'s account at `upstream` (`kind`:
+/// `user_oauth` or `user_secret`); `why` for a failure.
+pub(crate) fn account_event(
+    gw: &Gateway,
+    upstream: &str,
+    kind: &str,
+    principal: &str,
+    event: &str,
+    failed: bool,
+) {
+    tracing::info!(upstream, principal, event, "upstream account");
+    let Some(auditor) = gw.auditor.clone() else {
+        return;
+    };
+    let mut rec = AuditRecord::new(gw.request_id(), ACCOUNT_METHOD);
+    rec.principal = principal.to_string();
+    rec.name = Some(event.to_string());
+    rec.upstream = Some(upstream.to_string());
+    rec.upstream_auth = Some(kind.to_string());
+    rec.outcome = if failed {
+        Outcome::Refused { code: 0 }
+    } else {
+        Outcome::Ok
+    };
+    // Written by the gateway's own task; nothing waits for it here.
+    drop(write(gw, auditor, rec));
+}
+
 /// Writes `rec` on a task of the gateway: if the caller's future is dropped
 /// while the writer's queue is full (the client left), the record is still
 /// written, with its real outcome. The one place an audit record is handed to

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 const LAYERS: manifold_architecture::Layers = &[
     &["runtime"],
-    &["front", "admin"],
+    &["front", "admin", "connect"],
     &["pipeline"],
     &["handlers"],
     &["call"],

@@ -56,6 +56,11 @@ pub enum UpstreamError {
         /// Only this request needs more scope; the token is good otherwise.
         step_up: bool,
     },
+    /// The upstream refused the credential a call carried for its caller
+    /// (an exchanged token, the caller's own account): that caller's to mend,
+    /// never the connection's, and no fault of the upstream's.
+    #[error("upstream `{upstream}` refused the credential sent for this caller (HTTP {status}): the token exchanged for this caller, or the account the caller connected, is not accepted")]
+    CallerRefused { upstream: String, status: u16 },
 }
 
 /// Whether a failed request may be sent again.
@@ -118,7 +123,12 @@ impl UpstreamError {
                 | UpstreamError::Failing { .. }
                 | UpstreamError::Busy { .. }
                 | UpstreamError::NeedsLogin { .. }
+                | UpstreamError::CallerRefused { .. }
         )
+    }
+    /// The upstream refused the caller's own credential (HTTP 401/403).
+    pub fn is_caller_refused(&self) -> bool {
+        matches!(self, UpstreamError::CallerRefused { .. })
     }
     pub fn is_cancelled(&self) -> bool {
         matches!(self, UpstreamError::Cancelled { .. })

@@ -62,5 +62,17 @@ impl ServerFacts {
 }
 
 /// Extra HTTP headers for one forwarded request (`Mcp-Method`, `Mcp-Name`,
-/// `Mcp-Param-*`). stdio upstreams ignore them.
+/// `Mcp-Param-*`, a caller's own credential). stdio upstreams ignore them.
+/// Two kinds of entry are not headers: a name starting with
+/// [`QUERY_PARAM_PREFIX`] is a query parameter of this request's URL (a
+/// `user_secret` key injected as `?name=`), and [`ON_BEHALF`] marks a request
+/// that carries its caller's own credential (sent nowhere).
 pub type ExtraHeaders = Vec<(String, String)>;
+
+/// An [`ExtraHeaders`] name starting with this is a query parameter.
+pub const QUERY_PARAM_PREFIX: &str = "?";
+/// An [`ExtraHeaders`] entry with this name says the request carries its
+/// caller's own credential: a 401/403 is that caller's
+/// ([`UpstreamError::is_caller_refused`](crate::UpstreamError::is_caller_refused)),
+/// never the connection's.
+pub const ON_BEHALF: &str = ":on-behalf";

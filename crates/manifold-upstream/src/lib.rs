@@ -57,7 +57,9 @@ mod wire;
 pub use breaker::{BreakerReport, BreakerState};
 pub use call::{Call, NotStarted};
 pub use error::{RetryClass, UpstreamError};
-pub use facts::{ClientFacts, ExtraHeaders, ServerFacts, UpstreamEvent};
+pub use facts::{
+    ClientFacts, ExtraHeaders, ServerFacts, UpstreamEvent, ON_BEHALF, QUERY_PARAM_PREFIX,
+};
 pub use limits::*;
 pub use manifold_config::UpstreamProtocol;
 pub use manifold_foundation::log_budget::LOG_WINDOW;

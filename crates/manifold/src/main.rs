@@ -173,6 +173,13 @@ enum Command {
         #[command(subcommand)]
         command: cli::pins::PinsCommand,
     },
+    /// Callers' own accounts at `user_oauth` and `user_secret` upstreams, in
+    /// `[credentials] store`: who is connected to what (never a secret), and
+    /// revoking one.
+    Credentials {
+        #[command(subcommand)]
+        command: cli::credentials::CredentialsCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -259,6 +266,7 @@ fn main() -> ExitCode {
     }
     let cli = match cli.command {
         Command::Pins { command } => return cli::pins::run(command),
+        Command::Credentials { command } => return cli::credentials::run(command),
         Command::Admin { command } => return cli::admin::run(command),
         command => Cli { command, ..cli },
     };
@@ -277,6 +285,7 @@ fn main() -> ExitCode {
         | Command::Audit { .. }
         | Command::Auth { .. }
         | Command::Admin { .. }
+        | Command::Credentials { .. }
         | Command::Pins { .. } => ExitCode::SUCCESS,
         Command::Serve { config } => cli::serve::run(&rt, &config.config),
         Command::Stdio { config } => cli::stdio::run(&rt, &config.config),

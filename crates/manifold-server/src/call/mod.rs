@@ -219,6 +219,12 @@ impl Answering {
     /// end of a stream, a held call's last round): shape (a task), check
     /// output, finish. Returns the answer's bytes, once recorded.
     pub(crate) async fn answer(&mut self, outcome: CallOutcome) -> Bytes {
+        if let CallOutcome::Failed(e) = &outcome {
+            if e.is_caller_refused() {
+                let principal = self.obs.as_ref().map(|o| o.principal().to_string());
+                credentials::refused(&self.gw, &self.upstream, principal.as_deref());
+            }
+        }
         let hook = std::mem::replace(&mut self.task, TaskHook::None);
         let answerer = shape::Answerer {
             gw: &self.gw,

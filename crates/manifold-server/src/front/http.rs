@@ -233,6 +233,16 @@ async fn handle(
             return auth::metadata(&gw, req.headers(), &e);
         }
     }
+    // The connect pages of per-caller accounts: Host checked as for the
+    // endpoint; their POSTs' Origin is checked against the public URL there.
+    if let Some(id) = crate::connect::owns(&gw, req.uri().path()) {
+        let mut h = req.headers().clone();
+        h.remove(http::header::ORIGIN);
+        if let Err(r) = check_origin_and_host(&gw, &h, req.uri().authority().map(|a| a.as_str())) {
+            return refuse(r);
+        }
+        return crate::connect::handle(&gw, req, id).await;
+    }
     // The default endpoint or an `[[endpoint]]`; anything else speaks no JSON-RPC.
     let Some(endpoint) = gw.live().endpoints.at(req.uri().path()).cloned() else {
         return plain(StatusCode::NOT_FOUND);

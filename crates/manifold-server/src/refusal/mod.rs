@@ -15,10 +15,12 @@
 //! Not here: errors an upstream sent (they pass through untouched), answers
 //! to an upstream's own requests (manifold-upstream `NotRelayed`).
 
+mod connect;
 #[cfg(test)]
 mod tests;
 mod tool;
 
+pub(crate) use connect::{AccountAsk, AskForm, CONNECT_INPUT_KEY};
 pub(crate) use tool::{upstream_outcome, NotConfirmed, ToolError};
 
 use http::StatusCode;
@@ -148,6 +150,14 @@ pub(crate) enum Refusal {
     /// The authorization server would not exchange the caller's token.
     #[error("{why}")]
     ExchangeRefused { upstream: String, why: String },
+    /// A `user_oauth` / `user_secret` upstream, and the caller has connected
+    /// no account there (`connect`: how the client is asked).
+    #[error("{}", .0.message())]
+    AccountRequired(Box<AccountAsk>),
+    /// The caller's account could not be read or used (a damaged store, the
+    /// authorization server down while the token expired).
+    #[error("upstream `{upstream}`: the caller's account cannot be used now ({why}); retry later")]
+    AccountUnavailable { upstream: String, why: String },
     /// What the client sent belongs to a call or stream on another replica,
     /// and the cluster's Redis cannot carry it there.
     #[error("{what} could not be relayed to the replica holding it: {error}; retry once the cluster's Redis is back (readiness shows its state)")]
@@ -260,6 +270,12 @@ impl Refusal {
             | SkillFileMismatch { .. }
             | HeldCallLost => ErrorCode::INTERNAL_ERROR,
             NoTokenToExchange { .. } | ExchangeRefused { .. } => ErrorCode::INVALID_REQUEST,
+            AccountRequired(a) => match a.form {
+                AskForm::UrlElicitation => ErrorCode::URL_ELICITATION_REQUIRED,
+                AskForm::InputRequired { .. } => return None,
+                AskForm::Link => ErrorCode::INVALID_REQUEST,
+            },
+            AccountUnavailable { .. } => ErrorCode::UPSTREAM_UNAVAILABLE,
             Tool(_) => return None,
             Quarantined(unknown) => return unknown.code(),
         })
@@ -313,6 +329,11 @@ impl Refusal {
                 Era::Session => StatusCode::OK,
                 Era::Stateless => StatusCode::FORBIDDEN,
             },
+            AccountRequired(a) => match (&a.form, era) {
+                (AskForm::Link, Era::Stateless) => StatusCode::FORBIDDEN,
+                _ => StatusCode::OK,
+            },
+            AccountUnavailable { .. } => StatusCode::OK,
             // The 2026-07-28 transport answers an unknown method with 404; the
             // session era with a JSON-RPC error in a 200.
             MethodNotFound(_) | TasksNotOffered(_) => match era {
@@ -364,6 +385,9 @@ impl Refusal {
                 Some(json!({ "requiredCapabilities": {"elicitation": {"form": {}}} }))
             }
             Refusal::Quarantined(unknown) => unknown.data(),
+            Refusal::AccountRequired(a) if matches!(a.form, AskForm::UrlElicitation) => {
+                Some(a.elicitation_data())
+            }
             _ => None,
         }
     }
@@ -405,6 +429,16 @@ impl Refusal {
             Refusal::Tool(t) => match id {
                 Some(id) => return t.reply(id, era),
                 None => None,
+            },
+            // A question, answered as a result (the retry is the call).
+            Refusal::AccountRequired(a) => match (&a.form, id) {
+                (AskForm::InputRequired { state }, Some(id)) => {
+                    return Reply::ok(jsonrpc::response_bytes_from_json(
+                        id,
+                        a.input_required(state).to_string().as_bytes(),
+                    ))
+                }
+                _ => id,
             },
             _ => id,
         };

@@ -64,6 +64,10 @@ pub(crate) enum ToolError {
     /// `call_tool` arguments of the wrong shape.
     #[error("call_tool: {0}")]
     CallTool(String),
+    /// The caller has no account at a `user_oauth` / `user_secret` upstream
+    /// and its client cannot open a URL for them: the link, for a human.
+    #[error("{}", .0.message())]
+    AccountRequired(Box<super::AccountAsk>),
 }
 
 fn not_confirmed(tool: &str, why: &NotConfirmed) -> String {
@@ -116,7 +120,8 @@ pub(crate) fn upstream_outcome(e: &UpstreamError) -> Outcome {
         | UpstreamError::Transient { .. }
         | UpstreamError::Failing { .. }
         | UpstreamError::Busy { .. }
-        | UpstreamError::NeedsLogin { .. } => Outcome::UpstreamUnavailable,
+        | UpstreamError::NeedsLogin { .. }
+        | UpstreamError::CallerRefused { .. } => Outcome::UpstreamUnavailable,
         UpstreamError::Protocol { .. } => Outcome::ProtocolError { code: e.code().0 },
     }
 }

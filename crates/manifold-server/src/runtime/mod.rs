@@ -240,6 +240,14 @@ impl Gateway {
                 )
                 .with_per_principal(limits.max_held_calls_per_principal),
                 mcp_tasks: crate::state::tasks::Tasks::new(&config),
+                connects: crate::state::connects::Connects::new(
+                    config
+                        .credentials
+                        .as_ref()
+                        .map_or(manifold_config::accounts::DEFAULT_CONNECT_TTL, |c| {
+                            c.connect_ttl
+                        }),
+                ),
             },
             integrity: integrity::Integrity::new(pins.store, metrics.integrity.clone()),
             metrics,

@@ -42,6 +42,11 @@ pub(crate) const CONFIRM_PREFIX: &str = "confirm.";
 /// 2026-07-28 upstream's state, wrapped: its retry needs no new question).
 pub(crate) const CONFIRMED_PREFIX: &str = "confirmed.";
 
+/// What a 2026-07-28 "connect your account" question's `requestState`
+/// starts with (a `user_oauth` / `user_secret` upstream): the credentials
+/// step takes it back.
+pub(crate) const CONNECT_PREFIX: &str = "connect.";
+
 /// Why an authentic state names no call here: it was used, its call ended,
 /// or (with replicas) another replica holds it.
 pub(crate) const NOT_HELD_HERE: &str = "it was already used, or its call ended";
@@ -206,6 +211,28 @@ impl HeldCalls {
         Some(format!("{CONFIRM_PREFIX}{id}.{expiry}.{mac}"))
     }
 
+    /// A state for a "connect your account" question about the request with
+    /// `digest`, asked for `principal`; `None` when as many questions as held
+    /// calls are open.
+    pub(crate) fn ask_connect(&self, digest: &str, principal: &str) -> Option<String> {
+        let (id, expiry, mac) = self.open(CONNECT_PREFIX, digest, "", principal, unix_now())?;
+        Some(format!("{CONNECT_PREFIX}{id}.{expiry}.{mac}"))
+    }
+
+    /// Takes the connect question a state names (single use), when the state
+    /// is authentic, unexpired and for this request.
+    pub(crate) fn take_connect(&self, state: &str, digest: &str) -> Result<(), &'static str> {
+        let rest = state
+            .strip_prefix(CONNECT_PREFIX)
+            .ok_or("it is not a state this gateway issued")?;
+        let id = self.verify_in(CONNECT_PREFIX, rest, digest)?;
+        self.confirmations
+            .lock()
+            .remove(&id)
+            .map(|_| ())
+            .ok_or("it was already used")
+    }
+
     /// Registers a single-use id in `domain`, for `principal`, and its MAC
     /// over the id, its expiry, `digest` and `suffix`; `None` when as many as
     /// held calls are open.
@@ -334,11 +361,15 @@ impl HeldCalls {
 }
 
 /// Whether `params` carry the `requestState` of a held call (not of a
-/// `[confirm]` question, which the confirm step answers).
+/// `[confirm]` question, which the confirm step answers, nor of a connect
+/// question, which the credentials step takes).
 pub(crate) fn is_retry(params: &Map<String, Value>) -> bool {
     params.get("requestState").is_some_and(|s| {
-        !s.as_str()
-            .is_some_and(|s| s.starts_with(CONFIRM_PREFIX) || s.starts_with(CONFIRMED_PREFIX))
+        !s.as_str().is_some_and(|s| {
+            s.starts_with(CONFIRM_PREFIX)
+                || s.starts_with(CONFIRMED_PREFIX)
+                || s.starts_with(CONNECT_PREFIX)
+        })
     })
 }
 

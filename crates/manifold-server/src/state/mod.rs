@@ -20,6 +20,7 @@
 
 pub(crate) mod cluster;
 pub(crate) mod coalescing;
+pub(crate) mod connects;
 pub(crate) mod console;
 pub(crate) mod endpoints;
 pub(crate) mod generation;
@@ -221,6 +222,20 @@ impl Gateway {
     /// The MCP listener's address in force (`server.listen` at start).
     pub(crate) fn listening_on(&self) -> SocketAddr {
         self.started.server.listen
+    }
+
+    /// Where browsers reach the MCP listener (links Manifold hands out):
+    /// `[server] public_url`, else the listener's own address as started
+    /// (`None` for a wildcard address; validation requires `public_url` then
+    /// whenever a link can be made).
+    pub(crate) fn public_base(&self) -> Option<String> {
+        let cfg = self.cfg();
+        if let Some(u) = &cfg.server.public_url {
+            return Some(u.clone());
+        }
+        let mut started = self.started.server.clone();
+        started.public_url = None;
+        started.public_base()
     }
     /// The admin listener's address once bound.
     pub fn admin_addr(&self) -> Option<SocketAddr> {

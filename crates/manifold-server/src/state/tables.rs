@@ -1,7 +1,7 @@
 //! The tables every request may read and write: client sessions, URIs learned
 //! from results, resource subscriptions, the upstreams' log level, open listen
-//! streams, calls held for a client's input, shared upstream calls, and the
-//! MCP tasks this replica follows. One part of the [`Gateway`](super::Gateway).
+//! streams, calls held for a client's input, shared upstream calls, the MCP
+//! tasks this replica follows, and open connect links. One part of the [`Gateway`](super::Gateway).
 //!
 //! Invariants: each table bounds itself (its limit is in `[limits]`); no
 //! lock or map guard of one is held across `.await`.
@@ -26,4 +26,7 @@ pub(crate) struct Tables {
     pub coalescing: super::coalescing::Coalescing,
     /// Task ids' keys and the tasks this replica follows (the Tasks extension).
     pub mcp_tasks: super::tasks::Tasks,
+    /// Connect links of `user_oauth` / `user_secret` upstreams, and their
+    /// accounts.
+    pub connects: super::connects::Connects,
 }

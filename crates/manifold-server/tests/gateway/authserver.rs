@@ -39,6 +39,8 @@ pub(crate) struct Auth {
     /// refresh token → subject
     refresh: HashMap<String, String>,
     revoked: HashSet<String>,
+    /// Codes `/authorize` issued and not yet redeemed.
+    pub(crate) codes: HashMap<String, Issued>,
 }
 
 /// What the stand-in says about itself; `None`: the truth.
@@ -52,6 +54,18 @@ pub(crate) struct Knobs {
     pub(crate) authorization_endpoint: Option<String>,
     /// `/token` answers 307 to this URL.
     pub(crate) redirect_token_to: Option<String>,
+    /// `/mcp` serves the handshake and lists without a token (an upstream
+    /// whose callers each bring their own account: the gateway's own
+    /// requests carry none).
+    pub(crate) open_lists: bool,
+}
+
+/// A code `/authorize` issued: for whom, its PKCE challenge, its redirect.
+#[derive(Clone)]
+pub(crate) struct Issued {
+    subject: String,
+    challenge: String,
+    redirect: String,
 }
 
 /// What the stand-in received: method, path, `Authorization`, body.
@@ -242,10 +256,26 @@ async fn handle(req: Request<Incoming>, addr: SocketAddr, sh: &Shared) -> Respon
             let q: HashMap<String, String> = url::form_urlencoded::parse(query.as_bytes())
                 .into_owned()
                 .collect();
-            let mut to = url::Url::parse(q.get("redirect_uri").map_or("", |s| s.as_str()))
+            let redirect = q.get("redirect_uri").cloned().unwrap_or_default();
+            let mut to = url::Url::parse(&redirect)
                 .unwrap_or_else(|_| url::Url::parse("http://127.0.0.1:1/").expect("url"));
+            // The person signing in here: `as=` (the test's browser picks), else alice.
+            let subject = q.get("as").cloned().unwrap_or_else(|| "alice".into());
+            let code = {
+                let mut a = lock();
+                let code = format!("code-{subject}-{}", a.codes.len() + a.access.len());
+                a.codes.insert(
+                    code.clone(),
+                    Issued {
+                        subject,
+                        challenge: q.get("code_challenge").cloned().unwrap_or_default(),
+                        redirect,
+                    },
+                );
+                code
+            };
             to.query_pairs_mut()
-                .append_pair("code", "code-alice")
+                .append_pair("code", &code)
                 .append_pair("state", q.get("state").map_or("", |s| s.as_str()))
                 .append_pair("iss", &base);
             Response::builder()
@@ -294,8 +324,20 @@ async fn handle(req: Request<Incoming>, addr: SocketAddr, sh: &Shared) -> Respon
                         }
                     }
                 }
-                Some("authorization_code") if form.contains_key("code_verifier") => {
-                    json_reply(StatusCode::OK, issue(&mut a, "alice", life, true))
+                // A code it issued, once, with the verifier of its challenge
+                // and the same redirect URI.
+                Some("authorization_code") => {
+                    let issued = form.get("code").and_then(|c| a.codes.remove(c));
+                    let verifier = form.get("code_verifier").cloned().unwrap_or_default();
+                    match issued {
+                        Some(i)
+                            if s256(&verifier) == i.challenge
+                                && form.get("redirect_uri") == Some(&i.redirect) =>
+                        {
+                            json_reply(StatusCode::OK, issue(&mut a, &i.subject, life, true))
+                        }
+                        _ => json_reply(StatusCode::BAD_REQUEST, json!({"error": "invalid_grant"})),
+                    }
                 }
                 Some("refresh_token") => {
                     let rt = form.get("refresh_token").cloned().unwrap_or_default();
@@ -330,6 +372,18 @@ async fn handle(req: Request<Incoming>, addr: SocketAddr, sh: &Shared) -> Respon
                 .and_then(|t| lock().access.get(t).cloned())
                 .filter(|(_, exp)| *exp > Instant::now())
                 .map(|(s, _)| s);
+            let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let own = matches!(
+                msg["method"].as_str().unwrap_or_default(),
+                "initialize" | "server/discover" | "tools/list" | "ping"
+            ) || msg["method"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("notifications/"));
+            let subject = match subject {
+                // Open to requests without a token; a token it does not know is refused.
+                None if knobs.open_lists && own && auth.is_none() => Some(String::new()),
+                s => s,
+            };
             let Some(subject) = subject else {
                 return Response::builder()
                     .status(StatusCode::UNAUTHORIZED)
@@ -340,7 +394,6 @@ async fn handle(req: Request<Incoming>, addr: SocketAddr, sh: &Shared) -> Respon
                     .body(Full::new(Bytes::new()))
                     .unwrap_or_default();
             };
-            let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             let id = msg["id"].clone();
             let result = match msg["method"].as_str().unwrap_or_default() {
                 "initialize" => {
@@ -372,6 +425,14 @@ async fn handle(req: Request<Incoming>, addr: SocketAddr, sh: &Shared) -> Respon
         }
         _ => json_reply(StatusCode::NOT_FOUND, json!({"error": "not_found"})),
     }
+}
+
+/// The S256 PKCE challenge of `verifier`.
+fn s256(verifier: &str) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(sha2::Sha256::digest(verifier.as_bytes()))
 }
 
 /// GETs `url` and follows one redirect to the loopback callback, as a browser.

@@ -49,6 +49,7 @@ mod tls;
 mod upstream_auth;
 mod upstream_auth_attacks;
 mod uris;
+mod user_accounts;
 
 use std::future::Future;
 use std::time::Duration;

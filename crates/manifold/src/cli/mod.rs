@@ -3,7 +3,7 @@
 //! `tools` (what the gateway would expose), `call` (one tool call through the name
 //! table), `audit verify` (the audit log's hash chain), `auth hash-key` (the digest
 //! of an API key for `[[auth.api_keys]]`), `pins` (approved tool definitions,
-//! `[integrity] store`).
+//! `[integrity] store`), `credentials` (callers' own upstream accounts).
 //!
 //! Invariants: stdout carries only a command's answer (tables, names, JSON); errors
 //! and logs go to stderr. Exit codes are a contract: [`FAILED`] for a runtime
@@ -16,6 +16,7 @@ pub mod audit;
 pub mod auth;
 pub mod call;
 pub mod check;
+pub mod credentials;
 mod inproc;
 pub mod login;
 pub mod pins;

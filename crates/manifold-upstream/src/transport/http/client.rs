@@ -70,7 +70,8 @@ impl HttpLink {
         last_event_id: Option<&str>,
         token: Option<&str>,
     ) -> Result<Request<Full<Bytes>>, String> {
-        let mut b = Request::builder().method(method).uri(self.url.clone());
+        let uri = with_query(&self.url, extra)?;
+        let mut b = Request::builder().method(method).uri(uri);
         let h = b.headers_mut().ok_or("bad request")?;
         h.extend(self.headers.clone());
         if let Some(v) = token.and_then(|t| HeaderValue::try_from(format!("Bearer {t}")).ok()) {
@@ -100,6 +101,9 @@ impl HttpLink {
             h.insert(m::HEADER_LAST_EVENT_ID, id);
         }
         for (k, v) in extra {
+            if k.starts_with(crate::QUERY_PARAM_PREFIX) || k == crate::ON_BEHALF {
+                continue;
+            }
             if let (Ok(k), Ok(v)) = (
                 HeaderName::try_from(k.as_str()),
                 HeaderValue::try_from(v.as_str()),
@@ -240,7 +244,22 @@ impl HttpLink {
 
 /// Whether a request carries its caller's own (exchanged) token.
 pub(super) fn on_behalf(extra: &[(String, String)]) -> bool {
-    extra
+    extra.iter().any(|(k, _)| {
+        k == crate::ON_BEHALF || k.eq_ignore_ascii_case(http::header::AUTHORIZATION.as_str())
+    })
+}
+
+/// The upstream's URL with this request's query parameters added (the
+/// [`crate::QUERY_PARAM_PREFIX`] entries of `extra`), percent-encoded.
+fn with_query(url: &http::Uri, extra: &[(String, String)]) -> Result<http::Uri, String> {
+    let mut pairs = extra
         .iter()
-        .any(|(k, _)| k.eq_ignore_ascii_case(http::header::AUTHORIZATION.as_str()))
+        .filter_map(|(k, v)| Some((k.strip_prefix(crate::QUERY_PARAM_PREFIX)?, v)))
+        .peekable();
+    if pairs.peek().is_none() {
+        return Ok(url.clone());
+    }
+    let mut u = url::Url::parse(&url.to_string()).map_err(|e| e.to_string())?;
+    u.query_pairs_mut().extend_pairs(pairs);
+    http::Uri::try_from(u.as_str()).map_err(|e| e.to_string())
 }

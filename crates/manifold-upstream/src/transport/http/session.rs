@@ -151,10 +151,10 @@ async fn run_call(
             if code == StatusCode::UNAUTHORIZED || code == StatusCode::FORBIDDEN =>
         {
             if on_behalf(headers) {
-                UpstreamError::unavailable(
-                    &name,
-                    format!("the upstream refused the token exchanged for this caller (HTTP {code})"),
-                )
+                UpstreamError::CallerRefused {
+                    upstream: name.to_string(),
+                    status: code.as_u16(),
+                }
             } else {
                 UpstreamError::unavailable(
                     &name,

@@ -2,7 +2,10 @@
 //! For `token_exchange` upstreams, the caller's own validated access token,
 //! exchanged (RFC 8693) for one whose audience is the upstream, rides on the
 //! call as its `Authorization` — every user reaches the upstream as
-//! themselves, and the caller's token itself is never sent upstream.
+//! themselves, and the caller's token itself is never sent upstream. For
+//! `user_oauth` and `user_secret` upstreams, the account the caller connected
+//! (`accounts`): its token or key rides on the call; a caller with none is
+//! asked to connect one (`refusal::AccountAsk` says how each client is asked).
 //!
 //! Invariants: only a bearer token the front door validated (`[auth]` JWT or
 //! introspection) is exchanged, and only at an authorization server that may
@@ -18,6 +21,8 @@
 use manifold_policy::AuthMethod;
 use manifold_upstream::Upstream;
 
+mod accounts;
+
 use super::context::Call;
 use crate::refusal::Refusal;
 use crate::request::{Principal, Request};
@@ -25,10 +30,32 @@ use crate::request::{Principal, Request};
 /// Adds the `Authorization` header to call `call`'s upstream with on behalf of
 /// the caller, when the upstream acts on behalf of callers.
 pub(crate) async fn attach(x: &Request, call: &mut Call) -> Result<(), Refusal> {
+    if let Some(accounts) = x.gw.tables.connects.accounts(&call.upstream) {
+        return accounts::attach(x, call, &accounts).await;
+    }
     if let Some(h) = authorization(x, &call.upstream).await? {
         call.headers.push(h);
     }
     Ok(())
+}
+
+/// The upstream refused the credential a call carried for `principal`: at a
+/// `user_oauth` / `user_secret` upstream, the account is forgotten (revoked
+/// or expired there), so the caller's next call asks them to connect again.
+pub(crate) fn refused(gw: &crate::state::Gateway, upstream: &str, principal: Option<&str>) {
+    let (Some(principal), Some(up)) = (principal, gw.upstream(upstream)) else {
+        return;
+    };
+    let Some(accounts) = gw.tables.connects.accounts(&up) else {
+        return;
+    };
+    match accounts.revoke(principal) {
+        Ok(true) => accounts::lapsed(gw, &accounts, principal),
+        Ok(false) => {}
+        Err(e) => {
+            tracing::error!(upstream, principal, error = %e, "a refused account could not be forgotten")
+        }
+    }
 }
 
 /// The `Authorization` header to call `upstream` with on behalf of the

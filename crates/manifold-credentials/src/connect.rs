@@ -1,0 +1,440 @@
+//! [`Accounts`]: each caller's own account at one `user_oauth` or
+//! `user_secret` upstream, in use — the credential a call carries for its
+//! caller, the authorization-code flow with PKCE a connect page starts
+//! ([`Accounts::begin`]) and the callback finishes ([`Accounts::redeem`]),
+//! refreshes with rotation, and pasted keys.
+//!
+//! Invariants: authorization goes only to the pinned issuer (its metadata read
+//! from it; the upstream's resource metadata may not name another); the
+//! redirect's `iss` is compared exactly (RFC 9207) and a server that promises
+//! it must send it; every token request carries the PKCE verifier of its own
+//! flow and the configured `resource` (RFC 8707); a refresh the authorization
+//! server refuses forgets the account, so the caller is sent through the flow
+//! again, while its outage keeps the account (and a still-valid token); one
+//! refresh at a time per upstream; no token or key reaches a log line or an
+//! error message.
+//!
+//! Not here: the connect pages, who may open them, the elicitation (server).
+
+use manifold_config::accounts::{Inject, UserOAuth, UserSecret};
+use manifold_config::credentials::UpstreamAuth;
+use manifold_foundation::time::unix_now;
+use parking_lot::Mutex;
+
+use crate::accounts::{Account, AccountStore};
+use crate::discovery::{discover, Discovered, Pins};
+use crate::error::CredentialError;
+use crate::http::Client;
+use crate::login::{take_tokens, token_request};
+use crate::pkce::{random_token, s256};
+use crate::store::Record;
+
+enum Kind {
+    OAuth(UserOAuth),
+    Secret(UserSecret),
+}
+
+/// Where a caller's credential goes on the request.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Injected {
+    /// A header: name and value.
+    Header(String, String),
+    /// A query parameter: name and value.
+    Query(String, String),
+}
+
+impl std::fmt::Debug for Injected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Injected::Header(n, _) => write!(f, "Header({n}, …)"),
+            Injected::Query(n, _) => write!(f, "Query({n}, …)"),
+        }
+    }
+}
+
+/// A caller's credential for the upstream, looked up.
+#[derive(Debug)]
+pub enum Lookup {
+    /// Ready to send; `refreshed`: its tokens were refreshed just now.
+    Ready { injected: Injected, refreshed: bool },
+    /// The caller has not connected an account.
+    Missing,
+    /// The account was forgotten: the authorization server refused its
+    /// refresh (revoked, expired); the caller connects again.
+    Lapsed(String),
+}
+
+/// A flow a connect page started: the URL the browser goes to and what the
+/// callback needs to finish it.
+#[derive(Clone)]
+pub struct Begun {
+    /// The authorization URL (the browser is redirected there).
+    pub url: String,
+    verifier: String,
+    issuer: Option<String>,
+    iss_required: bool,
+    discovered: Discovered,
+    redirect: String,
+}
+
+impl std::fmt::Debug for Begun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Begun").field("url", &self.url).finish()
+    }
+}
+
+/// The per-caller accounts of one upstream.
+pub struct Accounts {
+    upstream: String,
+    url: String,
+    kind: Kind,
+    store: AccountStore,
+    http: Client,
+    discovered: Mutex<Option<Discovered>>,
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+impl Accounts {
+    /// The accounts of a `user_oauth` or `user_secret` upstream; `None` for
+    /// any other kind.
+    pub fn new(upstream: &str, url: &str, auth: &UpstreamAuth) -> Option<Accounts> {
+        let (kind, store, written) = match auth {
+            UpstreamAuth::UserOAuth(o) => (
+                Kind::OAuth(o.clone()),
+                AccountStore::new(o.client.store.as_ref()?),
+                vec![
+                    Some(url.to_string()),
+                    o.client.issuer.clone(),
+                    o.client.token_endpoint.clone(),
+                ],
+            ),
+            UpstreamAuth::UserSecret(s) => (
+                Kind::Secret(s.clone()),
+                AccountStore::new(&s.store),
+                vec![Some(url.to_string())],
+            ),
+            _ => return None,
+        };
+        let written: Vec<&str> = written.iter().flatten().map(String::as_str).collect();
+        Some(Accounts {
+            upstream: upstream.to_string(),
+            url: url.to_string(),
+            kind,
+            store,
+            http: Client::unattended(&written),
+            discovered: Mutex::new(None),
+            refreshing: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn upstream(&self) -> &str {
+        &self.upstream
+    }
+
+    pub fn store(&self) -> &AccountStore {
+        &self.store
+    }
+
+    /// `user_oauth` (a browser flow) rather than `user_secret` (a form).
+    pub fn is_oauth(&self) -> bool {
+        matches!(self.kind, Kind::OAuth(_))
+    }
+
+    /// `user_secret` with `check = "tools/list"`.
+    pub fn checks(&self) -> bool {
+        matches!(&self.kind, Kind::Secret(s) if s.check)
+    }
+
+    /// The credential `secret` becomes on a request (`user_secret`).
+    pub fn inject(&self, secret: &str) -> Injected {
+        match &self.kind {
+            Kind::Secret(s) => match &s.inject {
+                i @ Inject::Header { .. } => {
+                    let (n, v) = i.render(secret);
+                    Injected::Header(n, v)
+                }
+                i @ Inject::Query { .. } => {
+                    let (n, v) = i.render(secret);
+                    Injected::Query(n, v)
+                }
+            },
+            Kind::OAuth(_) => Injected::Header("authorization".into(), format!("Bearer {secret}")),
+        }
+    }
+
+    /// The credential of `principal`, refreshed when it is about to expire.
+    pub async fn credential(&self, principal: &str) -> Result<Lookup, CredentialError> {
+        let Some(a) = self.store.load(&self.upstream, principal)? else {
+            return Ok(Lookup::Missing);
+        };
+        if let Some(s) = &a.secret {
+            return Ok(Lookup::Ready {
+                injected: self.inject(s),
+                refreshed: false,
+            });
+        }
+        let Some(t) = &a.tokens else {
+            return Ok(Lookup::Missing);
+        };
+        if t.fresh() {
+            return Ok(Lookup::Ready {
+                injected: self.inject(&t.access_token),
+                refreshed: false,
+            });
+        }
+        self.refresh(principal).await
+    }
+
+    /// Refreshes `principal`'s tokens (read again under the lock: another
+    /// call may have just done it).
+    async fn refresh(&self, principal: &str) -> Result<Lookup, CredentialError> {
+        let _one = self.refreshing.lock().await;
+        let Some(mut a) = self.store.load(&self.upstream, principal)? else {
+            return Ok(Lookup::Missing);
+        };
+        let Some(mut t) = a.tokens.clone() else {
+            return Ok(Lookup::Missing);
+        };
+        if t.fresh() {
+            return Ok(Lookup::Ready {
+                injected: self.inject(&t.access_token),
+                refreshed: false,
+            });
+        }
+        let Some(rt) = t.refresh_token.clone() else {
+            let expired = t.expires_at.is_some_and(|e| e <= unix_now());
+            if expired {
+                self.store.remove(&self.upstream, principal)?;
+                return Ok(Lookup::Lapsed(format!(
+                    "the access token for `{}` expired and there is no refresh token",
+                    self.upstream
+                )));
+            }
+            return Ok(Lookup::Ready {
+                injected: self.inject(&t.access_token),
+                refreshed: false,
+            });
+        };
+        let answer = token_request(
+            &self.http,
+            &t.token_endpoint,
+            &t.client_id,
+            t.client_secret.as_deref(),
+            &t.auth_method,
+            vec![
+                ("grant_type", "refresh_token".into()),
+                ("refresh_token", rt),
+                ("resource", t.resource.clone()),
+            ],
+        )
+        .await;
+        match answer {
+            Ok(v) => {
+                let scope = t.scope.clone();
+                take_tokens(&mut t, &v, scope.as_deref());
+                let token = t.access_token.clone();
+                a.tokens = Some(t);
+                a.refreshed_at = Some(unix_now());
+                // A server that rotates refresh tokens has spent the old one.
+                self.store.save(&a)?;
+                Ok(Lookup::Ready {
+                    injected: self.inject(&token),
+                    refreshed: true,
+                })
+            }
+            Err(e) if e.needs_login() => {
+                self.store.remove(&self.upstream, principal)?;
+                Ok(Lookup::Lapsed(format!(
+                    "refreshing the token for `{}` failed ({e})",
+                    self.upstream
+                )))
+            }
+            // The authorization server's outage: a token not yet expired is
+            // still sent; else the call fails and the account is kept.
+            Err(e) if t.expires_at.is_some_and(|x| x > unix_now()) => {
+                tracing::warn!(upstream = %self.upstream, error = %e,
+                    "refreshing a caller's token failed; using it until it expires");
+                Ok(Lookup::Ready {
+                    injected: self.inject(&t.access_token),
+                    refreshed: false,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The pinned issuer's metadata, read once (again after a failure).
+    async fn discovered(&self, o: &UserOAuth) -> Result<Discovered, CredentialError> {
+        if let Some(d) = self.discovered.lock().clone() {
+            return Ok(d);
+        }
+        let pins = Pins {
+            issuer: o.client.issuer.as_deref(),
+            token_endpoint: o.client.token_endpoint.as_deref(),
+        };
+        let mut d = discover(&self.http, &self.url, None, pins).await?;
+        d.resource = o.resource.clone();
+        if d.server.authorization_endpoint.is_empty() {
+            return Err(CredentialError::Server(format!(
+                "the metadata of {} has no `authorization_endpoint`",
+                d.authorization_server
+            )));
+        }
+        if let Some(methods) = &d.server.pkce_methods {
+            if !methods.iter().any(|m| m == "S256") {
+                return Err(CredentialError::Refused(
+                    "the authorization server does not list PKCE S256 in code_challenge_methods_supported".into(),
+                ));
+            }
+        }
+        *self.discovered.lock() = Some(d.clone());
+        Ok(d)
+    }
+
+    /// Starts a flow whose redirect carries `state` back to `redirect`.
+    pub async fn begin(&self, redirect: &str, state: &str) -> Result<Begun, CredentialError> {
+        let Kind::OAuth(o) = &self.kind else {
+            return Err(CredentialError::Refused(format!(
+                "`{}` takes a pasted key, not an authorization",
+                self.upstream
+            )));
+        };
+        let d = self.discovered(o).await?;
+        let verifier = random_token()?;
+        let mut url = url::Url::parse(&d.server.authorization_endpoint)
+            .map_err(|e| CredentialError::Server(format!("authorization_endpoint: {e}")))?;
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("response_type", "code")
+                .append_pair(
+                    "client_id",
+                    o.client.client_id.as_deref().unwrap_or_default(),
+                )
+                .append_pair("redirect_uri", redirect)
+                .append_pair("state", state)
+                .append_pair("code_challenge", &s256(&verifier))
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("resource", &d.resource);
+            if !o.client.scopes.is_empty() {
+                q.append_pair("scope", &o.client.scopes.join(" "));
+            }
+        }
+        if !crate::http::allowed(url.as_str()) {
+            return Err(CredentialError::Refused(format!(
+                "the authorization endpoint of {} is {:?}: a browser is sent only to https:// (or http:// on a loopback host)",
+                d.authorization_server, d.server.authorization_endpoint
+            )));
+        }
+        Ok(Begun {
+            url: url.to_string(),
+            verifier,
+            issuer: d.server.issuer.clone(),
+            iss_required: d.server.iss_parameter,
+            redirect: redirect.to_string(),
+            discovered: d,
+        })
+    }
+
+    /// Finishes `begun` with the callback's query `params`, and stores the
+    /// tokens for `principal`.
+    pub async fn redeem(
+        &self,
+        principal: &str,
+        params: &[(String, String)],
+        begun: &Begun,
+    ) -> Result<Account, CredentialError> {
+        let Kind::OAuth(o) = &self.kind else {
+            return Err(CredentialError::Refused("not a user_oauth upstream".into()));
+        };
+        let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        if let Some(e) = get("error") {
+            return Err(CredentialError::NeedsLogin(format!(
+                "the authorization server refused: {e} {}",
+                get("error_description").unwrap_or_default()
+            )));
+        }
+        // Compared exactly, with no normalization (RFC 9207).
+        match (get("iss"), &begun.issuer) {
+            (Some(iss), Some(issuer)) if &iss != issuer => {
+                return Err(CredentialError::Refused(format!(
+                    "the redirect's iss ({iss}) is not the authorization server ({issuer}) (RFC 9207)"
+                )))
+            }
+            (None, Some(_)) if begun.iss_required => {
+                return Err(CredentialError::Refused(
+                    "the authorization server promises an iss parameter and the redirect has none (RFC 9207)".into(),
+                ))
+            }
+            _ => {}
+        }
+        let code = get("code")
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| CredentialError::Refused("the redirect has no code".into()))?;
+        let d = &begun.discovered;
+        let client_id = o.client.client_id.clone().unwrap_or_default();
+        let secret = o.client.client_secret.clone();
+        let supports = |m: &str| d.server.auth_methods.iter().any(|a| a == m);
+        let method = match &secret {
+            None => "none",
+            Some(_) if supports("client_secret_basic") || !supports("client_secret_post") => {
+                "client_secret_basic"
+            }
+            Some(_) => "client_secret_post",
+        };
+        let v = token_request(
+            &self.http,
+            &d.server.token_endpoint,
+            &client_id,
+            secret.as_deref(),
+            method,
+            vec![
+                ("grant_type", "authorization_code".into()),
+                ("code", code),
+                ("redirect_uri", begun.redirect.clone()),
+                ("code_verifier", begun.verifier.clone()),
+                ("resource", d.resource.clone()),
+            ],
+        )
+        .await?;
+        let asked = (!o.client.scopes.is_empty()).then(|| o.client.scopes.join(" "));
+        let mut t = Record {
+            client_id,
+            client_secret: secret,
+            auth_method: method.into(),
+            token_endpoint: d.server.token_endpoint.clone(),
+            resource: d.resource.clone(),
+            authorization_server: Some(d.authorization_server.clone()),
+            ..Record::default()
+        };
+        take_tokens(&mut t, &v, asked.as_deref());
+        let a = Account {
+            principal: principal.to_string(),
+            upstream: self.upstream.clone(),
+            connected_at: unix_now(),
+            refreshed_at: None,
+            tokens: Some(t),
+            secret: None,
+        };
+        self.store.save(&a)?;
+        Ok(a)
+    }
+
+    /// Stores a pasted key for `principal` (`user_secret`).
+    pub fn save_secret(&self, principal: &str, secret: &str) -> Result<Account, CredentialError> {
+        let a = Account {
+            principal: principal.to_string(),
+            upstream: self.upstream.clone(),
+            connected_at: unix_now(),
+            refreshed_at: None,
+            tokens: None,
+            secret: Some(secret.to_string()),
+        };
+        self.store.save(&a)?;
+        Ok(a)
+    }
+
+    /// Forgets `principal`'s account; whether there was one.
+    pub fn revoke(&self, principal: &str) -> Result<bool, CredentialError> {
+        self.store.remove(&self.upstream, principal)
+    }
+}

@@ -1,0 +1,404 @@
+//! The connect pages on the MCP listener, where a person links their own
+//! account at a `user_oauth` or `user_secret` upstream to the principal their
+//! client called as:
+//!
+//! | request | what |
+//! |---|---|
+//! | `GET <server.path>/connect/<id>` | the form: the code the client showed (and, for `user_secret`, the key) |
+//! | `POST <server.path>/connect/<id>` | the code checked; a key stored (tried first with `check`), or a redirect to the issuer's authorization endpoint (PKCE, `state`) |
+//! | `GET /oauth/callback` | the code exchanged, the tokens stored for the link's principal |
+//!
+//! Who may reach them: anyone who can reach the listener — a browser carries
+//! no MCP credential. What makes them safe is the link: 32 random bytes,
+//! single use, expiring, bound to the principal that asked; and the code
+//! only that principal's client was shown, which the page asks for before it
+//! links anything (a link forwarded to a victim, or read from a log, links
+//! nothing: the victim does not know the code). Wrong codes void the link
+//! after a few tries. Where a secret may go: a pasted key only into the
+//! sealed store and to the upstream (`check`); the authorization code only
+//! to the pinned issuer's token endpoint.
+//!
+//! Invariants: every page carries the console's Content-Security-Policy (no
+//! script at all, styles from nowhere), `X-Frame-Options: DENY`,
+//! `Cache-Control: no-store` and `Referrer-Policy: no-referrer` (the link's
+//! id never leaks to the issuer through `Referer`); a POST carries the link's
+//! anti-forgery token and, when the browser sends `Origin`, comes from the
+//! public origin; a form body is read up to [`MAX_CONNECT_FORM_BYTES`]; a key
+//! is at most [`MAX_SECRET_BYTES`]; nothing a user typed is echoed back.
+//!
+//! Not here: the links themselves (`state::connects`), the flow and the
+//! store (manifold-credentials).
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use maud::{html, Markup, DOCTYPE};
+use std::sync::Arc;
+
+use crate::front::sse::{self, Body};
+use crate::state::connects::{Pending, Void};
+use crate::state::Gateway;
+
+/// The largest connect form body read.
+pub const MAX_CONNECT_FORM_BYTES: usize = 16 * 1024;
+/// The longest key a `user_secret` form accepts.
+pub const MAX_SECRET_BYTES: usize = 4096;
+/// The callback path on the MCP listener (the redirect URI is
+/// `<public_url>/oauth/callback`).
+pub const CALLBACK_PATH: &str = "/oauth/callback";
+
+/// What every page carries: no script, no style, nothing from elsewhere.
+const CSP: &str =
+    "default-src 'none'; form-action 'self' https: http://127.0.0.1:* http://localhost:*; \
+                   frame-ancestors 'none'; base-uri 'none'";
+
+/// Whether `path` is one of these pages (`Some(id)` for a link, `Some("")`
+/// for the callback).
+pub(crate) fn owns(gw: &Gateway, path: &str) -> Option<String> {
+    let any = gw.live().upstreams.iter().any(|u| {
+        matches!(&u.config().transport, manifold_config::Transport::Http { auth, .. } if auth.per_user())
+    });
+    if !any {
+        return None;
+    }
+    if path == CALLBACK_PATH {
+        return Some(String::new());
+    }
+    let cfg = gw.cfg();
+    let base = format!("{}/connect/", cfg.server.path.trim_end_matches('/'));
+    path.strip_prefix(&base)
+        .filter(|id| !id.is_empty() && !id.contains('/'))
+        .map(str::to_string)
+}
+
+/// Serves a connect page (`id` from [`owns`]).
+pub(crate) async fn handle(
+    gw: &Arc<Gateway>,
+    req: Request<Incoming>,
+    id: String,
+) -> Response<Body> {
+    let mut resp = if id.is_empty() {
+        if req.method() == Method::GET {
+            callback(gw, req.uri().query()).await
+        } else {
+            page(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Not here",
+                html! { p { "The callback takes GET only." } },
+            )
+        }
+    } else {
+        match *req.method() {
+            Method::GET => form(gw, &id),
+            Method::POST => submit(gw, req, &id).await,
+            _ => page(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Not here",
+                html! { p { "A connect page takes GET and POST only." } },
+            ),
+        }
+    };
+    let h = resp.headers_mut();
+    for (k, v) in [
+        ("content-security-policy", CSP),
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-store"),
+    ] {
+        h.insert(k, http::HeaderValue::from_static(v));
+    }
+    resp
+}
+
+fn page(status: StatusCode, title: &str, body: Markup) -> Response<Body> {
+    let m = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head { meta charset="utf-8"; title { (title) " — Manifold" } }
+            body { h1 { (title) } (body) }
+        }
+    };
+    Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "text/html; charset=utf-8")
+        .body(sse::full(Bytes::from(m.into_string())))
+        .unwrap_or_else(|_| Response::new(sse::empty()))
+}
+
+fn gone() -> Response<Body> {
+    page(
+        StatusCode::NOT_FOUND,
+        "This link cannot be used",
+        html! { p { "It was used already, it expired, or it was never issued. Call the tool again from your client: it shows a new link and code." } },
+    )
+}
+
+fn form(gw: &Gateway, id: &str) -> Response<Body> {
+    let Ok(p) = gw.tables.connects.get(id) else {
+        return gone();
+    };
+    form_page(gw, &p, StatusCode::OK, None)
+}
+
+fn form_page(gw: &Gateway, p: &Pending, status: StatusCode, error: Option<&str>) -> Response<Body> {
+    let secret = gw
+        .upstream(&p.upstream)
+        .and_then(|u| gw.tables.connects.accounts(&u))
+        .is_some_and(|a| !a.is_oauth());
+    let title = format!("Connect your account at {}", p.upstream);
+    page(
+        status,
+        &title,
+        html! {
+            p { "Your MCP client asked to use upstream " code { (p.upstream) } " as " strong { (p.principal) } "." }
+            p { "If you did not just ask for this in your own client, close this page: whoever sent you the link would get to act with your account." }
+            @if let Some(e) = error { p role="alert" { strong { (e) } } }
+            form method="post" {
+                input type="hidden" name="csrf" value=(p.csrf);
+                p { label { "The code your client shows: " input name="code" autocomplete="off" required; } }
+                @if secret {
+                    p { label { "Your key for " (p.upstream) ": " input type="password" name="secret" autocomplete="off" required; } }
+                    p { "It is stored encrypted for you alone, and sent only to " (p.upstream) "." }
+                } @else {
+                    p { "You will sign in at the service's own page next." }
+                }
+                p { button type="submit" { "Connect" } }
+            }
+        },
+    )
+}
+
+/// Whether a POST comes from the public origin (when the browser says).
+fn same_origin(gw: &Gateway, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers
+        .get(http::header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return true;
+    };
+    let base = gw.public_base().unwrap_or_default();
+    manifold_config::credentials::origin(&base).is_some_and(|o| o == origin)
+}
+
+async fn submit(gw: &Arc<Gateway>, req: Request<Incoming>, id: &str) -> Response<Body> {
+    if !same_origin(gw, req.headers()) {
+        return page(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            html! { p { "This form is accepted only from its own page." } },
+        );
+    }
+    let body = match Limited::new(req.into_body(), MAX_CONNECT_FORM_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return page(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Too large",
+                html! { p { "The form is larger than this page accepts." } },
+            )
+        }
+    };
+    let fields: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
+    let get = |k: &str| {
+        fields
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    };
+    let p = match gw.tables.connects.bind(id, get("csrf"), get("code")) {
+        Ok(p) => p,
+        Err(Void::Gone) => return gone(),
+        Err(Void::TooManyTries) => {
+            return page(
+                StatusCode::FORBIDDEN,
+                "This link is void",
+                html! { p { "The code was wrong too many times. Call the tool again from your client for a new link and code." } },
+            )
+        }
+        Err(Void::WrongCode(left)) => {
+            let Ok(p) = gw.tables.connects.get(id) else {
+                return gone();
+            };
+            let e = format!("That is not the code your client was shown ({left} tries left).");
+            return form_page(gw, &p, StatusCode::BAD_REQUEST, Some(&e));
+        }
+    };
+    let Some(upstream) = gw.upstream(&p.upstream) else {
+        return gone();
+    };
+    let Some(accounts) = gw.tables.connects.accounts(&upstream) else {
+        return gone();
+    };
+    if accounts.is_oauth() {
+        let base = gw.public_base().unwrap_or_default();
+        let redirect = format!("{base}{CALLBACK_PATH}");
+        let state = random_state();
+        return match accounts.begin(&redirect, &state).await {
+            Ok(begun) => {
+                let to = begun.url.clone();
+                gw.tables.connects.started(id, state, begun);
+                Response::builder()
+                    .status(StatusCode::SEE_OTHER)
+                    .header(http::header::LOCATION, to)
+                    .body(sse::empty())
+                    .unwrap_or_else(|_| Response::new(sse::empty()))
+            }
+            Err(e) => {
+                tracing::warn!(upstream = %p.upstream, error = %e, "a connect flow could not start");
+                page(
+                    StatusCode::BAD_GATEWAY,
+                    "The sign-in could not start",
+                    html! { p { (e.to_string()) } },
+                )
+            }
+        };
+    }
+    let secret = get("secret").trim();
+    if secret.is_empty() || secret.len() > MAX_SECRET_BYTES || secret.chars().any(char::is_control)
+    {
+        return page(
+            StatusCode::BAD_REQUEST,
+            "Not a key",
+            html! { p { "A key is one line of at most " (MAX_SECRET_BYTES) " bytes. Go back and paste it again." } },
+        );
+    }
+    if accounts.checks() {
+        if let Err(why) = check(&upstream, &accounts, secret).await {
+            let kind = "user_secret";
+            crate::observe::account_event(gw, &p.upstream, kind, &p.principal, "failed", true);
+            return page(
+                StatusCode::BAD_REQUEST,
+                "The key was not accepted",
+                html! { p { (why) " Go back and try another." } },
+            );
+        }
+    }
+    let Some(p) = gw.tables.connects.take_bound(id) else {
+        return gone();
+    };
+    match accounts.save_secret(&p.principal, secret) {
+        Ok(_) => connected(gw, &p, "user_secret"),
+        Err(e) => {
+            tracing::error!(upstream = %p.upstream, error = %e, "a caller's key could not be stored");
+            page(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Not stored",
+                html! { p { "The key could not be stored; the operator's log says why." } },
+            )
+        }
+    }
+}
+
+/// `check = "tools/list"`: the key, tried on the upstream.
+async fn check(
+    upstream: &manifold_upstream::Upstream,
+    accounts: &manifold_credentials::Accounts,
+    secret: &str,
+) -> Result<(), String> {
+    let mut headers = vec![(manifold_upstream::ON_BEHALF.to_string(), String::new())];
+    headers.push(match accounts.inject(secret) {
+        manifold_credentials::Injected::Header(n, v) => (n.to_ascii_lowercase(), v),
+        manifold_credentials::Injected::Query(n, v) => {
+            (format!("{}{n}", manifold_upstream::QUERY_PARAM_PREFIX), v)
+        }
+    });
+    let mut call = upstream
+        .call(manifold_protocol::methods::TOOLS_LIST, None, headers)
+        .await
+        .map_err(|e| format!("The upstream could not be asked ({e})."))?;
+    match call.outcome().await {
+        manifold_upstream::CallOutcome::Result(_) => Ok(()),
+        manifold_upstream::CallOutcome::Error(_) => {
+            Err("The upstream refused to list its tools with it.".into())
+        }
+        manifold_upstream::CallOutcome::Failed(e) if e.is_caller_refused() => {
+            Err("The upstream refused it.".into())
+        }
+        manifold_upstream::CallOutcome::Failed(e) => {
+            Err(format!("The upstream could not be asked ({e})."))
+        }
+    }
+}
+
+fn random_state() -> String {
+    use base64::Engine;
+    let mut raw = [0u8; 32];
+    let _ = getrandom::fill(&mut raw);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+/// `GET /oauth/callback`: the flow its `state` names, finished once.
+async fn callback(gw: &Arc<Gateway>, query: Option<&str>) -> Response<Body> {
+    let params: Vec<(String, String)> = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .into_owned()
+        .collect();
+    let state = params
+        .iter()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("");
+    let Some(p) = gw
+        .tables
+        .connects
+        .take_by_state(state)
+        .filter(|_| !state.is_empty())
+    else {
+        return page(
+            StatusCode::BAD_REQUEST,
+            "This sign-in cannot be finished",
+            html! { p { "Its state is unknown, used or expired. Call the tool again from your client for a new link." } },
+        );
+    };
+    let Some((_, begun)) = p.flow.clone() else {
+        return gone();
+    };
+    let accounts = gw
+        .upstream(&p.upstream)
+        .and_then(|u| gw.tables.connects.accounts(&u));
+    let Some(accounts) = accounts else {
+        return gone();
+    };
+    match accounts.redeem(&p.principal, &params, &begun).await {
+        Ok(_) => connected(gw, &p, "user_oauth"),
+        Err(e) => {
+            crate::observe::account_event(
+                gw,
+                &p.upstream,
+                "user_oauth",
+                &p.principal,
+                "failed",
+                true,
+            );
+            tracing::warn!(upstream = %p.upstream, principal = %p.principal, error = %e, "a connect flow failed");
+            page(
+                StatusCode::BAD_REQUEST,
+                "The account was not connected",
+                html! { p { (e.to_string()) } p { "Call the tool again from your client for a new link." } },
+            )
+        }
+    }
+}
+
+/// The account is stored: audited, the asking session told, the page says so.
+fn connected(gw: &Gateway, p: &Pending, kind: &str) -> Response<Body> {
+    crate::observe::account_event(gw, &p.upstream, kind, &p.principal, "connected", false);
+    if let Some(session) = p.session.as_deref().and_then(|s| gw.tables.sessions.get(s)) {
+        let note = serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": p.elicitation_id},
+        });
+        session.push(Bytes::from(note.to_string()));
+    }
+    page(
+        StatusCode::OK,
+        "Connected",
+        html! { p { "Your account at " code { (p.upstream) } " is connected. Go back to your client; calls now reach " (p.upstream) " as you." } },
+    )
+}
