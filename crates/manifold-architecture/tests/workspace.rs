@@ -64,6 +64,7 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
                 "rate_limit",
                 "resilience",
             ],
+            &["accounts"],
             &[
                 "audit",
                 "auth",
@@ -143,8 +144,8 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
         "crates/manifold-credentials",
         &[
             &["exchange"],
-            &["source"],
-            &["login"],
+            &["source", "connect"],
+            &["login", "accounts"],
             &["discovery"],
             &["http", "pkce", "store"],
             &["error", "guard", "limits"],

@@ -17,8 +17,6 @@
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-use crate::credentials::OAuthClient;
-
 /// Default `[credentials] connect_ttl` (10 minutes): how long a connect link
 /// is good for.
 pub const DEFAULT_CONNECT_TTL: Duration = Duration::from_secs(600);
@@ -68,26 +66,6 @@ impl Inject {
             Inject::Query { name } => (name.clone(), secret.to_string()),
         }
     }
-}
-
-/// `user_oauth`, validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserOAuth {
-    /// The client the gateway is at the pinned issuer (with the store).
-    pub client: OAuthClient,
-    /// The `resource` (RFC 8707) tokens are asked for: `auth.resource`, or the
-    /// upstream's `url`.
-    pub resource: String,
-}
-
-/// `user_secret`, validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserSecret {
-    pub inject: Inject,
-    /// `check = "tools/list"`: a pasted secret is tried before it is stored.
-    pub check: bool,
-    /// The store (always set).
-    pub store: crate::credentials::StoreSettings,
 }
 
 /// The connect link's lifetime, validated (`[credentials] connect_ttl`).

@@ -120,10 +120,10 @@ pub enum UpstreamAuth {
     /// Each caller's own account, authorized once through a connect link
     /// (authorization code with PKCE at the pinned issuer); tokens per
     /// caller, sealed in the store, refreshed.
-    UserOAuth(crate::accounts::UserOAuth),
+    UserOAuth(UserOAuth),
     /// Each caller's own key, pasted once on a connect page; sealed in the
     /// store.
-    UserSecret(crate::accounts::UserSecret),
+    UserSecret(UserSecret),
 }
 
 /// The OAuth client Manifold is for one upstream.
@@ -141,6 +141,26 @@ pub struct OAuthClient {
     pub token_endpoint: Option<String>,
     /// `token_exchange`: whose callers' tokens may be sent to the issuer.
     pub exchange_from: ExchangeFrom,
+}
+
+/// `user_oauth`, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserOAuth {
+    /// The client the gateway is at the pinned issuer (with the store).
+    pub client: OAuthClient,
+    /// The `resource` (RFC 8707) tokens are asked for: `auth.resource`, or the
+    /// upstream's `url`.
+    pub resource: String,
+}
+
+/// `user_secret`, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserSecret {
+    pub inject: crate::accounts::Inject,
+    /// `check = "tools/list"`: a pasted secret is tried before it is stored.
+    pub check: bool,
+    /// The store (always set).
+    pub store: StoreSettings,
 }
 
 /// `token_exchange`: the front-door sources whose callers' tokens the
@@ -326,7 +346,7 @@ pub(crate) fn validate_auth(
                 ));
             }
             let resource = crate::accounts::resource(key, a.resource.as_deref(), url)?;
-            Ok(UpstreamAuth::UserOAuth(crate::accounts::UserOAuth {
+            Ok(UpstreamAuth::UserOAuth(UserOAuth {
                 client: c,
                 resource,
             }))
@@ -354,7 +374,7 @@ pub(crate) fn validate_auth(
                     ))
                 }
             };
-            Ok(UpstreamAuth::UserSecret(crate::accounts::UserSecret {
+            Ok(UpstreamAuth::UserSecret(UserSecret {
                 inject: crate::accounts::inject(key, a.inject.as_ref())?,
                 check,
                 store,

@@ -16,8 +16,8 @@
 //!
 //! Not here: the connect pages, who may open them, the elicitation (server).
 
-use manifold_config::accounts::{Inject, UserOAuth, UserSecret};
-use manifold_config::credentials::UpstreamAuth;
+use manifold_config::accounts::Inject;
+use manifold_config::credentials::{UpstreamAuth, UserOAuth, UserSecret};
 use manifold_foundation::time::unix_now;
 use parking_lot::Mutex;
 

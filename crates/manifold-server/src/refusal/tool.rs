@@ -67,7 +67,7 @@ pub(crate) enum ToolError {
     /// The caller has no account at a `user_oauth` / `user_secret` upstream
     /// and its client cannot open a URL for them: the link, for a human.
     #[error("{}", .0.message())]
-    AccountRequired(Box<super::AccountAsk>),
+    AccountRequired(Box<super::connect::AccountAsk>),
 }
 
 fn not_confirmed(tool: &str, why: &NotConfirmed) -> String {

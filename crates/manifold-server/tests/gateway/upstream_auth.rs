@@ -219,7 +219,7 @@ async fn token_exchange_gives_each_caller_their_own_upstream_identity() -> Resul
         m.initialize("2025-11-25", json!({})).await?;
         let r = m.call_tool("secured__whoami", json!({})).await?;
         let text = format!("{r}");
-        assert!(text.contains("refused the token exchanged for this caller"), "{text}");
+        assert!(text.contains("refused the credential sent for this caller"), "{text}");
         let up = wait_state(&gw, "ready").await?;
         assert_eq!(up["restarts"], restarts, "the shared connection was reset: {up}");
         let a = gw.client();

@@ -101,7 +101,7 @@ impl HttpLink {
             h.insert(m::HEADER_LAST_EVENT_ID, id);
         }
         for (k, v) in extra {
-            if k.starts_with(crate::QUERY_PARAM_PREFIX) || k == crate::ON_BEHALF {
+            if k.starts_with(crate::facts::QUERY_PARAM_PREFIX) || k == crate::facts::ON_BEHALF {
                 continue;
             }
             if let (Ok(k), Ok(v)) = (
@@ -245,16 +245,16 @@ impl HttpLink {
 /// Whether a request carries its caller's own (exchanged) token.
 pub(super) fn on_behalf(extra: &[(String, String)]) -> bool {
     extra.iter().any(|(k, _)| {
-        k == crate::ON_BEHALF || k.eq_ignore_ascii_case(http::header::AUTHORIZATION.as_str())
+        k == crate::facts::ON_BEHALF || k.eq_ignore_ascii_case(http::header::AUTHORIZATION.as_str())
     })
 }
 
 /// The upstream's URL with this request's query parameters added (the
-/// [`crate::QUERY_PARAM_PREFIX`] entries of `extra`), percent-encoded.
+/// [`crate::facts::QUERY_PARAM_PREFIX`] entries of `extra`), percent-encoded.
 fn with_query(url: &http::Uri, extra: &[(String, String)]) -> Result<http::Uri, String> {
     let mut pairs = extra
         .iter()
-        .filter_map(|(k, v)| Some((k.strip_prefix(crate::QUERY_PARAM_PREFIX)?, v)))
+        .filter_map(|(k, v)| Some((k.strip_prefix(crate::facts::QUERY_PARAM_PREFIX)?, v)))
         .peekable();
     if pairs.peek().is_none() {
         return Ok(url.clone());
