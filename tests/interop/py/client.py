@@ -8,7 +8,13 @@ Usage:
     (timeoutMs: optional per-request read timeout, default 60 s; mode: optional connect mode of
      mcp.Client - "auto" (default: server/discover probe, falling back to initialize),
      "legacy" (initialize only) or a modern revision such as "2026-07-28".)
+    plan.connect: {"secret": <key>?} declares elicitation (form and url) and opens every URL-mode
+    connect link (a Manifold `user_oauth`/`user_secret` upstream) as a person would: GET the page,
+    POST the code the message names (and the key); then accepts. Its requests land in "elicited".
     More ops (same semantics in ts/client.mjs; see tests/interop/README.md):
+      {"op":"call_tool_connecting","name":..,"arguments":{..}}  session era: on -32042, opens each
+          link, waits for its notifications/elicitation/complete, calls again ->
+          {"result", "elicitations": [..], "completed": [elicitationId..]}
       {"op":"list_prompts"} | {"op":"list_resources"} | {"op":"list_resource_templates"}
           every page; the result is the concatenated prompts / resources / resourceTemplates
       {"op":"get_prompt","name":..,"arguments":{..}?}      -> the raw prompts/get result
@@ -319,6 +325,42 @@ async def sampling_callback(_ctx: Any, _params: Any) -> types.CreateMessageResul
     )
 
 
+async def open_connect_page(url: str, message: str, secret: str | None) -> None:
+    """What the person does with a connect link (a `user_oauth`/`user_secret` upstream behind
+    Manifold): opens the page, types the code their client showed (it is in the message) and,
+    for a key, pastes it. A browser of its own: no MCP bearer token, no redirects followed."""
+    import re
+
+    async with httpx2.AsyncClient(trust_env=False, follow_redirects=False) as browser:
+        page = await browser.get(url)
+        found = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        code = re.search(r"the code ([A-Z0-9]{4}-[A-Z0-9]{4})", message)
+        if page.status_code != 200 or not found or not code:
+            raise RuntimeError(f"connect page {url}: HTTP {page.status_code}, no form or no code")
+        form = {"csrf": found.group(1), "code": code.group(1)}
+        if secret is not None:
+            form["secret"] = secret
+        done = await browser.post(url, data=form)
+        if done.status_code != 200:
+            raise RuntimeError(f"connect page {url}: the form got HTTP {done.status_code}")
+        log(f"connected through {url}")
+
+
+def elicitation_connecting(secret: str | None, elicited: list[Any]) -> Any:
+    """plan.connect: an elicitation callback that opens URL-mode requests' connect pages (and
+    accepts), and declines any other request."""
+
+    async def callback(_ctx: Any, params: Any) -> types.ElicitResult:
+        d = dump(params)
+        elicited.append(d)
+        if d.get("mode") == "url":
+            await open_connect_page(d["url"], d.get("message", ""), secret)
+            return types.ElicitResult(action="accept")
+        return types.ElicitResult(action="decline")
+
+    return callback
+
+
 def elicitation_answering(action: str, elicited: list[Any]) -> Any:
     """An elicitation callback that records each request's params and answers `action`."""
 
@@ -342,8 +384,15 @@ async def run(url: str, plan: dict[str, Any]) -> int:
         "errors": [],
     }
     elicited: list[Any] = []
-    if plan.get("elicitation"):
+    if plan.get("elicitation") or plan.get("connect"):
         out["elicited"] = elicited
+    connect = plan.get("connect")
+    if connect is not None:
+        callback: Any = elicitation_connecting(connect.get("secret"), elicited)
+    elif plan.get("elicitation"):
+        callback = elicitation_answering(plan["elicitation"], elicited)
+    else:
+        callback = None
     # Same timeouts as the SDK's create_mcp_http_client(); trust_env=False so that a proxy set
     # in the environment never sits between the driver and the local server under test.
     # $MANIFOLD_BEARER: sent as `Authorization: Bearer <it>` on every request.
@@ -366,7 +415,7 @@ async def run(url: str, plan: dict[str, Any]) -> int:
         cache=None,
         read_timeout_seconds=timeout,
         sampling_callback=sampling_callback,
-        elicitation_callback=elicitation_answering(plan["elicitation"], elicited) if plan.get("elicitation") else None,
+        elicitation_callback=callback,
         client_info=types.Implementation(name="manifold-interop-py", version="0.0.0"),
     )
     code = 0
@@ -441,6 +490,38 @@ async def run(url: str, plan: dict[str, Any]) -> int:
                         if len(progress) != seen:
                             log(f"note: progress callback fired {seen}x, wire had {len(progress)}")
                         result = {"result": wire.last_result("tools/call", start) or dump(r), "progress": progress}
+                    elif op == "call_tool_connecting":
+                        # Session era: -32042 (URLElicitationRequiredError) names connect links;
+                        # each is opened, its notifications/elicitation/complete awaited, and
+                        # the call made again.
+                        method = "tools/call"
+                        secret = (plan.get("connect") or {}).get("secret")
+                        try:
+                            r = await client.call_tool(step["name"], step.get("arguments") or {})
+                            result = {"result": wire.last_result("tools/call", start) or dump(r)}
+                        except MCPError as e:
+                            if e.error.code != -32042:
+                                raise
+                            asked = (e.error.data or {}).get("elicitations", [])
+                            for el in asked:
+                                await open_connect_page(el["url"], el.get("message", ""), secret)
+                            ids = {el.get("elicitationId") for el in asked}
+                            deadline = anyio.current_time() + 10.0
+                            while True:
+                                done = {
+                                    p.get("elicitationId")
+                                    for p in notifications_since(wire, start, "notifications/elicitation/complete")
+                                }
+                                if ids <= done or anyio.current_time() >= deadline:
+                                    break
+                                await anyio.sleep(0.02)
+                            again = len(wire.received)
+                            r = await client.call_tool(step["name"], step.get("arguments") or {})
+                            result = {
+                                "result": wire.last_result("tools/call", again) or dump(r),
+                                "elicitations": asked,
+                                "completed": sorted(i for i in done & ids if i),
+                            }
                     elif op == "get_prompt":
                         method = "prompts/get"
                         r = await client.get_prompt(step["name"], step.get("arguments"))

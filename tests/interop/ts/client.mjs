@@ -16,6 +16,11 @@
 //      "argument":{"name":..,"value":..},"context":{"arguments":{..}}?}
 //         -> the raw completion/complete result
 //     {"op":"set_logging_level","level":..}                -> {} (raw)
+//   plan.connect: {"secret": <key>?} declares elicitation (form and url) and opens every URL-mode
+//     connect link (a Manifold `user_oauth`/`user_secret` upstream) as a person would; then accepts.
+//     {"op":"call_tool_connecting","name":..,"arguments":{..}}  on -32042: opens each link, waits
+//         for its notifications/elicitation/complete, calls again ->
+//         {"result", "elicitations": [..], "completed": [elicitationId..]}
 //   plan.elicitation: "accept" | "decline" | "cancel" declares form elicitation and answers every
 //     elicitation/create with that action; the output then has "elicited": [params...].
 //     {"op":"wait_notifications","method":..,"since":<step index, default 0>,"count":<default 1>,
@@ -191,12 +196,35 @@ function lastRawResult(method, from) {
 // ---------------------------------------------------------------- client
 // plan.elicitation ("accept" | "decline" | "cancel"): declare form elicitation and answer
 // every elicitation/create with that action; the request's params are kept in `elicited`.
+// plan.connect ({"secret"?}): declare form and URL elicitation; a URL-mode request (a Manifold
+// connect link) is opened as a person would (openConnectPage) and accepted.
 const elicited = [];
+const elicitation = plan.connect ? { elicitation: { form: {}, url: {} } } : plan.elicitation ? { elicitation: { form: {} } } : {};
 const client = new Client(
     { name: 'manifold-interop-ts', version: '0.0.0' },
-    { capabilities: { sampling: {}, ...(plan.elicitation ? { elicitation: { form: {} } } : {}) } },
+    { capabilities: { sampling: {}, ...elicitation } },
 );
-if (plan.elicitation) {
+// What a person does with a connect link: opens the page, types the code the message names
+// and, for a key, pastes it. Its own fetches: no MCP bearer token, no redirects followed.
+async function openConnectPage(link, message, secret) {
+    const page = await fetch(link, { redirect: 'manual' });
+    const text = await page.text();
+    const csrf = /name="csrf" value="([^"]+)"/.exec(text);
+    const code = /the code ([A-Z0-9]{4}-[A-Z0-9]{4})/.exec(message ?? '');
+    if (page.status !== 200 || !csrf || !code) throw new Error(`connect page ${link}: HTTP ${page.status}, no form or no code`);
+    const form = new URLSearchParams({ csrf: csrf[1], code: code[1], ...(secret !== undefined ? { secret } : {}) });
+    const done = await fetch(link, { method: 'POST', body: form, redirect: 'manual' });
+    if (done.status !== 200) throw new Error(`connect page ${link}: the form got HTTP ${done.status}`);
+    log(`connected through ${link}`);
+}
+if (plan.connect) {
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+        elicited.push(req.params);
+        if (req.params.mode !== 'url') return { action: 'decline' };
+        await openConnectPage(req.params.url, req.params.message, plan.connect.secret);
+        return { action: 'accept' };
+    });
+} else if (plan.elicitation) {
     client.setRequestHandler(ElicitRequestSchema, async (req) => {
         elicited.push(req.params);
         return { action: plan.elicitation };
@@ -388,6 +416,38 @@ for (const [i, step] of plan.steps.entries()) {
                 result = lastRawResult('tools/call', from) ?? r;
                 break;
             }
+            case 'call_tool_connecting': {
+                // Session era: -32042 (URLElicitationRequiredError) names connect links; each is
+                // opened, its notifications/elicitation/complete awaited, and the call made again.
+                method = 'tools/call';
+                const args = { name: step.name, arguments: step.arguments ?? {} };
+                try {
+                    const r = await client.callTool(args, undefined, reqOpts);
+                    result = { result: lastRawResult('tools/call', from) ?? r };
+                } catch (err) {
+                    if (!(err instanceof McpError) || err.code !== -32042) throw err;
+                    const asked = err.data?.elicitations ?? [];
+                    for (const el of asked) await openConnectPage(el.url, el.message, plan.connect?.secret);
+                    const ids = new Set(asked.map((el) => el.elicitationId));
+                    const done = () =>
+                        new Set(
+                            received
+                                .slice(from)
+                                .filter((m) => m?.method === 'notifications/elicitation/complete' && !('id' in m))
+                                .map((m) => m.params?.elicitationId),
+                        );
+                    const deadline = Date.now() + 10000;
+                    while ([...ids].some((id) => !done().has(id)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+                    const again = received.length;
+                    const r = await client.callTool(args, undefined, reqOpts);
+                    result = {
+                        result: lastRawResult('tools/call', again) ?? r,
+                        elicitations: asked,
+                        completed: [...ids].filter((id) => done().has(id)).sort(),
+                    };
+                }
+                break;
+            }
             case 'call_tool_with_progress': {
                 method = 'tools/call';
                 let seen = 0;
@@ -438,5 +498,5 @@ try {
     log('close failed (ignored):', e?.message ?? e);
 }
 if (wireFd !== null) fs.closeSync(wireFd);
-if (plan.elicitation) out.elicited = elicited;
+if (plan.elicitation || plan.connect) out.elicited = elicited;
 process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(exitCode));

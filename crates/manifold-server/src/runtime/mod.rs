@@ -268,6 +268,7 @@ impl Gateway {
             next_request: AtomicU64::new(1),
             admin: Mutex::new(None),
             admin_addr: OnceLock::new(),
+            mcp_addr: OnceLock::new(),
             started_at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs() as u32)
@@ -337,6 +338,9 @@ impl Gateway {
     /// Serves the endpoint (and the admin listener, if configured) until shutdown,
     /// then waits for tracked tasks and the audit writer's last flush.
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+        if let Ok(a) = listener.local_addr() {
+            let _ = self.mcp_addr.set(a);
+        }
         self.serve_admin().await;
         self.watch_config_if_asked();
         let tls = match &self.cfg().server.tls {

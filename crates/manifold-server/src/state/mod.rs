@@ -133,6 +133,9 @@ pub struct Gateway {
     /// The admin listener, bound early by `Gateway::bind_admin` or by `serve`.
     pub(crate) admin: Mutex<Option<TcpListener>>,
     pub(crate) admin_addr: OnceLock<SocketAddr>,
+    /// The MCP listener's address once `serve` has it (the configured one
+    /// may say port 0).
+    pub(crate) mcp_addr: OnceLock<SocketAddr>,
     /// Low bits of the start time, so request ids differ across restarts.
     pub(crate) started_at: u32,
     /// `[integrity]`: the pins and what is held now.
@@ -235,6 +238,9 @@ impl Gateway {
         }
         let mut started = self.started.server.clone();
         started.public_url = None;
+        if let Some(a) = self.mcp_addr.get() {
+            started.listen = *a;
+        }
         started.public_base()
     }
     /// The admin listener's address once bound.

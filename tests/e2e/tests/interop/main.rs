@@ -411,6 +411,7 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
     Ok(())
 }
 
+mod accounts;
 mod apps;
 mod auth;
 mod cluster;
