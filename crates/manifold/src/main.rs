@@ -173,6 +173,61 @@ enum Command {
         #[command(subcommand)]
         command: cli::pins::PinsCommand,
     },
+    /// Read MCP client configurations (Claude Desktop, Claude Code, VS Code,
+    /// Cursor, Windsurf) into a gateway.toml, secrets as ${VAR} references,
+    /// then check it.
+    ///
+    /// Exit codes: 0 written (and every upstream ready, when checked), 1
+    /// written but some upstream is not ready, 2 bad input (nothing written).
+    Import {
+        /// Client configuration files, e.g.
+        /// ~/.config/Claude/claude_desktop_config.json, .vscode/mcp.json.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// The gateway configuration to write.
+        #[arg(long, value_name = "FILE", default_value = cli::DEFAULT_CONFIG)]
+        out: PathBuf,
+        /// Add to an existing --out file (its comments kept).
+        #[arg(long)]
+        merge: bool,
+        /// Read every PATH as this format instead of detecting it.
+        #[arg(long, value_enum)]
+        format: Option<cli::import::Format>,
+        /// Replace upstreams of the same name already in --out.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print (or with --write, add to the client's own file) the entry that
+    /// points an MCP client at this gateway.
+    ///
+    /// Exit codes: 0 printed or written, 1 the file could not be written, 2
+    /// bad arguments or configuration.
+    Connect {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The client: claude (Claude Desktop), claude-code, vscode, cursor
+        /// or windsurf.
+        #[arg(value_enum)]
+        client: cli::import::Format,
+        /// The client launches `manifold stdio` (the default for Claude
+        /// Desktop).
+        #[arg(long, conflicts_with = "http")]
+        stdio: bool,
+        /// The client connects to the HTTP endpoint (the default for the
+        /// others).
+        #[arg(long)]
+        http: bool,
+        /// Add the entry to the client's file (a copy is kept as <file>.bak).
+        #[arg(long)]
+        write: bool,
+        /// The client's file (default: where the client keeps it).
+        #[arg(long, value_name = "PATH", requires = "write")]
+        file: Option<PathBuf>,
+        /// With --write: also remove the entries `manifold import` took from
+        /// that file.
+        #[arg(long, requires = "write")]
+        replace: bool,
+    },
     /// Callers' own accounts at `user_oauth` and `user_secret` upstreams, in
     /// `[credentials] store`: who is connected to what (never a secret), and
     /// revoking one.
@@ -267,6 +322,30 @@ fn main() -> ExitCode {
     let cli = match cli.command {
         Command::Pins { command } => return cli::pins::run(command),
         Command::Credentials { command } => return cli::credentials::run(command),
+        Command::Connect {
+            config,
+            client,
+            stdio,
+            http,
+            write,
+            file,
+            replace,
+        } => {
+            return cli::connect::run(cli::connect::Connect {
+                client,
+                config: &config.config,
+                http: if stdio {
+                    Some(false)
+                } else if http {
+                    Some(true)
+                } else {
+                    None
+                },
+                write,
+                file,
+                replace,
+            })
+        }
         Command::Admin { command } => return cli::admin::run(command),
         command => Cli { command, ..cli },
     };
@@ -286,7 +365,24 @@ fn main() -> ExitCode {
         | Command::Auth { .. }
         | Command::Admin { .. }
         | Command::Credentials { .. }
+        | Command::Connect { .. }
         | Command::Pins { .. } => ExitCode::SUCCESS,
+        Command::Import {
+            paths,
+            out,
+            merge,
+            format,
+            force,
+        } => cli::import::run(
+            &rt,
+            cli::import::Import {
+                paths: &paths,
+                out: &out,
+                merge,
+                format,
+                force,
+            },
+        ),
         Command::Serve { config } => cli::serve::run(&rt, &config.config),
         Command::Stdio { config } => cli::stdio::run(&rt, &config.config),
         Command::Check {

@@ -3,7 +3,9 @@
 //! `tools` (what the gateway would expose), `call` (one tool call through the name
 //! table), `audit verify` (the audit log's hash chain), `auth hash-key` (the digest
 //! of an API key for `[[auth.api_keys]]`), `pins` (approved tool definitions,
-//! `[integrity] store`), `credentials` (callers' own upstream accounts).
+//! `[integrity] store`), `credentials` (callers' own upstream accounts),
+//! `import` (MCP client configurations into a gateway.toml) and `connect`
+//! (a client's entry for this gateway).
 //!
 //! Invariants: stdout carries only a command's answer (tables, names, JSON); errors
 //! and logs go to stderr. Exit codes are a contract: [`FAILED`] for a runtime
@@ -16,7 +18,9 @@ pub mod audit;
 pub mod auth;
 pub mod call;
 pub mod check;
+pub mod connect;
 pub mod credentials;
+pub mod import;
 mod inproc;
 pub mod login;
 pub mod pins;

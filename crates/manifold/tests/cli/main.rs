@@ -6,6 +6,7 @@
 mod audit;
 mod commands;
 mod docs;
+mod import;
 mod pins;
 mod stdio;
 mod tracing;
