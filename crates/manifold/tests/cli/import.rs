@@ -60,7 +60,8 @@ fn load(path: &Path) -> manifold_config::GatewayConfig {
 #[test]
 fn every_client_format_imports_without_a_secret_in_the_file() {
     // (fixture, --format, upstreams, variables to export)
-    let table: &[(&str, Option<&str>, &[&str], &[&str])] = &[
+    type Row<'a> = (&'a str, Option<&'a str>, &'a [&'a str], &'a [&'a str]);
+    let table: &[Row] = &[
         (
             "claude_desktop_config.json",
             None,
