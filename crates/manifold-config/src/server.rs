@@ -94,6 +94,18 @@ pub struct ServerSection {
     /// address, a proxy in front).
     #[serde(default)]
     pub public_url: Option<String>,
+    /// Serve each endpoint's MCP server card (SEP-2127) at
+    /// `/.well-known/mcp/server-card[/<endpoint>]` and `<endpoint>/server-card`
+    /// (`DEFAULT_SERVER_CARD`).
+    #[serde(default = "default_server_card")]
+    pub server_card: bool,
+}
+
+/// Default `[server] server_card`: on (a card holds only public facts).
+pub const DEFAULT_SERVER_CARD: bool = true;
+
+fn default_server_card() -> bool {
+    DEFAULT_SERVER_CARD
 }
 
 impl Default for ServerSection {
@@ -113,6 +125,7 @@ impl Default for ServerSection {
             always_visible: Vec::new(),
             discovery_expand: false,
             public_url: None,
+            server_card: DEFAULT_SERVER_CARD,
         }
     }
 }
@@ -179,6 +192,8 @@ pub struct ServerConfig {
     pub discovery: crate::endpoint::DiscoverySettings,
     /// `server.public_url`, without a trailing `/`.
     pub public_url: Option<String>,
+    /// `server.server_card`.
+    pub server_card: bool,
 }
 
 impl ServerConfig {
@@ -280,6 +295,7 @@ pub(crate) fn validate(
         shutdown_grace: duration("server.shutdown_grace", &s.shutdown_grace)?,
         request_state_key,
         public_url,
+        server_card: s.server_card,
         tls: match &s.tls {
             Some(t) => Some(tls(t, lookup)?),
             None => None,

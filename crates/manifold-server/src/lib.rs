@@ -13,6 +13,7 @@
 //! | runtime | `runtime` | start, serve, catalog upkeep, idle sweep, reload |
 //! | front door | `front` | HTTP endpoint and framing, stdio, operator |
 //! | admin plane | `admin` | admin listener, its auth, inspection, pins, the console (same floor as `front`) |
+//! | server card | `card` | each endpoint's SEP-2127 server card, open like the protected resource metadata (same floor as `front`, which routes to it) |
 //! | connect pages | `connect` | where a person links their own upstream account (`user_oauth`, `user_secret`) on the MCP listener (same floor as `front`, which routes to it) |
 //! | pipeline | `pipeline` | the phases in order (`decode`, `admit`, `route`, finish) |
 //! | handlers | `handlers` | what Manifold answers itself, one file per method family |
@@ -36,6 +37,7 @@
 
 mod admin;
 mod call;
+mod card;
 mod connect;
 mod era;
 mod front;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 const LAYERS: manifold_architecture::Layers = &[
     &["runtime"],
-    &["front", "admin", "connect"],
+    &["front", "admin", "card", "connect"],
     &["pipeline"],
     &["handlers"],
     &["call"],

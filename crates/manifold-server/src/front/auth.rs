@@ -91,7 +91,7 @@ fn split(url: &str) -> (&str, &str) {
 
 /// The absolute URL of the metadata: the resource's origin, the well-known
 /// path, then the resource's path.
-fn metadata_url(gw: &Gateway, headers: &HeaderMap, endpoint: &Endpoint) -> String {
+pub(crate) fn metadata_url(gw: &Gateway, headers: &HeaderMap, endpoint: &Endpoint) -> String {
     let resource = resource(gw, headers, endpoint);
     let (origin, path) = split(&resource);
     if endpoint.is_default() || endpoint.resource.is_some() {

@@ -232,6 +232,10 @@ async fn handle(
         if let Some(e) = auth::metadata_of(&gw, req.headers(), req.uri().path()) {
             return auth::metadata(&gw, req.headers(), &e);
         }
+        // Open like the metadata: public by design (SEP-2127).
+        if let Some(e) = crate::card::card_of(&gw, req.uri().path()) {
+            return crate::card::serve(&gw, req.headers(), &e);
+        }
     }
     // The connect pages of per-caller accounts: Host checked as for the
     // endpoint; their POSTs' Origin is checked against the public URL there.

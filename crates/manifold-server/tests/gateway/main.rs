@@ -11,6 +11,7 @@ mod apps;
 mod auth;
 mod authserver;
 mod calls;
+mod card;
 mod caps;
 mod cluster;
 mod cluster_bus;
