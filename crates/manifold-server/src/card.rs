@@ -37,7 +37,8 @@ pub const WELL_KNOWN: &str = "/.well-known/mcp/server-card";
 /// What an endpoint's own card path ends with.
 pub const SUFFIX: &str = "/server-card";
 /// The schema the card follows.
-pub const SCHEMA: &str = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json";
+pub const SCHEMA: &str =
+    "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json";
 /// How long a card may be cached.
 const MAX_AGE: &str = "public, max-age=300";
 /// The longest `description`.
@@ -53,8 +54,14 @@ pub(crate) fn card_of(gw: &Gateway, path: &str) -> Option<std::sync::Arc<Endpoin
     if path == WELL_KNOWN {
         return Some(live.endpoints.default_endpoint().clone());
     }
-    if let Some(rest) = path.strip_prefix(WELL_KNOWN).and_then(|r| r.strip_prefix('/')) {
-        return endpoints.iter().find(|e| e.path.trim_start_matches('/') == rest).cloned();
+    if let Some(rest) = path
+        .strip_prefix(WELL_KNOWN)
+        .and_then(|r| r.strip_prefix('/'))
+    {
+        return endpoints
+            .iter()
+            .find(|e| e.path.trim_start_matches('/') == rest)
+            .cloned();
     }
     let own = path.strip_suffix(SUFFIX)?;
     endpoints.iter().find(|e| &*e.path == own).cloned()
@@ -63,7 +70,10 @@ pub(crate) fn card_of(gw: &Gateway, path: &str) -> Option<std::sync::Arc<Endpoin
 /// The card of `endpoint`, as fetched with `headers`.
 pub(crate) fn serve(gw: &Gateway, headers: &HeaderMap, endpoint: &Endpoint) -> Response<Body> {
     let body = card(gw, headers, endpoint).to_string();
-    let etag = format!("\"{}\"", hex::encode(&sha2::Sha256::digest(body.as_bytes())[..16]));
+    let etag = format!(
+        "\"{}\"",
+        hex::encode(&sha2::Sha256::digest(body.as_bytes())[..16])
+    );
     let matched = headers
         .get(http::header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -87,14 +97,27 @@ pub(crate) fn serve(gw: &Gateway, headers: &HeaderMap, endpoint: &Endpoint) -> R
 /// The reverse-DNS namespace of `host` (`mcp.example.com` → `com.example.mcp`);
 /// an address or a single label is `local.manifold`.
 fn namespace(host: &str) -> String {
-    let host = host.trim_start_matches('[').split(']').next().unwrap_or(host);
-    let host = host.rsplit_once(':').filter(|(h, p)| !h.contains(':') && p.parse::<u16>().is_ok()).map_or(host, |(h, _)| h);
+    let host = host
+        .trim_start_matches('[')
+        .split(']')
+        .next()
+        .unwrap_or(host);
+    let host = host
+        .rsplit_once(':')
+        .filter(|(h, p)| !h.contains(':') && p.parse::<u16>().is_ok())
+        .map_or(host, |(h, _)| h);
     let labels: Vec<&str> = host.split('.').filter(|l| !l.is_empty()).collect();
     let ok = |l: &&str| l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
     if labels.len() < 2 || host.parse::<std::net::IpAddr>().is_ok() || !labels.iter().all(ok) {
         return "local.manifold".into();
     }
-    labels.iter().rev().copied().collect::<Vec<_>>().join(".").to_ascii_lowercase()
+    labels
+        .iter()
+        .rev()
+        .copied()
+        .collect::<Vec<_>>()
+        .join(".")
+        .to_ascii_lowercase()
 }
 
 /// The card's JSON.
@@ -106,12 +129,28 @@ fn card(gw: &Gateway, headers: &HeaderMap, endpoint: &Endpoint) -> Value {
         .map(str::to_string);
     let base = match (&cfg.server.public_url, &host) {
         (Some(u), _) => u.clone(),
-        (None, Some(h)) => format!("{}://{h}", if gw.started.server.tls.is_some() { "https" } else { "http" }),
+        (None, Some(h)) => format!(
+            "{}://{h}",
+            if gw.started.server.tls.is_some() {
+                "https"
+            } else {
+                "http"
+            }
+        ),
         (None, None) => gw.public_base().unwrap_or_default(),
     };
-    let host_part = base.split_once("://").map_or(base.as_str(), |(_, r)| r).split('/').next().unwrap_or("");
+    let host_part = base
+        .split_once("://")
+        .map_or(base.as_str(), |(_, r)| r)
+        .split('/')
+        .next()
+        .unwrap_or("");
     let leaf = endpoint.path.trim_matches('/').replace('/', "-");
-    let leaf = if leaf.is_empty() { "mcp".to_string() } else { leaf };
+    let leaf = if leaf.is_empty() {
+        "mcp".to_string()
+    } else {
+        leaf
+    };
     let name = format!("{}/manifold-{leaf}", namespace(host_part));
     let mut description = if endpoint.is_default() {
         "MCP gateway: one endpoint in front of many MCP servers".to_string()

@@ -259,7 +259,11 @@ pub(crate) fn discover(x: &Request) -> Result<Reply, Refusal> {
 /// The extensions the caller's upstreams declare are relayed
 /// (`manifold_protocol::extensions::relayed`): MCP Apps' in both eras, Tasks
 /// only in 2026-07-28 (`stateless`; SEP-2663: undefined before).
-pub(crate) fn capabilities_for(gw: &Gateway, access: &crate::state::views::Access, stateless: bool) -> Value {
+pub(crate) fn capabilities_for(
+    gw: &Gateway,
+    access: &crate::state::views::Access,
+    stateless: bool,
+) -> Value {
     // Only upstreams the caller's view holds something of shape what it is
     // told the gateway can do.
     let upstream_caps: Vec<Map<String, Value>> = gw

@@ -14,24 +14,34 @@ use crate::{bounded, Setup};
 /// `GET path` with `extra` headers: status, headers (lower-case), body.
 async fn get(addr: std::net::SocketAddr, path: &str, extra: &str) -> Result<(u16, String, String)> {
     let mut s = TcpStream::connect(addr).await?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n").as_bytes())
-        .await?;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n")
+            .as_bytes(),
+    )
+    .await?;
     let mut text = String::new();
     s.read_to_string(&mut text).await?;
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).context("status")?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .context("status")?;
     Ok((status, head.to_ascii_lowercase(), body.to_string()))
 }
 
 fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
-    head.lines().find_map(|l| l.strip_prefix(&format!("{name}: ")))
+    head.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
 }
 
 #[tokio::test]
 async fn every_endpoint_has_a_card_with_public_facts_only() -> Result<()> {
     bounded(async {
         let f = Setup {
-            remote: "timeout = \"20s\"\nheaders = { Authorization = \"Bearer upstream-secret-0123\" }".into(),
+            remote:
+                "timeout = \"20s\"\nheaders = { Authorization = \"Bearer upstream-secret-0123\" }"
+                    .into(),
             extra: "[[endpoint]]\npath = \"/mcp/ops\"\nupstreams = [\"local\"]\n".into(),
             ..Setup::default()
         }
@@ -46,13 +56,30 @@ async fn every_endpoint_has_a_card_with_public_facts_only() -> Result<()> {
         ] {
             let (status, head, body) = get(addr, path, "").await?;
             assert_eq!(status, 200, "{path}: {body}");
-            assert_eq!(header(&head, "content-type"), Some("application/json"), "{head}");
-            assert_eq!(header(&head, "access-control-allow-origin"), Some("*"), "{head}");
+            assert_eq!(
+                header(&head, "content-type"),
+                Some("application/json"),
+                "{head}"
+            );
+            assert_eq!(
+                header(&head, "access-control-allow-origin"),
+                Some("*"),
+                "{head}"
+            );
             let card: Value = serde_json::from_str(&body)?;
-            assert_eq!(card["$schema"], "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json");
+            assert_eq!(
+                card["$schema"],
+                "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
+            );
             let name = card["name"].as_str().unwrap_or_default();
             let (ns, leaf) = name.split_once('/').context("one slash")?;
-            assert!(!ns.is_empty() && ns.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'), "{name}");
+            assert!(
+                !ns.is_empty()
+                    && ns
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'),
+                "{name}"
+            );
             assert!(!leaf.is_empty() && !leaf.contains('/'), "{name}");
             assert!(card["version"].as_str().is_some_and(|v| !v.is_empty()));
             let d = card["description"].as_str().unwrap_or_default();
@@ -60,13 +87,22 @@ async fn every_endpoint_has_a_card_with_public_facts_only() -> Result<()> {
             let remote = &card["remotes"][0];
             assert_eq!(remote["type"], "streamable-http");
             assert_eq!(remote["url"], format!("http://{addr}{url}"), "{card}");
-            let versions = remote["supportedProtocolVersions"].as_array().context("versions")?;
+            let versions = remote["supportedProtocolVersions"]
+                .as_array()
+                .context("versions")?;
             for v in ["2024-11-05", "2025-11-25", "2026-07-28"] {
                 assert!(versions.iter().any(|x| x == v), "{v} missing: {card}");
             }
             assert_eq!(card["capabilities"]["tools"]["listChanged"], true, "{card}");
             // Public facts only.
-            for secret in ["upstream-secret", "127.0.0.1:", "\"remote\"", "remote__", "local__", "demo-upstream"] {
+            for secret in [
+                "upstream-secret",
+                "127.0.0.1:",
+                "\"remote\"",
+                "remote__",
+                "local__",
+                "demo-upstream",
+            ] {
                 let hay = body.replace(&format!("{addr}"), "");
                 assert!(!hay.contains(secret), "{path} shows {secret:?}: {body}");
             }
@@ -76,7 +112,12 @@ async fn every_endpoint_has_a_card_with_public_facts_only() -> Result<()> {
         let (_, head, _) = get(addr, "/mcp/server-card", "").await?;
         let etag = header(&head, "etag").context("etag")?.to_string();
         assert!(etag.starts_with('"'), "a strong ETag: {etag}");
-        let (status, _, body) = get(addr, "/mcp/server-card", &format!("If-None-Match: {etag}\r\n")).await?;
+        let (status, _, body) = get(
+            addr,
+            "/mcp/server-card",
+            &format!("If-None-Match: {etag}\r\n"),
+        )
+        .await?;
         assert_eq!((status, body.as_str()), (304, ""));
         let (status, _, _) = get(addr, "/mcp/server-card", "If-None-Match: \"other\"\r\n").await?;
         assert_eq!(status, 200);

@@ -327,3 +327,44 @@ fn serve_refuses_an_original_named_endpoint_whose_own_names_collide() {
         "{err}"
     );
 }
+
+/// Logs read well where a person reads them and parse where a machine does:
+/// the human format on a terminal (here a pseudo-terminal from util-linux's
+/// `script`), JSON lines anywhere else (a pipe, a file, a log collector).
+#[test]
+fn logs_are_human_on_a_terminal_and_json_elsewhere() {
+    let config = repo_file("gateway.toml");
+    let piped = Command::new(bin())
+        .args(["tools", "--config"])
+        .arg(&config)
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("run manifold tools");
+    let stderr = String::from_utf8_lossy(&piped.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!lines.is_empty(), "no log lines");
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+        assert!(v["level"].is_string() && v["timestamp"].is_string(), "{l}");
+    }
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("util-linux `script` is not installed: the terminal half is not checked");
+        return;
+    }
+    let shell = format!(
+        "RUST_LOG=info {} tools --config {} >/dev/null",
+        bin(),
+        config.display()
+    );
+    let tty = Command::new("script")
+        .args(["-qec", &shell, "/dev/null"])
+        .output()
+        .expect("run script");
+    let text = String::from_utf8_lossy(&tty.stdout);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!lines.is_empty(), "no log lines on the terminal");
+    for l in &lines {
+        assert!(!l.trim_start().starts_with('{'), "JSON on a terminal: {l}");
+    }
+    assert!(lines.iter().any(|l| l.contains("INFO")), "{text}");
+}
