@@ -4,7 +4,11 @@
 //!
 //! - `--stdio` (the default for Claude Desktop): the client launches
 //!   `manifold stdio --config <absolute path>` (this binary, by its absolute
-//!   path).
+//!   path), with an `env` naming every `${VAR}` the configuration refers to:
+//!   a client starts its servers without the user's shell environment. With
+//!   `--write` their values come from this environment (the client's file is
+//!   where they were before `manifold import`); printed, they are
+//!   placeholders.
 //! - `--http` (the default for the others): the endpoint URL (`[server]
 //!   public_url`, else the listener's address, plus `path`), with an
 //!   `Authorization: Bearer ${MANIFOLD_TOKEN}` placeholder when `[auth]` is
@@ -62,12 +66,69 @@ fn usual_file(client: Format) -> Option<PathBuf> {
     }
 }
 
-/// The client entry for this gateway.
+/// Every `${VAR}` the configuration's values refer to (`$${` is a literal;
+/// comments are not values).
+fn referenced_vars(text: &str) -> Vec<String> {
+    fn value(v: &toml_edit::Value, out: &mut Vec<String>) {
+        match v {
+            toml_edit::Value::String(s) => out.push(s.value().clone()),
+            toml_edit::Value::Array(a) => a.iter().for_each(|x| value(x, out)),
+            toml_edit::Value::InlineTable(t) => t.iter().for_each(|(_, x)| value(x, out)),
+            _ => {}
+        }
+    }
+    fn item(i: &toml_edit::Item, out: &mut Vec<String>) {
+        match i {
+            toml_edit::Item::Value(v) => value(v, out),
+            toml_edit::Item::Table(t) => t.iter().for_each(|(_, x)| item(x, out)),
+            toml_edit::Item::ArrayOfTables(a) => a
+                .iter()
+                .for_each(|t| t.iter().for_each(|(_, x)| item(x, out))),
+            toml_edit::Item::None => {}
+        }
+    }
+    let mut values = Vec::new();
+    if let Ok(doc) = text.parse::<toml_edit::DocumentMut>() {
+        item(doc.as_item(), &mut values);
+    }
+    let mut out: Vec<String> = Vec::new();
+    for value in &values {
+        refs_in(value, &mut out);
+    }
+    out
+}
+
+/// The `${VAR}` names in one value, added to `out` once each.
+fn refs_in(text: &str, out: &mut Vec<String>) {
+    let mut rest = text;
+    while let Some(pos) = rest.find('$') {
+        let after = &rest[pos + 1..];
+        if let Some(stripped) = after.strip_prefix('$') {
+            rest = stripped;
+            continue;
+        }
+        if let Some(body) = after.strip_prefix('{') {
+            if let Some(end) = body.find('}') {
+                let name = &body[..end];
+                let valid =
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if valid && !out.iter().any(|n| n == name) {
+                    out.push(name.to_string());
+                }
+            }
+        }
+        rest = after;
+    }
+}
+
+/// The client entry for this gateway; `values`: the variables' values taken
+/// from this environment (else placeholders).
 fn entry(
     client: Format,
     cfg: &manifold_config::GatewayConfig,
     config: &Path,
     http: bool,
+    values: bool,
 ) -> Result<Value, String> {
     if !http {
         let me = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
@@ -79,6 +140,19 @@ fn entry(
         });
         if matches!(client, Format::Vscode | Format::ClaudeCode) {
             e["type"] = json!("stdio");
+        }
+        let text = std::fs::read_to_string(&config).unwrap_or_default();
+        let mut env = Map::new();
+        for name in referenced_vars(&text) {
+            let v = match std::env::var(&name) {
+                Ok(v) if values => v,
+                Ok(_) | Err(_) if values => return Err(format!("{name} is not set here; export it (the client's entry carries it), then run again")),
+                _ => format!("<the value of {name}>"),
+            };
+            env.insert(name, Value::String(v));
+        }
+        if !env.is_empty() {
+            e["env"] = Value::Object(env);
         }
         return Ok(e);
     }
@@ -112,12 +186,28 @@ fn entry(
 
 /// Runs `manifold connect`.
 pub fn run(a: Connect<'_>) -> ExitCode {
-    let cfg = match super::load_config(a.config) {
-        Ok(c) => c,
-        Err(code) => return code,
+    // The secrets need not be set to say where the gateway is.
+    let text = match std::fs::read_to_string(a.config) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!(
+                "manifold: configuration error: cannot read {}: {e}",
+                a.config.display()
+            );
+            return ExitCode::from(USAGE);
+        }
     };
+    let lookup = |k: &str| std::env::var(k).ok().or_else(|| Some("x".repeat(64)));
+    let cfg =
+        match manifold_config::load_str(a.config, &text, lookup, figment::providers::Env::raw()) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("manifold: configuration error: {e}");
+                return ExitCode::from(USAGE);
+            }
+        };
     let http = a.http.unwrap_or(a.client != Format::Claude);
-    let e = match entry(a.client, &cfg, a.config, http) {
+    let e = match entry(a.client, &cfg, a.config, http, a.write) {
         Ok(e) => e,
         Err(why) => {
             eprintln!("manifold: {why}");

@@ -344,7 +344,8 @@ fn logs_are_human_on_a_terminal_and_json_elsewhere() {
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert!(!lines.is_empty(), "no log lines");
     for l in &lines {
-        let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+        let v: serde_json::Value =
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
         assert!(v["level"].is_string() && v["timestamp"].is_string(), "{l}");
     }
     if Command::new("script").arg("--version").output().is_err() {

@@ -416,6 +416,7 @@ mod apps;
 mod auth;
 mod cluster;
 mod confirm;
+mod import;
 mod search;
 mod skills;
 mod stdio;
