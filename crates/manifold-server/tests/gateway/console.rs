@@ -30,13 +30,14 @@ const CLIENT_KEY: &str = "console-client-key-0123456789abcdef";
 const PLATFORM_KEY: &str = "console-platform-key-0123456789abcdef";
 
 /// Every page, and a word each one shows.
-const PAGES: [(&str, &str); 7] = [
+const PAGES: [(&str, &str); 8] = [
     ("/ui", "Upstreams"),
     ("/ui/", "Upstreams"),
     ("/ui/catalogue", "Left out of the merged lists"),
     ("/ui/catalogue/tool/local__echo", "Input schema"),
     ("/ui/audit", "No audit log file"),
     ("/ui/pins", "No pin store is configured"),
+    ("/ui/connections", "No upstream has per-caller accounts"),
     ("/ui/config", "Effective configuration"),
 ];
 

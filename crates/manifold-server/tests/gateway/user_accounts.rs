@@ -34,7 +34,7 @@ async fn gateway(s: &Standin, store: &std::path::Path, auth: &str) -> Result<Tes
          [credentials]\nstore = {}\nkey = {}\n\n\
          [auth]\n[[auth.api_keys]]\nname = \"alice\"\nhash = \"{}\"\n\n\
          [[auth.api_keys]]\nname = \"bob\"\nhash = \"{}\"\n\n\
-         [audit]\npath = {}\n",
+         [audit]\npath = {}\n\n[admin]\nlisten = \"127.0.0.1:0\"\n",
         toml_string(&s.url()),
         toml_string(&store.display().to_string()),
         toml_string(STORE_KEY),
@@ -297,6 +297,37 @@ async fn two_callers_paste_their_own_keys_and_reach_the_upstream_as_themselves()
                 )
             }));
 
+        // The operator's console lists both (no key) and revokes bob's.
+        let admin = gw.gateway().admin_addr().context("admin listener")?;
+        let page = crate::admin::admin_call(admin, "GET", "/ui/connections", &[], "").await?;
+        assert_eq!(page.status, 200, "{}", page.body);
+        assert!(
+            page.body.contains("key:alice") && page.body.contains("key:bob"),
+            "{}",
+            page.body
+        );
+        assert!(!page.body.contains("pat-"), "a key on the console");
+        let csrf = page.csrf().context("csrf")?;
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("csrf", &csrf)
+            .append_pair("upstream", "secured")
+            .append_pair("principal", "key:bob")
+            .finish();
+        let r = crate::admin::admin_call(
+            admin,
+            "POST",
+            "/ui/connections/revoke",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            &body,
+        )
+        .await?;
+        assert_eq!(r.status, 303, "{}", r.body);
+        let r = whoami(&bob).await?;
+        assert!(
+            text_of(&r["result"])?.contains("/connect/"),
+            "bob is asked again: {r}"
+        );
+
         // At rest: sealed; in the audit log: the events, never a key.
         let accounts = manifold_credentials::AccountStore::new(
             gw.gateway()
@@ -308,7 +339,7 @@ async fn two_callers_paste_their_own_keys_and_reach_the_upstream_as_themselves()
         let (listed, problems) = accounts.list(Some("secured"));
         assert!(problems.is_empty(), "{problems:?}");
         let who: Vec<&str> = listed.iter().map(|a| a.principal.as_str()).collect();
-        assert_eq!(who, ["key:alice", "key:bob"]);
+        assert_eq!(who, ["key:alice"]);
         for f in walk(&store.join("accounts"))? {
             let text = std::fs::read_to_string(&f)?;
             assert!(

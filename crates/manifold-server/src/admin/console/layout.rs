@@ -20,11 +20,12 @@ use super::session::{self, Viewer};
 use crate::state::Gateway;
 
 /// The pages in the navigation: path, label.
-const NAV: [(&str, &str); 5] = [
+const NAV: [(&str, &str); 6] = [
     ("/ui", "Overview"),
     ("/ui/catalogue", "Catalogue"),
     ("/ui/audit", "Audit"),
     ("/ui/pins", "Pins"),
+    ("/ui/connections", "Connections"),
     ("/ui/config", "Configuration"),
 ];
 

@@ -9,6 +9,7 @@
 //! | `/ui/catalogue/tool/NAME` | one tool: description, schemas, annotations, overrides, pins |
 //! | `/ui/audit` | the audit log newest first, filtered, paged; the chain's status |
 //! | `/ui/pins` | `[integrity]`: held items with their diff, approve and revoke |
+//! | `/ui/connections` | callers' own accounts at `user_oauth`/`user_secret` upstreams, revoke |
 //! | `/ui/config` | the effective configuration, the last reload, a reload button |
 //! | `/ui/login`, `/ui/logout` | the session cookie (see `session`) |
 //! | `/ui/static/…` | the stylesheet and the script |
@@ -20,7 +21,8 @@
 //! static files is authenticated (`session`) before it is built; every POST
 //! carries the viewer's CSRF token and comes from the console's own origin;
 //! a form body is read up to [`answer::MAX_FORM_BYTES`]; pages read state, and change
-//! it only through a POST (reload, approve, revoke, login, logout).
+//! it only through a POST (reload, approve, revoke, revoke an account, login,
+//! logout).
 //!
 //! Not here: the admin listener's Host/Origin rules (`admin::auth`, applied
 //! before this), what `/config` and `/catalog` show (`inspect`, reused here).
@@ -28,6 +30,7 @@
 mod answer;
 mod audit;
 mod catalogue;
+mod connections;
 mod layout;
 mod overview;
 mod pins;
@@ -118,6 +121,7 @@ async fn route(
         "/ui/catalogue" => catalogue::page(gw, &viewer, query),
         "/ui/audit" => audit::page(gw, &viewer, query).await,
         "/ui/pins" => pins::page(gw, &viewer, query, None).await,
+        "/ui/connections" => connections::page(gw, &viewer, query, None).await,
         "/ui/config" => settings::page(gw, &viewer, query),
         p => match p.strip_prefix("/ui/catalogue/tool/") {
             Some(name) => match super::inspect::percent_decode(name) {
@@ -187,6 +191,16 @@ async fn post(
                 }
             }
         }
+        "/ui/connections/revoke" => match connections::revoke(gw, viewer, &form).await {
+            Ok(who) => redirect(&format!(
+                "/ui/connections?revoked={}",
+                url::form_urlencoded::byte_serialize(who.as_bytes()).collect::<String>()
+            )),
+            Err((status, why)) => match connections::page(gw, viewer, &form, Some(why)).await {
+                Ok(markup) => html(status, markup),
+                Err((s, w)) => html(s, layout::error_page(viewer, s, &w)),
+            },
+        },
         _ => layout::refused(StatusCode::NOT_FOUND, "nothing to POST to here", None),
     }
 }
