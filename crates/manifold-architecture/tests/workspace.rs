@@ -148,6 +148,7 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
             &["login", "accounts"],
             &["discovery"],
             &["http", "pkce", "store"],
+            &["sealed_file"],
             &["error", "guard", "limits"],
         ],
     ),

@@ -178,6 +178,19 @@ pub struct ExchangeFrom {
     pub introspection: bool,
 }
 
+impl UpstreamAuthSection {
+    /// Whether it names anything of an OAuth client (which `static` and
+    /// `user_secret` have no use for).
+    fn names_a_client(&self) -> bool {
+        self.client_id.is_some()
+            || self.client_secret.is_some()
+            || !self.scopes.is_empty()
+            || self.issuer.is_some()
+            || self.token_endpoint.is_some()
+            || !self.exchange_from.is_empty()
+    }
+}
+
 impl UpstreamAuth {
     pub fn kind(&self) -> &'static str {
         match self {
@@ -353,13 +366,7 @@ pub(crate) fn validate_auth(
         }
         "user_secret" => {
             let store = per_user_store("user_secret")?;
-            if a.client_id.is_some()
-                || a.client_secret.is_some()
-                || !a.scopes.is_empty()
-                || a.issuer.is_some()
-                || a.token_endpoint.is_some()
-                || !a.exchange_from.is_empty()
-            {
+            if a.names_a_client() {
                 return Err(format!(
                     "key `{key}.auth`: `user_secret` takes only `inject` and `check` (each caller pastes their own key)"
                 ));
@@ -381,13 +388,7 @@ pub(crate) fn validate_auth(
             }))
         }
         "static" => {
-            if a.client_id.is_some()
-                || a.client_secret.is_some()
-                || !a.scopes.is_empty()
-                || a.issuer.is_some()
-                || a.token_endpoint.is_some()
-                || !a.exchange_from.is_empty()
-            {
+            if a.names_a_client() {
                 return Err(format!(
                     "key `{key}.auth`: `static` takes no client_id, client_secret, scopes, issuer, token_endpoint or exchange_from (its credentials are the `headers`)"
                 ));

@@ -14,16 +14,14 @@
 //! Not here: getting the tokens (`connect`), deciding who may connect (the
 //! server's connect pages).
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine;
-use manifold_foundation::aead::{Keys, OpenError, SealError};
+use manifold_foundation::aead::Keys;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::CredentialError;
-use crate::store::{write_private, Record};
+use crate::store::Record;
 
 /// What an account file starts with (the format's version).
 const MAGIC: &str = "manifold-account-v1\n";
@@ -178,19 +176,8 @@ impl AccountStore {
                 path.display()
             ))
         };
-        let body = text
-            .strip_prefix(MAGIC)
-            .ok_or_else(|| corrupt("not an account file"))?;
-        let raw = STANDARD
-            .decode(body.trim())
-            .map_err(|_| corrupt("not base64"))?;
-        let plain = self
-            .keys
-            .open(&aad(upstream, owner), &raw)
-            .map_err(|e| match e {
-                OpenError::TooShort => corrupt("too short"),
-                OpenError::NotAuthentic => corrupt("authentication failed"),
-            })?;
+        let plain =
+            crate::sealed_file::open(&self.keys, MAGIC, &aad(upstream, owner), text, &corrupt)?;
         let a: Account = serde_json::from_slice(&plain).map_err(|_| corrupt("not an account"))?;
         if a.upstream != upstream || digest(&a.principal) != owner {
             return Err(corrupt("written for another account"));
@@ -200,31 +187,15 @@ impl AccountStore {
 
     /// Replaces the account of `a.principal` at `a.upstream`.
     pub fn save(&self, a: &Account) -> Result<(), CredentialError> {
-        let path = self.path(&a.upstream, &a.principal);
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let fail = |e: std::io::Error| {
-            CredentialError::Store(format!("cannot write to {}: {e}", dir.display()))
-        };
-        std::fs::create_dir_all(&dir).map_err(fail)?;
         let data = serde_json::to_vec(a).map_err(|e| CredentialError::Store(e.to_string()))?;
-        let raw = self
-            .keys
-            .seal(&aad(&a.upstream, &digest(&a.principal)), data)
-            .map_err(|e| match e {
-                SealError::NoRandomness => CredentialError::Store("no OS randomness".into()),
-                SealError::Refused => CredentialError::Store("sealing failed".into()),
-            })?;
-        let text = format!("{MAGIC}{}\n", STANDARD.encode(raw));
-        // Unique per write: replicas sharing a store may all be pid 1.
-        let mut tag = [0u8; 6];
-        let _ = getrandom::fill(&mut tag);
-        let aside = path.with_extension(format!(
-            "{SUFFIX}.{}.{}",
-            std::process::id(),
-            hex::encode(tag)
-        ));
-        write_private(&aside, text.as_bytes()).map_err(fail)?;
-        std::fs::rename(&aside, &path).map_err(fail)
+        let aad = aad(&a.upstream, &digest(&a.principal));
+        crate::sealed_file::write(
+            &self.keys,
+            MAGIC,
+            &aad,
+            &self.path(&a.upstream, &a.principal),
+            data,
+        )
     }
 
     /// Forgets the account of `principal` at `upstream`; whether there was one.

@@ -353,20 +353,7 @@ impl Accounts {
                 get("error_description").unwrap_or_default()
             )));
         }
-        // Compared exactly, with no normalization (RFC 9207).
-        match (get("iss"), &begun.issuer) {
-            (Some(iss), Some(issuer)) if &iss != issuer => {
-                return Err(CredentialError::Refused(format!(
-                    "the redirect's iss ({iss}) is not the authorization server ({issuer}) (RFC 9207)"
-                )))
-            }
-            (None, Some(_)) if begun.iss_required => {
-                return Err(CredentialError::Refused(
-                    "the authorization server promises an iss parameter and the redirect has none (RFC 9207)".into(),
-                ))
-            }
-            _ => {}
-        }
+        crate::login::check_iss(get("iss"), begun.issuer.as_deref(), begun.iss_required)?;
         let code = get("code")
             .filter(|c| !c.is_empty())
             .ok_or_else(|| CredentialError::Refused("the redirect has no code".into()))?;

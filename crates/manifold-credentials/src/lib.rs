@@ -37,6 +37,7 @@ mod http;
 mod limits;
 mod login;
 mod pkce;
+mod sealed_file;
 mod source;
 mod store;
 

@@ -251,6 +251,25 @@ pub(crate) async fn token_request(
     Ok(v)
 }
 
+/// The redirect's `iss` against the authorization server's issuer, compared
+/// exactly, with no normalization (RFC 9207, SEP-2468); a server that
+/// promises the parameter (`required`) must send it.
+pub(crate) fn check_iss(
+    iss: Option<String>,
+    issuer: Option<&str>,
+    required: bool,
+) -> Result<(), CredentialError> {
+    match (iss, issuer) {
+        (Some(iss), Some(issuer)) if iss != issuer => Err(CredentialError::Refused(format!(
+            "the redirect's iss ({iss}) is not the authorization server ({issuer}) (RFC 9207)"
+        ))),
+        (None, Some(_)) if required => Err(CredentialError::Refused(
+            "the authorization server promises an iss parameter and the redirect has none (RFC 9207)".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Fills a record's token fields from a token response.
 pub(crate) fn take_tokens(r: &mut Record, v: &Value, asked_scope: Option<&str>) {
     r.access_token = v["access_token"].as_str().unwrap_or_default().to_string();
@@ -419,20 +438,11 @@ pub async fn login(o: LoginOptions) -> Result<Record, CredentialError> {
         )));
     }
 
-    // Compared exactly, with no normalization (RFC 9207, SEP-2468).
-    match (get("iss"), &d.server.issuer) {
-        (Some(iss), Some(issuer)) if &iss != issuer => {
-            return Err(CredentialError::Refused(format!(
-                "the redirect's iss ({iss}) is not the authorization server ({issuer}) (RFC 9207)"
-            )))
-        }
-        (None, Some(_)) if d.server.iss_parameter => {
-            return Err(CredentialError::Refused(
-                "the authorization server promises an iss parameter and the redirect has none (RFC 9207)".into(),
-            ))
-        }
-        _ => {}
-    }
+    check_iss(
+        get("iss"),
+        d.server.issuer.as_deref(),
+        d.server.iss_parameter,
+    )?;
     let code =
         get("code").ok_or_else(|| CredentialError::Server("the redirect has no code".into()))?;
     let v = token_request(

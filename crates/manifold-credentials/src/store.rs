@@ -8,9 +8,7 @@
 //!
 //! Not here: what the tokens are for (`source`, `login`).
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine;
-use manifold_foundation::aead::{Keys, OpenError, SealError};
+use manifold_foundation::aead::Keys;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -118,19 +116,8 @@ impl Store {
                 path.display()
             ))
         };
-        let body = text
-            .strip_prefix(MAGIC)
-            .ok_or_else(|| corrupt("not a token store file"))?;
-        let raw = STANDARD
-            .decode(body.trim())
-            .map_err(|_| corrupt("not base64"))?;
-        let plain = self
-            .keys
-            .open(upstream.as_bytes(), &raw)
-            .map_err(|e| match e {
-                OpenError::TooShort => corrupt("too short"),
-                OpenError::NotAuthentic => corrupt("authentication failed"),
-            })?;
+        let plain =
+            crate::sealed_file::open(&self.keys, MAGIC, upstream.as_bytes(), &text, &corrupt)?;
         serde_json::from_slice(&plain)
             .map(Some)
             .map_err(|_| corrupt("not a record"))
@@ -138,52 +125,16 @@ impl Store {
 
     /// Replaces the record of `upstream`.
     pub fn save(&self, upstream: &str, record: &Record) -> Result<(), CredentialError> {
-        let fail = |e: std::io::Error| {
-            CredentialError::Store(format!("cannot write to {}: {e}", self.dir.display()))
-        };
-        std::fs::create_dir_all(&self.dir).map_err(fail)?;
         let data = serde_json::to_vec(record).map_err(|e| CredentialError::Store(e.to_string()))?;
-        let raw = self
-            .keys
-            .seal(upstream.as_bytes(), data)
-            .map_err(|e| match e {
-                SealError::NoRandomness => CredentialError::Store("no OS randomness".into()),
-                SealError::Refused => CredentialError::Store("sealing failed".into()),
-            })?;
-        let text = format!("{MAGIC}{}\n", STANDARD.encode(raw));
-        let path = self.path(upstream);
-        // Unique per write: replicas sharing a store may all be pid 1.
-        let mut tag = [0u8; 6];
-        let _ = getrandom::fill(&mut tag);
-        let aside = path.with_extension(format!(
-            "tokens.{}.{}",
-            std::process::id(),
-            hex::encode(tag)
-        ));
-        write_private(&aside, text.as_bytes()).map_err(fail)?;
-        std::fs::rename(&aside, &path).map_err(fail)
+        crate::sealed_file::write(
+            &self.keys,
+            MAGIC,
+            upstream.as_bytes(),
+            &self.path(upstream),
+            data,
+        )
     }
 }
-
-#[cfg(unix)]
-pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
-}
-
-#[cfg(not(unix))]
-pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::write(path, bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
