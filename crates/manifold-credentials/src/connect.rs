@@ -26,7 +26,7 @@ use crate::discovery::{discover, Discovered, Pins};
 use crate::error::CredentialError;
 use crate::http::Client;
 use crate::login::{take_tokens, token_request};
-use crate::pkce::{random_token, s256};
+use crate::pkce::s256;
 use crate::store::Record;
 
 enum Kind {
@@ -291,8 +291,15 @@ impl Accounts {
         Ok(d)
     }
 
-    /// Starts a flow whose redirect carries `state` back to `redirect`.
-    pub async fn begin(&self, redirect: &str, state: &str) -> Result<Begun, CredentialError> {
+    /// Starts a flow whose redirect carries `state` back to `redirect`, with
+    /// the PKCE `verifier` (at least 43 characters of a secret the caller
+    /// keeps; the same three give the same flow again, for its callback).
+    pub async fn begin(
+        &self,
+        redirect: &str,
+        state: &str,
+        verifier: &str,
+    ) -> Result<Begun, CredentialError> {
         let Kind::OAuth(o) = &self.kind else {
             return Err(CredentialError::Refused(format!(
                 "`{}` takes a pasted key, not an authorization",
@@ -300,7 +307,11 @@ impl Accounts {
             )));
         };
         let d = self.discovered(o).await?;
-        let verifier = random_token()?;
+        if verifier.len() < 43 {
+            return Err(CredentialError::Refused(
+                "a PKCE verifier has at least 43 characters (RFC 7636)".into(),
+            ));
+        }
         let mut url = url::Url::parse(&d.server.authorization_endpoint)
             .map_err(|e| CredentialError::Server(format!("authorization_endpoint: {e}")))?;
         {
@@ -312,7 +323,7 @@ impl Accounts {
                 )
                 .append_pair("redirect_uri", redirect)
                 .append_pair("state", state)
-                .append_pair("code_challenge", &s256(&verifier))
+                .append_pair("code_challenge", &s256(verifier))
                 .append_pair("code_challenge_method", "S256")
                 .append_pair("resource", &d.resource);
             if !o.client.scopes.is_empty() {
@@ -327,7 +338,7 @@ impl Accounts {
         }
         Ok(Begun {
             url: url.to_string(),
-            verifier,
+            verifier: verifier.to_string(),
             issuer: d.server.issuer.clone(),
             iss_required: d.server.iss_parameter,
             redirect: redirect.to_string(),

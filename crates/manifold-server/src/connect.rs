@@ -238,11 +238,13 @@ async fn submit(gw: &Arc<Gateway>, req: Request<Incoming>, id: &str) -> Response
     if accounts.is_oauth() {
         let base = gw.public_base().unwrap_or_default();
         let redirect = format!("{base}{CALLBACK_PATH}");
-        let state = random_state();
-        return match accounts.begin(&redirect, &state).await {
+        let Some(state) = gw.tables.connects.state_for(id) else {
+            return gone();
+        };
+        let verifier = gw.tables.connects.verifier(id);
+        return match accounts.begin(&redirect, &state, &verifier).await {
             Ok(begun) => {
                 let to = begun.url.clone();
-                gw.tables.connects.started(id, state, begun);
                 Response::builder()
                     .status(StatusCode::SEE_OTHER)
                     .header(http::header::LOCATION, to)
@@ -326,13 +328,6 @@ async fn check(
     }
 }
 
-fn random_state() -> String {
-    use base64::Engine;
-    let mut raw = [0u8; 32];
-    let _ = getrandom::fill(&mut raw);
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
-}
-
 /// `GET /oauth/callback`: the flow its `state` names, finished once.
 async fn callback(gw: &Arc<Gateway>, query: Option<&str>) -> Response<Body> {
     let params: Vec<(String, String)> = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
@@ -355,16 +350,20 @@ async fn callback(gw: &Arc<Gateway>, query: Option<&str>) -> Response<Body> {
             html! { p { "Its state is unknown, used or expired. Call the tool again from your client for a new link." } },
         );
     };
-    let Some((_, begun)) = p.flow.clone() else {
-        return gone();
-    };
     let accounts = gw
         .upstream(&p.upstream)
         .and_then(|u| gw.tables.connects.accounts(&u));
     let Some(accounts) = accounts else {
         return gone();
     };
-    match accounts.redeem(&p.principal, &params, &begun).await {
+    // The flow as it was started (any replica derives the same verifier).
+    let redirect = format!("{}{CALLBACK_PATH}", gw.public_base().unwrap_or_default());
+    let verifier = gw.tables.connects.verifier(&p.id);
+    let redeemed = match accounts.begin(&redirect, state, &verifier).await {
+        Ok(begun) => accounts.redeem(&p.principal, &params, &begun).await,
+        Err(e) => Err(e),
+    };
+    match redeemed {
         Ok(_) => connected(gw, &p, "user_oauth"),
         Err(e) => {
             crate::observe::account_event(
@@ -388,13 +387,23 @@ async fn callback(gw: &Arc<Gateway>, query: Option<&str>) -> Response<Body> {
 /// The account is stored: audited, the asking session told, the page says so.
 fn connected(gw: &Gateway, p: &Pending, kind: &str) -> Response<Body> {
     crate::observe::account_event(gw, &p.upstream, kind, &p.principal, "connected", false);
-    if let Some(session) = p.session.as_deref().and_then(|s| gw.tables.sessions.get(s)) {
+    if let Some(digest) = p.session.as_deref() {
         let note = serde_json::json!({
             "jsonrpc": "2.0",
             "method": "notifications/elicitation/complete",
             "params": {"elicitationId": p.elicitation_id},
-        });
-        session.push(Bytes::from(note.to_string()));
+        })
+        .to_string();
+        let here = gw.tables.sessions.by_digest(digest);
+        let pushed = here.is_some_and(|s| s.push(Bytes::from(note.clone())));
+        // Its GET stream may be open on another replica.
+        if let (false, Some(c)) = (pushed, &gw.cluster) {
+            let push = manifold_cluster::Message::Push {
+                session: digest.to_string(),
+                message: note,
+            };
+            c.publish_later(&gw.life.background, push);
+        }
     }
     page(
         StatusCode::OK,

@@ -247,6 +247,7 @@ impl Gateway {
                         .map_or(manifold_config::accounts::DEFAULT_CONNECT_TTL, |c| {
                             c.connect_ttl
                         }),
+                    config.credentials.as_ref().map(|c| c.key.as_str()),
                 ),
             },
             integrity: integrity::Integrity::new(pins.store, metrics.integrity.clone()),

@@ -1,35 +1,48 @@
-//! Connect links: the pending "connect your account" requests a call to a
+//! Connect links: the "connect your account" requests a call to a
 //! `user_oauth` or `user_secret` upstream opens for a caller without one, and
 //! each such upstream's [`Accounts`] (built once per configuration).
 //!
-//! A link (`<public_url><server.path>/connect/<id>`) is a capability: 32
-//! random bytes, single use, expiring after `[credentials] connect_ttl`, bound
-//! to the principal that asked and to a short code only that caller's client
-//! was shown. The page asks for the code before anything else, so a link
-//! forwarded to someone else (or found in a log) cannot link their account to
-//! the asker: they do not know the code. Wrong codes are counted; after
-//! [`MAX_CODE_TRIES`] the link is void.
+//! A link (`<public_url><server.path>/connect/<id>`) is a capability whose id
+//! is its own state, sealed (AES-256-GCM under a key derived from
+//! `[credentials] key`): the upstream, the principal that asked, the binding
+//! code only that caller's client was shown, the `elicitationId`, the asking
+//! session's digest and the expiry (`[credentials] connect_ttl`). So any
+//! replica that shares the credentials key serves its pages and its callback
+//! (with a shared store directory, the account then serves every replica). The
+//! page asks for the code before anything else: a link forwarded to someone
+//! else (or found in a log) links nothing, they do not know the code. The
+//! form's anti-forgery token and the PKCE verifier are derived from the link
+//! (HMAC under the same key), and the OAuth `state` is sealed like the link.
 //!
-//! Invariants: at most [`MAX_PENDING_CONNECTS`] links in all and
-//! [`MAX_PENDING_PER_PRINCIPAL`] per principal (expired ones are dropped
-//! first); a caller asking again while their link for that upstream is
-//! unused gets the same link (no flood of links); an OAuth `state` maps to
-//! one link and is taken once; codes and ids are compared in constant time;
-//! no lock is held across `.await`.
+//! What a replica keeps locally, bounded: the links it handed out (so a caller
+//! asking again gets the same one), wrong-code counts (after [`MAX_CODE_TRIES`]
+//! a link is void here) and used links and states (single use here; on another
+//! replica a used link is refused by the authorization server's single-use
+//! code, or relinks the same principal with the code it needs).
 //!
-//! Not here: the pages (`front::connect`), the accounts' storage and flows
+//! Invariants: at most [`MAX_PENDING_CONNECTS`] entries in each local table and
+//! [`MAX_PENDING_PER_PRINCIPAL`] links per principal (expired ones dropped
+//! first); codes, tokens and states are compared in constant time or by
+//! authenticated decryption; no lock is held across `.await`.
+//!
+//! Not here: the pages (`crate::connect`), the accounts' storage and flows
 //! (manifold-credentials), the question a client gets (`call::credentials`).
 
-use manifold_credentials::{Accounts, Begun};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use manifold_credentials::Accounts;
+use manifold_foundation::aead::Keys;
+use manifold_foundation::time::unix_now;
 use manifold_upstream::Upstream;
 use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// The most connect links open at once (every caller, every upstream).
+/// The most entries in each local table (links handed out, counts, used).
 pub const MAX_PENDING_CONNECTS: usize = 4096;
-/// The most connect links one principal may have open at once.
+/// The most connect links one principal may have open here at once.
 pub const MAX_PENDING_PER_PRINCIPAL: usize = 8;
 /// Wrong codes a link survives; the next voids it.
 pub const MAX_CODE_TRIES: u32 = 5;
@@ -37,9 +50,26 @@ pub const MAX_CODE_TRIES: u32 = 5;
 const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 /// Letters in a binding code (shown as two groups of four).
 const CODE_LEN: usize = 8;
+/// The sealing key's domain.
+const KEY_DOMAIN: &str = "manifold connect link v1";
+/// Associated data of a sealed link, and of a sealed OAuth state.
+const LINK_AAD: &[u8] = b"link";
+const STATE_AAD: &[u8] = b"state";
 
-/// One open link.
-#[derive(Clone)]
+/// What a link holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Sealed {
+    u: String,
+    p: String,
+    c: String,
+    e: String,
+    #[serde(default)]
+    s: Option<String>,
+    x: u64,
+}
+
+/// One open link, opened.
+#[derive(Debug, Clone)]
 pub(crate) struct Pending {
     pub id: String,
     pub upstream: Arc<str>,
@@ -49,16 +79,10 @@ pub(crate) struct Pending {
     pub code: String,
     /// The 2025-11-25 `elicitationId` (its completion is notified).
     pub elicitation_id: String,
-    /// The session that asked, to notify (session era).
+    /// The digest of the session that asked, to notify (session era).
     pub session: Option<String>,
     /// The form's anti-forgery token.
     pub csrf: String,
-    pub expires: Instant,
-    pub tries: u32,
-    /// The code was given: the flow may start.
-    pub bound: bool,
-    /// `user_oauth`: the OAuth `state` and the flow started with it.
-    pub flow: Option<(String, Begun)>,
 }
 
 /// What a caller's question shows.
@@ -72,7 +96,7 @@ pub(crate) struct Opened {
 /// Why a link cannot be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Void {
-    /// Unknown, used, or expired.
+    /// Unknown, forged, used, or expired.
     Gone,
     /// Too many wrong codes: it was voided.
     TooManyTries,
@@ -85,18 +109,38 @@ pub(crate) enum Void {
 type AccountsByUpstream =
     HashMap<Arc<str>, (manifold_config::credentials::UpstreamAuth, Arc<Accounts>)>;
 
+/// What a replica keeps of links.
+#[derive(Default)]
+struct Local {
+    /// (upstream, principal) → the link handed out, and its expiry.
+    issued: HashMap<(Arc<str>, String), (Opened, u64)>,
+    /// Link digest → wrong codes, and the link's expiry.
+    tries: HashMap<String, (u32, u64)>,
+    /// Digests of links and states used here, with their expiry.
+    used: HashMap<String, u64>,
+}
+
+impl Local {
+    fn sweep(&mut self, now: u64) {
+        self.issued.retain(|_, (_, x)| *x > now);
+        self.tries.retain(|_, (_, x)| *x > now);
+        self.used.retain(|_, x| *x > now);
+    }
+}
+
 /// Connect links and per-upstream accounts.
 pub(crate) struct Connects {
     ttl: Duration,
-    pending: Mutex<HashMap<String, Pending>>,
+    keys: Option<Keys>,
+    mac_key: [u8; 32],
+    local: Mutex<Local>,
     accounts: Mutex<AccountsByUpstream>,
 }
 
 fn random(n: usize) -> String {
-    use base64::Engine;
     let mut raw = vec![0u8; n];
     let _ = getrandom::fill(&mut raw);
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+    URL_SAFE_NO_PAD.encode(raw)
 }
 
 fn code() -> String {
@@ -117,11 +161,23 @@ fn normal(code: &str) -> String {
         .collect()
 }
 
+fn digest(s: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(s.as_bytes()))
+}
+
 impl Connects {
-    pub(crate) fn new(ttl: Duration) -> Connects {
+    /// `key`: `[credentials] key` (no key: no per-caller upstream can exist,
+    /// and no link is ever made).
+    pub(crate) fn new(ttl: Duration, key: Option<&str>) -> Connects {
+        let mac_key = key.map_or([0u8; 32], |k| {
+            manifold_foundation::mac::hmac_sha256(KEY_DOMAIN.as_bytes(), &[k.as_bytes()])
+        });
         Connects {
             ttl,
-            pending: Mutex::new(HashMap::new()),
+            keys: key.map(|k| Keys::new::<&str>(KEY_DOMAIN, k, &[])),
+            mac_key,
+            local: Mutex::new(Local::default()),
             accounts: Mutex::new(HashMap::new()),
         }
     }
@@ -147,120 +203,162 @@ impl Connects {
         Some(a)
     }
 
+    /// An HMAC of `parts` under the link key, base64url.
+    fn mac(&self, parts: &[&[u8]]) -> String {
+        URL_SAFE_NO_PAD.encode(manifold_foundation::mac::hmac_sha256(&self.mac_key, parts))
+    }
+
     /// A link for `principal` to connect at `upstream`: the one still open
     /// for them there, or a new one; `None` when the table (or the
-    /// principal's share) is full.
+    /// principal's share) is full, or there is no key.
     pub(crate) fn open(
         &self,
         upstream: &Arc<str>,
         principal: &str,
         session: Option<&str>,
     ) -> Option<Opened> {
-        let now = Instant::now();
-        let mut map = self.pending.lock();
-        map.retain(|_, p| p.expires > now);
-        if let Some(p) = map.values_mut().find(|p| {
-            &p.upstream == upstream && p.principal == principal && p.flow.is_none() && !p.bound
-        }) {
-            // Notified on the session that asked last.
-            if let Some(s) = session {
-                p.session = Some(s.to_string());
+        let keys = self.keys.as_ref()?;
+        let now = unix_now();
+        let mut local = self.local.lock();
+        local.sweep(now);
+        let key = (upstream.clone(), principal.to_string());
+        // Asking again while the link is unused: the same link (the session
+        // that asked first is the one told of its completion).
+        if let Some((o, _)) = local.issued.get(&key) {
+            if !local.used.contains_key(&digest(&o.id)) {
+                return Some(o.clone());
             }
-            return Some(Opened {
-                id: p.id.clone(),
-                code: p.code.clone(),
-                elicitation_id: p.elicitation_id.clone(),
-            });
         }
-        let mine = map.values().filter(|p| p.principal == principal).count();
-        if map.len() >= MAX_PENDING_CONNECTS || mine >= MAX_PENDING_PER_PRINCIPAL {
+        let mine = local.issued.keys().filter(|(_, p)| p == principal).count();
+        if local.issued.len() >= MAX_PENDING_CONNECTS
+            || (mine >= MAX_PENDING_PER_PRINCIPAL && !local.issued.contains_key(&key))
+        {
             return None;
         }
-        let p = Pending {
-            id: random(32),
-            upstream: upstream.clone(),
-            principal: principal.to_string(),
-            code: code(),
-            elicitation_id: random(16),
-            session: session.map(str::to_string),
-            csrf: random(32),
-            expires: now + self.ttl,
-            tries: 0,
-            bound: false,
-            flow: None,
+        let (code, elicitation_id) = (code(), random(16));
+        let expiry = now + self.ttl.as_secs();
+        let sealed = Sealed {
+            u: upstream.to_string(),
+            p: principal.to_string(),
+            c: code.clone(),
+            e: elicitation_id.clone(),
+            s: session.map(str::to_string),
+            x: expiry,
         };
+        let raw = keys
+            .seal(LINK_AAD, serde_json::to_vec(&sealed).ok()?)
+            .ok()?;
         let opened = Opened {
-            id: p.id.clone(),
-            code: p.code.clone(),
-            elicitation_id: p.elicitation_id.clone(),
+            id: URL_SAFE_NO_PAD.encode(raw),
+            code,
+            elicitation_id,
         };
-        map.insert(p.id.clone(), p);
+        local.issued.insert(key, (opened.clone(), expiry));
         Some(opened)
     }
 
-    /// The open link `id`.
+    /// The link `id`, opened: authentic, unexpired, not used or voided here.
     pub(crate) fn get(&self, id: &str) -> Result<Pending, Void> {
-        let now = Instant::now();
-        let map = self.pending.lock();
-        map.get(id)
-            .filter(|p| p.expires > now)
-            .cloned()
-            .ok_or(Void::Gone)
+        let keys = self.keys.as_ref().ok_or(Void::Gone)?;
+        let raw = URL_SAFE_NO_PAD.decode(id).map_err(|_| Void::Gone)?;
+        let plain = keys.open(LINK_AAD, &raw).map_err(|_| Void::Gone)?;
+        let s: Sealed = serde_json::from_slice(&plain).map_err(|_| Void::Gone)?;
+        let now = unix_now();
+        if s.x <= now {
+            return Err(Void::Gone);
+        }
+        let d = digest(id);
+        let local = self.local.lock();
+        if local.used.contains_key(&d)
+            || local
+                .tries
+                .get(&d)
+                .is_some_and(|(n, _)| *n >= MAX_CODE_TRIES)
+        {
+            return Err(Void::Gone);
+        }
+        Ok(Pending {
+            id: id.to_string(),
+            upstream: Arc::from(s.u),
+            principal: s.p,
+            code: s.c,
+            elicitation_id: s.e,
+            session: s.s,
+            csrf: self.mac(&[b"csrf", id.as_bytes()]),
+        })
     }
 
     /// Checks the form's `csrf` and the typed `code` for link `id`: a wrong
     /// code counts, and the last allowed one voids the link.
     pub(crate) fn bind(&self, id: &str, csrf: &str, typed: &str) -> Result<Pending, Void> {
-        let now = Instant::now();
-        let mut map = self.pending.lock();
-        let Some(p) = map.get_mut(id).filter(|p| p.expires > now) else {
-            return Err(Void::Gone);
-        };
-        let same = |a: &str, b: &str| manifold_foundation::ct::eq(a.as_bytes(), b.as_bytes());
-        if !same(&p.csrf, csrf) {
+        let p = self.get(id)?;
+        if !manifold_foundation::ct::eq(p.csrf.as_bytes(), csrf.as_bytes()) {
             return Err(Void::Gone);
         }
-        if !same(&normal(&p.code), &normal(typed)) {
-            p.tries += 1;
-            if p.tries >= MAX_CODE_TRIES {
-                map.remove(id);
-                return Err(Void::TooManyTries);
-            }
-            return Err(Void::WrongCode(MAX_CODE_TRIES - p.tries));
+        if manifold_foundation::ct::eq(normal(&p.code).as_bytes(), normal(typed).as_bytes()) {
+            return Ok(p);
         }
-        p.bound = true;
-        Ok(p.clone())
+        let mut local = self.local.lock();
+        local.sweep(unix_now());
+        if local.tries.len() >= MAX_PENDING_CONNECTS {
+            return Err(Void::TooManyTries);
+        }
+        let expiry = unix_now() + self.ttl.as_secs();
+        let n = &mut local.tries.entry(digest(id)).or_insert((0, expiry)).0;
+        *n += 1;
+        if *n >= MAX_CODE_TRIES {
+            return Err(Void::TooManyTries);
+        }
+        Err(Void::WrongCode(MAX_CODE_TRIES - *n))
     }
 
-    /// Records the OAuth flow link `id` started (after [`Self::bind`]).
-    pub(crate) fn started(&self, id: &str, state: String, begun: Begun) {
-        if let Some(p) = self.pending.lock().get_mut(id) {
-            p.flow = Some((state, begun));
-        }
+    /// The PKCE verifier of link `id`'s flow (derived: any replica finds it).
+    pub(crate) fn verifier(&self, id: &str) -> String {
+        self.mac(&[b"pkce", id.as_bytes()])
     }
 
-    /// Takes (single use) the link whose flow carries OAuth `state`.
+    /// The OAuth `state` for link `id`'s flow (sealed: any replica opens it).
+    pub(crate) fn state_for(&self, id: &str) -> Option<String> {
+        let keys = self.keys.as_ref()?;
+        let body = serde_json::to_vec(&(id, random(8))).ok()?;
+        keys.seal(STATE_AAD, body)
+            .ok()
+            .map(|raw| URL_SAFE_NO_PAD.encode(raw))
+    }
+
+    /// Takes (single use here) the link whose flow `state` names.
     pub(crate) fn take_by_state(&self, state: &str) -> Option<Pending> {
-        let now = Instant::now();
-        let mut map = self.pending.lock();
-        let id = map
-            .values()
-            .find(|p| {
-                p.flow.as_ref().is_some_and(|(s, _)| {
-                    manifold_foundation::ct::eq(s.as_bytes(), state.as_bytes())
-                })
-            })
-            .map(|p| p.id.clone())?;
-        map.remove(&id).filter(|p| p.expires > now)
+        let keys = self.keys.as_ref()?;
+        let raw = URL_SAFE_NO_PAD.decode(state).ok()?;
+        let (id, _): (String, String) =
+            serde_json::from_slice(&keys.open(STATE_AAD, &raw).ok()?).ok()?;
+        let p = self.get(&id).ok()?;
+        self.spend(&[state, &id]).then_some(p)
     }
 
-    /// Takes (single use) link `id`, once it is bound.
+    /// Takes (single use here) link `id`, once its code was given.
     pub(crate) fn take_bound(&self, id: &str) -> Option<Pending> {
-        let mut map = self.pending.lock();
-        if !map.get(id).is_some_and(|p| p.bound) {
-            return None;
+        let p = self.get(id).ok()?;
+        self.spend(&[id]).then_some(p)
+    }
+
+    /// Marks `ids` used here; false when one was already (or the table is
+    /// full).
+    fn spend(&self, ids: &[&str]) -> bool {
+        let now = unix_now();
+        let mut local = self.local.lock();
+        local.sweep(now);
+        if local.used.len() + ids.len() > MAX_PENDING_CONNECTS {
+            return false;
         }
-        map.remove(id)
+        let digests: Vec<String> = ids.iter().map(|i| digest(i)).collect();
+        if digests.iter().any(|d| local.used.contains_key(d)) {
+            return false;
+        }
+        for d in digests {
+            local.used.insert(d, now + self.ttl.as_secs());
+        }
+        true
     }
 }
 
@@ -268,14 +366,17 @@ impl Connects {
 mod tests {
     use super::*;
 
+    const KEY: &str = "connect-links-test-key-0123456789abcdef";
+
     #[test]
     fn a_link_binds_only_with_its_code_and_dies_after_too_many_tries() {
-        let c = Connects::new(Duration::from_secs(60));
+        let c = Connects::new(Duration::from_secs(60), Some(KEY));
         let up: Arc<str> = Arc::from("gh");
         let o = c.open(&up, "key:alice", None).expect("opened");
         // Asking again while unused: the same link.
         assert_eq!(c.open(&up, "key:alice", None).expect("again").id, o.id);
         let p = c.get(&o.id).expect("open");
+        assert_eq!(p.principal, "key:alice");
         assert_eq!(c.bind(&o.id, "forged", &o.code).err(), Some(Void::Gone));
         for left in (1..MAX_CODE_TRIES).rev() {
             assert_eq!(
@@ -288,31 +389,54 @@ mod tests {
             Some(Void::TooManyTries)
         );
         assert_eq!(c.get(&o.id).err(), Some(Void::Gone));
-        // A new link; its code typed loosely binds it, once.
-        let o = c.open(&up, "key:alice", None).expect("opened");
-        let p = c.get(&o.id).expect("open");
+        // Another replica with the same key opens a fresh link; a tampered
+        // one, or one under another key, is unknown.
+        let other = Connects::new(Duration::from_secs(60), Some(KEY));
+        let o = c
+            .open(&Arc::from("gh2"), "key:alice", None)
+            .expect("opened");
+        let p = other.get(&o.id).expect("any replica opens it");
         let typed = o.code.to_lowercase().replace('-', " ");
-        assert!(c.bind(&o.id, &p.csrf, &typed).is_ok());
-        assert!(c.take_bound(&o.id).is_some());
-        assert!(c.take_bound(&o.id).is_none());
+        assert!(other.bind(&o.id, &p.csrf, &typed).is_ok());
+        assert!(other.take_bound(&o.id).is_some());
+        assert!(other.take_bound(&o.id).is_none(), "single use");
+        let mut tampered = o.id.clone().into_bytes();
+        tampered[10] ^= 1;
+        assert!(c.get(&String::from_utf8_lossy(&tampered)).is_err());
+        let stranger = Connects::new(
+            Duration::from_secs(60),
+            Some("another-key-0123456789abcdef0123456789"),
+        );
+        assert!(stranger.get(&o.id).is_err());
+        // States are sealed, single use, and name their link.
+        let o = c.open(&Arc::from("gh3"), "key:bob", None).expect("opened");
+        let state = c.state_for(&o.id).expect("state");
+        assert_eq!(
+            other.take_by_state(&state).expect("taken").principal,
+            "key:bob"
+        );
+        assert!(other.take_by_state(&state).is_none());
+        assert_eq!(c.verifier(&o.id), other.verifier(&o.id));
     }
 
     #[test]
     fn links_are_bounded_per_principal_and_expire() {
-        let c = Connects::new(Duration::from_millis(1));
+        let c = Connects::new(Duration::from_secs(60), Some(KEY));
         let ups: Vec<Arc<str>> = (0..=MAX_PENDING_PER_PRINCIPAL)
             .map(|i| Arc::from(format!("u{i}")))
             .collect();
-        let c2 = Connects::new(Duration::from_secs(60));
         for u in &ups[..MAX_PENDING_PER_PRINCIPAL] {
-            assert!(c2.open(u, "key:bob", None).is_some());
+            assert!(c.open(u, "key:bob", None).is_some());
         }
-        assert!(c2
+        assert!(c
             .open(&ups[MAX_PENDING_PER_PRINCIPAL], "key:bob", None)
             .is_none());
-        assert!(c2.open(&ups[0], "key:carol", None).is_some());
-        let o = c.open(&ups[0], "key:bob", None).expect("opened");
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(c.get(&o.id).err(), Some(Void::Gone));
+        assert!(c.open(&ups[0], "key:carol", None).is_some());
+        let short = Connects::new(Duration::from_secs(0), Some(KEY));
+        let o = short.open(&ups[0], "key:bob", None).expect("opened");
+        assert_eq!(short.get(&o.id).err(), Some(Void::Gone), "expired");
+        assert!(Connects::new(Duration::from_secs(60), None)
+            .open(&ups[0], "key:bob", None)
+            .is_none());
     }
 }

@@ -28,13 +28,23 @@ const BOB: &str = "bob-key-0123456789";
 /// A gateway in front of the stand-in's MCP server with `auth` as its
 /// `[upstreams.secured.auth]`, two API-key callers, and an audit log.
 async fn gateway(s: &Standin, store: &std::path::Path, auth: &str) -> Result<TestGateway> {
+    gateway_with(s, store, auth, "").await
+}
+
+/// [`gateway`] with `extra` sections (a replica's `[cluster]`).
+async fn gateway_with(
+    s: &Standin,
+    store: &std::path::Path,
+    auth: &str,
+    extra: &str,
+) -> Result<TestGateway> {
     std::fs::create_dir_all(store)?;
     TestGateway::start(&format!(
         "[upstreams.secured]\nurl = {}\ntimeout = \"10s\"\n\n[upstreams.secured.auth]\n{auth}\n\n\
          [credentials]\nstore = {}\nkey = {}\n\n\
          [auth]\n[[auth.api_keys]]\nname = \"alice\"\nhash = \"{}\"\n\n\
          [[auth.api_keys]]\nname = \"bob\"\nhash = \"{}\"\n\n\
-         [audit]\npath = {}\n\n[admin]\nlisten = \"127.0.0.1:0\"\n",
+         [audit]\npath = {}\n\n[admin]\nlisten = \"127.0.0.1:0\"\n\n{extra}",
         toml_string(&s.url()),
         toml_string(&store.display().to_string()),
         toml_string(STORE_KEY),
@@ -546,6 +556,80 @@ async fn anonymous_callers_get_no_shared_account() -> Result<()> {
             "no link for an anonymous caller: {text}"
         );
         gw.shutdown().await?;
+        let _ = std::fs::remove_dir_all(&store);
+        Ok(())
+    })
+    .await
+}
+
+/// Three replicas sharing the store directory and `[cluster]` (Redis): the
+/// link one replica showed is opened on a second and finished on a third (a
+/// load balancer in front), the asking session on the first hears the
+/// completion over the bus, and the caller's next call through any replica
+/// goes out as them.
+#[tokio::test]
+async fn a_link_shown_by_one_replica_is_finished_on_another_and_serves_all() -> Result<()> {
+    bounded(async {
+        let redis = crate::cluster_redis::Redis::start().await?;
+        let s = Standin::start(Duration::from_secs(3600)).await?;
+        s.set(|k| k.open_lists = true);
+        s.state.lock().access.insert(
+            "pat-alice".into(),
+            ("alice".into(), Instant::now() + Duration::from_secs(3600)),
+        );
+        let store = temp_store("user-replicas");
+        let cluster = format!(
+            "[cluster]\nsession_key = {}\nredis = {}\n",
+            toml_string(crate::cluster_redis::KEY),
+            toml_string(&redis.url())
+        );
+        let mut replicas = Vec::new();
+        for _ in 0..3 {
+            let gw = gateway_with(&s, &store, "type = \"user_secret\"", &cluster).await?;
+            crate::cluster_redis::until_connected(&gw, true, Duration::from_secs(10)).await?;
+            replicas.push(gw);
+        }
+        let (a, b, c) = (&replicas[0], &replicas[1], &replicas[2]);
+        let alice = session(a, ALICE, json!({"elicitation": {"url": {}}})).await?;
+        let mut stream = alice.open_get_stream().await?;
+        let r = whoami(&alice).await?;
+        let e = &r["error"]["data"]["elicitations"][0];
+        let url = e["url"].as_str().context("url")?.to_string();
+        let code = code_of(e["message"].as_str().unwrap_or_default())?;
+        let on = |gw: &TestGateway| url.replace(&a.addr().to_string(), &gw.addr().to_string());
+        let page = browse("GET", &on(b), None, None).await?;
+        assert_eq!(page.status, 200, "{}", page.body);
+        let csrf = csrf_of(&page.body)?;
+        let done = browse(
+            "POST",
+            &on(c),
+            Some(&form(&csrf, &code, Some("pat-alice"))),
+            None,
+        )
+        .await?;
+        assert_eq!(done.status, 200, "{}", done.body);
+        let note = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match stream.next().await? {
+                    Some(m) if m["method"] == "notifications/elicitation/complete" => {
+                        return Ok::<Value, anyhow::Error>(m)
+                    }
+                    Some(_) => continue,
+                    None => return Err(anyhow!("the stream ended")),
+                }
+            }
+        })
+        .await??;
+        assert_eq!(
+            note["params"]["elicitationId"], e["elicitationId"],
+            "{note}"
+        );
+        drop(stream);
+        for gw in [a, b, c] {
+            let c = session(gw, ALICE, json!({})).await?;
+            let r = whoami(&c).await?;
+            assert_eq!(text_of(&r["result"])?, "alice", "{r}");
+        }
         let _ = std::fs::remove_dir_all(&store);
         Ok(())
     })

@@ -177,7 +177,7 @@ fn ask(
 ) -> Refusal {
     let gw = &x.gw;
     let session = match &x.caller {
-        Caller::Session(s) => Some(s.id.as_str()),
+        Caller::Session(s) => Some(s.digest.as_str()),
         _ => None,
     };
     let Some(opened) = gw
