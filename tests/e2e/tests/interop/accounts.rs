@@ -54,7 +54,8 @@ fn sdk_clients_connect_their_own_accounts_through_url_elicitation() -> Result<()
     );
     let cfg = dir.0.join("gateway.toml");
     std::fs::write(&cfg, config)?;
-    let (_gw, _, gw_url) = serve("manifold-accounts", &cfg, "warn", super::STARTUP)?;
+    // At debug, so every log line the connect flow writes is there to read.
+    let (mut gw, _, gw_url) = serve("manifold-accounts", &cfg, "debug", super::STARTUP)?;
     for (i, (client, mode, key)) in callers.iter().enumerate() {
         let who = format!("{client} ({mode})");
         let secret = format!("pat-of-user{i}");
