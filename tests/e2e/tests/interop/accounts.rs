@@ -101,5 +101,16 @@ fn sdk_clients_connect_their_own_accounts_through_url_elicitation() -> Result<()
             );
         }
     }
+    // No key in any log line, even at debug.
+    gw.signal("-TERM");
+    let _ = gw.terminate(std::time::Duration::from_secs(10));
+    let logs = gw.stderr_to_end(std::time::Duration::from_secs(2));
+    anyhow::ensure!(
+        logs.iter().any(|l| l.contains("upstream account")),
+        "no account log lines at all"
+    );
+    for l in &logs {
+        anyhow::ensure!(!l.contains("pat-of-user"), "a key in a log line: {l}");
+    }
     Ok(())
 }
