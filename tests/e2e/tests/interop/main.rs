@@ -417,6 +417,7 @@ mod auth;
 mod cluster;
 mod confirm;
 mod import;
+mod oidc;
 mod search;
 mod skills;
 mod stdio;
