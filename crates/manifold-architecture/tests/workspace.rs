@@ -144,7 +144,7 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
         "crates/manifold-credentials",
         &[
             &["exchange"],
-            &["source", "connect"],
+            &["source", "connect", "sign_in"],
             &["login", "accounts"],
             &["discovery"],
             &["http", "pkce", "store"],

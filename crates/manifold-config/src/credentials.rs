@@ -91,6 +91,29 @@ pub struct CredentialsSection {
     /// [`crate::accounts::DEFAULT_CONNECT_TTL`].
     #[serde(default)]
     pub connect_ttl: Option<String>,
+    /// The client id Manifold has at the `[[auth.jwt]]` issuer (an OpenID
+    /// provider, redirect URI `<server.public_url>/oauth/callback`): set, a
+    /// connect page first signs the browser in there and links an account
+    /// only to the principal who signed in, instead of asking for the code
+    /// the client was shown. Also opens `<path>/connect/manage`.
+    #[serde(default)]
+    pub sign_in_client_id: Option<String>,
+    /// Its secret, for a confidential client (`${VAR}` expands); none: a
+    /// public client (PKCE alone).
+    #[serde(default)]
+    pub sign_in_client_secret: Option<String>,
+    /// Which `[[auth.jwt]] issuer` signs browsers in; default the only one.
+    #[serde(default)]
+    pub sign_in_issuer: Option<String>,
+}
+
+/// Signing browsers in at the front door's OpenID provider, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignIn {
+    /// An `[[auth.jwt]] issuer`, as configured there.
+    pub issuer: String,
+    pub client_id: String,
+    pub client_secret: Option<String>,
 }
 
 /// Where tokens are kept, validated.
@@ -100,6 +123,8 @@ pub struct StoreSettings {
     pub key: String,
     /// `connect_ttl`.
     pub connect_ttl: std::time::Duration,
+    /// `sign_in_*`, once resolved against `[auth]` ([`resolve_sign_in`]).
+    pub sign_in: Option<SignIn>,
 }
 
 /// How Manifold authenticates to one upstream, validated.
@@ -231,7 +256,50 @@ pub(crate) fn validate_store(
         dir: PathBuf::from(dir),
         key,
         connect_ttl: crate::accounts::connect_ttl(c.connect_ttl.as_deref())?,
+        sign_in: None,
     })
+}
+
+/// `[credentials] sign_in_*` against the validated `[auth]`: the issuer it
+/// names (or the only `[[auth.jwt]]` one), the client; `None` when unset.
+pub(crate) fn resolve_sign_in(
+    c: &CredentialsSection,
+    auth: Option<&crate::auth::AuthSettings>,
+    expand: &dyn Fn(&str, &str) -> Result<String, String>,
+) -> Result<Option<SignIn>, String> {
+    let Some(id) = &c.sign_in_client_id else {
+        if c.sign_in_client_secret.is_some() || c.sign_in_issuer.is_some() {
+            return Err("key `credentials.sign_in_client_id`: `sign_in_client_secret` and `sign_in_issuer` need it".into());
+        }
+        return Ok(None);
+    };
+    let issuers: Vec<&str> = auth
+        .map(|a| a.jwt.iter().map(|j| j.issuer.as_str()).collect())
+        .unwrap_or_default();
+    let trim = |s: &str| s.trim_end_matches('/').to_string();
+    let issuer = match (&c.sign_in_issuer, issuers.as_slice()) {
+        (Some(i), _) => issuers
+            .iter()
+            .find(|j| trim(j) == trim(i))
+            .map(|j| j.to_string())
+            .ok_or_else(|| format!("key `credentials.sign_in_issuer`: `{i}` is not an [[auth.jwt]] issuer of this gateway"))?,
+        (None, [one]) => one.to_string(),
+        (None, []) => {
+            return Err("key `credentials.sign_in_client_id`: signing browsers in needs an [[auth.jwt]] issuer (an OpenID provider) in [auth]".into())
+        }
+        (None, _) => {
+            return Err("key `credentials.sign_in_issuer`: [auth] has several [[auth.jwt]] issuers; name the one that signs browsers in".into())
+        }
+    };
+    Ok(Some(SignIn {
+        issuer,
+        client_id: expand("credentials.sign_in_client_id", id)?,
+        client_secret: c
+            .sign_in_client_secret
+            .as_deref()
+            .map(|v| expand("credentials.sign_in_client_secret", v))
+            .transpose()?,
+    }))
 }
 
 /// The origin (`scheme://host:port`) of an `http(s)` URL.

@@ -738,3 +738,36 @@ fn per_caller_accounts_are_validated_and_need_an_address_browsers_reach() {
     let long = store.replace("key =", "connect_ttl = \"2d\"\nkey =");
     assert!(load_with(&cfg("", oauth, &long), &[]).is_err());
 }
+
+#[test]
+fn signing_browsers_in_needs_one_openid_issuer_of_auth() {
+    let store = "[credentials]\nstore = \"/tmp/x\"\nkey = \"0123456789abcdef0123456789abcdef\"\nsign_in_client_id = \"gw\"\n";
+    let jwt = |i: &str| format!("[[auth.jwt]]\nissuer = \"{i}\"\njwks_url = \"{i}/jwks\"\n");
+    let one = format!("{store}[auth]\n{}", jwt("https://idp.example.com"));
+    let c = load_with(&one, &[]).expect("one issuer");
+    let s = c.credentials.and_then(|c| c.sign_in).expect("sign_in");
+    assert_eq!(
+        (s.issuer.as_str(), s.client_id.as_str()),
+        ("https://idp.example.com", "gw")
+    );
+    let e = load_with(store, &[]).expect_err("no [auth]");
+    assert!(e.to_string().contains("[[auth.jwt]]"), "{e}");
+    let two = format!(
+        "{store}[auth]\n{}{}",
+        jwt("https://a.example.com"),
+        jwt("https://b.example.com")
+    );
+    let e = load_with(&two, &[]).expect_err("two issuers");
+    assert!(e.to_string().contains("sign_in_issuer"), "{e}");
+    let chosen = two.replace(
+        "sign_in_client_id",
+        "sign_in_issuer = \"https://b.example.com\"\nsign_in_client_id",
+    );
+    let c = load_with(&chosen, &[]).expect("chosen");
+    assert_eq!(
+        c.credentials.and_then(|c| c.sign_in).map(|s| s.issuer),
+        Some("https://b.example.com".into())
+    );
+    let stray = "[credentials]\nstore = \"/tmp/x\"\nkey = \"0123456789abcdef0123456789abcdef\"\nsign_in_issuer = \"https://a.example.com\"\n";
+    assert!(load_with(stray, &[]).is_err());
+}

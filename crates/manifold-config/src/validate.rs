@@ -56,6 +56,13 @@ pub(crate) fn validate(
         _ => None,
     });
     crate::credentials::resolve_exchange(http_auth, auth.as_ref())?;
+    let mut store = store;
+    if let (Some(c), Some(st)) = (&file.credentials, store.as_mut()) {
+        st.sign_in =
+            crate::credentials::resolve_sign_in(c, auth.as_ref(), &|field: &str, v: &str| {
+                expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))
+            })?;
+    }
     let per_user = upstreams.iter().find(|u| {
         matches!(&u.transport, crate::upstreams::Transport::Http { auth, .. } if auth.per_user())
     });

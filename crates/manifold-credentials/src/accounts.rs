@@ -287,6 +287,7 @@ mod tests {
             dir: dir.to_path_buf(),
             key: key.into(),
             connect_ttl: manifold_config::accounts::DEFAULT_CONNECT_TTL,
+            sign_in: None,
         })
     }
 

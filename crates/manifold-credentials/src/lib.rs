@@ -38,6 +38,7 @@ mod limits;
 mod login;
 mod pkce;
 mod sealed_file;
+mod sign_in;
 mod source;
 mod store;
 
@@ -48,5 +49,6 @@ pub use error::CredentialError;
 pub use exchange::{Validated, ACCESS_TOKEN_TYPE, MAX_EXCHANGED, TOKEN_EXCHANGE_GRANT};
 pub use limits::{HTTP_TIMEOUT, LOGIN_TIMEOUT, MAX_BODY, MAX_STEP_UPS, REFRESH_MARGIN};
 pub use login::{browsable, login, LoginOptions};
+pub use sign_in::SignInClient;
 pub use source::{Refusal, TokenSource};
 pub use store::{Record, Store};

@@ -1,10 +1,12 @@
 // A real OpenID provider (node-oidc-provider, pinned in tests/interop/package.json) and an MCP
 // resource server that accepts only its access tokens, for Manifold's `user_oauth` interop test.
 //
-// Usage: "$MANIFOLD_NODE" tests/interop/idp/oidc.mjs <redirect_uri>
+// Usage: "$MANIFOLD_NODE" tests/interop/idp/oidc.mjs <redirect_uri> [<gateway resource>]
 // Prints one line on stdout once listening: `oidc-interop: listening on http://127.0.0.1:<port>`.
 //   issuer        http://127.0.0.1:<port>          (discovery: /.well-known/openid-configuration)
 //   client        manifold / manifold-secret        (client_secret_basic; redirect_uri as given)
+//   client        cli, public (PKCE), redirect http://127.0.0.1:1/cb: gets callers' access tokens
+//                 for the gateway resource (JWT, audience: the resource asked)
 //   resource      http://127.0.0.1:<port>/mcp       (RFC 8707: JWT access tokens for it, 30 s)
 //   login         devInteractions: any login name, any password; the grant is given at once
 //   GET /revoke-all  revokes every grant (the next refresh fails)
@@ -49,6 +51,14 @@ const provider = new Provider(base, {
             token_endpoint_auth_method: 'client_secret_basic',
             id_token_signed_response_alg: 'ES256',
         },
+        {
+            client_id: 'cli',
+            redirect_uris: ['http://127.0.0.1:1/cb'],
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+            token_endpoint_auth_method: 'none',
+            id_token_signed_response_alg: 'ES256',
+        },
     ],
     jwks: { keys: [jwk] },
     scopes: ['openid', 'offline_access', 'mcp'],
@@ -59,9 +69,9 @@ const provider = new Provider(base, {
             enabled: true,
             defaultResource: () => resource,
             useGrantedResource: () => true,
-            getResourceServerInfo: () => ({
+            getResourceServerInfo: (_ctx, indicator) => ({
                 scope: 'mcp',
-                audience: resource,
+                audience: indicator,
                 accessTokenFormat: 'jwt',
                 accessTokenTTL: 30,
                 jwt: { sign: { alg: 'ES256' } },
@@ -79,7 +89,7 @@ const provider = new Provider(base, {
             accountId: ctx.oidc.session.accountId,
         });
         grant.addOIDCScope('openid offline_access mcp');
-        grant.addResourceScope(resource, 'mcp');
+        grant.addResourceScope(ctx.oidc.params.resource ?? resource, 'mcp');
         await grant.save();
         grants.push(grant.jti);
         return grant;

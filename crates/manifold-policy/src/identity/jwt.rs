@@ -75,6 +75,14 @@ pub(super) fn unverified_issuer(token: &str) -> Result<String, &'static str> {
         .ok_or("it has no `iss` claim")
 }
 
+/// A string claim of a token (read after its signature was verified).
+pub(super) fn unverified_claim(token: &str, name: &str) -> Option<String> {
+    unverified_part(token, 1)?
+        .get(name)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
 /// Part `n` (0: header, 1: claims) decoded, not verified.
 fn unverified_part(token: &str, n: usize) -> Option<Map<String, Value>> {
     let part = token.split('.').nth(n)?;

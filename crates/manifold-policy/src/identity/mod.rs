@@ -213,6 +213,37 @@ impl Authenticator {
         }
     }
 
+    /// Verifies an OpenID Connect ID token from `issuer` (one of the
+    /// `[[auth.jwt]]` issuers, with its keys): addressed to `client_id`,
+    /// carrying `nonce`, unexpired. The identity it names, qualified by that
+    /// source as a bearer token's would be (so it compares with a caller's).
+    pub async fn verify_id_token(
+        &self,
+        issuer: &str,
+        token: &str,
+        client_id: &str,
+        nonce: &str,
+    ) -> Result<Identity, AuthError> {
+        let provider = self
+            .jwt
+            .iter()
+            .find(|p| p.issuer() == issuer)
+            .ok_or_else(|| {
+                AuthError::Invalid(format!("the issuer `{issuer}` is not trusted here"))
+            })?;
+        let (identity, _) = provider.verify(token, client_id).await?;
+        let carried = jwt::unverified_claim(token, "nonce");
+        let same = carried
+            .as_deref()
+            .is_some_and(|n| manifold_foundation::ct::eq(n.as_bytes(), nonce.as_bytes()));
+        if !same {
+            return Err(AuthError::Invalid(
+                "the ID token's nonce is not the one this sign-in sent".into(),
+            ));
+        }
+        Ok(identity)
+    }
+
     async fn verify_jwt(
         &self,
         token: &str,

@@ -203,8 +203,43 @@ impl Connects {
         Some(a)
     }
 
+    /// `value` sealed under the link key for `aad` (base64url).
+    pub(crate) fn seal<T: Serialize>(&self, aad: &[u8], value: &T) -> Option<String> {
+        let raw = self
+            .keys
+            .as_ref()?
+            .seal(aad, serde_json::to_vec(value).ok()?)
+            .ok()?;
+        Some(URL_SAFE_NO_PAD.encode(raw))
+    }
+
+    /// What [`Self::seal`] sealed for `aad`, if authentic.
+    pub(crate) fn open_sealed<T: serde::de::DeserializeOwned>(
+        &self,
+        aad: &[u8],
+        text: &str,
+    ) -> Option<T> {
+        let raw = URL_SAFE_NO_PAD.decode(text).ok()?;
+        serde_json::from_slice(&self.keys.as_ref()?.open(aad, &raw).ok()?).ok()
+    }
+
+    /// Marks `id` used here (single use); false when it already was.
+    pub(crate) fn spend_once(&self, id: &str) -> bool {
+        self.spend(&[id])
+    }
+
+    /// Checks the form's `csrf` for link `id` when the browser proved who it
+    /// is by signing in (no code asked).
+    pub(crate) fn bind_signed_in(&self, id: &str, csrf: &str) -> Result<Pending, Void> {
+        let p = self.get(id)?;
+        if !manifold_foundation::ct::eq(p.csrf.as_bytes(), csrf.as_bytes()) {
+            return Err(Void::Gone);
+        }
+        Ok(p)
+    }
+
     /// An HMAC of `parts` under the link key, base64url.
-    fn mac(&self, parts: &[&[u8]]) -> String {
+    pub(crate) fn mac(&self, parts: &[&[u8]]) -> String {
         URL_SAFE_NO_PAD.encode(manifold_foundation::mac::hmac_sha256(&self.mac_key, parts))
     }
 

@@ -105,35 +105,35 @@ fn code_and_link(text: &str) -> Result<(String, String)> {
     ))
 }
 
-/// From the connect link to "Connected", signing in at the provider as `who`.
-async fn connect(link: &str, code: &str, who: &str) -> Result<()> {
-    let mut b = Browser::default();
-    let page = b.go("GET", link, None).await?;
-    let csrf = field(&page.body, "csrf").context("csrf")?;
-    let form = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("csrf", &csrf)
-        .append_pair("code", code)
-        .finish();
-    let mut next = b.go("POST", link, Some(&form)).await?;
-    let mut at = link.to_string();
-    for _ in 0..12 {
+/// Follows a browser from `first` (already fetched) through redirects and the
+/// provider's login and consent pages (signing in as `who`), until a page
+/// that is not the provider's, or a redirect to `stop` (not fetched: its URL
+/// is returned as the page's `location`).
+async fn follow(
+    b: &mut Browser,
+    mut next: Page,
+    mut at: String,
+    who: &str,
+    stop: &str,
+) -> Result<Page> {
+    for _ in 0..16 {
         if let Some(to) = next.location.clone() {
+            if to.starts_with(stop) {
+                return Ok(next);
+            }
             next = b.go("GET", &to, None).await?;
             at = to;
             continue;
         }
-        if next.body.contains("Connected") && next.status == 200 {
-            return Ok(());
-        }
-        // The provider's own interaction pages: sign in, then confirm.
+        let interaction = at.contains("/interaction/");
         let action = next
             .body
             .split("action=\"")
             .nth(1)
             .and_then(|r| r.split('"').next())
             .map(str::to_string);
-        let (Some(action), 200) = (action, next.status) else {
-            bail!("stuck at HTTP {}: {}", next.status, next.body);
+        let (true, Some(action), 200) = (interaction, action, next.status) else {
+            return Ok(next);
         };
         let to = url::Url::parse(&at)?
             .join(&action.replace("&amp;", "&"))?
@@ -144,8 +144,112 @@ async fn connect(link: &str, code: &str, who: &str) -> Result<()> {
             "prompt=consent".to_string()
         };
         next = b.go("POST", &to, Some(&form)).await?;
+        at = to;
     }
-    bail!("no end to the sign-in")
+    bail!("no end to the redirects")
+}
+
+/// From the connect link to "Connected": with `code`, typed on the page;
+/// without, the page signs the browser in first. `who` signs in at the
+/// provider.
+async fn connect(b: &mut Browser, link: &str, code: Option<&str>, who: &str) -> Result<Page> {
+    let first = b.go("GET", link, None).await?;
+    let page = follow(b, first, link.to_string(), who, "\u{0}").await?;
+    let Some(csrf) = field(&page.body, "csrf") else {
+        return Ok(page);
+    };
+    let mut form = url::form_urlencoded::Serializer::new(String::new());
+    form.append_pair("csrf", &csrf);
+    if let Some(c) = code {
+        form.append_pair("code", c);
+    }
+    let next = b.go("POST", link, Some(&form.finish())).await?;
+    follow(b, next, link.to_string(), who, "\u{0}").await
+}
+
+/// A caller's access token for the gateway (`resource`), from the provider:
+/// the `cli` client's authorization code flow, as `who`.
+async fn access_token(issuer: &str, resource: &str, who: &str) -> Result<String> {
+    let verifier = "a-verifier-of-at-least-forty-three-characters-0123";
+    let challenge = {
+        use sha2::Digest;
+        base64_url(&sha2::Sha256::digest(verifier.as_bytes()))
+    };
+    let mut auth = url::Url::parse(&format!("{issuer}/auth"))?;
+    auth.query_pairs_mut()
+        .append_pair("client_id", "cli")
+        .append_pair("response_type", "code")
+        .append_pair("redirect_uri", "http://127.0.0.1:1/cb")
+        .append_pair("scope", "openid")
+        .append_pair("resource", resource)
+        .append_pair("state", "s")
+        .append_pair("code_challenge", &challenge)
+        .append_pair("code_challenge_method", "S256");
+    let mut b = Browser::default();
+    let first = b.go("GET", auth.as_str(), None).await?;
+    let end = follow(
+        &mut b,
+        first,
+        auth.to_string(),
+        who,
+        "http://127.0.0.1:1/cb",
+    )
+    .await?;
+    let cb = url::Url::parse(&end.location.context("no redirect with a code")?)?;
+    let code = cb
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .map(|(_, v)| v.to_string())
+        .context("code")?;
+    let form = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("grant_type", "authorization_code")
+        .append_pair("code", &code)
+        .append_pair("redirect_uri", "http://127.0.0.1:1/cb")
+        .append_pair("code_verifier", verifier)
+        .append_pair("client_id", "cli")
+        .append_pair("resource", resource)
+        .finish();
+    let t = b
+        .go("POST", &format!("{issuer}/token"), Some(&form))
+        .await?;
+    let v: serde_json::Value =
+        serde_json::from_str(t.body.trim()).with_context(|| t.body.clone())?;
+    v["access_token"]
+        .as_str()
+        .map(str::to_string)
+        .with_context(|| format!("{v}"))
+}
+
+fn base64_url(bytes: &[u8]) -> String {
+    const T: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |a, (i, b)| a | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+/// The provider, started for a gateway on `port`; its issuer URL.
+fn provider(peers: &Peers, port: u16) -> Result<(Proc, String)> {
+    let mut cmd = Command::new(&peers.node);
+    cmd.arg(repo_root().join("tests/interop/idp/oidc.mjs"))
+        .arg(format!("http://127.0.0.1:{port}/oauth/callback"))
+        .env("MANIFOLD_NODE_MODULES", &peers.node_modules);
+    let p = Proc::spawn("oidc-provider", cmd)?;
+    let line = Proc::wait_line(
+        &p.stdout,
+        "oidc-interop: listening on",
+        super::STARTUP,
+        "oidc-provider",
+    )?;
+    let issuer = manifold_e2e::url_in(&line)?;
+    Ok((p, issuer))
 }
 
 #[tokio::test]
@@ -203,15 +307,123 @@ async fn two_callers_sign_in_at_a_real_openid_provider_and_reach_the_upstream_as
             .unwrap_or_default()
             .to_string();
         let (code, link) = code_and_link(&text)?;
-        connect(&link, &code, who)
+        let done = connect(&mut Browser::default(), &link, Some(&code), who)
             .await
             .with_context(|| format!("{who} connecting"))?;
+        anyhow::ensure!(
+            done.status == 200 && done.body.contains("Connected"),
+            "{who}: {}",
+            done.body
+        );
         let r = c.call_tool("rs__whoami", json!({})).await?;
         let text = r.result()?["content"][0]["text"]
             .as_str()
             .unwrap_or_default()
             .to_string();
         anyhow::ensure!(text == who, "{who}: the upstream saw {text:?}");
+    }
+    Ok(())
+}
+
+/// `[credentials] sign_in_client_id`: the front door's OpenID provider signs
+/// the browser in before a link binds. Callers hold the provider's access
+/// tokens for the gateway; Mallory, who opens Alice's link (sent to her, or
+/// read somewhere), signs in as herself and is refused — nothing linked, and
+/// the audit says so; Alice, signed in as Alice, connects without a code and
+/// later disconnects herself on `<path>/connect/manage`.
+#[tokio::test]
+async fn a_signed_in_browser_binds_only_its_own_principal_and_manages_its_accounts() -> Result<()> {
+    let peers = Peers::from_env()?;
+    let dir = TempDir::new("oidc-sign-in")?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let (_provider, issuer) = provider(&peers, port)?;
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let audit = dir.0.join("audit.jsonl");
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:{port}\"\n\n[upstreams.rs]\nurl = \"{issuer}/mcp\"\n\n\
+         [upstreams.rs.auth]\ntype = \"user_oauth\"\nissuer = \"{issuer}\"\nclient_id = \"manifold\"\n\
+         client_secret = \"manifold-secret\"\nscopes = [\"openid\", \"offline_access\", \"mcp\"]\n\n\
+         [credentials]\nstore = {:?}\nkey = {STORE_KEY:?}\n\
+         sign_in_client_id = \"manifold\"\nsign_in_client_secret = \"manifold-secret\"\n\n\
+         [auth]\n[[auth.jwt]]\nname = \"idp\"\nissuer = \"{issuer}\"\njwks_url = \"{issuer}/jwks\"\n\
+         algorithms = [\"ES256\"]\n\n[audit]\npath = {:?}\n",
+        dir.0.join("store").display().to_string(),
+        audit.display().to_string(),
+    );
+    let cfg = dir.0.join("gateway.toml");
+    std::fs::write(&cfg, config)?;
+    let (_gw, _, url) = serve("manifold-oidc-sign-in", &cfg, "warn", super::STARTUP)?;
+    let alice = McpClient::new(&url);
+    alice.set_bearer(Some(&access_token(&issuer, &resource, "alice").await?));
+    alice.initialize("2025-11-25", json!({})).await?;
+    let r = alice.call_tool("rs__whoami", json!({})).await?;
+    let text = r.result()?["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (_, link) = code_and_link(&text)?;
+
+    // Mallory opens Alice's link: signed in as herself, refused.
+    let page = connect(&mut Browser::default(), &link, None, "mallory").await?;
+    anyhow::ensure!(
+        page.status == 403 && page.body.contains("not yours"),
+        "{}: {}",
+        page.status,
+        page.body
+    );
+    anyhow::ensure!(
+        page.body.contains("jwt:idp:mallory") && page.body.contains("jwt:idp:alice"),
+        "{}",
+        page.body
+    );
+    let r = alice.call_tool("rs__whoami", json!({})).await?;
+    anyhow::ensure!(r.result()?["isError"] == true, "still not connected: {r}");
+
+    // Alice: signed in, no code asked, connected.
+    let mut browser = Browser::default();
+    let page = connect(&mut browser, &link, None, "alice").await?;
+    anyhow::ensure!(
+        page.status == 200 && page.body.contains("Connected"),
+        "{}: {}",
+        page.status,
+        page.body
+    );
+    let r = alice.call_tool("rs__whoami", json!({})).await?;
+    let text = r.result()?["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    anyhow::ensure!(text == "alice", "the upstream saw {text:?}");
+
+    // Her own accounts, and a disconnect, on the manage page (same browser).
+    let manage = format!("http://127.0.0.1:{port}/mcp/connect/manage");
+    let page = browser.go("GET", &manage, None).await?;
+    anyhow::ensure!(
+        page.status == 200 && page.body.contains("rs") && page.body.contains("jwt:idp:alice"),
+        "{}",
+        page.body
+    );
+    let csrf = field(&page.body, "csrf").context("csrf")?;
+    let form = format!("csrf={csrf}&upstream=rs");
+    let page = browser.go("POST", &manage, Some(&form)).await?;
+    anyhow::ensure!(page.body.contains("Disconnected"), "{}", page.body);
+    let r = alice.call_tool("rs__whoami", json!({})).await?;
+    anyhow::ensure!(r.result()?["isError"] == true, "disconnected: {r}");
+
+    let log = std::fs::read_to_string(&audit)?;
+    for (who, event) in [
+        ("jwt:idp:alice", "failed"),
+        ("jwt:idp:alice", "connected"),
+        ("jwt:idp:alice", "revoked"),
+    ] {
+        anyhow::ensure!(
+            log.lines().any(|l| l.contains("manifold/account")
+                && l.contains(who)
+                && l.contains(&format!("\"name\":\"{event}\""))),
+            "no {event} record for {who}:\n{log}"
+        );
     }
     Ok(())
 }

@@ -33,8 +33,14 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use maud::{html, Markup, DOCTYPE};
+use maud::html;
 use std::sync::Arc;
+
+mod page;
+mod sign_in;
+
+pub use page::CALLBACK_PATH;
+use page::{gone, page};
 
 use crate::front::sse::{self, Body};
 use crate::state::connects::{Pending, Void};
@@ -44,9 +50,6 @@ use crate::state::Gateway;
 pub const MAX_CONNECT_FORM_BYTES: usize = 16 * 1024;
 /// The longest key a `user_secret` form accepts.
 pub const MAX_SECRET_BYTES: usize = 4096;
-/// The callback path on the MCP listener (the redirect URI is
-/// `<public_url>/oauth/callback`).
-pub const CALLBACK_PATH: &str = "/oauth/callback";
 
 /// What every page carries: no script, no style, nothing from elsewhere.
 const CSP: &str =
@@ -90,7 +93,9 @@ pub(crate) async fn handle(
         }
     } else {
         match *req.method() {
-            Method::GET => form(gw, &id),
+            Method::GET if id == MANAGE => sign_in::manage(gw, req.headers(), None).await,
+            Method::POST if id == MANAGE => manage_post(gw, req).await,
+            Method::GET => form(gw, req.headers(), &id).await,
             Method::POST => submit(gw, req, &id).await,
             _ => page(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -112,37 +117,57 @@ pub(crate) async fn handle(
     resp
 }
 
-fn page(status: StatusCode, title: &str, body: Markup) -> Response<Body> {
-    let m = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head { meta charset="utf-8"; title { (title) " — Manifold" } }
-            body { h1 { (title) } (body) }
-        }
-    };
-    Response::builder()
-        .status(status)
-        .header(http::header::CONTENT_TYPE, "text/html; charset=utf-8")
-        .body(sse::full(Bytes::from(m.into_string())))
-        .unwrap_or_else(|_| Response::new(sse::empty()))
-}
+/// The path of the self-service page (`<path>/connect/manage`).
+pub const MANAGE: &str = "manage";
 
-fn gone() -> Response<Body> {
-    page(
-        StatusCode::NOT_FOUND,
-        "This link cannot be used",
-        html! { p { "It was used already, it expired, or it was never issued. Call the tool again from your client: it shows a new link and code." } },
-    )
-}
-
-fn form(gw: &Gateway, id: &str) -> Response<Body> {
+async fn form(gw: &Gateway, headers: &HeaderMap, id: &str) -> Response<Body> {
     let Ok(p) = gw.tables.connects.get(id) else {
         return gone();
     };
+    // With sign-in: who holds this browser decides, not a code.
+    if let Some(rp) = sign_in::client(gw) {
+        match sign_in::signed_in(gw, headers) {
+            None => {
+                let here = format!(
+                    "{}/connect/{id}",
+                    gw.cfg().server.path.trim_end_matches('/')
+                );
+                return sign_in::start(gw, &rp, &here).await;
+            }
+            Some(who) if who != p.principal => return someone_else(gw, &p, &who),
+            Some(_) => {}
+        }
+    }
     form_page(gw, &p, StatusCode::OK, None)
 }
 
+/// The browser signed in as `who`, and the link is another principal's.
+fn someone_else(gw: &Gateway, p: &Pending, who: &str) -> Response<Body> {
+    let kind = gw
+        .upstream(&p.upstream)
+        .and_then(|u| gw.tables.connects.accounts(&u))
+        .map_or("user_secret", |a| {
+            if a.is_oauth() {
+                "user_oauth"
+            } else {
+                "user_secret"
+            }
+        });
+    crate::observe::account_event(gw, &p.upstream, kind, &p.principal, "failed", true);
+    tracing::warn!(upstream = %p.upstream, link_for = %p.principal, signed_in = %who,
+        "a connect link was opened by someone else; nothing was linked");
+    page(
+        StatusCode::FORBIDDEN,
+        "This link is not yours",
+        html! {
+            p { "It was made for " strong { (p.principal) } ", and you signed in as " strong { (who) } ". Nothing was linked." }
+            p { "If someone sent you this link, do not use it. To connect your own account, call the tool from your own client." }
+        },
+    )
+}
+
 fn form_page(gw: &Gateway, p: &Pending, status: StatusCode, error: Option<&str>) -> Response<Body> {
+    let signed_in = sign_in::client(gw).is_some();
     let secret = gw
         .upstream(&p.upstream)
         .and_then(|u| gw.tables.connects.accounts(&u))
@@ -157,7 +182,9 @@ fn form_page(gw: &Gateway, p: &Pending, status: StatusCode, error: Option<&str>)
             @if let Some(e) = error { p role="alert" { strong { (e) } } }
             form method="post" {
                 input type="hidden" name="csrf" value=(p.csrf);
-                p { label { "The code your client shows: " input name="code" autocomplete="off" required; } }
+                @if !signed_in {
+                    p { label { "The code your client shows: " input name="code" autocomplete="off" required; } }
+                }
                 @if secret {
                     p { label { "Your key for " (p.upstream) ": " input type="password" name="secret" autocomplete="off" required; } }
                     p { "It is stored encrypted for you alone, and sent only to " (p.upstream) "." }
@@ -168,6 +195,32 @@ fn form_page(gw: &Gateway, p: &Pending, status: StatusCode, error: Option<&str>)
             }
         },
     )
+}
+
+/// `POST <path>/connect/manage`: a disconnect, from the page's own origin.
+async fn manage_post(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
+    let headers = req.headers().clone();
+    if !same_origin(gw, &headers) {
+        return page(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            html! { p { "This form is accepted only from its own page." } },
+        );
+    }
+    let Ok(body) = Limited::new(req.into_body(), MAX_CONNECT_FORM_BYTES)
+        .collect()
+        .await
+    else {
+        return page(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Too large",
+            html! { p { "The form is larger than this page accepts." } },
+        );
+    };
+    let fields: Vec<(String, String)> = url::form_urlencoded::parse(&body.to_bytes())
+        .into_owned()
+        .collect();
+    sign_in::disconnect(gw, &headers, &fields).await
 }
 
 /// Whether a POST comes from the public origin (when the browser says).
@@ -183,6 +236,7 @@ fn same_origin(gw: &Gateway, headers: &HeaderMap) -> bool {
 }
 
 async fn submit(gw: &Arc<Gateway>, req: Request<Incoming>, id: &str) -> Response<Body> {
+    let headers_of_submit = req.headers().clone();
     if !same_origin(gw, req.headers()) {
         return page(
             StatusCode::FORBIDDEN,
@@ -211,7 +265,25 @@ async fn submit(gw: &Arc<Gateway>, req: Request<Incoming>, id: &str) -> Response
             .map(|(_, v)| v.as_str())
             .unwrap_or("")
     };
-    let p = match gw.tables.connects.bind(id, get("csrf"), get("code")) {
+    let headers = headers_of_submit;
+    let bound = match sign_in::client(gw) {
+        Some(_) => match sign_in::signed_in(gw, &headers) {
+            Some(who) => match gw.tables.connects.bind_signed_in(id, get("csrf")) {
+                Ok(p) if p.principal == who => Ok(p),
+                Ok(p) => return someone_else(gw, &p, &who),
+                Err(v) => Err(v),
+            },
+            None => {
+                return page(
+                    StatusCode::FORBIDDEN,
+                    "Sign in first",
+                    html! { p { "Open the link again: it signs you in first." } },
+                )
+            }
+        },
+        None => gw.tables.connects.bind(id, get("csrf"), get("code")),
+    };
+    let p = match bound {
         Ok(p) => p,
         Err(Void::Gone) => return gone(),
         Err(Void::TooManyTries) => {
@@ -338,12 +410,17 @@ async fn callback(gw: &Arc<Gateway>, query: Option<&str>) -> Response<Body> {
         .find(|(k, _)| k == "state")
         .map(|(_, v)| v.as_str())
         .unwrap_or("");
-    let Some(p) = gw
+    let taken = gw
         .tables
         .connects
         .take_by_state(state)
-        .filter(|_| !state.is_empty())
-    else {
+        .filter(|_| !state.is_empty());
+    if taken.is_none() {
+        if let Some(done) = sign_in::finish(gw, state, &params).await {
+            return done;
+        }
+    }
+    let Some(p) = taken else {
         return page(
             StatusCode::BAD_REQUEST,
             "This sign-in cannot be finished",
