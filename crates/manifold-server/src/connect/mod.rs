@@ -6,14 +6,17 @@
 //! |---|---|
 //! | `GET <server.path>/connect/<id>` | the form: the code the client showed (and, for `user_secret`, the key) |
 //! | `POST <server.path>/connect/<id>` | the code checked; a key stored (tried first with `check`), or a redirect to the issuer's authorization endpoint (PKCE, `state`) |
-//! | `GET /oauth/callback` | the code exchanged, the tokens stored for the link's principal |
+//! | `GET /oauth/callback` | the code exchanged, the tokens stored for the link's principal; or a sign-in finished (`sign_in`) |
+//! | `GET`/`POST <server.path>/connect/manage` | with sign-in: the signed-in person's own accounts, and disconnecting one (`sign_in`) |
 //!
 //! Who may reach them: anyone who can reach the listener — a browser carries
-//! no MCP credential. What makes them safe is the link: 32 random bytes,
-//! single use, expiring, bound to the principal that asked; and the code
-//! only that principal's client was shown, which the page asks for before it
+//! no MCP credential. What makes them safe is the link: sealed, single use,
+//! expiring, bound to the principal that asked; and either the code only
+//! that principal's client was shown, which the page asks for before it
 //! links anything (a link forwarded to a victim, or read from a log, links
-//! nothing: the victim does not know the code). Wrong codes void the link
+//! nothing: the victim does not know the code), or, with `[credentials]
+//! sign_in_client_id`, the browser's sign-in at the front door's OpenID
+//! provider as that very principal (`sign_in`). Wrong codes void the link
 //! after a few tries. Where a secret may go: a pasted key only into the
 //! sealed store and to the upstream (`check`); the authorization code only
 //! to the pinned issuer's token endpoint.
@@ -27,7 +30,7 @@
 //! is at most [`MAX_SECRET_BYTES`]; nothing a user typed is echoed back.
 //!
 //! Not here: the links themselves (`state::connects`), the flow and the
-//! store (manifold-credentials).
+//! store (manifold-credentials), the page frame (`page`).
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
