@@ -274,19 +274,7 @@ impl Accounts {
         };
         let mut d = discover(&self.http, &self.url, None, pins).await?;
         d.resource = o.resource.clone();
-        if d.server.authorization_endpoint.is_empty() {
-            return Err(CredentialError::Server(format!(
-                "the metadata of {} has no `authorization_endpoint`",
-                d.authorization_server
-            )));
-        }
-        if let Some(methods) = &d.server.pkce_methods {
-            if !methods.iter().any(|m| m == "S256") {
-                return Err(CredentialError::Refused(
-                    "the authorization server does not list PKCE S256 in code_challenge_methods_supported".into(),
-                ));
-            }
-        }
+        crate::login::can_authorize(&d)?;
         *self.discovered.lock() = Some(d.clone());
         Ok(d)
     }
@@ -371,14 +359,7 @@ impl Accounts {
         let d = &begun.discovered;
         let client_id = o.client.client_id.clone().unwrap_or_default();
         let secret = o.client.client_secret.clone();
-        let supports = |m: &str| d.server.auth_methods.iter().any(|a| a == m);
-        let method = match &secret {
-            None => "none",
-            Some(_) if supports("client_secret_basic") || !supports("client_secret_post") => {
-                "client_secret_basic"
-            }
-            Some(_) => "client_secret_post",
-        };
+        let method = crate::login::auth_method(secret.as_deref(), &d.server.auth_methods);
         let v = token_request(
             &self.http,
             &d.server.token_endpoint,

@@ -251,6 +251,40 @@ pub(crate) async fn token_request(
     Ok(v)
 }
 
+/// Whether a browser may be sent to `d`'s authorization server: it names an
+/// authorization endpoint, and supports PKCE S256 (when it says what it
+/// supports).
+pub(crate) fn can_authorize(d: &crate::discovery::Discovered) -> Result<(), CredentialError> {
+    if d.server.authorization_endpoint.is_empty() {
+        return Err(CredentialError::Server(format!(
+            "the metadata of {} has no `authorization_endpoint`",
+            d.authorization_server
+        )));
+    }
+    if let Some(methods) = &d.server.pkce_methods {
+        if !methods.iter().any(|m| m == "S256") {
+            return Err(CredentialError::Refused(
+                "the authorization server does not list PKCE S256 in code_challenge_methods_supported; MCP clients must not authorize without it".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How a client with (or without) `secret` authenticates at a token endpoint
+/// that supports `methods`: `none` without a secret, else Basic unless only
+/// `client_secret_post` is offered.
+pub(crate) fn auth_method(secret: Option<&str>, methods: &[String]) -> &'static str {
+    let supports = |m: &str| methods.iter().any(|a| a == m);
+    match secret {
+        None => "none",
+        Some(_) if supports("client_secret_basic") || !supports("client_secret_post") => {
+            "client_secret_basic"
+        }
+        Some(_) => "client_secret_post",
+    }
+}
+
 /// The redirect's `iss` against the authorization server's issuer, compared
 /// exactly, with no normalization (RFC 9207, SEP-2468); a server that
 /// promises the parameter (`required`) must send it.
@@ -371,19 +405,7 @@ pub async fn login(o: LoginOptions) -> Result<Record, CredentialError> {
         token_endpoint: o.client.token_endpoint.as_deref(),
     };
     let d = discover(&c, &o.url, challenge.as_ref(), pins).await?;
-    if d.server.authorization_endpoint.is_empty() {
-        return Err(CredentialError::Server(format!(
-            "the metadata of {} has no `authorization_endpoint`",
-            d.authorization_server
-        )));
-    }
-    if let Some(methods) = &d.server.pkce_methods {
-        if !methods.iter().any(|m| m == "S256") {
-            return Err(CredentialError::Refused(
-                "the authorization server does not list PKCE S256 in code_challenge_methods_supported; MCP clients must not authorize without it".into(),
-            ));
-        }
-    }
+    can_authorize(&d)?;
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| CredentialError::Server(format!("cannot listen for the redirect: {e}")))?;

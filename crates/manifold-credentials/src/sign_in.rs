@@ -54,12 +54,7 @@ impl SignInClient {
             token_endpoint: None,
         };
         let d = discover(&self.http, &self.settings.issuer, None, pins).await?;
-        if d.server.authorization_endpoint.is_empty() {
-            return Err(CredentialError::Server(format!(
-                "the metadata of {} has no `authorization_endpoint`",
-                self.settings.issuer
-            )));
-        }
+        crate::login::can_authorize(&d)?;
         *self.discovered.lock() = Some(d.clone());
         Ok(d)
     }
@@ -117,14 +112,7 @@ impl SignInClient {
             .filter(|c| !c.is_empty())
             .ok_or_else(|| CredentialError::Refused("the redirect has no code".into()))?;
         let secret = self.settings.client_secret.as_deref();
-        let supports = |m: &str| d.server.auth_methods.iter().any(|a| a == m);
-        let method = match secret {
-            None => "none",
-            Some(_) if supports("client_secret_basic") || !supports("client_secret_post") => {
-                "client_secret_basic"
-            }
-            Some(_) => "client_secret_post",
-        };
+        let method = crate::login::auth_method(secret, &d.server.auth_methods);
         let v = token_request(
             &self.http,
             &d.server.token_endpoint,

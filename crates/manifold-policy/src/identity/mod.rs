@@ -224,13 +224,7 @@ impl Authenticator {
         client_id: &str,
         nonce: &str,
     ) -> Result<Identity, AuthError> {
-        let provider = self
-            .jwt
-            .iter()
-            .find(|p| p.issuer() == issuer)
-            .ok_or_else(|| {
-                AuthError::Invalid(format!("the issuer `{issuer}` is not trusted here"))
-            })?;
+        let provider = self.provider(issuer)?;
         let (identity, _) = provider.verify(token, client_id).await?;
         let carried = jwt::unverified_claim(token, "nonce");
         let same = carried
@@ -244,6 +238,14 @@ impl Authenticator {
         Ok(identity)
     }
 
+    /// The `[[auth.jwt]]` source of `issuer`.
+    fn provider(&self, issuer: &str) -> Result<&Arc<jwt::Provider>, AuthError> {
+        self.jwt
+            .iter()
+            .find(|p| p.issuer() == issuer)
+            .ok_or_else(|| AuthError::Invalid(format!("the issuer `{issuer}` is not trusted here")))
+    }
+
     async fn verify_jwt(
         &self,
         token: &str,
@@ -255,13 +257,7 @@ impl Authenticator {
             ));
         }
         let issuer = jwt::unverified_issuer(token).map_err(|why| AuthError::Invalid(why.into()))?;
-        let provider = self
-            .jwt
-            .iter()
-            .find(|p| p.issuer() == issuer)
-            .ok_or_else(|| {
-                AuthError::Invalid(format!("the issuer `{issuer}` is not trusted here"))
-            })?;
+        let provider = self.provider(&issuer)?;
         provider
             .verify(token, self.audience_of(provider.audience(), resource))
             .await

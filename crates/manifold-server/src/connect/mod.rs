@@ -200,30 +200,42 @@ fn form_page(gw: &Gateway, p: &Pending, status: StatusCode, error: Option<&str>)
     )
 }
 
-/// `POST <path>/connect/manage`: a disconnect, from the page's own origin.
-async fn manage_post(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
+/// A POST's headers and form fields, when it comes from the page's own
+/// origin and its body fits [`MAX_CONNECT_FORM_BYTES`]; else the answer.
+async fn posted(
+    gw: &Gateway,
+    req: Request<Incoming>,
+) -> Result<(HeaderMap, Vec<(String, String)>), Response<Body>> {
     let headers = req.headers().clone();
     if !same_origin(gw, &headers) {
-        return page(
+        return Err(page(
             StatusCode::FORBIDDEN,
             "Refused",
             html! { p { "This form is accepted only from its own page." } },
-        );
+        ));
     }
     let Ok(body) = Limited::new(req.into_body(), MAX_CONNECT_FORM_BYTES)
         .collect()
         .await
     else {
-        return page(
+        return Err(page(
             StatusCode::PAYLOAD_TOO_LARGE,
             "Too large",
             html! { p { "The form is larger than this page accepts." } },
-        );
+        ));
     };
-    let fields: Vec<(String, String)> = url::form_urlencoded::parse(&body.to_bytes())
+    let fields = url::form_urlencoded::parse(&body.to_bytes())
         .into_owned()
         .collect();
-    sign_in::disconnect(gw, &headers, &fields).await
+    Ok((headers, fields))
+}
+
+/// `POST <path>/connect/manage`: a disconnect, from the page's own origin.
+async fn manage_post(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
+    match posted(gw, req).await {
+        Ok((headers, fields)) => sign_in::disconnect(gw, &headers, &fields).await,
+        Err(r) => r,
+    }
 }
 
 /// Whether a POST comes from the public origin (when the browser says).
@@ -239,28 +251,10 @@ fn same_origin(gw: &Gateway, headers: &HeaderMap) -> bool {
 }
 
 async fn submit(gw: &Arc<Gateway>, req: Request<Incoming>, id: &str) -> Response<Body> {
-    let headers_of_submit = req.headers().clone();
-    if !same_origin(gw, req.headers()) {
-        return page(
-            StatusCode::FORBIDDEN,
-            "Refused",
-            html! { p { "This form is accepted only from its own page." } },
-        );
-    }
-    let body = match Limited::new(req.into_body(), MAX_CONNECT_FORM_BYTES)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return page(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "Too large",
-                html! { p { "The form is larger than this page accepts." } },
-            )
-        }
+    let (headers, fields) = match posted(gw, req).await {
+        Ok(p) => p,
+        Err(r) => return r,
     };
-    let fields: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
     let get = |k: &str| {
         fields
             .iter()
@@ -268,7 +262,6 @@ async fn submit(gw: &Arc<Gateway>, req: Request<Incoming>, id: &str) -> Response
             .map(|(_, v)| v.as_str())
             .unwrap_or("")
     };
-    let headers = headers_of_submit;
     let bound = match sign_in::client(gw) {
         Some(_) => match sign_in::signed_in(gw, &headers) {
             Some(who) => match gw.tables.connects.bind_signed_in(id, get("csrf")) {

@@ -191,18 +191,8 @@ pub(crate) async fn finish(
     )
 }
 
-/// The per-caller upstreams: name and kind.
 fn per_user(gw: &Gateway) -> Vec<(String, &'static str)> {
-    gw.cfg()
-        .upstreams
-        .iter()
-        .filter_map(|u| match &u.transport {
-            manifold_config::Transport::Http { auth, .. } if auth.per_user() => {
-                Some((u.name.clone(), auth.kind()))
-            }
-            _ => None,
-        })
-        .collect()
+    crate::state::connects::per_user_upstreams(&gw.cfg())
 }
 
 /// `GET <path>/connect/manage`: the signed-in person's own accounts, each

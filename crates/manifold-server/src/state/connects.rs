@@ -128,6 +128,21 @@ impl Local {
     }
 }
 
+/// The upstreams of `cfg` with per-caller accounts: name and `auth.type`.
+pub(crate) fn per_user_upstreams(
+    cfg: &manifold_config::GatewayConfig,
+) -> Vec<(String, &'static str)> {
+    cfg.upstreams
+        .iter()
+        .filter_map(|u| match &u.transport {
+            manifold_config::Transport::Http { auth, .. } if auth.per_user() => {
+                Some((u.name.clone(), auth.kind()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Connect links and per-upstream accounts.
 pub(crate) struct Connects {
     ttl: Duration,

@@ -249,18 +249,7 @@ async fn two_callers_paste_their_own_keys_and_reach_the_upstream_as_themselves()
         assert_eq!(done.status, 200, "{}", done.body);
         assert!(!done.body.contains("pat-alice"), "nothing typed is echoed");
         // The session hears that the elicitation is complete.
-        let note = tokio::time::timeout(Duration::from_secs(5), async {
-            loop {
-                match stream.next().await? {
-                    Some(m) if m["method"] == "notifications/elicitation/complete" => {
-                        return Ok::<Value, anyhow::Error>(m)
-                    }
-                    Some(_) => continue,
-                    None => return Err(anyhow!("the stream ended")),
-                }
-            }
-        })
-        .await??;
+        let note = completed(&mut stream, Duration::from_secs(5)).await?;
         assert_eq!(note["params"]["elicitationId"], id, "{note}");
         drop(stream);
         // Used: the link is gone.
@@ -392,6 +381,23 @@ async fn two_callers_paste_their_own_keys_and_reach_the_upstream_as_themselves()
         Ok(())
     })
     .await
+}
+
+/// The next `notifications/elicitation/complete` on `stream`, within `within`.
+async fn completed(
+    stream: &mut manifold_testkit::harness::MessageStream,
+    within: Duration,
+) -> Result<Value> {
+    tokio::time::timeout(within, async {
+        loop {
+            match stream.next().await? {
+                Some(m) if m["method"] == "notifications/elicitation/complete" => return Ok(m),
+                Some(_) => continue,
+                None => return Err(anyhow!("the stream ended")),
+            }
+        }
+    })
+    .await?
 }
 
 /// Every file under `dir`.
@@ -608,18 +614,7 @@ async fn a_link_shown_by_one_replica_is_finished_on_another_and_serves_all() -> 
         )
         .await?;
         assert_eq!(done.status, 200, "{}", done.body);
-        let note = tokio::time::timeout(Duration::from_secs(10), async {
-            loop {
-                match stream.next().await? {
-                    Some(m) if m["method"] == "notifications/elicitation/complete" => {
-                        return Ok::<Value, anyhow::Error>(m)
-                    }
-                    Some(_) => continue,
-                    None => return Err(anyhow!("the stream ended")),
-                }
-            }
-        })
-        .await??;
+        let note = completed(&mut stream, Duration::from_secs(10)).await?;
         assert_eq!(
             note["params"]["elicitationId"], e["elicitationId"],
             "{note}"

@@ -22,18 +22,8 @@ use super::layout;
 use super::session::Viewer;
 use crate::state::Gateway;
 
-/// The per-caller upstreams of the configuration in force: name and kind.
 fn per_user(gw: &Gateway) -> Vec<(String, &'static str)> {
-    gw.cfg()
-        .upstreams
-        .iter()
-        .filter_map(|u| match &u.transport {
-            manifold_config::Transport::Http { auth, .. } if auth.per_user() => {
-                Some((u.name.clone(), auth.kind()))
-            }
-            _ => None,
-        })
-        .collect()
+    crate::state::connects::per_user_upstreams(&gw.cfg())
 }
 
 fn store(gw: &Gateway) -> Option<AccountStore> {
