@@ -13,6 +13,7 @@
 //! Not here: the messages' meaning (`message`, and the server), the MAC and
 //! the replay window (`auth`).
 
+pub(crate) mod records;
 pub(crate) mod shared;
 
 use parking_lot::Mutex;

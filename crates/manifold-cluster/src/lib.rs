@@ -42,6 +42,7 @@ pub use auth::{
     now_ms, Keys, Rejection, KEY_LABEL, MAX_CLOCK_SKEW, MAX_ENVELOPE_AGE, MAX_SENDERS,
     REPLAY_WINDOW,
 };
+pub use bus::records::MAX_RECORD_BYTES;
 pub use bus::shared::{SharedRead, MAX_SHARED_ENTRIES, MAX_SHARED_ID};
 pub use bus::{Bus, Health};
 pub use error::ClusterError;

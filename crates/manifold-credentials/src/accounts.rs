@@ -198,6 +198,37 @@ impl AccountStore {
         )
     }
 
+    /// Where a store every replica shares keeps `principal`'s account at
+    /// `upstream`: `<upstream>/<sha256(principal)>` (no name in clear).
+    pub fn shared_field(upstream: &str, principal: &str) -> String {
+        format!("{upstream}/{}", digest(principal))
+    }
+
+    /// The sealed text of `principal`'s account at `upstream` (what a shared
+    /// store holds), if there is one here.
+    pub fn sealed_text(
+        &self,
+        upstream: &str,
+        principal: &str,
+    ) -> Result<Option<String>, CredentialError> {
+        read(&self.path(upstream, principal))
+    }
+
+    /// Keeps `text` from a shared store as `principal`'s account at
+    /// `upstream`, once it opens for exactly them (a value moved under
+    /// another field does not).
+    pub fn adopt(
+        &self,
+        upstream: &str,
+        principal: &str,
+        text: &str,
+    ) -> Result<Account, CredentialError> {
+        let path = self.path(upstream, principal);
+        let a = self.open_as(&path, text, upstream, &digest(principal))?;
+        crate::sealed_file::write_text(&path, text)?;
+        Ok(a)
+    }
+
     /// Forgets the account of `principal` at `upstream`; whether there was one.
     pub fn remove(&self, upstream: &str, principal: &str) -> Result<bool, CredentialError> {
         let path = self.path(upstream, principal);

@@ -83,6 +83,20 @@ impl std::fmt::Debug for Begun {
     }
 }
 
+/// A store every replica of a deployment shares (Redis, through the cluster
+/// bus), holding the same sealed texts as the account files, by
+/// [`AccountStore::shared_field`]. Errors are messages (the store's outage:
+/// the replica goes on with what it has).
+pub trait SharedAccounts: Send + Sync {
+    fn get<'a>(&'a self, field: &'a str) -> SharedFuture<'a, Option<String>>;
+    /// Sets the field, or deletes it (`None`).
+    fn set<'a>(&'a self, field: &'a str, text: Option<&'a str>) -> SharedFuture<'a, ()>;
+}
+
+/// What a [`SharedAccounts`] call returns.
+pub type SharedFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, String>> + Send + 'a>>;
+
 /// The per-caller accounts of one upstream.
 pub struct Accounts {
     upstream: String,
@@ -92,6 +106,7 @@ pub struct Accounts {
     http: Client,
     discovered: Mutex<Option<Discovered>>,
     refreshing: tokio::sync::Mutex<()>,
+    shared: std::sync::OnceLock<std::sync::Arc<dyn SharedAccounts>>,
 }
 
 impl Accounts {
@@ -124,7 +139,59 @@ impl Accounts {
             http: Client::unattended(&written),
             discovered: Mutex::new(None),
             refreshing: tokio::sync::Mutex::new(()),
+            shared: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Keeps the accounts in `shared` too (every replica reads them there):
+    /// a change is written through, and each lookup reads it first.
+    pub fn share_with(&self, shared: std::sync::Arc<dyn SharedAccounts>) {
+        let _ = self.shared.set(shared);
+    }
+
+    /// The shared store's account of `principal` made this replica's: taken
+    /// when it differs, forgotten here when it is gone there. Its outage
+    /// leaves this replica's copy as it is.
+    async fn pull(&self, principal: &str) -> Result<(), CredentialError> {
+        let Some(shared) = self.shared.get() else {
+            return Ok(());
+        };
+        let field = AccountStore::shared_field(&self.upstream, principal);
+        let there = match shared.get(&field).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(upstream = %self.upstream, error = %e, "the shared account store is unavailable; using this replica's copy");
+                return Ok(());
+            }
+        };
+        let here = self.store.sealed_text(&self.upstream, principal)?;
+        match there {
+            Some(t) if here.as_deref() != Some(t.as_str()) => {
+                self.store.adopt(&self.upstream, principal, &t)?;
+            }
+            Some(_) => {}
+            None => {
+                self.store.remove(&self.upstream, principal)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes this replica's copy of `principal`'s account through to the
+    /// shared store (or its absence).
+    async fn push(&self, principal: &str) {
+        let Some(shared) = self.shared.get() else {
+            return;
+        };
+        let field = AccountStore::shared_field(&self.upstream, principal);
+        let text = self
+            .store
+            .sealed_text(&self.upstream, principal)
+            .ok()
+            .flatten();
+        if let Err(e) = shared.set(&field, text.as_deref()).await {
+            tracing::warn!(upstream = %self.upstream, error = %e, "the account could not be written to the shared store; other replicas do not see this change");
+        }
     }
 
     pub fn upstream(&self) -> &str {
@@ -164,6 +231,7 @@ impl Accounts {
 
     /// The credential of `principal`, refreshed when it is about to expire.
     pub async fn credential(&self, principal: &str) -> Result<Lookup, CredentialError> {
+        self.pull(principal).await?;
         let Some(a) = self.store.load(&self.upstream, principal)? else {
             return Ok(Lookup::Missing);
         };
@@ -205,6 +273,7 @@ impl Accounts {
             let expired = t.expires_at.is_some_and(|e| e <= unix_now());
             if expired {
                 self.store.remove(&self.upstream, principal)?;
+                self.push(principal).await;
                 return Ok(Lookup::Lapsed(format!(
                     "the access token for `{}` expired and there is no refresh token",
                     self.upstream
@@ -237,6 +306,7 @@ impl Accounts {
                 a.refreshed_at = Some(unix_now());
                 // A server that rotates refresh tokens has spent the old one.
                 self.store.save(&a)?;
+                self.push(principal).await;
                 Ok(Lookup::Ready {
                     injected: self.inject(&token),
                     refreshed: true,
@@ -244,6 +314,7 @@ impl Accounts {
             }
             Err(e) if e.needs_login() => {
                 self.store.remove(&self.upstream, principal)?;
+                self.push(principal).await;
                 Ok(Lookup::Lapsed(format!(
                     "refreshing the token for `{}` failed ({e})",
                     self.upstream
@@ -386,7 +457,7 @@ impl Accounts {
             ..Record::default()
         };
         take_tokens(&mut t, &v, asked.as_deref());
-        let a = Account {
+        let account = Account {
             principal: principal.to_string(),
             upstream: self.upstream.clone(),
             connected_at: unix_now(),
@@ -394,12 +465,17 @@ impl Accounts {
             tokens: Some(t),
             secret: None,
         };
-        self.store.save(&a)?;
-        Ok(a)
+        self.store.save(&account)?;
+        self.push(principal).await;
+        Ok(account)
     }
 
     /// Stores a pasted key for `principal` (`user_secret`).
-    pub fn save_secret(&self, principal: &str, secret: &str) -> Result<Account, CredentialError> {
+    pub async fn save_secret(
+        &self,
+        principal: &str,
+        secret: &str,
+    ) -> Result<Account, CredentialError> {
         let a = Account {
             principal: principal.to_string(),
             upstream: self.upstream.clone(),
@@ -409,11 +485,15 @@ impl Accounts {
             secret: Some(secret.to_string()),
         };
         self.store.save(&a)?;
+        self.push(principal).await;
         Ok(a)
     }
 
-    /// Forgets `principal`'s account; whether there was one.
-    pub fn revoke(&self, principal: &str) -> Result<bool, CredentialError> {
-        self.store.remove(&self.upstream, principal)
+    /// Forgets `principal`'s account, here and in the shared store; whether
+    /// there was one here.
+    pub async fn revoke(&self, principal: &str) -> Result<bool, CredentialError> {
+        let had = self.store.remove(&self.upstream, principal)?;
+        self.push(principal).await;
+        Ok(had)
     }
 }

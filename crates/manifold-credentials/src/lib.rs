@@ -43,7 +43,7 @@ mod source;
 mod store;
 
 pub use accounts::{Account, AccountStore, Summary, MAX_ACCOUNT_FILE};
-pub use connect::{Accounts, Begun, Injected, Lookup};
+pub use connect::{Accounts, Begun, Injected, Lookup, SharedAccounts, SharedFuture};
 pub use discovery::{parse_challenge, Challenge};
 pub use error::CredentialError;
 pub use exchange::{Validated, ACCESS_TOKEN_TYPE, MAX_EXCHANGED, TOKEN_EXCHANGE_GRANT};

@@ -45,6 +45,23 @@ pub(crate) fn write(
     std::fs::rename(&aside, path).map_err(fail)
 }
 
+/// Writes `text` (a sealed file's whole text, already checked by the
+/// caller) to `path`, aside then renamed.
+pub(crate) fn write_text(path: &Path, text: &str) -> Result<(), CredentialError> {
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let fail = |e: std::io::Error| {
+        CredentialError::Store(format!("cannot write to {}: {e}", dir.display()))
+    };
+    std::fs::create_dir_all(&dir).map_err(fail)?;
+    let mut tag = [0u8; 6];
+    let _ = getrandom::fill(&mut tag);
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(format!(".{}.{}", std::process::id(), hex::encode(tag)));
+    let aside = std::path::PathBuf::from(aside);
+    write_private(&aside, text.as_bytes()).map_err(fail)?;
+    std::fs::rename(&aside, path).map_err(fail)
+}
+
 /// The plaintext of a sealed file's `text` for `aad`; `corrupt` says why not.
 pub(crate) fn open(
     keys: &Keys,

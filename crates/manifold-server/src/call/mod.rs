@@ -222,7 +222,7 @@ impl Answering {
         if let CallOutcome::Failed(e) = &outcome {
             if e.is_caller_refused() {
                 let principal = self.obs.as_ref().map(|o| o.principal().to_string());
-                credentials::refused(&self.gw, &self.upstream, principal.as_deref());
+                credentials::refused(&self.gw, &self.upstream, principal.as_deref()).await;
             }
         }
         let hook = std::mem::replace(&mut self.task, TaskHook::None);

@@ -352,7 +352,7 @@ async fn submit(gw: &Arc<Gateway>, req: Request<Incoming>, id: &str) -> Response
     let Some(p) = gw.tables.connects.take_bound(id) else {
         return gone();
     };
-    match accounts.save_secret(&p.principal, secret) {
+    match accounts.save_secret(&p.principal, secret).await {
         Ok(_) => connected(gw, &p, "user_secret"),
         Err(e) => {
             tracing::error!(upstream = %p.upstream, error = %e, "a caller's key could not be stored");

@@ -277,12 +277,8 @@ pub(crate) async fn disconnect(
     let Some((_, kind)) = per_user(gw).into_iter().find(|(u, _)| *u == upstream) else {
         return manage(gw, headers, Some("There is no such upstream.")).await;
     };
-    let Some(store) = gw.cfg().credentials.as_ref().map(AccountStore::new) else {
-        return gone();
-    };
-    let (u, p) = (upstream.clone(), who.clone());
-    let removed = tokio::task::spawn_blocking(move || store.remove(&u, &p)).await;
-    if matches!(removed, Ok(Ok(true))) {
+    let removed = gw.forget_account(&upstream, &who).await;
+    if matches!(removed, Ok(true)) {
         crate::observe::account_event(gw, &upstream, kind, &who, "revoked", false);
         return manage(
             gw,

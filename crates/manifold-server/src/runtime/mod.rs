@@ -196,6 +196,11 @@ impl Gateway {
         pins: Pins,
     ) -> Arc<Gateway> {
         let config = Arc::new(config);
+        // Callers' accounts, shared by every replica through Redis.
+        let shared_accounts = cluster.as_ref().map(|c| {
+            Arc::new(crate::state::connects::BusAccounts(c.bus.clone()))
+                as Arc<dyn manifold_credentials::SharedAccounts>
+        });
         let metrics = metrics::Metrics::new(&config);
         let tasks = TaskTracker::new();
         let stop = CancellationToken::new();
@@ -248,6 +253,7 @@ impl Gateway {
                             c.connect_ttl
                         }),
                     config.credentials.as_ref().map(|c| c.key.as_str()),
+                    shared_accounts,
                 ),
             },
             integrity: integrity::Integrity::new(pins.store, metrics.integrity.clone()),

@@ -143,9 +143,40 @@ pub(crate) fn per_user_upstreams(
         .collect()
 }
 
+/// The accounts every replica shares, in Redis (`[cluster] redis`): the
+/// bus's records map `accounts`, sealed texts by field.
+pub(crate) struct BusAccounts(pub Arc<manifold_cluster::Bus>);
+
+/// The records map callers' accounts are kept in.
+const ACCOUNTS_MAP: &str = "accounts";
+
+impl manifold_credentials::SharedAccounts for BusAccounts {
+    fn get<'a>(&'a self, field: &'a str) -> manifold_credentials::SharedFuture<'a, Option<String>> {
+        Box::pin(async move {
+            self.0
+                .record(ACCOUNTS_MAP, field)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+    fn set<'a>(
+        &'a self,
+        field: &'a str,
+        text: Option<&'a str>,
+    ) -> manifold_credentials::SharedFuture<'a, ()> {
+        Box::pin(async move {
+            self.0
+                .set_record(ACCOUNTS_MAP, field, text)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
 /// Connect links and per-upstream accounts.
 pub(crate) struct Connects {
     ttl: Duration,
+    shared: Option<Arc<dyn manifold_credentials::SharedAccounts>>,
     keys: Option<Keys>,
     mac_key: [u8; 32],
     local: Mutex<Local>,
@@ -184,12 +215,17 @@ fn digest(s: &str) -> String {
 impl Connects {
     /// `key`: `[credentials] key` (no key: no per-caller upstream can exist,
     /// and no link is ever made).
-    pub(crate) fn new(ttl: Duration, key: Option<&str>) -> Connects {
+    pub(crate) fn new(
+        ttl: Duration,
+        key: Option<&str>,
+        shared: Option<Arc<dyn manifold_credentials::SharedAccounts>>,
+    ) -> Connects {
         let mac_key = key.map_or([0u8; 32], |k| {
             manifold_foundation::mac::hmac_sha256(KEY_DOMAIN.as_bytes(), &[k.as_bytes()])
         });
         Connects {
             ttl,
+            shared,
             keys: key.map(|k| Keys::new::<&str>(KEY_DOMAIN, k, &[])),
             mac_key,
             local: Mutex::new(Local::default()),
@@ -214,6 +250,9 @@ impl Connects {
             }
         }
         let a = Arc::new(Accounts::new(upstream.name(), url, auth)?);
+        if let Some(s) = &self.shared {
+            a.share_with(s.clone());
+        }
         map.insert(upstream.name().clone(), (auth.clone(), a.clone()));
         Some(a)
     }
@@ -420,7 +459,7 @@ mod tests {
 
     #[test]
     fn a_link_binds_only_with_its_code_and_dies_after_too_many_tries() {
-        let c = Connects::new(Duration::from_secs(60), Some(KEY));
+        let c = Connects::new(Duration::from_secs(60), Some(KEY), None);
         let up: Arc<str> = Arc::from("gh");
         let o = c.open(&up, "key:alice", None).expect("opened");
         // Asking again while unused: the same link.
@@ -441,7 +480,7 @@ mod tests {
         assert_eq!(c.get(&o.id).err(), Some(Void::Gone));
         // Another replica with the same key opens a fresh link; a tampered
         // one, or one under another key, is unknown.
-        let other = Connects::new(Duration::from_secs(60), Some(KEY));
+        let other = Connects::new(Duration::from_secs(60), Some(KEY), None);
         let o = c
             .open(&Arc::from("gh2"), "key:alice", None)
             .expect("opened");
@@ -456,6 +495,7 @@ mod tests {
         let stranger = Connects::new(
             Duration::from_secs(60),
             Some("another-key-0123456789abcdef0123456789"),
+            None,
         );
         assert!(stranger.get(&o.id).is_err());
         // States are sealed, single use, and name their link.
@@ -471,7 +511,7 @@ mod tests {
 
     #[test]
     fn links_are_bounded_per_principal_and_expire() {
-        let c = Connects::new(Duration::from_secs(60), Some(KEY));
+        let c = Connects::new(Duration::from_secs(60), Some(KEY), None);
         let ups: Vec<Arc<str>> = (0..=MAX_PENDING_PER_PRINCIPAL)
             .map(|i| Arc::from(format!("u{i}")))
             .collect();
@@ -482,10 +522,10 @@ mod tests {
             .open(&ups[MAX_PENDING_PER_PRINCIPAL], "key:bob", None)
             .is_none());
         assert!(c.open(&ups[0], "key:carol", None).is_some());
-        let short = Connects::new(Duration::from_secs(0), Some(KEY));
+        let short = Connects::new(Duration::from_secs(0), Some(KEY), None);
         let o = short.open(&ups[0], "key:bob", None).expect("opened");
         assert_eq!(short.get(&o.id).err(), Some(Void::Gone), "expired");
-        assert!(Connects::new(Duration::from_secs(60), None)
+        assert!(Connects::new(Duration::from_secs(60), None, None)
             .open(&ups[0], "key:bob", None)
             .is_none());
     }

@@ -227,6 +227,35 @@ impl Gateway {
         self.started.server.listen
     }
 
+    /// Forgets `principal`'s account at per-caller `upstream` — through its
+    /// accounts (so the shared store forgets it too) when the upstream runs,
+    /// else in this replica's store; whether there was one here.
+    pub(crate) async fn forget_account(
+        &self,
+        upstream: &str,
+        principal: &str,
+    ) -> Result<bool, String> {
+        if let Some(a) = self
+            .upstream(upstream)
+            .and_then(|u| self.tables.connects.accounts(&u))
+        {
+            return a.revoke(principal).await.map_err(|e| e.to_string());
+        }
+        let Some(store) = self
+            .cfg()
+            .credentials
+            .as_ref()
+            .map(manifold_credentials::AccountStore::new)
+        else {
+            return Ok(false);
+        };
+        let (u, p) = (upstream.to_string(), principal.to_string());
+        tokio::task::spawn_blocking(move || store.remove(&u, &p))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())
+    }
+
     /// Where browsers reach the MCP listener (links Manifold hands out):
     /// `[server] public_url`, else the listener's own address as started
     /// (`None` for a wildcard address; validation requires `public_url` then

@@ -568,11 +568,12 @@ async fn anonymous_callers_get_no_shared_account() -> Result<()> {
     .await
 }
 
-/// Three replicas sharing the store directory and `[cluster]` (Redis): the
+/// Three replicas with `[cluster]` (Redis) and a store directory each: the
 /// link one replica showed is opened on a second and finished on a third (a
 /// load balancer in front), the asking session on the first hears the
-/// completion over the bus, and the caller's next call through any replica
-/// goes out as them.
+/// completion over the bus, the account reaches every replica through Redis
+/// (sealed), so the caller's next call through any of them goes out as them;
+/// a revocation on one is seen by the others.
 #[tokio::test]
 async fn a_link_shown_by_one_replica_is_finished_on_another_and_serves_all() -> Result<()> {
     bounded(async {
@@ -590,8 +591,9 @@ async fn a_link_shown_by_one_replica_is_finished_on_another_and_serves_all() -> 
             toml_string(&redis.url())
         );
         let mut replicas = Vec::new();
-        for _ in 0..3 {
-            let gw = gateway_with(&s, &store, "type = \"user_secret\"", &cluster).await?;
+        for i in 0..3 {
+            let own = store.join(format!("replica-{i}"));
+            let gw = gateway_with(&s, &own, "type = \"user_secret\"", &cluster).await?;
             crate::cluster_redis::until_connected(&gw, true, Duration::from_secs(10)).await?;
             replicas.push(gw);
         }
@@ -625,6 +627,40 @@ async fn a_link_shown_by_one_replica_is_finished_on_another_and_serves_all() -> 
             let r = whoami(&c).await?;
             assert_eq!(text_of(&r["result"])?, "alice", "{r}");
         }
+        // Nothing in clear in Redis either.
+        let mut redis_cli = tokio::process::Command::new("redis-cli");
+        redis_cli.args(["-u", &redis.url(), "--no-raw", "KEYS", "*"]);
+        if let Ok(out) = redis_cli.output().await {
+            let keys = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                !keys.contains("alice"),
+                "a principal in clear in a Redis key: {keys}"
+            );
+        }
+        // Revoked through A's console: B asks again.
+        let admin = a.gateway().admin_addr().context("admin")?;
+        let page = crate::admin::admin_call(admin, "GET", "/ui/connections", &[], "").await?;
+        let csrf = page.csrf().context("csrf")?;
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("csrf", &csrf)
+            .append_pair("upstream", "secured")
+            .append_pair("principal", "key:alice")
+            .finish();
+        let r = crate::admin::admin_call(
+            admin,
+            "POST",
+            "/ui/connections/revoke",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            &body,
+        )
+        .await?;
+        assert_eq!(r.status, 303, "{}", r.body);
+        let c2 = session(b, ALICE, json!({})).await?;
+        let r = whoami(&c2).await?;
+        assert!(
+            text_of(&r["result"])?.contains("/connect/"),
+            "B asks again: {r}"
+        );
         let _ = std::fs::remove_dir_all(&store);
         Ok(())
     })

@@ -140,12 +140,10 @@ pub(super) async fn revoke(
     let Some((_, kind)) = per_user(gw).into_iter().find(|(n, _)| *n == upstream) else {
         return Err(bad(format!("`{upstream}` has no per-caller accounts")));
     };
-    let store = store(gw).ok_or_else(|| bad("no [credentials] store".into()))?;
-    let (u, p) = (upstream.clone(), principal.clone());
-    let removed = tokio::task::spawn_blocking(move || store.remove(&u, &p))
+    let removed = gw
+        .forget_account(&upstream, &principal)
         .await
-        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e))?;
     if !removed {
         return Err(bad(format!("{principal} has no account at `{upstream}`")));
     }

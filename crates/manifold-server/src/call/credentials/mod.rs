@@ -42,14 +42,14 @@ pub(crate) async fn attach(x: &Request, call: &mut Call) -> Result<(), Refusal> 
 /// The upstream refused the credential a call carried for `principal`: at a
 /// `user_oauth` / `user_secret` upstream, the account is forgotten (revoked
 /// or expired there), so the caller's next call asks them to connect again.
-pub(crate) fn refused(gw: &crate::state::Gateway, upstream: &str, principal: Option<&str>) {
+pub(crate) async fn refused(gw: &crate::state::Gateway, upstream: &str, principal: Option<&str>) {
     let (Some(principal), Some(up)) = (principal, gw.upstream(upstream)) else {
         return;
     };
     let Some(accounts) = gw.tables.connects.accounts(&up) else {
         return;
     };
-    match accounts.revoke(principal) {
+    match accounts.revoke(principal).await {
         Ok(true) => accounts::lapsed(gw, &accounts, principal),
         Ok(false) => {}
         Err(e) => {
