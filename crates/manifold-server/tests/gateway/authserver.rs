@@ -54,6 +54,8 @@ pub(crate) struct Knobs {
     pub(crate) authorization_endpoint: Option<String>,
     /// `/token` answers 307 to this URL.
     pub(crate) redirect_token_to: Option<String>,
+    /// The authorization-code grant gives no refresh token.
+    pub(crate) no_refresh: bool,
     /// `/mcp` serves the handshake and lists without a token (an upstream
     /// whose callers each bring their own account: the gateway's own
     /// requests carry none).
@@ -334,7 +336,10 @@ async fn handle(req: Request<Incoming>, addr: SocketAddr, sh: &Shared) -> Respon
                             if s256(&verifier) == i.challenge
                                 && form.get("redirect_uri") == Some(&i.redirect) =>
                         {
-                            json_reply(StatusCode::OK, issue(&mut a, &i.subject, life, true))
+                            json_reply(
+                                StatusCode::OK,
+                                issue(&mut a, &i.subject, life, !knobs.no_refresh),
+                            )
                         }
                         _ => json_reply(StatusCode::BAD_REQUEST, json!({"error": "invalid_grant"})),
                     }

@@ -666,3 +666,44 @@ async fn a_link_shown_by_one_replica_is_finished_on_another_and_serves_all() -> 
     })
     .await
 }
+
+/// A token that expires with no refresh token: the caller is asked to connect
+/// again, and told why.
+#[tokio::test]
+async fn an_expired_token_without_a_refresh_token_asks_to_connect_again() -> Result<()> {
+    bounded(async {
+        let s = Standin::start(Duration::from_secs(1)).await?;
+        s.set(|k| {
+            k.open_lists = true;
+            k.no_refresh = true;
+        });
+        let store = temp_store("user-expiry");
+        let gw = gateway(
+            &s,
+            &store,
+            &format!(
+                "type = \"user_oauth\"\nissuer = {}\nclient_id = \"manifold-test\"",
+                toml_string(&s.base())
+            ),
+        )
+        .await?;
+        let bob = session(&gw, BOB, json!({})).await?;
+        let r = whoami(&bob).await?;
+        let text = text_of(&r["result"])?.to_string();
+        let (url, code) = (link_of(&text)?, code_of(&text)?);
+        let (_, done) = sign_in(&url, &code, "bob").await?;
+        assert_eq!(done.status, 200, "{}", done.body);
+        let r = whoami(&bob).await?;
+        assert_eq!(text_of(&r["result"])?, "bob", "{r}");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let r = whoami(&bob).await?;
+        let text = text_of(&r["result"])?;
+        assert!(
+            text.contains("/connect/") && text.contains("no refresh token"),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(&store);
+        Ok(())
+    })
+    .await
+}
