@@ -201,14 +201,19 @@ impl ServerConfig {
     /// own `http(s)://address` (`None` for a wildcard address, which no
     /// browser can open).
     pub fn public_base(&self) -> Option<String> {
-        if let Some(u) = &self.public_url {
-            return Some(u.clone());
-        }
-        if self.listen.ip().is_unspecified() {
+        self.public_url
+            .clone()
+            .or_else(|| self.listener_base(self.listen))
+    }
+
+    /// `http(s)://<listen>` for a listener bound at `listen` (the configured
+    /// address may say port 0); `None` for a wildcard address.
+    pub fn listener_base(&self, listen: SocketAddr) -> Option<String> {
+        if listen.ip().is_unspecified() {
             return None;
         }
         let scheme = if self.tls.is_some() { "https" } else { "http" };
-        Some(format!("{scheme}://{}", self.listen))
+        Some(format!("{scheme}://{listen}"))
     }
 }
 

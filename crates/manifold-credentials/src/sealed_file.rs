@@ -25,24 +25,11 @@ pub(crate) fn write(
     path: &Path,
     data: Vec<u8>,
 ) -> Result<(), CredentialError> {
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let fail = |e: std::io::Error| {
-        CredentialError::Store(format!("cannot write to {}: {e}", dir.display()))
-    };
-    std::fs::create_dir_all(&dir).map_err(fail)?;
     let raw = keys.seal(aad, data).map_err(|e| match e {
         SealError::NoRandomness => CredentialError::Store("no OS randomness".into()),
         SealError::Refused => CredentialError::Store("sealing failed".into()),
     })?;
-    let text = format!("{magic}{}\n", STANDARD.encode(raw));
-    // Unique per write: replicas sharing a store may all be pid 1.
-    let mut tag = [0u8; 6];
-    let _ = getrandom::fill(&mut tag);
-    let mut aside = path.as_os_str().to_owned();
-    aside.push(format!(".{}.{}", std::process::id(), hex::encode(tag)));
-    let aside = std::path::PathBuf::from(aside);
-    write_private(&aside, text.as_bytes()).map_err(fail)?;
-    std::fs::rename(&aside, path).map_err(fail)
+    write_text(path, &format!("{magic}{}\n", STANDARD.encode(raw)))
 }
 
 /// Writes `text` (a sealed file's whole text, already checked by the
@@ -53,6 +40,7 @@ pub(crate) fn write_text(path: &Path, text: &str) -> Result<(), CredentialError>
         CredentialError::Store(format!("cannot write to {}: {e}", dir.display()))
     };
     std::fs::create_dir_all(&dir).map_err(fail)?;
+    // Unique per write: replicas sharing a store may all be pid 1.
     let mut tag = [0u8; 6];
     let _ = getrandom::fill(&mut tag);
     let mut aside = path.as_os_str().to_owned();

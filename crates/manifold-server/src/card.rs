@@ -46,6 +46,10 @@ const MAX_DESCRIPTION: usize = 100;
 
 /// The endpoint whose card `path` asks for, when the card is on.
 pub(crate) fn card_of(gw: &Gateway, path: &str) -> Option<std::sync::Arc<Endpoint>> {
+    // Every GET passes here: the path first, the configuration after.
+    if !path.starts_with(WELL_KNOWN) && !path.ends_with(SUFFIX) {
+        return None;
+    }
     if !gw.cfg().server.server_card {
         return None;
     }

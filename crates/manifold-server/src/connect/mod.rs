@@ -42,8 +42,9 @@ use std::sync::Arc;
 mod page;
 mod sign_in;
 
+use manifold_foundation::text::printable;
 pub use page::CALLBACK_PATH;
-use page::{gone, page};
+use page::{field, gone, page};
 
 use crate::front::sse::{self, Body};
 use crate::state::connects::{Pending, Void};
@@ -62,20 +63,21 @@ const CSP: &str =
 /// Whether `path` is one of these pages (`Some(id)` for a link, `Some("")`
 /// for the callback).
 pub(crate) fn owns(gw: &Gateway, path: &str) -> Option<String> {
+    // Every request passes here: the path first, the configuration only for
+    // a connect path.
+    let id = if path == CALLBACK_PATH {
+        String::new()
+    } else {
+        let (base, id) = path.rsplit_once("/connect/")?;
+        if id.is_empty() || id.contains('/') || base != gw.cfg().server.path.trim_end_matches('/') {
+            return None;
+        }
+        id.to_string()
+    };
     let any = gw.live().upstreams.iter().any(|u| {
         matches!(&u.config().transport, manifold_config::Transport::Http { auth, .. } if auth.per_user())
     });
-    if !any {
-        return None;
-    }
-    if path == CALLBACK_PATH {
-        return Some(String::new());
-    }
-    let cfg = gw.cfg();
-    let base = format!("{}/connect/", cfg.server.path.trim_end_matches('/'));
-    path.strip_prefix(&base)
-        .filter(|id| !id.is_empty() && !id.contains('/'))
-        .map(str::to_string)
+    any.then_some(id)
 }
 
 /// Serves a connect page (`id` from [`owns`]).
@@ -163,7 +165,7 @@ fn someone_else(gw: &Gateway, p: &Pending, who: &str) -> Response<Body> {
         StatusCode::FORBIDDEN,
         "This link is not yours",
         html! {
-            p { "It was made for " strong { (p.principal) } ", and you signed in as " strong { (who) } ". Nothing was linked." }
+            p { "It was made for " strong { (printable(&p.principal)) } ", and you signed in as " strong { (printable(who)) } ". Nothing was linked." }
             p { "If someone sent you this link, do not use it. To connect your own account, call the tool from your own client." }
         },
     )
@@ -180,7 +182,7 @@ fn form_page(gw: &Gateway, p: &Pending, status: StatusCode, error: Option<&str>)
         status,
         &title,
         html! {
-            p { "Your MCP client asked to use upstream " code { (p.upstream) } " as " strong { (p.principal) } "." }
+            p { "Your MCP client asked to use upstream " code { (p.upstream) } " as " strong { (printable(&p.principal)) } "." }
             p { "If you did not just ask for this in your own client, close this page: whoever sent you the link would get to act with your account." }
             @if let Some(e) = error { p role="alert" { strong { (e) } } }
             form method="post" {
@@ -255,13 +257,7 @@ async fn submit(gw: &Arc<Gateway>, req: Request<Incoming>, id: &str) -> Response
         Ok(p) => p,
         Err(r) => return r,
     };
-    let get = |k: &str| {
-        fields
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("")
-    };
+    let get = |k: &str| field(&fields, k);
     let bound = match sign_in::client(gw) {
         Some(_) => match sign_in::signed_in(gw, &headers) {
             Some(who) => match gw.tables.connects.bind_signed_in(id, get("csrf")) {

@@ -35,3 +35,12 @@ pub(super) fn gone() -> Response<Body> {
         html! { p { "It was used already, it expired, or it was never issued. Call the tool again from your client: it shows a new link and code." } },
     )
 }
+
+/// A form field's value (`""` when absent).
+pub(super) fn field<'a>(fields: &'a [(String, String)], name: &str) -> &'a str {
+    fields
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("")
+}

@@ -30,7 +30,7 @@ use maud::html;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-use super::page::{gone, page, CALLBACK_PATH};
+use super::page::{field, gone, page, CALLBACK_PATH};
 use crate::front::sse::{self, Body};
 use crate::state::Gateway;
 
@@ -229,7 +229,7 @@ pub(crate) async fn manage(
         StatusCode::OK,
         "Your connected accounts",
         html! {
-            p { "Signed in as " strong { (who) } "." }
+            p { "Signed in as " strong { (manifold_foundation::text::printable(&who)) } "." }
             @if let Some(n) = note { p role="status" { (n) } }
             @if mine.is_empty() { p { "You have connected no account." } }
             @for a in &mine {
@@ -251,13 +251,7 @@ pub(crate) async fn disconnect(
     headers: &HeaderMap,
     fields: &[(String, String)],
 ) -> Response<Body> {
-    let get = |k: &str| {
-        fields
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("")
-    };
+    let get = |k: &str| field(fields, k);
     let Some(who) = signed_in(gw, headers) else {
         return page(
             StatusCode::FORBIDDEN,

@@ -261,16 +261,16 @@ impl Gateway {
     /// (`None` for a wildcard address; validation requires `public_url` then
     /// whenever a link can be made).
     pub(crate) fn public_base(&self) -> Option<String> {
-        let cfg = self.cfg();
-        if let Some(u) = &cfg.server.public_url {
+        // `public_url` as reloaded; the address and TLS as started.
+        if let Some(u) = &self.cfg().server.public_url {
             return Some(u.clone());
         }
-        let mut started = self.started.server.clone();
-        started.public_url = None;
-        if let Some(a) = self.mcp_addr.get() {
-            started.listen = *a;
-        }
-        started.public_base()
+        let listen = self
+            .mcp_addr
+            .get()
+            .copied()
+            .unwrap_or(self.started.server.listen);
+        self.started.server.listener_base(listen)
     }
     /// The admin listener's address once bound.
     pub fn admin_addr(&self) -> Option<SocketAddr> {

@@ -306,21 +306,7 @@ async fn two_callers_paste_their_own_keys_and_reach_the_upstream_as_themselves()
             page.body
         );
         assert!(!page.body.contains("pat-"), "a key on the console");
-        let csrf = page.csrf().context("csrf")?;
-        let body = url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("csrf", &csrf)
-            .append_pair("upstream", "secured")
-            .append_pair("principal", "key:bob")
-            .finish();
-        let r = crate::admin::admin_call(
-            admin,
-            "POST",
-            "/ui/connections/revoke",
-            &[("Content-Type", "application/x-www-form-urlencoded")],
-            &body,
-        )
-        .await?;
-        assert_eq!(r.status, 303, "{}", r.body);
+        revoke_on_console(admin, &page, "key:bob").await?;
         let r = whoami(&bob).await?;
         assert!(
             text_of(&r["result"])?.contains("/connect/"),
@@ -381,6 +367,31 @@ async fn two_callers_paste_their_own_keys_and_reach_the_upstream_as_themselves()
         Ok(())
     })
     .await
+}
+
+/// Revokes `principal`'s account at `secured` through the console whose
+/// Connections `page` was just read (its form's token).
+async fn revoke_on_console(
+    admin: std::net::SocketAddr,
+    page: &crate::admin::AdminReply,
+    principal: &str,
+) -> Result<()> {
+    let csrf = page.csrf().context("csrf")?;
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("csrf", &csrf)
+        .append_pair("upstream", "secured")
+        .append_pair("principal", principal)
+        .finish();
+    let r = crate::admin::admin_call(
+        admin,
+        "POST",
+        "/ui/connections/revoke",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        &body,
+    )
+    .await?;
+    assert_eq!(r.status, 303, "{}", r.body);
+    Ok(())
 }
 
 /// The next `notifications/elicitation/complete` on `stream`, within `within`.
@@ -640,21 +651,7 @@ async fn a_link_shown_by_one_replica_is_finished_on_another_and_serves_all() -> 
         // Revoked through A's console: B asks again.
         let admin = a.gateway().admin_addr().context("admin")?;
         let page = crate::admin::admin_call(admin, "GET", "/ui/connections", &[], "").await?;
-        let csrf = page.csrf().context("csrf")?;
-        let body = url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("csrf", &csrf)
-            .append_pair("upstream", "secured")
-            .append_pair("principal", "key:alice")
-            .finish();
-        let r = crate::admin::admin_call(
-            admin,
-            "POST",
-            "/ui/connections/revoke",
-            &[("Content-Type", "application/x-www-form-urlencoded")],
-            &body,
-        )
-        .await?;
-        assert_eq!(r.status, 303, "{}", r.body);
+        revoke_on_console(admin, &page, "key:alice").await?;
         let c2 = session(b, ALICE, json!({})).await?;
         let r = whoami(&c2).await?;
         assert!(
@@ -702,6 +699,43 @@ async fn an_expired_token_without_a_refresh_token_asks_to_connect_again() -> Res
             text.contains("/connect/") && text.contains("no refresh token"),
             "{text}"
         );
+        let _ = std::fs::remove_dir_all(&store);
+        Ok(())
+    })
+    .await
+}
+
+/// A principal's name is shown on the connect page with its invisible
+/// characters escaped: a name cannot pass for another's there.
+#[tokio::test]
+async fn the_connect_page_escapes_invisible_characters_in_the_principal() -> Result<()> {
+    bounded(async {
+        let s = Standin::start(Duration::from_secs(3600)).await?;
+        s.set(|k| k.open_lists = true);
+        let store = temp_store("user-hidden");
+        std::fs::create_dir_all(&store)?;
+        let key = "hidden-key-0123456789";
+        let gw = TestGateway::start(&format!(
+            "[upstreams.secured]\nurl = {}\n\n[upstreams.secured.auth]\ntype = \"user_secret\"\n\n\
+             [credentials]\nstore = {}\nkey = {}\n\n\
+             [auth]\n[[auth.api_keys]]\nname = \"ali\u{200B}ce\"\nhash = \"{}\"\n",
+            toml_string(&s.url()),
+            toml_string(&store.display().to_string()),
+            toml_string(STORE_KEY),
+            hash_key(key),
+        ))
+        .await?;
+        let c = session(&gw, key, json!({})).await?;
+        let r = whoami(&c).await?;
+        let link = link_of(text_of(&r["result"])?)?;
+        let page = browse("GET", &link, None, None).await?;
+        assert_eq!(page.status, 200, "{}", page.body);
+        assert!(
+            !page.body.contains('\u{200B}'),
+            "a raw invisible character on the page"
+        );
+        assert!(page.body.contains("ali\\u{200b}ce"), "{}", page.body);
+        gw.shutdown().await?;
         let _ = std::fs::remove_dir_all(&store);
         Ok(())
     })

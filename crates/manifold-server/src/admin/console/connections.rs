@@ -92,7 +92,7 @@ pub(super) async fn page(
                         @for a in &accounts {
                             tr {
                                 td { code { (a.upstream) } }
-                                td { code { (a.principal) } }
+                                td { code { (manifold_foundation::text::printable(&a.principal)) } }
                                 td { (a.kind) }
                                 td { (time(Some(a.connected_at))) }
                                 td { (time(a.refreshed_at)) }

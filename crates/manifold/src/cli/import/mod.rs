@@ -136,7 +136,10 @@ fn write(a: &Import<'_>) -> Result<Written, String> {
             println!("  [upstreams.{name}]");
         }
         for (from, to) in &r.renamed {
-            println!("  renamed `{from}` to `{to}` (upstream names are letters, digits, - and _, at most 32)");
+            println!(
+                "  renamed `{}` to `{to}` (upstream names are letters, digits, - and _, at most 32)",
+                manifold_foundation::text::printable(from)
+            );
         }
         for (name, note) in &r.notes {
             println!("  {name}: {note}");
@@ -148,7 +151,10 @@ fn write(a: &Import<'_>) -> Result<Written, String> {
             a.out.display()
         );
         for (name, from) in &vars.from {
-            println!("  {name}  (its value: {from})");
+            println!(
+                "  {name}  (its value: {})",
+                manifold_foundation::text::printable(from)
+            );
         }
     }
     Ok(Written { vars })
