@@ -6,7 +6,9 @@
 //!   an upstream's `list_changed`, and a 2026-07-28 retry resuming a held call
 //!   (with the holder's answer coming back);
 //! - **shared rate limits** ([`Bus::rate`]): GCRA buckets kept in Redis, one
-//!   round trip (one script) per decision.
+//!   round trip (one script) per decision;
+//! - **records** ([`Bus::record`], [`Bus::set_record`]): values by field in a
+//!   named map, sealed by their caller (callers' upstream accounts).
 //!
 //! Invariants: every Redis operation is bounded by [`OP_TIMEOUT`] and fails
 //! with a [`ClusterError`] instead of waiting; the subscription is PINGed

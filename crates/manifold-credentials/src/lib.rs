@@ -14,10 +14,14 @@
 //!   a 403 `insufficient_scope` asks for; the client-credentials grant;
 //! - `exchange`: RFC 8693 token exchange, a caller's token for one per caller
 //!   whose audience is the upstream;
-//! - `store`: tokens at rest, encrypted, one file per upstream;
+//! - `store`: tokens at rest, encrypted, one file per upstream (both stores
+//!   write through `sealed_file`);
 //! - `accounts` and `connect`: each caller's own account at a `user_oauth`
 //!   or `user_secret` upstream — sealed per (upstream, principal), the flow a
-//!   connect page starts and its callback finishes, refreshes.
+//!   connect page starts and its callback finishes, refreshes, written
+//!   through to a [`SharedAccounts`] store when replicas share one;
+//! - `sign_in`: the front door's OpenID provider, as a relying party, to
+//!   learn who holds a browser before a connect page binds.
 //!
 //! Invariants: every request to an authorization server is bounded by
 //! [`HTTP_TIMEOUT`] and its answer by [`MAX_BODY`]; a token never reaches a

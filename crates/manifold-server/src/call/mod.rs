@@ -14,7 +14,7 @@
 //! | validate | `validate.rs` | the arguments fit the tool's `inputSchema`; `x-mcp-header` arguments fit their headers |
 //! | confirm | `confirm.rs` | `[confirm]`: a human accepts the call first |
 //! | limits | `limits.rs` | `[[rate_limit]]` places; the audit log can keep the record |
-//! | credentials | `credentials.rs` | a `token_exchange` upstream gets the caller's exchanged token |
+//! | credentials | `credentials/` | a `token_exchange` upstream gets the caller's exchanged token; a `user_oauth`/`user_secret` upstream the caller's own account, or the caller a connect link |
 //! | relay | `relay/` | dispatch; one message, a stream, or an input round back to the client |
 //! | shape | `shape.rs` | what the answer does with a task (the Tasks extension) |
 //! | check output | `check_output.rs` | `[validation] output` on the result |

@@ -6,6 +6,11 @@
 //! Invariants: MCP semantics are never decided here (the pipeline does); every
 //! connection task ends with the gateway's shutdown (gracefully, bounded).
 //!
+//! It also routes the listener's two non-MCP surfaces before the endpoint:
+//! the server cards (`crate::card`, open like the protected resource
+//! metadata) and the connect pages of per-caller accounts (`crate::connect`,
+//! Host checked as for the endpoint).
+//!
 //! Not here: the admin listener (`admin`), sessions and eras (the pipeline).
 
 use http::{HeaderMap, Method, Request, Response, StatusCode};
