@@ -7,6 +7,9 @@
 //! - [`Observed::finish`] consumes the observation; one dropped unfinished (its
 //!   request's future was dropped: the client left mid-phase) is finished from
 //!   `Drop` as `cancelled`, on a task of the gateway;
+//! - the record's facts ([`Facts`]) are noted by the route (what the request
+//!   names) and by the call chain where a call ends (what its steps decided);
+//!   a call dropped before dispatch is recorded with what the request named;
 //! - an audited method's record is written before its response is sent (the
 //!   writer's bounded queue back-pressures callers; it never drops records
 //!   silently: the write runs on a gateway task, so a caller that leaves while
@@ -44,23 +47,38 @@ pub(crate) struct Observed {
     principal: String,
     /// The `principal` label of `manifold_requests_by_principal_total`.
     principal_label: Option<String>,
-    /// The exposed tool or prompt name, or the URI.
-    pub name: Option<String>,
     pub upstream: Option<Arc<str>>,
     /// `oauth`, `client_credentials` or `token_exchange` for an upstream
     /// Manifold authenticates to with OAuth.
     upstream_auth: Option<&'static str>,
-    /// The upstream's own name for the tool or prompt.
+    /// The `[[endpoint]]` the request came through (`None`: the default one).
+    pub endpoint: Option<Arc<str>>,
+    arguments: Option<Value>,
+    /// What the request named and what the call chain decided
+    /// ([`Observed::note`]).
+    facts: Facts,
+    in_flight: Option<Gauge>,
+    finished: bool,
+}
+
+/// The facts of an audit record that the request names or the call chain
+/// decides: the name asked, the upstream's own name, what an override pinned,
+/// a human's answer, how the call came, its task, its attempts. The route
+/// notes what the request names ([`Observed::audit`]); the chain's steps
+/// record their decisions in the call (`call::context::Call::facts`), and
+/// its step finish hands them to the observation once, whatever the exit.
+#[derive(Debug, Default)]
+pub(crate) struct Facts {
+    /// The exposed tool or prompt name, or the URI.
+    pub name: Option<String>,
+    /// The upstream's own name for the tool or prompt, or the URI.
     pub original: Option<String>,
     /// Arguments an override pinned into the call.
     pub injected: Option<Value>,
     /// The human's answer, for a call under `[confirm]`.
     pub confirmation: Option<manifold_audit::Confirmation>,
-    /// The `[[endpoint]]` the request came through (`None`: the default one).
-    pub endpoint: Option<Arc<str>>,
     /// `call_tool`, for a tool called through the search meta-tool.
     pub via: Option<&'static str>,
-    pub arguments: Option<Value>,
     /// A task's creation, or the task a `tasks/*` request acted on.
     pub task: Option<manifold_audit::TaskEvent>,
     /// Times the request was sent upstream (an upstream with retries or a
@@ -69,8 +87,47 @@ pub(crate) struct Observed {
     /// Served from an identical concurrent call's upstream call
     /// (`call::relay::coalesce`).
     pub coalesced: bool,
-    in_flight: Option<Gauge>,
-    finished: bool,
+}
+
+impl Facts {
+    /// A request naming `name` (one of Manifold's own tools).
+    pub(crate) fn named(name: &str) -> Facts {
+        Facts {
+            name: Some(name.to_string()),
+            ..Facts::default()
+        }
+    }
+
+    /// A call to `original` (the upstream's own name or URI).
+    pub(crate) fn original(original: String) -> Facts {
+        Facts {
+            original: Some(original),
+            ..Facts::default()
+        }
+    }
+
+    /// These facts with `later`'s over them (a fact decided later wins; one
+    /// `later` does not know is kept).
+    pub(crate) fn merge(&mut self, later: Facts) {
+        let Facts {
+            name,
+            original,
+            injected,
+            confirmation,
+            via,
+            task,
+            attempts,
+            coalesced,
+        } = later;
+        self.name = name.or(self.name.take());
+        self.original = original.or(self.original.take());
+        self.injected = injected.or(self.injected.take());
+        self.confirmation = confirmation.or(self.confirmation.take());
+        self.via = via.or(self.via);
+        self.task = task.or(self.task.take());
+        self.attempts = attempts.or(self.attempts);
+        self.coalesced |= coalesced;
+    }
 }
 
 impl Observed {
@@ -93,18 +150,11 @@ impl Observed {
             client: None,
             principal: manifold_audit::ANONYMOUS.to_string(),
             principal_label: None,
-            name: None,
             upstream: None,
             upstream_auth: None,
-            original: None,
-            injected: None,
-            confirmation: None,
             endpoint: None,
-            via: None,
             arguments: None,
-            task: None,
-            attempts: None,
-            coalesced: false,
+            facts: Facts::default(),
             in_flight: None,
             finished: false,
         }
@@ -130,12 +180,29 @@ impl Observed {
     }
 
     /// The route phase found an audited method: every exit from here writes a
-    /// record.
-    pub(crate) fn audit(&mut self, arguments: Option<Value>) {
+    /// record, naming what the request names (`params.name`, or `params.uri`,
+    /// which is also the URI's original until the chain resolves it).
+    pub(crate) fn audit(&mut self, params: &serde_json::Map<String, Value>) {
         self.audited = true;
-        if self.gw.auditor.is_some() {
-            self.arguments = arguments;
+        if self.gw.auditor.is_none() {
+            return;
         }
+        // A tasks/update's input is what it sends upstream: digested (and
+        // redacted) as arguments are.
+        self.arguments = params
+            .get("arguments")
+            .or_else(|| params.get("inputResponses"))
+            .cloned();
+        let uri = params.get("uri").and_then(Value::as_str);
+        let name = params.get("name").and_then(Value::as_str).or(uri);
+        self.facts.name = name.map(str::to_owned);
+        self.facts.original = uri.map(str::to_owned);
+    }
+
+    /// Adds `facts` to the record (see [`Facts`]): what the route names
+    /// (Manifold's own meta-tools) or what the chain decided (step finish).
+    pub(crate) fn note(&mut self, facts: Facts) {
+        self.facts.merge(facts);
     }
 
     /// This request is not the call's record after all: a 2026-07-28
@@ -183,7 +250,7 @@ impl Observed {
         }
         if let Some(up) = &self.upstream {
             // Only tools and prompts name a series; URIs would use up the bound.
-            let tool = match (&self.original, self.method.as_str()) {
+            let tool = match (&self.facts.original, self.method.as_str()) {
                 (Some(t), m::TOOLS_CALL | m::PROMPTS_GET) => Some(t.as_str()),
                 _ => None,
             };
@@ -215,18 +282,28 @@ impl Observed {
         rec.session = self.session.take();
         rec.principal = std::mem::take(&mut self.principal);
         rec.client = self.client.take();
-        rec.name = self.name.take();
+        let Facts {
+            name,
+            original,
+            injected,
+            confirmation,
+            via,
+            task,
+            attempts,
+            coalesced,
+        } = std::mem::take(&mut self.facts);
+        rec.name = name;
         rec.upstream = self.upstream.as_ref().map(|u| u.to_string());
         rec.upstream_auth = self.upstream_auth.map(str::to_string);
-        rec.original = self.original.take();
-        rec.injected = self.injected.take();
-        rec.confirmation = self.confirmation.take();
+        rec.original = original;
+        rec.injected = injected;
+        rec.confirmation = confirmation;
         rec.endpoint = self.endpoint.as_ref().map(|e| e.to_string());
-        rec.via = self.via.map(str::to_string);
-        rec.task = self.task.take();
+        rec.via = via.map(str::to_string);
+        rec.task = task;
         rec.arguments = self.arguments.take();
-        rec.attempts = self.attempts;
-        rec.coalesced = self.coalesced;
+        rec.attempts = attempts;
+        rec.coalesced = coalesced;
         rec.outcome = outcome;
         rec.latency_us = elapsed.as_micros() as u64;
         rec.request_bytes = self.request_bytes as u64;

@@ -71,6 +71,25 @@ fn observations_are_finished_in_two_places() {
 }
 
 #[test]
+fn the_call_chains_decisions_reach_the_audit_record_at_its_hand_over_points_only() {
+    // Steps record what they decide in the `Call` (`facts`); the record gets
+    // them where the call ends: step finish, a refusal before dispatch
+    // (`Call::refused`) and an answer dropped unfinished (both in context).
+    // The route notes only what the request itself names.
+    let sites = manifold_architecture::calls(&src(), ".note(");
+    let mut files: Vec<&str> = sites
+        .iter()
+        .map(|s| s.split(':').next().unwrap_or(""))
+        .collect();
+    files.dedup();
+    assert_eq!(
+        files,
+        ["call/context.rs", "call/finish.rs", "pipeline/route.rs"],
+        "a step writes its decision into the Call's facts, never into the observation: {sites:?}"
+    );
+}
+
+#[test]
 fn no_json_rpc_error_number_outside_the_refusal_table() {
     let found = manifold_architecture::numbers(&src(), &[]);
     assert!(

@@ -106,7 +106,7 @@ pub(crate) fn ask(x: &mut Request, call: &mut Call) -> Result<Asked, Refusal> {
     let gw = x.gw.clone();
     // A 2026-07-28 retry that answers our question.
     if let Some(verdict) = retry_answer(x, &mut call.params)? {
-        decided(x, call, verdict)?;
+        decided(call, verdict)?;
         return Ok(Asked::Go);
     }
     // From the caller's own view (the snapshot that resolved the tool); a tool
@@ -164,9 +164,7 @@ pub(crate) fn ask(x: &mut Request, call: &mut Call) -> Result<Asked, Refusal> {
                     why,
                 }),
                 WithoutElicitation::Allow => {
-                    if let Some(o) = x.observation() {
-                        o.confirmation = Some(Confirmation::Unconfirmed);
-                    }
+                    call.facts.confirmation = Some(Confirmation::Unconfirmed);
                     call.confirmed = true;
                     Ok(Asked::Go)
                 }
@@ -177,10 +175,8 @@ pub(crate) fn ask(x: &mut Request, call: &mut Call) -> Result<Asked, Refusal> {
 
 /// The human's verdict, on the call's record: an "accept" lets the call go on
 /// (confirmed), anything else is the tool error saying it was not made.
-pub(crate) fn decided(x: &mut Request, call: &mut Call, verdict: Verdict) -> Result<(), Refusal> {
-    if let Some(o) = x.observation() {
-        o.confirmation = Some(verdict.audited());
-    }
+pub(crate) fn decided(call: &mut Call, verdict: Verdict) -> Result<(), Refusal> {
+    call.facts.confirmation = Some(verdict.audited());
     match verdict {
         Verdict::Accept => {
             call.confirmed = true;
@@ -313,10 +309,10 @@ fn form_elicitation(capabilities: &Map<String, Value>) -> bool {
 /// The `elicitation/create` params: which tool, which upstream, the client's
 /// arguments summarised; accept or decline, nothing to fill in.
 fn question(x: &Request, call: &Call) -> Value {
-    let pinned: Vec<&str> = x
-        .obs
+    let pinned: Vec<&str> = call
+        .facts
+        .injected
         .as_ref()
-        .and_then(|o| o.injected.as_ref())
         .and_then(Value::as_object)
         .map(|p| p.keys().map(String::as_str).collect())
         .unwrap_or_default();
@@ -329,7 +325,7 @@ fn question(x: &Request, call: &Call) -> Value {
     let summary = summarise(&args, &pinned);
     let name = &call.exposed;
     let upstream = call.upstream.name();
-    let own = call.original.as_deref().unwrap_or(name);
+    let own = call.facts.original.as_deref().unwrap_or(name);
     let message = format!(
         "Confirm this tool call before it runs.\n\nTool: {name} (`{own}` on upstream `{upstream}`)\nArguments:{summary}\n\nAccept to run it; decline to stop it."
     );

@@ -19,8 +19,9 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 use crate::era::Era;
-use crate::observe::Observed;
-use crate::request::Caller;
+use crate::observe::{Facts, Observed};
+use crate::refusal::Refusal;
+use crate::request::{Caller, Request};
 use crate::state::Gateway;
 
 /// Which forwarded request.
@@ -122,8 +123,6 @@ pub(crate) struct Call {
     /// `Mcp-Param-*`), and an `Authorization` for a caller's exchanged token.
     pub headers: ExtraHeaders,
     pub shape: ResultShape,
-    /// The upstream's own name for the tool or prompt, or the URI.
-    pub original: Option<String>,
     /// `[validation] output`: the exposed tool whose `outputSchema` the result
     /// is checked against, with its generation's validators.
     pub output_check: Option<OutputCheck>,
@@ -136,6 +135,22 @@ pub(crate) struct Call {
     pub task: TaskHook,
     /// A skill file's read: the digest its bytes are checked against.
     pub expected: Option<Expected>,
+    /// What the steps decided that the audit record holds: handed to the
+    /// observation once, by step finish (or, past dispatch, by the call's
+    /// [`Answering`]).
+    pub facts: Facts,
+}
+
+impl Call {
+    /// The call is refused before dispatch: what the steps decided goes on
+    /// the request's record (which the pipeline, or step finish for a call
+    /// confirmed on its stream, finishes with `r`'s outcome).
+    pub(crate) fn refused(self, x: &mut Request, r: Refusal) -> Refusal {
+        if let Some(o) = x.observation() {
+            o.note(self.facts);
+        }
+        r
+    }
 }
 
 /// A result to check against its tool's `outputSchema` (`[validation] output`).
@@ -171,6 +186,20 @@ pub(crate) struct Answering {
     /// The pool member that answers, when the upstream is a pool (a task
     /// made there lives there).
     pub member: Option<usize>,
+    /// The call's decisions (from its [`Call`]) and the relay's (attempts,
+    /// coalescing, a task made): noted on `obs` once, when it is finished —
+    /// or dropped unfinished ([`Drop`]).
+    pub facts: Facts,
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        // An observation dropped unfinished is recorded as cancelled: with
+        // what the call decided.
+        if let Some(o) = self.obs.as_mut() {
+            o.note(std::mem::take(&mut self.facts));
+        }
+    }
 }
 
 impl Answering {
@@ -190,6 +219,7 @@ impl Answering {
             task: std::mem::replace(&mut self.task, TaskHook::None),
             expected: self.expected.take(),
             member: self.member,
+            facts: std::mem::take(&mut self.facts),
         }
     }
 }

@@ -22,15 +22,16 @@ use tokio::sync::mpsc;
 
 use super::context::{Answering, ResultShape};
 use crate::era::Era;
-use crate::observe::Observed;
+use crate::observe::{Facts, Observed};
 use crate::refusal::{Refusal, ToolError};
 use crate::reply::Reply;
 use crate::request::Request;
 
-/// Finishes `obs` (if it is still to be finished) with `outcome` and the
-/// answer's size.
-async fn record(obs: Option<Observed>, outcome: Outcome, bytes: usize) {
-    if let Some(o) = obs {
+/// Finishes `obs` (if it is still to be finished) with what the call
+/// decided (`facts`), `outcome` and the answer's size.
+async fn record(obs: Option<Observed>, facts: Facts, outcome: Outcome, bytes: usize) {
+    if let Some(mut o) = obs {
+        o.note(facts);
         o.finish(outcome, bytes).await;
     }
 }
@@ -48,14 +49,16 @@ impl Answering {
     /// Answers with a refusal (recorded with its outcome).
     pub(crate) async fn refuse(&mut self, r: Refusal) -> Reply {
         let reply = r.reply(Some(&self.id), self.era);
-        record(self.obs.take(), r.outcome(), reply.len()).await;
+        let facts = std::mem::take(&mut self.facts);
+        record(self.obs.take(), facts, r.outcome(), reply.len()).await;
         reply
     }
 
     /// The call ended without an answer to send: cancelled by the client, its
     /// stream closed, the gateway stopping, an input round not retried.
     pub(crate) async fn cancelled(&mut self) {
-        record(self.obs.take(), Outcome::Cancelled, 0).await;
+        let facts = std::mem::take(&mut self.facts);
+        record(self.obs.take(), facts, Outcome::Cancelled, 0).await;
     }
 }
 
@@ -83,7 +86,8 @@ pub(crate) async fn answered(a: &mut Answering, outcome: CallOutcome, recorded: 
         CallOutcome::Error(raw) => Bytes::from(jsonrpc::error_bytes_raw(&a.id, &raw)),
         CallOutcome::Failed(e) => a.failure(e).reply(Some(&a.id), a.era).into_bytes(),
     };
-    record(a.obs.take(), recorded, bytes.len()).await;
+    let facts = std::mem::take(&mut a.facts);
+    record(a.obs.take(), facts, recorded, bytes.len()).await;
     bytes
 }
 
@@ -98,11 +102,11 @@ pub(crate) async fn on_stream(
     tx: &mpsc::Sender<Bytes>,
 ) {
     let reply = match result {
-        None => return record(x.obs.take(), Outcome::Cancelled, 0).await,
+        None => return record(x.obs.take(), Facts::default(), Outcome::Cancelled, 0).await,
         Some(Ok(reply)) => reply,
         Some(Err(r)) => {
             let reply = r.reply(Some(&x.rpc_id), x.era);
-            record(x.obs.take(), r.outcome(), reply.len()).await;
+            record(x.obs.take(), Facts::default(), r.outcome(), reply.len()).await;
             reply
         }
     };

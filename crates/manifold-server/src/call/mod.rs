@@ -39,9 +39,12 @@
 //! An open breaker's refusal is a tool error like any upstream failure.
 //!
 //! Invariants: a step refuses by returning a [`Refusal`] (a tool error is one
-//! of its family); the observation is finished by the pipeline for an answer
-//! made here, and by the relay's [`Answering`] once it has
-//! dispatched; what outlives the request's handler (the confirm step's wait
+//! of its family); a step records what it decides in the [`Call`]'s `facts`,
+//! never in the observation, and the facts reach the audit record once, where
+//! the call ends (step finish; [`Call::refused`], which the composers below
+//! and the relay call on a refusal before dispatch); the observation is
+//! finished by the pipeline for an answer made here, and by the relay's
+//! [`Answering`] once it has dispatched; what outlives the request's handler (the confirm step's wait
 //! on a stream, a stream's pump and its drain, a coalesced call, a held input
 //! round) goes on through the same steps and ends in the same tail.
 //!
@@ -92,20 +95,36 @@ pub const STEPS: [&str; 10] = [
 /// `tools/call`: every step.
 pub(crate) async fn tool(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
     let mut call = resolve::tool(x, params)?;
-    validate::arguments(x, &mut call)?;
-    match confirm::ask(x, &mut call)? {
-        Asked::Go => confirmed(x, call).await,
-        Asked::Answered(reply) => Ok(reply),
-        Asked::OnStream(question) => Ok(on_stream(x, call, question)),
+    let asked = validate::arguments(x, &mut call).and_then(|()| confirm::ask(x, &mut call));
+    match asked {
+        Ok(Asked::Go) => confirmed(x, call).await,
+        Ok(Asked::Answered(reply)) => Ok(reply),
+        Ok(Asked::OnStream(question)) => Ok(on_stream(x, call, question)),
+        Err(r) => Err(call.refused(x, r)),
     }
 }
 
 /// A tool call past confirmation (now, or once a human accepted it on its
 /// stream).
-async fn confirmed(x: &mut Request, mut call: Call) -> Result<Reply, Refusal> {
-    limits::take(x, &mut call).await?;
-    credentials::attach(x, &mut call).await?;
-    relay::forward(x, call).await
+async fn confirmed(x: &mut Request, call: Call) -> Result<Reply, Refusal> {
+    dispatch(x, call, true).await
+}
+
+/// The steps from limits on (`limits`: whether the method takes rate-limit
+/// places); a refusal notes what the call decided on the request's record.
+async fn dispatch(x: &mut Request, mut call: Call, limits: bool) -> Result<Reply, Refusal> {
+    let ready = match limits {
+        true => limits::take(x, &mut call).await,
+        false => Ok(()),
+    };
+    let ready = match ready {
+        Ok(()) => credentials::attach(x, &mut call).await,
+        Err(r) => Err(r),
+    };
+    match ready {
+        Ok(()) => relay::forward(x, call).await,
+        Err(r) => Err(call.refused(x, r)),
+    }
 }
 
 /// Session era: the question goes out on the call's stream, and a task of the
@@ -117,9 +136,9 @@ fn on_stream(x: &mut Request, mut call: Call, question: confirm::Question) -> Re
     x.gw.life.background.clone().spawn(async move {
         // `None`: the client or the gateway went away, and nothing was called.
         let result = match confirm::wait(&detached, question, &tx).await {
-            Some(verdict) => Some(match confirm::decided(&mut detached, &mut call, verdict) {
+            Some(verdict) => Some(match confirm::decided(&mut call, verdict) {
                 Ok(()) => confirmed(&mut detached, call).await,
-                Err(r) => Err(r),
+                Err(r) => Err(call.refused(&mut detached, r)),
             }),
             None => None,
         };
@@ -131,10 +150,10 @@ fn on_stream(x: &mut Request, mut call: Call, question: confirm::Question) -> Re
 /// `prompts/get`: no schema to check, nothing to confirm or rate-limit.
 pub(crate) async fn prompt(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
     let mut call = resolve::prompt(x, params)?;
-    validate::arguments(x, &mut call)?;
-    limits::take(x, &mut call).await?;
-    credentials::attach(x, &mut call).await?;
-    relay::forward(x, call).await
+    match validate::arguments(x, &mut call) {
+        Ok(()) => dispatch(x, call, true).await,
+        Err(r) => Err(call.refused(x, r)),
+    }
 }
 
 /// `resources/read`.
@@ -142,10 +161,8 @@ pub(crate) async fn resource(
     x: &mut Request,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
-    let mut call = resolve::resource(x, params)?;
-    limits::take(x, &mut call).await?;
-    credentials::attach(x, &mut call).await?;
-    relay::forward(x, call).await
+    let call = resolve::resource(x, params)?;
+    dispatch(x, call, true).await
 }
 
 /// `completion/complete`.
@@ -153,32 +170,27 @@ pub(crate) async fn completion(
     x: &mut Request,
     params: Map<String, Value>,
 ) -> Result<Reply, Refusal> {
-    let mut call = resolve::completion(x, params)?;
-    limits::take(x, &mut call).await?;
-    credentials::attach(x, &mut call).await?;
-    relay::forward(x, call).await
+    let call = resolve::completion(x, params)?;
+    dispatch(x, call, true).await
 }
 
 /// `skills/get` and `resources/directory/read` (the Skills extension): to
 /// the upstream that serves the skill or the directory.
 pub(crate) async fn skills(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
-    let mut call = if x.method == manifold_protocol::methods::SKILLS_GET {
+    let call = if x.method == manifold_protocol::methods::SKILLS_GET {
         resolve::skill(x, params)?
     } else {
         resolve::directory(x, params)?
     };
-    limits::take(x, &mut call).await?;
-    credentials::attach(x, &mut call).await?;
-    relay::forward(x, call).await
+    dispatch(x, call, true).await
 }
 
 /// `tasks/get`, `tasks/update`, `tasks/cancel` (the Tasks extension): to the
 /// upstream that owns the task, with the caller's credentials; nothing to
 /// validate, confirm or rate-limit (all applied when the task was created).
 pub(crate) async fn task(x: &mut Request, params: Map<String, Value>) -> Result<Reply, Refusal> {
-    let mut call = resolve::task(x, params).await?;
-    credentials::attach(x, &mut call).await?;
-    relay::forward(x, call).await
+    let call = resolve::task(x, params).await?;
+    dispatch(x, call, false).await
 }
 
 /// A 2026-07-28 retry carrying the `requestState` of a held call: resolved
@@ -205,11 +217,7 @@ pub(crate) async fn held(
     }
     let reply = resume::resume(x, params).await?;
     if let (Err(_), Some(o)) = (&reply, x.observation()) {
-        o.audit(params.get("arguments").cloned());
-        o.name = ["name", "uri"]
-            .iter()
-            .find_map(|k| params.get(*k).and_then(Value::as_str))
-            .map(str::to_owned);
+        o.audit(params);
     }
     Some(reply)
 }
@@ -229,7 +237,8 @@ impl Answering {
         let answerer = shape::Answerer {
             gw: &self.gw,
             upstream: &self.upstream,
-            obs: self.obs.as_mut(),
+            obs: self.obs.as_ref(),
+            facts: &mut self.facts,
             member: self.member,
         };
         let shaped = shape::shape(hook, answerer, outcome).await;

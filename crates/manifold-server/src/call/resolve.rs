@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 use super::context::{Call, Expected, OutputCheck, ResultShape, TaskHook, What};
 use crate::era::Era;
+use crate::observe::Facts;
 use crate::refusal::Refusal;
 use crate::request::{Caller, Request};
 use crate::state::tasks::{endpoint_digest, NotOpened};
@@ -64,9 +65,6 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
         _ => (Kind::Prompts, "prompt"),
     };
     let name = required_str(&params, "name", &x.method)?;
-    if let Some(o) = x.observation() {
-        o.name = Some(name.clone());
-    }
     // The caller's view (an `Arc`, not a guard): what it may not see is
     // unknown. The entry is borrowed from it; nothing of it is copied but the
     // names the upstream needs.
@@ -88,13 +86,14 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
     };
     let cfg = x.gw.cfg();
     let mut sent_arguments = None;
+    let mut injected = None;
     if let Some(adjust) = &entry.adjust {
         if what == What::Tool && cfg.validate_arguments {
             sent_arguments = Some(params.get("arguments").cloned().unwrap_or(Value::Null));
         }
         adjust.apply(&mut params);
-        if let (false, Some(o)) = (adjust.pin.is_empty(), x.obs.as_mut()) {
-            o.injected = Some(Value::Object(adjust.pin.clone()));
+        if !adjust.pin.is_empty() {
+            injected = Some(Value::Object(adjust.pin.clone()));
         }
     }
     let original = entry.original.clone();
@@ -128,12 +127,16 @@ fn named(x: &mut Request, what: What, mut params: Map<String, Value>) -> Result<
         upstream,
         headers,
         shape,
-        original: Some(original),
         output_check,
         permit: None,
         confirmed: false,
         task,
         expected: None,
+        facts: Facts {
+            original: Some(original),
+            injected,
+            ..Facts::default()
+        },
     })
 }
 
@@ -217,16 +220,17 @@ pub(crate) async fn task(x: &mut Request, mut params: Map<String, Value>) -> Res
         Err(NotOpened::Unknown) => return Err(Refusal::UnknownTask),
         Err(NotOpened::Expired(facts)) => return Err(task_expired(x, &client_id, &facts).await),
     };
-    if let Some(o) = x.observation() {
-        o.name = Some(facts.tool.clone());
-        o.original = Some(facts.original.clone());
-        o.task = Some(manifold_audit::TaskEvent {
+    let decided = Facts {
+        name: Some(facts.tool.clone()),
+        original: Some(facts.original.clone()),
+        task: Some(manifold_audit::TaskEvent {
             id: crate::state::tasks::record_id(&client_id),
             stage: manifold_audit::TaskStage::Relayed,
             duration_us: None,
             is_error: false,
-        });
-    }
+        }),
+        ..Facts::default()
+    };
     // Made through another endpoint: unknown here, as another principal's.
     if facts
         .path
@@ -259,7 +263,6 @@ pub(crate) async fn task(x: &mut Request, mut params: Map<String, Value>) -> Res
         headers: standard_headers(&x.method, Some(&facts.upstream_id)),
         upstream,
         shape: ResultShape::Rpc,
-        original: Some(facts.original.clone()),
         output_check: None,
         permit: None,
         confirmed: false,
@@ -269,6 +272,7 @@ pub(crate) async fn task(x: &mut Request, mut params: Map<String, Value>) -> Res
             method: x.method.clone(),
         },
         expected: None,
+        facts: decided,
     })
 }
 
@@ -277,10 +281,6 @@ pub(crate) async fn task(x: &mut Request, mut params: Map<String, Value>) -> Res
 /// ([`Access::resource_uri`]): what is checked is what the upstream reads.
 pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Result<Call, Refusal> {
     let asked = required_str(&params, "uri", &x.method)?;
-    if let Some(o) = x.observation() {
-        o.name = Some(asked.clone());
-        o.original = Some(asked.clone());
-    }
     let (gw, access) = (&x.gw, x.access());
     let base = access.base().clone();
     let uri = access.resource_uri(&base, &asked)?;
@@ -326,12 +326,12 @@ pub(crate) fn resource(x: &mut Request, mut params: Map<String, Value>) -> Resul
         upstream,
         headers: standard_headers(&x.method, Some(&uri)),
         shape: ResultShape::Read,
-        original: Some(uri),
         output_check: None,
         permit: None,
         confirmed: false,
         task: TaskHook::None,
         expected,
+        facts: Facts::original(uri),
     })
 }
 
@@ -394,10 +394,6 @@ fn skill_target(
     asked: &str,
     serves: impl Fn(&Map<String, Value>) -> bool,
 ) -> Option<(Upstream, String)> {
-    if let Some(o) = x.observation() {
-        o.name = Some(asked.to_string());
-        o.original = Some(asked.to_string());
-    }
     let (gw, access) = (&x.gw, x.access());
     let base = access.base().clone();
     let hidden = base
@@ -461,12 +457,12 @@ fn skills_call(
             What::Skill => ResultShape::Read,
             _ => ResultShape::Rpc,
         },
-        original: Some(uri),
         output_check: None,
         permit: None,
         confirmed: false,
         task: TaskHook::None,
         expected: None,
+        facts: Facts::original(uri),
     }
 }
 
@@ -485,12 +481,12 @@ pub(crate) fn completion(x: &mut Request, mut params: Map<String, Value>) -> Res
         upstream,
         headers: standard_headers(m::COMPLETION_COMPLETE, None),
         shape: ResultShape::Rpc,
-        original: None,
         output_check: None,
         permit: None,
         confirmed: false,
         task: TaskHook::None,
         expected: None,
+        facts: Facts::default(),
     })
 }
 

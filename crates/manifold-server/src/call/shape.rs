@@ -29,7 +29,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 use crate::call::context::TaskHook;
-use crate::observe::{task_end, Observed, TaskEnd};
+use crate::observe::{task_end, Facts, Observed, TaskEnd};
 use crate::refusal::Refusal;
 use crate::state::tasks::{expiry, owner_digest, record_id, TaskFacts, MAX_UPSTREAM_TASK_ID_BYTES};
 use crate::state::Gateway;
@@ -65,7 +65,11 @@ fn refuse(r: Refusal) -> Shaped {
 pub(crate) struct Answerer<'a> {
     pub gw: &'a Arc<Gateway>,
     pub upstream: &'a Arc<str>,
-    pub obs: Option<&'a mut Observed>,
+    /// The request's observation, read for its task record (the owner, the
+    /// request's id).
+    pub obs: Option<&'a Observed>,
+    /// The call's facts: a task made is recorded there.
+    pub facts: &'a mut Facts,
     /// The pool member that answered (a pool's).
     pub member: Option<usize>,
 }
@@ -142,14 +146,12 @@ pub(crate) async fn shape(hook: TaskHook, mut a: Answerer<'_>, outcome: CallOutc
             let rid = record_id(&client_id);
             let tracked = a.gw.tables.mcp_tasks.created(&rid, &facts, &owner);
             a.gw.metrics.task_created(a.upstream, tracked);
-            if let Some(o) = a.obs.as_deref_mut() {
-                o.task = Some(TaskEvent {
-                    id: rid,
-                    stage: TaskStage::Created,
-                    duration_us: None,
-                    is_error: false,
-                });
-            }
+            a.facts.task = Some(TaskEvent {
+                id: rid,
+                stage: TaskStage::Created,
+                duration_us: None,
+                is_error: false,
+            });
             Shaped {
                 outcome: Ok(CallOutcome::Result(raw)),
                 recorded: Some(Outcome::Task),
@@ -231,7 +233,7 @@ async fn relayed(
             is_error,
             owner,
         };
-        task_end(a.gw, end, a.obs.as_deref()).await;
+        task_end(a.gw, end, a.obs).await;
     }
     pass(outcome)
 }

@@ -299,8 +299,5 @@ pub(crate) fn unwrap_call(x: &mut Request, params: &mut Map<String, Value>) -> R
     }
     params.insert("name".into(), Value::String(name.clone()));
     params.insert("arguments".into(), arguments);
-    if let Some(o) = x.observation() {
-        o.via = Some(VIA_CALL_TOOL);
-    }
     Ok(())
 }

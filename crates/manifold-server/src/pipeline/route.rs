@@ -54,6 +54,7 @@ use crate::call;
 use crate::era::Era;
 use crate::handlers::discovery::{self, Meta};
 use crate::handlers::{listen, mcp_logging, resources, surface};
+use crate::observe::Facts;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
 use crate::request::Request;
@@ -179,10 +180,9 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
     };
     if meta == Some(Meta::Call) {
         if let Err(r) = discovery::unwrap_call(x, &mut params) {
-            let arguments = params.get("arguments").cloned();
             if let Some(o) = x.observation() {
-                o.audit(arguments);
-                o.name = Some(discovery::CALL_TOOL.into());
+                o.audit(&params);
+                o.note(Facts::named(discovery::CALL_TOOL));
             }
             return Err(r);
         }
@@ -196,19 +196,19 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
         strip_reserved_meta(&mut params);
     }
     if method.audited {
-        // A tasks/update's input is what it sends upstream: digested (and
-        // redacted) as arguments are.
-        let arguments = params
-            .get("arguments")
-            .or_else(|| params.get("inputResponses"))
-            .cloned();
         if let Some(o) = x.observation() {
-            o.audit(arguments);
+            o.audit(&params);
+            if meta == Some(Meta::Call) {
+                o.note(Facts {
+                    via: Some(discovery::VIA_CALL_TOOL),
+                    ..Facts::default()
+                });
+            }
         }
     }
     if meta == Some(Meta::Search) {
         if let Some(o) = x.observation() {
-            o.name = Some(discovery::SEARCH_TOOLS.into());
+            o.note(Facts::named(discovery::SEARCH_TOOLS));
         }
         // Rate-limited as a tool is, before any work (review 3, finding 7).
         let _places = crate::call::search_places(x, discovery::SEARCH_TOOLS).await?;

@@ -73,7 +73,7 @@ pub(super) fn key(x: &Request, call: &Call) -> Option<Key> {
     if call.what != What::Tool {
         return None;
     }
-    let tool = call.original.as_deref()?;
+    let tool = call.facts.original.as_deref()?;
     if call.upstream.config().overrides.get(tool)?.coalesce != Some(true) {
         return None;
     }
@@ -161,9 +161,7 @@ pub(super) async fn answer(
         }
         Joined::Follower(seat) => {
             answering.gw.metrics.coalesced(&answering.upstream);
-            if let Some(o) = answering.obs.as_mut() {
-                o.coalesced = true;
-            }
+            answering.facts.coalesced = true;
             seat
         }
     };
@@ -272,9 +270,7 @@ impl Waiting {
             a.cancelled().await;
             return super::stream::cancelled(accepts_stream);
         };
-        if let Some(o) = a.obs.as_mut() {
-            o.attempts = ended.attempts;
-        }
+        a.facts.attempts = ended.attempts;
         let outcome = ended.outcome.to_call_outcome();
         let status = status_of_relayed(self.era, &outcome);
         let bytes = a.answer(outcome).await;

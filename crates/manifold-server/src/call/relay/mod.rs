@@ -54,6 +54,12 @@ use stream::Pending;
 /// with a stream once the upstream streams.
 pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusal> {
     let gw = x.gw.clone();
+    let Some(cancel) = x.caller.begin_call(&x.rpc_id) else {
+        let refused = Refusal::TooManyCalls {
+            limit: gw.cfg().limits.max_calls_per_session,
+        };
+        return Err(call.refused(x, refused));
+    };
     let repeatable = repeat::repeatable(&call);
     let shared = coalesce::key(x, &call);
     let Call {
@@ -61,23 +67,16 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         upstream,
         mut headers,
         shape,
-        original,
         output_check,
         permit,
         confirmed,
         task,
         expected,
+        facts,
         ..
     } = call;
-    let cancel = x
-        .caller
-        .begin_call(&x.rpc_id)
-        .ok_or(Refusal::TooManyCalls {
-            limit: gw.cfg().limits.max_calls_per_session,
-        })?;
     let mut obs = x.obs.take();
     if let Some(o) = obs.as_mut() {
-        o.original = original;
         o.dispatched(&upstream);
     }
     // The upstream's part of the trace: open until the answer (it rides in
@@ -98,6 +97,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         task,
         expected,
         member: None,
+        facts,
     };
     tracing::debug!(upstream = %upstream.name(), method = %x.method,
         principal = x.principal.audit_name(), "forwarding");
@@ -139,9 +139,7 @@ pub(crate) async fn forward(x: &mut Request, call: Call) -> Result<Reply, Refusa
         }
         Err(not) => {
             x.caller.end_call(&x.rpc_id);
-            if let Some(o) = answering.obs.as_mut() {
-                o.attempts = upstream.guarded().then_some(not.attempts);
-            }
+            answering.facts.attempts = upstream.guarded().then_some(not.attempts);
             let bytes = answering
                 .answer(manifold_upstream::CallOutcome::Failed(not.error))
                 .await;

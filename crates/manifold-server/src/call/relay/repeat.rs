@@ -43,6 +43,7 @@ pub(super) fn repeatable(call: &Call) -> bool {
         return false;
     }
     let marked = call
+        .facts
         .original
         .as_deref()
         .and_then(|t| call.upstream.config().overrides.get(t))

@@ -59,8 +59,8 @@ impl Pending {
         tokio::select! {
             ev = call.next() => {
                 // Final once an event is out: a call is never sent again after.
-                if let (Some(n), Some(o)) = (call.attempts(), self.answering.obs.as_mut()) {
-                    o.attempts = Some(n);
+                if let Some(n) = call.attempts() {
+                    self.answering.facts.attempts = Some(n);
                 }
                 if self.answering.member.is_some() {
                     self.answering.member = Some(call.member());
