@@ -64,7 +64,7 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
                 "rate_limit",
                 "resilience",
             ],
-            &["accounts"],
+            &["accounts", "code"],
             &[
                 "audit",
                 "auth",
@@ -151,6 +151,12 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
             &["sealed_file"],
             &["error", "guard", "limits"],
         ],
+    ),
+    // Code mode's engine: the worker over the engine over the limits and
+    // outcomes the wire carries.
+    (
+        "crates/manifold-code",
+        &[&["worker"], &["engine", "wire"], &["limits", "outcome"]],
     ),
     // The load generator: scenarios over measuring over the command line,
     // peers and processes.

@@ -54,8 +54,8 @@ pub use manifold_config::audit::{
     RETRY_INTERVAL,
 };
 pub use record::{
-    AuditRecord, ClientInfo, Confirmation, Outcome, SizeCap, TaskEvent, TaskStage, ANONYMOUS,
-    TRUNCATED, TRUNCATED_KEY,
+    AuditRecord, ClientInfo, Confirmation, Outcome, ScriptEvent, SizeCap, TaskEvent, TaskStage,
+    ANONYMOUS, TRUNCATED, TRUNCATED_KEY,
 };
 pub use redact::{Redactor, REDACTED};
 pub use sink::rotated_path;

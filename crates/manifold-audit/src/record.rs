@@ -178,6 +178,34 @@ pub struct TaskEvent {
     pub is_error: bool,
 }
 
+/// The `script` member: a `run_script` call of code mode, or a tool call a
+/// script made (`via = "run_script"`): the script by its SHA-256, and, on the
+/// script's own record, what it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptEvent {
+    /// The SHA-256 of the script's text, hex.
+    pub sha256: String,
+    /// On the script's own record: the tool calls it made.
+    pub calls: Option<u32>,
+    /// On the script's own record: its evaluation steps (none when its worker
+    /// was ended before it reported them).
+    pub steps: Option<u64>,
+}
+
+impl ScriptEvent {
+    fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("sha256".into(), Value::String(self.sha256.clone()));
+        if let Some(c) = self.calls {
+            m.insert("calls".into(), Value::from(c));
+        }
+        if let Some(s) = self.steps {
+            m.insert("steps".into(), Value::from(s));
+        }
+        Value::Object(m)
+    }
+}
+
 /// Where in a task's life a record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskStage {
@@ -325,6 +353,9 @@ pub struct AuditRecord {
     pub via: Option<String>,
     /// A task's creation or end (the Tasks extension).
     pub task: Option<TaskEvent>,
+    /// Code mode: the script a `run_script` call ran, or the script a tool
+    /// call came from.
+    pub script: Option<ScriptEvent>,
     pub outcome: Outcome,
     /// Times the request was sent upstream, recorded for an upstream with
     /// retries or a circuit breaker (`0`: its open breaker refused it; more
@@ -359,6 +390,7 @@ impl AuditRecord {
             endpoint: None,
             via: None,
             task: None,
+            script: None,
             outcome: Outcome::Ok,
             attempts: None,
             coalesced: false,
@@ -431,6 +463,9 @@ impl AuditRecord {
         if let Some(t) = self.task {
             m.insert("task".into(), t.to_value());
         }
+        if let Some(s) = self.script {
+            m.insert("script".into(), s.to_value());
+        }
         m.insert(
             "outcome".into(),
             Value::String(self.outcome.as_str().into()),
@@ -478,6 +513,7 @@ mod tests {
             endpoint: None,
             via: None,
             task: None,
+            script: None,
             outcome: Outcome::ProtocolError { code: -32602 },
             attempts: None,
             coalesced: false,
@@ -597,6 +633,37 @@ mod tests {
         let at = keys.iter().position(|k| *k == "error_code").unwrap();
         assert_eq!(keys[at + 1..at + 3], ["attempts", "latency_us"]);
         assert_eq!(m["attempts"], 3);
+    }
+
+    #[test]
+    fn a_script_member_names_the_script_by_digest_after_the_task() {
+        let mut rec = full_record();
+        rec.script = Some(ScriptEvent {
+            sha256: "ab".repeat(32),
+            calls: Some(3),
+            steps: Some(120),
+        });
+        let m = rec.to_entry(&Redactor::default(), false, &SizeCap::default());
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        let at = keys.iter().position(|k| *k == "script").unwrap();
+        assert_eq!(keys[at + 1], "outcome");
+        assert_eq!(
+            m["script"],
+            json!({"sha256": "ab".repeat(32), "calls": 3, "steps": 120})
+        );
+        let inner = AuditRecord {
+            script: Some(ScriptEvent {
+                sha256: "cd".into(),
+                calls: None,
+                steps: None,
+            }),
+            ..full_record()
+        };
+        let m = inner.to_entry(&Redactor::default(), false, &SizeCap::default());
+        assert_eq!(m["script"], json!({"sha256": "cd"}));
+        assert!(!full_record()
+            .to_entry(&Redactor::default(), false, &SizeCap::default())
+            .contains_key("script"));
     }
 
     #[test]

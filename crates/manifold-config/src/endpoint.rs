@@ -49,6 +49,10 @@ pub enum DiscoveryMode {
     /// `tools/list` holds `search_tools`, `call_tool` and the `always_visible`
     /// tools; the others are found by searching.
     Search,
+    /// `tools/list` holds `search_tools`, `run_script` and the
+    /// `always_visible` tools: a model searches, then runs one Starlark script
+    /// that calls several tools (`[code]` bounds it).
+    Code,
 }
 
 impl DiscoveryMode {
@@ -56,6 +60,7 @@ impl DiscoveryMode {
         match self {
             DiscoveryMode::List => "list",
             DiscoveryMode::Search => "search",
+            DiscoveryMode::Code => "code",
         }
     }
 }
@@ -72,8 +77,15 @@ pub struct DiscoverySettings {
 }
 
 impl DiscoverySettings {
+    /// Whether `tools/list` holds `search_tools` instead of every tool
+    /// (`"search"` or `"code"`).
     pub fn is_search(&self) -> bool {
-        self.mode == DiscoveryMode::Search
+        matches!(self.mode, DiscoveryMode::Search | DiscoveryMode::Code)
+    }
+
+    /// `discovery = "code"`: `run_script` instead of `call_tool`.
+    pub fn is_code(&self) -> bool {
+        self.mode == DiscoveryMode::Code
     }
 }
 
@@ -108,11 +120,11 @@ pub struct EndpointSection {
     /// (default: the URL a client used, `http(s)://<Host><path>`).
     #[serde(default)]
     pub resource: Option<String>,
-    /// `"list"` (default) or `"search"`.
+    /// `"list"` (default), `"search"` or `"code"`.
     #[serde(default)]
     pub discovery: DiscoveryMode,
-    /// With `discovery = "search"`: tool-name globs listed besides the
-    /// meta-tools.
+    /// With `discovery = "search"` or `"code"`: tool-name globs listed
+    /// besides the meta-tools.
     #[serde(default)]
     pub always_visible: Vec<String>,
     /// With `discovery = "search"`: a session's found tools join its
@@ -158,17 +170,15 @@ pub(crate) fn discovery(
     always_visible: &[String],
     expand: bool,
 ) -> Result<DiscoverySettings, String> {
-    if mode != DiscoveryMode::Search {
-        if !always_visible.is_empty() {
-            return Err(format!(
-                "key `{at}.always_visible`: only means something with `discovery = \"search\"`"
-            ));
-        }
-        if expand {
-            return Err(format!(
-                "key `{at}.discovery_expand`: only means something with `discovery = \"search\"`"
-            ));
-        }
+    if mode == DiscoveryMode::List && !always_visible.is_empty() {
+        return Err(format!(
+            "key `{at}.always_visible`: only means something with `discovery = \"search\"` or `\"code\"`"
+        ));
+    }
+    if mode != DiscoveryMode::Search && expand {
+        return Err(format!(
+            "key `{at}.discovery_expand`: only means something with `discovery = \"search\"`"
+        ));
     }
     check_globs(&format!("{at}.always_visible"), always_visible)?;
     Ok(DiscoverySettings {

@@ -2,7 +2,7 @@
 //! Each section's keys, defaults, validation and what a reload cannot change
 //! are in its own file (`server`, `naming`, `limits`, `upstreams`, `audit`,
 //! `auth`, `admin`, `metrics`, `validation`, `rate_limit`, `policy`, `stdio`,
-//! `telemetry`, `cluster`, `credentials`, `endpoint`).
+//! `telemetry`, `cluster`, `credentials`, `endpoint`, `code`).
 //!
 //! Invariants: every section denies unknown keys; a missing section is its
 //! default (or off, for an `Option`).
@@ -76,4 +76,8 @@ pub struct FileConfig {
     /// the catalogue (the `[server] path` endpoint holds everything).
     #[serde(default)]
     pub endpoint: Vec<crate::endpoint::EndpointSection>,
+    /// Code mode's limits (`discovery = "code"`); its defaults apply without
+    /// the section.
+    #[serde(default)]
+    pub code: crate::code::CodeSection,
 }

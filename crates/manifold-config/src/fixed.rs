@@ -20,8 +20,20 @@ struct Fixed {
 }
 
 /// Every section's settings fixed at start, in the order of the file.
-const FIXED_AT_START: [&[Fixed]; 9] = [
-    SERVER, ADMIN, CLUSTER, TELEMETRY, STDIO, AUDIT, METRICS, LIMITS, INTEGRITY,
+const FIXED_AT_START: [&[Fixed]; 10] = [
+    SERVER, ADMIN, CLUSTER, TELEMETRY, STDIO, AUDIT, METRICS, LIMITS, INTEGRITY, CODE,
+];
+
+/// What a reload cannot change in `[code]`: the size of the worker pool.
+const CODE: &[Fixed] = &[
+    Fixed {
+        key: "code.workers",
+        changed: |a, b| a.code.workers != b.code.workers,
+    },
+    Fixed {
+        key: "code.max_queued",
+        changed: |a, b| a.code.max_queued != b.code.max_queued,
+    },
 ];
 
 /// What a reload cannot change in `[server]`.

@@ -17,6 +17,7 @@ pub mod admin;
 pub mod audit;
 pub mod auth;
 pub mod cluster;
+pub mod code;
 pub mod credentials;
 pub mod effective;
 pub mod endpoint;

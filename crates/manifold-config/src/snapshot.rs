@@ -61,6 +61,8 @@ pub struct GatewayConfig {
     pub upstreams: Vec<crate::upstreams::UpstreamConfig>,
     /// `[[endpoint]]`, in file order (the default endpoint is `[server]`'s).
     pub endpoints: Vec<crate::endpoint::EndpointConfig>,
+    /// `[code]` (its defaults without the section).
+    pub code: crate::code::CodeConfig,
 }
 
 impl GatewayConfig {

@@ -126,6 +126,7 @@ pub(crate) fn validate(
         stdio_principal: crate::stdio::validate(&file.stdio)?,
         principal_label: file.metrics.principal_label,
         max_principal_series: file.metrics.max_principal_series,
+        code: crate::code::validate(&file.code)?,
     };
     // Needs `[auth]` and `[server.tls]` validated: which sources exist.
     crate::principals::qualify_rules(&mut cfg)?;

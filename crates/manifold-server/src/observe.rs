@@ -87,6 +87,8 @@ pub(crate) struct Facts {
     /// Served from an identical concurrent call's upstream call
     /// (`call::relay::coalesce`).
     pub coalesced: bool,
+    /// Code mode: the script a `run_script` ran, or a tool call came from.
+    pub script: Option<manifold_audit::ScriptEvent>,
 }
 
 impl Facts {
@@ -118,6 +120,7 @@ impl Facts {
             task,
             attempts,
             coalesced,
+            script,
         } = later;
         self.name = name.or(self.name.take());
         self.original = original.or(self.original.take());
@@ -127,6 +130,7 @@ impl Facts {
         self.task = task.or(self.task.take());
         self.attempts = attempts.or(self.attempts);
         self.coalesced |= coalesced;
+        self.script = script.or(self.script.take());
     }
 }
 
@@ -291,6 +295,7 @@ impl Observed {
             task,
             attempts,
             coalesced,
+            script,
         } = std::mem::take(&mut self.facts);
         rec.name = name;
         rec.upstream = self.upstream.as_ref().map(|u| u.to_string());
@@ -304,6 +309,7 @@ impl Observed {
         rec.arguments = self.arguments.take();
         rec.attempts = attempts;
         rec.coalesced = coalesced;
+        rec.script = script;
         rec.outcome = outcome;
         rec.latency_us = elapsed.as_micros() as u64;
         rec.request_bytes = self.request_bytes as u64;
@@ -344,6 +350,27 @@ impl Drop for Observed {
             drop(write(&self.gw, auditor, rec));
         }
     }
+}
+
+/// A request answered on its own task (`pipeline::finish`; an inner call of
+/// a script): the reply — a refusal rendered by the refusal table — with the
+/// request's metrics and audit record if nobody else took them (the call
+/// chain's relay does once it dispatches). The record is written before the
+/// reply goes out.
+pub(crate) async fn answered(
+    obs: Option<Observed>,
+    result: Result<crate::reply::Reply, crate::refusal::Refusal>,
+    id: &manifold_protocol::RequestId,
+    era: crate::era::Era,
+) -> crate::reply::Reply {
+    let (reply, outcome) = match result {
+        Ok(reply) => (reply, Outcome::Ok),
+        Err(r) => (r.reply(Some(id), era), r.outcome()),
+    };
+    if let Some(obs) = obs {
+        obs.finish(outcome, reply.len()).await;
+    }
+    reply
 }
 
 /// How the console's recent-call counts see an outcome.

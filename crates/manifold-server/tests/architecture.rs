@@ -65,8 +65,8 @@ fn observations_are_finished_in_two_places() {
         .collect();
     assert_eq!(
         files,
-        ["call/finish.rs", "pipeline/mod.rs"],
-        "an observation is finished by the pipeline or the call chain's finish, once each: {sites:?}"
+        ["call/finish.rs", "observe.rs"],
+        "an observation is finished by the call chain's finish or by observe::answered (the pipeline's phase finish, a script's inner call), once each: {sites:?}"
     );
 }
 
@@ -75,7 +75,9 @@ fn the_call_chains_decisions_reach_the_audit_record_at_its_hand_over_points_only
     // Steps record what they decide in the `Call` (`facts`); the record gets
     // them where the call ends: step finish, a refusal before dispatch
     // (`Call::refused`) and an answer dropped unfinished (both in context).
-    // The route notes only what the request itself names.
+    // The route notes only what the request itself names; code mode notes
+    // the script on its own record and on each call it makes (whose request
+    // it builds).
     let sites = manifold_architecture::calls(&src(), ".note(");
     let mut files: Vec<&str> = sites
         .iter()
@@ -84,7 +86,13 @@ fn the_call_chains_decisions_reach_the_audit_record_at_its_hand_over_points_only
     files.dedup();
     assert_eq!(
         files,
-        ["call/context.rs", "call/finish.rs", "pipeline/route.rs"],
+        [
+            "call/context.rs",
+            "call/finish.rs",
+            "handlers/code/inner.rs",
+            "handlers/code/mod.rs",
+            "pipeline/route.rs"
+        ],
         "a step writes its decision into the Call's facts, never into the observation: {sites:?}"
     );
 }

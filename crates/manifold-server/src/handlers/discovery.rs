@@ -43,33 +43,41 @@ pub const VIA_CALL_TOOL: &str = "call_tool";
 pub(crate) enum Meta {
     Search,
     Call,
+    /// `run_script`, on a code endpoint (`handlers/code`).
+    Run,
 }
 
-/// The meta-tool a `tools/call` on a search endpoint names, if any. On such
-/// an endpoint the meta-tools own their names: an upstream tool exposed as
-/// `search_tools` or `call_tool` is reached through `call_tool`.
+/// The meta-tool a `tools/call` on a search or code endpoint names, if any.
+/// On such an endpoint the meta-tools own their names: an upstream tool
+/// exposed as `search_tools` or `call_tool` is reached through `call_tool`
+/// (search) or a script's `call` (code).
 pub(crate) fn meta(x: &Request, params: &Map<String, Value>) -> Option<Meta> {
-    let searches = x.access_endpoint().is_some_and(|e| e.searches());
+    let endpoint = x.access_endpoint();
+    let discovery = endpoint.as_ref().map(|e| &e.discovery)?;
     match params.get("name").and_then(Value::as_str) {
-        Some(SEARCH_TOOLS) if searches => Some(Meta::Search),
-        Some(CALL_TOOL) if searches => Some(Meta::Call),
+        Some(SEARCH_TOOLS) if discovery.is_search() => Some(Meta::Search),
+        Some(CALL_TOOL) if discovery.is_search() && !discovery.is_code() => Some(Meta::Call),
+        Some(super::code::tool::RUN_SCRIPT) if discovery.is_code() => Some(Meta::Run),
         _ => None,
     }
 }
 
-/// The two meta-tools' definitions, serialized once.
-fn meta_tools() -> &'static (Bytes, Bytes) {
-    static TOOLS: OnceLock<(Bytes, Bytes)> = OnceLock::new();
+/// The meta-tools' definitions, serialized once: `search_tools` of a search
+/// endpoint, `call_tool`, and `search_tools` of a code endpoint.
+fn meta_tools() -> &'static (Bytes, Bytes, Bytes) {
+    static TOOLS: OnceLock<(Bytes, Bytes, Bytes)> = OnceLock::new();
     TOOLS.get_or_init(|| {
-        let search = json!({
-            "name": SEARCH_TOOLS,
-            "title": "Search tools",
-            "description": format!(
+        let how = |then: &str| {
+            format!(
                 "Find the tools of this server that fit a task. Describe the task in a few words \
                  (\"create a pull request\", \"restart a deployment\"); the answer holds the full \
-                 definitions of the best matches, best first (`tools`). Call one with {CALL_TOOL}, \
-                 by its exact name, with arguments that fit its inputSchema."
-            ),
+                 definitions of the best matches, best first (`tools`). {then}"
+            )
+        };
+        let mut search = json!({
+            "name": SEARCH_TOOLS,
+            "title": "Search tools",
+            "description": how(&format!("Call one with {CALL_TOOL}, by its exact name, with arguments that fit its inputSchema.")),
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -118,21 +126,30 @@ fn meta_tools() -> &'static (Bytes, Bytes) {
                 "required": ["name"],
             },
         });
-        let bytes = |v: Value| Bytes::from(v.to_string());
-        (bytes(search), bytes(call))
+        let bytes = |v: &Value| Bytes::from(v.to_string());
+        let (search_bytes, call_bytes) = (bytes(&search), bytes(&call));
+        search["description"] = Value::String(how(&format!(
+            "Then call them from one {} script, by their exact names: `call(name, arguments)`.",
+            super::code::tool::RUN_SCRIPT
+        )));
+        (search_bytes, call_bytes, bytes(&search))
     })
 }
 
 /// A search endpoint's `tools/list` page: the meta-tools, then the tools of
 /// `view` the endpoint keeps visible, then `found` (tools a session's
 /// searches found, `discovery_expand`) that the view still holds.
-fn page(endpoint: &Endpoint, view: &Catalog, found: &[String]) -> Bytes {
-    let (search, call) = meta_tools();
-    let mut out = Vec::with_capacity(search.len() + call.len() + 64);
+fn page(endpoint: &Endpoint, view: &Catalog, found: &[String], run: Option<&[u8]>) -> Bytes {
+    let (search, call, search_code) = meta_tools();
+    let (search, second): (&[u8], &[u8]) = match run {
+        Some(run) => (search_code, run),
+        None => (search, call),
+    };
+    let mut out = Vec::with_capacity(search.len() + second.len() + 64);
     out.extend_from_slice(b"{\"tools\":[");
     out.extend_from_slice(search);
     out.push(b',');
-    out.extend_from_slice(call);
+    out.extend_from_slice(second);
     let mut listed = std::collections::HashSet::new();
     for e in view.tools.entries() {
         if endpoint.always_visible(&e.exposed) {
@@ -170,11 +187,18 @@ pub(crate) fn list(x: &Request, cursor: Option<&str>) -> Result<Bytes, Refusal> 
         (true, Some(s)) => s.found_tools(),
         _ => Vec::new(),
     };
+    // A code endpoint's second meta-tool: run_script, described with the
+    // limits in force.
+    let run = endpoint
+        .discovery
+        .is_code()
+        .then(|| super::code::tool::definition(&x.gw.cfg().code).to_string());
+    let run = run.as_deref().map(str::as_bytes);
     if found.is_empty() {
-        return Ok(access.search_list(&|view| page(&endpoint, view, &[])));
+        return Ok(access.search_list(&|view| page(&endpoint, view, &[], run)));
     }
     // A session's own list: built for it (bounded by MAX_FOUND_TOOLS).
-    Ok(page(&endpoint, &access.catalog, &found))
+    Ok(page(&endpoint, &access.catalog, &found, run))
 }
 
 fn page_for_nothing() -> Bytes {
@@ -202,6 +226,31 @@ pub(crate) async fn search(x: &Request, params: &Map<String, Value>) -> Result<R
     };
     let request =
         SearchRequest::from_arguments(args).map_err(|e| ToolError::Search(e.to_string()))?;
+    let tools = found(x, request, true).await?;
+    let structured = String::from_utf8_lossy(&tools);
+    // The text content carries the same JSON, for clients that read text only.
+    let text = Value::String(structured.to_string()).to_string();
+    let complete = match x.era {
+        Era::Stateless => ",\"resultType\":\"complete\"",
+        Era::Session => "",
+    };
+    let result = format!(
+        "{{\"content\":[{{\"type\":\"text\",\"text\":{text}}}],\"structuredContent\":{structured}{complete}}}"
+    );
+    Ok(Reply::ok(jsonrpc::response_bytes_from_json(
+        &x.rpc_id,
+        result.as_bytes(),
+    )))
+}
+
+/// The definitions `request` finds in the caller's view of its endpoint, as
+/// `{"tools":[…]}` bytes (each definition as `tools/list` sends it); with
+/// `expand`, a session of a `discovery_expand` endpoint keeps what it found.
+pub(crate) async fn found(
+    x: &Request,
+    request: SearchRequest,
+    expand: bool,
+) -> Result<Vec<u8>, ToolError> {
     // A turn among MAX_CONCURRENT_SEARCHES (the semaphore is never closed).
     let turn = x.gw.search_turns.clone().acquire_owned().await.ok();
     let access = x.access();
@@ -226,7 +275,7 @@ pub(crate) async fn search(x: &Request, params: &Map<String, Value>) -> Result<R
         .iter()
         .filter_map(|n| access.catalog.tools.get(n))
         .collect();
-    if let (Some(endpoint), Some(session)) = (&access.endpoint, x.caller.session()) {
+    if let (true, Some(endpoint), Some(session)) = (expand, &access.endpoint, x.caller.session()) {
         let names: Vec<&str> = entries.iter().map(|e| e.exposed.as_str()).collect();
         if endpoint.discovery.expand && session.found(&names) {
             // Its tools/list changed: tell it (on its GET stream, if open).
@@ -246,20 +295,7 @@ pub(crate) async fn search(x: &Request, params: &Map<String, Value>) -> Result<R
         tools.extend_from_slice(e.json());
     }
     tools.extend_from_slice(b"]}");
-    let structured = String::from_utf8_lossy(&tools);
-    // The text content carries the same JSON, for clients that read text only.
-    let text = Value::String(structured.to_string()).to_string();
-    let complete = match x.era {
-        Era::Stateless => ",\"resultType\":\"complete\"",
-        Era::Session => "",
-    };
-    let result = format!(
-        "{{\"content\":[{{\"type\":\"text\",\"text\":{text}}}],\"structuredContent\":{structured}{complete}}}"
-    );
-    Ok(Reply::ok(jsonrpc::response_bytes_from_json(
-        &x.rpc_id,
-        result.as_bytes(),
-    )))
+    Ok(tools)
 }
 
 /// `call_tool {name, arguments}`: `params` becomes the direct `tools/call` of

@@ -11,6 +11,7 @@
 //! forwarded methods (the call chain, `call`).
 
 pub(crate) mod client_messages;
+pub(crate) mod code;
 pub(crate) mod discovery;
 pub(crate) mod listen;
 pub(crate) mod mcp_logging;

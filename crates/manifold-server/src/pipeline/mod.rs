@@ -156,14 +156,7 @@ async fn finish(
     id: &RequestId,
     era: Era,
 ) -> Reply {
-    let (reply, outcome) = match result {
-        Ok(reply) => (reply, manifold_audit::Outcome::Ok),
-        Err(r) => (r.reply(Some(id), era), r.outcome()),
-    };
-    if let Some(obs) = obs {
-        obs.finish(outcome, reply.len()).await;
-    }
-    reply
+    crate::observe::answered(obs, result, id, era).await
 }
 
 /// The session's stream for notifications outside any request (HTTP GET).

@@ -53,7 +53,7 @@ use serde_json::{Map, Value};
 use crate::call;
 use crate::era::Era;
 use crate::handlers::discovery::{self, Meta};
-use crate::handlers::{listen, mcp_logging, resources, surface};
+use crate::handlers::{code, listen, mcp_logging, resources, surface};
 use crate::observe::Facts;
 use crate::refusal::Refusal;
 use crate::reply::Reply;
@@ -205,6 +205,12 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
                 });
             }
         }
+    }
+    if meta == Some(Meta::Run) {
+        // Rate-limited as a tool is, before any work; each of its calls is
+        // limited again as the direct call it is.
+        let _places = crate::call::search_places(x, code::RUN_SCRIPT).await?;
+        return code::run(x, &params).await;
     }
     if meta == Some(Meta::Search) {
         if let Some(o) = x.observation() {

@@ -64,6 +64,11 @@ pub(crate) enum ToolError {
     /// `call_tool` arguments of the wrong shape.
     #[error("call_tool: {0}")]
     CallTool(String),
+    /// `run_script` (code mode): a script that did not parse, failed, or
+    /// went past a named limit — where, what, and what it did last; or a
+    /// script that could not be run (arguments, a full pool).
+    #[error("run_script: {0}")]
+    Script(String),
     /// The caller has no account at a `user_oauth` / `user_secret` upstream
     /// and its client cannot open a URL for them: the link, for a human.
     #[error("{}", .0.message())]
@@ -156,6 +161,11 @@ mod tests {
                     errors: vec!["/n: not a number".into(), "/m: required".into()],
                 },
                 "Invalid arguments for tool `t` (checked against its inputSchema):\n/n: not a number\n/m: required",
+                Outcome::ToolError,
+            ),
+            (
+                ToolError::Script("The script was stopped: max_calls (3)".into()),
+                "run_script: The script was stopped: max_calls (3)",
                 Outcome::ToolError,
             ),
             (

@@ -285,6 +285,7 @@ impl Gateway {
             search_turns: Arc::new(tokio::sync::Semaphore::new(
                 crate::handlers::discovery::MAX_CONCURRENT_SEARCHES,
             )),
+            code: crate::state::code::CodePool::new(&config.code),
         });
         let g = gw.clone();
         gw.life

@@ -20,6 +20,7 @@
 
 pub(crate) mod cluster;
 pub(crate) mod coalescing;
+pub(crate) mod code;
 pub(crate) mod connects;
 pub(crate) mod console;
 pub(crate) mod endpoints;
@@ -147,6 +148,8 @@ pub struct Gateway {
     pub(crate) local_admin: OnceLock<local_admin::LocalAdmin>,
     /// Turns for `search_tools` (`MAX_CONCURRENT_SEARCHES`).
     pub(crate) search_turns: Arc<tokio::sync::Semaphore>,
+    /// Code mode: turns for scripts and the worker program (`[code]`).
+    pub(crate) code: code::CodePool,
 }
 
 /// Why a session ended.
@@ -290,6 +293,13 @@ impl Gateway {
     }
 
     /// A fresh request id (16 hex digits): in logs and audit records.
+    /// The program code mode starts for each script, and its first
+    /// arguments (default: this executable's `code-worker`). Tests, whose
+    /// executable is not `manifold`, name the built binary.
+    pub fn set_code_worker(&self, program: std::path::PathBuf, args: Vec<std::ffi::OsString>) {
+        self.code.set_program(code::WorkerProgram { program, args });
+    }
+
     pub(crate) fn request_id(&self) -> String {
         let n = self.next_request.fetch_add(1, Ordering::Relaxed);
         request_id(self.started_at, n)

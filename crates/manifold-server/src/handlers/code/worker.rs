@@ -1,0 +1,122 @@
+//! One script's worker process: started with the worker program (`manifold
+//! code-worker`), its address space and CPU time lowered by the worker itself
+//! before it reads the script, its environment empty, its stderr discarded;
+//! spoken to in lines (`manifold_code::wire`).
+//!
+//! Invariants: the process is killed when this value drops (every exit of a
+//! script: an end, a timeout, a cancellation, a gateway stopping); a line
+//! from it is at most `MAX_LINE_BYTES`, and anything else from it — a longer
+//! line, a line that is not a message, an early exit — ends the script with
+//! what was seen.
+//!
+//! Not here: what the messages mean (`mod.rs`).
+
+use manifold_code::{FromWorker, Start, ToWorker, MAX_LINE_BYTES};
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::state::code::WorkerProgram;
+
+/// A running worker.
+pub(super) struct Worker {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+/// What went wrong with a worker, as a script's failure reads it.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum WorkerError {
+    #[error("its worker process could not be started ({0}); the gateway's code worker is missing or broken")]
+    Start(std::io::Error),
+    #[error("its worker process ended without an answer{0}: it went past a limit of the process (memory or CPU time)")]
+    Ended(String),
+    #[error("its worker process sent a line longer than {MAX_LINE_BYTES} bytes")]
+    TooLong,
+    #[error("its worker process sent something that is not a message ({0})")]
+    Garbled(String),
+    #[error("its worker process could not be written to ({0})")]
+    Write(std::io::Error),
+}
+
+impl Worker {
+    /// Starts a worker whose address space is `address_space` bytes and CPU
+    /// time `cpu_seconds`.
+    pub(super) fn start(
+        program: &WorkerProgram,
+        address_space: u64,
+        cpu_seconds: u64,
+    ) -> Result<Worker, WorkerError> {
+        let mut child = Command::new(&program.program)
+            .args(&program.args)
+            .arg("--address-space")
+            .arg(address_space.to_string())
+            .arg("--cpu-seconds")
+            .arg(cpu_seconds.to_string())
+            // A script sees nothing of the gateway: no secret in its
+            // environment, no directory of its own.
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(WorkerError::Start)?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(WorkerError::Start(std::io::Error::other("no pipes")));
+        };
+        Ok(Worker {
+            child,
+            input,
+            output: BufReader::new(output),
+        })
+    }
+
+    async fn write(&mut self, value: &impl serde::Serialize) -> Result<(), WorkerError> {
+        let mut line =
+            serde_json::to_vec(value).map_err(|e| WorkerError::Garbled(e.to_string()))?;
+        line.push(b'\n');
+        self.input
+            .write_all(&line)
+            .await
+            .map_err(WorkerError::Write)?;
+        self.input.flush().await.map_err(WorkerError::Write)
+    }
+
+    /// Sends the script.
+    pub(super) async fn begin(&mut self, start: &Start) -> Result<(), WorkerError> {
+        self.write(start).await
+    }
+
+    /// Answers the worker's last call out.
+    pub(super) async fn answer(&mut self, answer: &ToWorker) -> Result<(), WorkerError> {
+        self.write(answer).await
+    }
+
+    /// The worker's next message.
+    pub(super) async fn next(&mut self) -> Result<FromWorker, WorkerError> {
+        let mut line = Vec::new();
+        let n = (&mut self.output)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await
+            .map_err(|e| WorkerError::Garbled(e.to_string()))?;
+        if n == 0 {
+            let status = self.child.wait().await.ok();
+            let how = match status.and_then(|s| {
+                use std::os::unix::process::ExitStatusExt;
+                s.signal()
+            }) {
+                Some(sig) => format!(" (signal {sig})"),
+                None => String::new(),
+            };
+            return Err(WorkerError::Ended(how));
+        }
+        if line.len() > MAX_LINE_BYTES {
+            return Err(WorkerError::TooLong);
+        }
+        serde_json::from_slice(&line).map_err(|e| WorkerError::Garbled(e.to_string()))
+    }
+}

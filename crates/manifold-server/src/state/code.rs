@@ -1,0 +1,94 @@
+//! Code mode's pool: turns for scripts (`[code] workers` at once, each in its
+//! own worker process), a bounded queue of scripts waiting for one
+//! (`[code] max_queued`; one more is refused at once), and the program a
+//! worker is.
+//!
+//! Invariants: a turn is held for the whole life of one worker process and
+//! given back when the script ends, whatever the exit (its permit drops);
+//! waiting scripts are counted, never unbounded.
+//!
+//! Not here: running a script (`handlers/code/`).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// The program of a worker and its first arguments (before the limits).
+#[derive(Debug, Clone)]
+pub struct WorkerProgram {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+/// Scripts' turns and the worker program.
+pub(crate) struct CodePool {
+    turns: Arc<Semaphore>,
+    waiting: AtomicUsize,
+    max_queued: usize,
+    program: OnceLock<WorkerProgram>,
+}
+
+/// Every worker is busy and `max_queued` scripts already wait.
+#[derive(Debug)]
+pub(crate) struct Busy {
+    pub workers: usize,
+    pub max_queued: usize,
+}
+
+/// Takes one waiting script off the count when it stops waiting.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl CodePool {
+    pub(crate) fn new(cfg: &manifold_config::code::CodeConfig) -> CodePool {
+        CodePool {
+            turns: Arc::new(Semaphore::new(cfg.workers)),
+            waiting: AtomicUsize::new(0),
+            max_queued: cfg.max_queued,
+            program: OnceLock::new(),
+        }
+    }
+
+    /// A turn to run one script: at once, after those waiting, or refused
+    /// when the queue is full (`workers` for the message).
+    pub(crate) async fn turn(&self, workers: usize) -> Result<OwnedSemaphorePermit, Busy> {
+        if let Ok(p) = self.turns.clone().try_acquire_owned() {
+            return Ok(p);
+        }
+        let busy = Busy {
+            workers,
+            max_queued: self.max_queued,
+        };
+        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.max_queued {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            return Err(busy);
+        }
+        let _waiting = Waiting(&self.waiting);
+        // The semaphore is never closed.
+        self.turns.clone().acquire_owned().await.map_err(|_| busy)
+    }
+
+    /// Sets the worker program (the binary: itself; tests: the built
+    /// `manifold`). The first setting stays.
+    pub(crate) fn set_program(&self, program: WorkerProgram) {
+        let _ = self.program.set(program);
+    }
+
+    /// The worker program: as set, or this executable's `code-worker`.
+    pub(crate) fn program(&self) -> WorkerProgram {
+        self.program
+            .get()
+            .cloned()
+            .unwrap_or_else(|| WorkerProgram {
+                program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("manifold")),
+                args: vec!["code-worker".into()],
+            })
+    }
+}
