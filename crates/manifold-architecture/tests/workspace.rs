@@ -152,11 +152,11 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
             &["error", "guard", "limits"],
         ],
     ),
-    // Code mode's engine: the worker over the engine over the limits and
-    // outcomes the wire carries.
+    // Code mode's shared words: the wire over the limits and outcomes it
+    // carries (the engine is manifold-code-worker, outside the workspace).
     (
         "crates/manifold-code",
-        &[&["worker"], &["engine", "wire"], &["limits", "outcome"]],
+        &[&["wire"], &["digest", "limits", "outcome"]],
     ),
     // The load generator: scenarios over measuring over the command line,
     // peers and processes.

@@ -66,10 +66,14 @@ pub struct CodeSection {
     /// Scripts waiting for a worker (`DEFAULT_MAX_QUEUED`).
     #[serde(default)]
     pub max_queued: Option<usize>,
+    /// The worker program (default: `manifold-code-worker` next to the
+    /// `manifold` executable).
+    #[serde(default)]
+    pub worker: Option<String>,
 }
 
 /// `[code]`, validated (its defaults without the section).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeConfig {
     pub timeout: Duration,
     pub max_steps: u64,
@@ -79,6 +83,8 @@ pub struct CodeConfig {
     pub max_result_bytes: usize,
     pub workers: usize,
     pub max_queued: usize,
+    /// `worker`: `None`, the default program.
+    pub worker: Option<std::path::PathBuf>,
 }
 
 impl Default for CodeConfig {
@@ -92,6 +98,7 @@ impl Default for CodeConfig {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             workers: DEFAULT_WORKERS,
             max_queued: DEFAULT_MAX_QUEUED,
+            worker: None,
         }
     }
 }
@@ -129,6 +136,11 @@ pub(crate) fn validate(c: &CodeSection) -> Result<CodeConfig, String> {
         max_result_bytes: positive("max_result_bytes", c.max_result_bytes, d.max_result_bytes)?,
         workers: positive("workers", c.workers, d.workers)?,
         max_queued: c.max_queued.unwrap_or(d.max_queued),
+        worker: match c.worker.as_deref() {
+            Some("") => return Err("key `code.worker`: an empty path".into()),
+            Some(w) => Some(std::path::PathBuf::from(w)),
+            None => None,
+        },
     })
 }
 

@@ -75,17 +75,6 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
-    /// Run one code-mode script over stdin and stdout: the worker process
-    /// the gateway starts for each `run_script` (not for people to run).
-    #[command(hide = true)]
-    CodeWorker {
-        /// The worker's address space, in bytes.
-        #[arg(long)]
-        address_space: u64,
-        /// The worker's CPU time, in seconds.
-        #[arg(long)]
-        cpu_seconds: u64,
-    },
     /// Run the gateway in the foreground until SIGINT or SIGTERM.
     ///
     /// Exit codes: 0 clean stop, 1 runtime failure (e.g. the port is taken),
@@ -294,33 +283,11 @@ fn init_logging(format: Option<LogFormat>, default_level: &'static str, now: boo
 /// `command = "${MANIFOLD_SELF}"` works whatever the build profile or install path.
 const SELF_VAR: &str = "MANIFOLD_SELF";
 
-/// `manifold code-worker`: its process limits lowered first, then one script.
-fn code_worker(address_space: u64, cpu_seconds: u64) -> ExitCode {
-    let limits = manifold_code::ProcessLimits {
-        address_space,
-        cpu_seconds,
-    };
-    match manifold_code::limit_process(limits).and_then(|()| manifold_code::serve_stdio()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("manifold code-worker: {e}");
-            ExitCode::from(cli::FAILED)
-        }
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::DemoUpstream { args } = cli.command {
         let argv = std::iter::once(std::ffi::OsString::from("manifold demo-upstream")).chain(args);
         return manifold_demo::cli::main_from(argv);
-    }
-    if let Command::CodeWorker {
-        address_space,
-        cpu_seconds,
-    } = cli.command
-    {
-        return code_worker(address_space, cpu_seconds);
     }
     if let Ok(exe) = std::env::current_exe() {
         // Single-threaded here: no other thread reads the environment yet.
@@ -394,7 +361,6 @@ fn main() -> ExitCode {
     };
     let code = match cli.command {
         Command::DemoUpstream { .. }
-        | Command::CodeWorker { .. }
         | Command::Audit { .. }
         | Command::Auth { .. }
         | Command::Admin { .. }

@@ -75,20 +75,37 @@ impl CodePool {
         self.turns.clone().acquire_owned().await.map_err(|_| busy)
     }
 
-    /// Sets the worker program (the binary: itself; tests: the built
-    /// `manifold`). The first setting stays.
+    /// Sets the worker program (tests: the one in the target directory).
+    /// The first setting stays.
     pub(crate) fn set_program(&self, program: WorkerProgram) {
         let _ = self.program.set(program);
     }
 
-    /// The worker program: as set, or this executable's `code-worker`.
-    pub(crate) fn program(&self) -> WorkerProgram {
-        self.program
-            .get()
-            .cloned()
-            .unwrap_or_else(|| WorkerProgram {
-                program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("manifold")),
-                args: vec!["code-worker".into()],
-            })
+    /// The worker program: `[code] worker`, else as set, else
+    /// [`WORKER_NAME`] next to this executable.
+    pub(crate) fn program(&self, configured: Option<&std::path::Path>) -> WorkerProgram {
+        if let Some(p) = configured {
+            return WorkerProgram {
+                program: p.to_path_buf(),
+                args: Vec::new(),
+            };
+        }
+        self.program.get().cloned().unwrap_or_else(|| WorkerProgram {
+            program: default_worker(),
+            args: Vec::new(),
+        })
+    }
+}
+
+/// The worker's file name.
+pub const WORKER_NAME: &str = "manifold-code-worker";
+
+/// [`WORKER_NAME`] next to this executable (where `scripts/build-code-worker`
+/// and an install put it).
+pub fn default_worker() -> PathBuf {
+    let name = format!("{WORKER_NAME}{}", std::env::consts::EXE_SUFFIX);
+    match std::env::current_exe() {
+        Ok(exe) => exe.with_file_name(name),
+        Err(_) => PathBuf::from(name),
     }
 }

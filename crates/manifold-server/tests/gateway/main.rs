@@ -17,6 +17,7 @@ mod cluster;
 mod cluster_bus;
 mod cluster_redis;
 mod coalesce;
+mod code;
 mod confirm;
 mod console;
 mod disconnect;

@@ -52,6 +52,17 @@ pub fn demo_upstream_bin() -> PathBuf {
     dir.join(name)
 }
 
+/// Where code mode's worker (`manifold-code-worker`, built on its own by
+/// `scripts/build-code-worker`) is: `$MANIFOLD_CODE_WORKER` if set, else next
+/// to the demo upstream in the target directory.
+pub fn code_worker_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("MANIFOLD_CODE_WORKER") {
+        return PathBuf::from(p);
+    }
+    let name = format!("manifold-code-worker{}", std::env::consts::EXE_SUFFIX);
+    demo_upstream_bin().with_file_name(name)
+}
+
 /// The local admin tokens of the test gateways running in this process, by
 /// admin listener address (see [`admin_token_for`]).
 static LOCAL_ADMIN_TOKENS: std::sync::Mutex<Vec<(SocketAddr, String)>> =
@@ -133,6 +144,8 @@ impl TestGateway {
         let shutdown = CancellationToken::new();
         let admin_ip = config.admin.as_ref().map(|a| a.listen.ip());
         let gateway = Gateway::launch(config, shutdown.clone()).await?;
+        // The test executable is not next to the worker: name it.
+        gateway.set_code_worker(code_worker_bin(), Vec::new());
         match admin_ip {
             // Reached on loopback, judged by the configured address.
             Some(ip) if !ip.is_loopback() => {

@@ -28,6 +28,8 @@ mod reply;
 mod stateless;
 
 pub use client::McpClient;
-pub use gateway::{admin_token_for, demo_upstream_bin, toml_string, DemoHttp, TestGateway};
+pub use gateway::{
+    admin_token_for, code_worker_bin, demo_upstream_bin, toml_string, DemoHttp, TestGateway,
+};
 pub use reply::{MessageStream, RawReply, Reply, StreamingReply, ACCEPT_BOTH, WAIT};
 pub use stateless::{stateless_meta, stateless_request, STATELESS};

@@ -73,7 +73,7 @@ fn arguments(
 /// `run_script`: the script's answer, on a stream when the client takes one
 /// (its calls' progress and questions go there), else as one message.
 pub(crate) async fn run(x: &mut Request, params: &Map<String, Value>) -> Result<Reply, Refusal> {
-    let cfg = x.gw.cfg().code;
+    let cfg = x.gw.cfg().code.clone();
     let (script, inputs) = arguments(&cfg, params)?;
     let Some(cancel) = x.caller.begin_call(&x.rpc_id) else {
         return Err(Refusal::TooManyCalls {
@@ -100,6 +100,8 @@ pub(crate) async fn run(x: &mut Request, params: &Map<String, Value>) -> Result<
     x.gw.life.background.clone().spawn(async move {
         let answered = execute(&mut detached, job, Some(&tx), &cancel).await;
         detached.caller.end_call(&detached.rpc_id);
+        // A cancelled request gets no response: its stream ends.
+        let cancelled = matches!(answered, Err(Refusal::Cancelled));
         let reply = crate::observe::answered(
             detached.obs.take(),
             answered.map(|result| Reply::ok(response(&detached, result))),
@@ -107,7 +109,7 @@ pub(crate) async fn run(x: &mut Request, params: &Map<String, Value>) -> Result<
             detached.era,
         )
         .await;
-        if let Reply::Message { bytes, .. } = reply {
+        if let (Reply::Message { bytes, .. }, false) = (reply, cancelled) {
             let _ = tx.send(bytes).await;
         }
     });
@@ -163,6 +165,7 @@ async fn execute(
             );
             Ok(result)
         }
+        Err(_) if cancel.is_cancelled() => Err(Refusal::Cancelled),
         Err(text) => Err(ToolError::Script(text).into()),
     }
 }
@@ -198,7 +201,7 @@ async fn drive(
             b.workers, b.max_queued
         )
     })?;
-    let program = x.gw.code.program();
+    let program = x.gw.code.program(cfg.worker.as_deref());
     let address_space = cfg.max_memory.saturating_add(WORKER_BASE_MEMORY);
     let cpu_seconds = cfg.timeout.as_secs() + 1;
     let mut w = worker::Worker::start(&program, address_space, cpu_seconds)

@@ -1,5 +1,5 @@
-//! One script's worker process: started with the worker program (`manifold
-//! code-worker`), its address space and CPU time lowered by the worker itself
+//! One script's worker process: started with the worker program
+//! (`manifold-code-worker`), its address space and CPU time lowered by the worker itself
 //! before it reads the script, its environment empty, its stderr discarded;
 //! spoken to in lines (`manifold_code::wire`).
 //!
@@ -30,14 +30,27 @@ pub(super) struct Worker {
 pub(super) enum WorkerError {
     #[error("its worker process could not be started ({0}); the gateway's code worker is missing or broken")]
     Start(std::io::Error),
-    #[error("its worker process ended without an answer{0}: it went past a limit of the process (memory or CPU time)")]
-    Ended(String),
+    #[error("{}", ended(*.0))]
+    Ended(Option<i32>),
     #[error("its worker process sent a line longer than {MAX_LINE_BYTES} bytes")]
     TooLong,
     #[error("its worker process sent something that is not a message ({0})")]
     Garbled(String),
     #[error("its worker process could not be written to ({0})")]
     Write(std::io::Error),
+}
+
+/// Why a worker that ended without an answer ended, by its signal: an
+/// allocation the address space refused aborts it (SIGABRT), CPU time past
+/// its limit stops it (SIGXCPU, then SIGKILL).
+fn ended(signal: Option<i32>) -> String {
+    use nix::sys::signal::Signal;
+    match signal.and_then(|s| Signal::try_from(s).ok()) {
+        Some(Signal::SIGABRT) | Some(Signal::SIGSEGV) => "one of its operations needed more memory (or stack) than its worker may have (max_memory)".into(),
+        Some(Signal::SIGXCPU) | Some(Signal::SIGKILL) => "its worker used up its CPU time (timeout)".into(),
+        Some(s) => format!("its worker process ended on {s} without an answer"),
+        None => "its worker process ended without an answer".into(),
+    }
 }
 
 impl Worker {
@@ -105,14 +118,11 @@ impl Worker {
             .map_err(|e| WorkerError::Garbled(e.to_string()))?;
         if n == 0 {
             let status = self.child.wait().await.ok();
-            let how = match status.and_then(|s| {
+            let signal = status.and_then(|s| {
                 use std::os::unix::process::ExitStatusExt;
                 s.signal()
-            }) {
-                Some(sig) => format!(" (signal {sig})"),
-                None => String::new(),
-            };
-            return Err(WorkerError::Ended(how));
+            });
+            return Err(WorkerError::Ended(signal));
         }
         if line.len() > MAX_LINE_BYTES {
             return Err(WorkerError::TooLong);

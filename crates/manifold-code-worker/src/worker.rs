@@ -1,7 +1,7 @@
 //! A worker: one script read from stdin ([`Start`]), run by the engine on a
 //! thread with a large stack, each call out written to stdout and its
-//! answer read back from stdin, the end written last. `manifold code-worker`
-//! runs this; the gateway starts one worker process per script.
+//! answer read back from stdin, the end written last. The gateway starts one
+//! worker process per script.
 //!
 //! Invariants: the worker writes nothing but [`FromWorker`] lines to stdout;
 //! a line longer than [`MAX_LINE_BYTES`] or not a message ends the run; a
@@ -16,8 +16,7 @@ use std::io::{BufRead, Read, Write};
 use std::sync::Arc;
 
 use crate::engine::{self, Host};
-use crate::outcome::{Failure, Stop};
-use crate::wire::{FromWorker, Start, ToWorker, MAX_LINE_BYTES};
+use manifold_code::{Failure, FromWorker, Start, Stop, ToWorker, MAX_LINE_BYTES};
 
 /// The script thread's stack (256 MiB of address space, touched only as
 /// deep as a script nests values): printing or comparing a deeply nested
@@ -191,7 +190,7 @@ pub fn limit_process(limits: ProcessLimits) -> Result<(), WorkerError> {
     Ok(())
 }
 
-/// `manifold code-worker`: one script over this process's stdin and stdout.
+/// One script over this process's stdin and stdout.
 pub fn serve_stdio() -> Result<(), WorkerError> {
     serve(
         Box::new(std::io::BufReader::new(std::io::stdin())),
@@ -202,7 +201,7 @@ pub fn serve_stdio() -> Result<(), WorkerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::Limits;
+    use manifold_code::Limits;
     use serde_json::json;
 
     /// A Write the test reads back.

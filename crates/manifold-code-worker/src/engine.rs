@@ -26,8 +26,9 @@ use starlark::{starlark_module, PrintHandler};
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
-use crate::limits::{Limits, MAX_CALL_DEPTH, MAX_LOG_BYTES, MAX_VALUE_DEPTH};
-use crate::outcome::{Failure, Finished, Stop};
+use manifold_code::{
+    Failure, Finished, Limits, Stop, MAX_CALL_DEPTH, MAX_LOG_BYTES, MAX_VALUE_DEPTH,
+};
 
 /// What answers a script's calls out.
 pub trait Host {
@@ -178,13 +179,6 @@ fn builtins(builder: &mut GlobalsBuilder) {
             .map_err(refused)?;
         Ok(eval.heap().alloc(found))
     }
-}
-
-/// The SHA-256 of a script's text, hex: what audit records name it by.
-pub fn digest(script: &str) -> String {
-    use sha2::Digest;
-    let d = sha2::Sha256::digest(script.as_bytes());
-    d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Whether `main` takes its inputs (`def main(inputs)`) or nothing.
