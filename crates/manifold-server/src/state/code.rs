@@ -90,10 +90,13 @@ impl CodePool {
                 args: Vec::new(),
             };
         }
-        self.program.get().cloned().unwrap_or_else(|| WorkerProgram {
-            program: default_worker(),
-            args: Vec::new(),
-        })
+        self.program
+            .get()
+            .cloned()
+            .unwrap_or_else(|| WorkerProgram {
+                program: default_worker(),
+                args: Vec::new(),
+            })
     }
 }
 

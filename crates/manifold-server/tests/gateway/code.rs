@@ -46,7 +46,11 @@ async fn run(c: &McpClient, stateless: bool, script: &str, inputs: Value) -> Res
     if stateless {
         let (status, body) = c
             .send_stateless(
-                &stateless_request(7, "tools/call", json!({"name": "run_script", "arguments": args})),
+                &stateless_request(
+                    7,
+                    "tools/call",
+                    json!({"name": "run_script", "arguments": args}),
+                ),
                 &[],
             )
             .await?;
@@ -88,14 +92,23 @@ async fn a_script_searches_and_composes_tools_in_both_eras_each_call_audited() -
                 let (_, body) = c
                     .send_stateless(&stateless_request(1, "tools/list", json!({})), &[])
                     .await?;
-                body["result"]["tools"].as_array().cloned().unwrap_or_default()
+                body["result"]["tools"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
             } else {
                 c.list_all_tools().await?
             };
-            assert_eq!(names_of(&tools), ["search_tools", "run_script", "local__echo"]);
+            assert_eq!(
+                names_of(&tools),
+                ["search_tools", "run_script", "local__echo"]
+            );
             let def = &tools[1];
             assert!(
-                def["description"].as_str().unwrap_or("").contains("def main"),
+                def["description"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("def main"),
                 "the description teaches the dialect with an example: {def}"
             );
             assert!(def["outputSchema"]["required"].is_array());
@@ -104,7 +117,12 @@ async fn a_script_searches_and_composes_tools_in_both_eras_each_call_audited() -
             assert_ne!(result["isError"], true, "{r}");
             let value = &result["structuredContent"]["value"];
             assert_eq!(value["sum"], 42.0, "{r}");
-            assert!(value["names"].as_array().is_some_and(|n| n.contains(&json!("local__add"))), "{r}");
+            assert!(
+                value["names"]
+                    .as_array()
+                    .is_some_and(|n| n.contains(&json!("local__add"))),
+                "{r}"
+            );
             assert_eq!(result["structuredContent"]["calls"], 2);
             assert_eq!(result["structuredContent"]["log"], json!(["found 3"]));
             // The text is the value as JSON, for clients that read text only.
@@ -164,20 +182,29 @@ async fn every_inner_call_is_authorized_and_validated_as_a_direct_call() -> Resu
         let script = "def main():\n  return call('remote__add', {'a': 'x'})\n";
         let r = run(&c, false, script, Value::Null).await?;
         let direct = c.call_tool("remote__add", json!({"a": "x"})).await?;
-        assert_eq!(r["result"]["structuredContent"]["value"], direct.response()?["result"]);
+        assert_eq!(
+            r["result"]["structuredContent"]["value"],
+            direct.response()?["result"]
+        );
         assert_eq!(r["result"]["structuredContent"]["value"]["isError"], true);
         let lines = audit_lines(&dir.0.join("audit.jsonl"))?;
         let reached: Vec<&Value> = lines
             .iter()
             .filter(|l| l["via"] == "run_script" && !l["upstream"].is_null())
             .collect();
-        assert!(reached.is_empty(), "a refused call reached an upstream: {reached:?}");
+        assert!(
+            reached.is_empty(),
+            "a refused call reached an upstream: {reached:?}"
+        );
         // Bad arguments to run_script itself: a tool error saying the shape.
         let r = c.call_tool("run_script", json!({"code": "x"})).await?;
         assert!(failure(r.response()?)?.contains("\"script\""));
         let r = run(&c, false, "def main(:\n", Value::Null).await?;
         let text = failure(&r)?;
-        assert!(text.contains("does not parse") && text.contains("line 1"), "{text}");
+        assert!(
+            text.contains("does not parse") && text.contains("line 1"),
+            "{text}"
+        );
         Ok(())
     })
     .await
@@ -196,21 +223,54 @@ async fn hostile_scripts_end_at_their_named_limits_while_direct_calls_go_on() ->
         let c = at(&f);
         c.initialize("2025-11-25", json!({})).await?;
         let cases: Vec<(String, &str)> = vec![
-            ("def main():\n  n = 0\n  for i in range(1000000000):\n    n += i\n  return n\n".into(), "max_steps"),
-            ("def f(n):\n  return f(n + 1)\ndef main():\n  return f(0)\n".into(), "recursion"),
-            ("def main():\n  s = 'x' * 2000000000\n  return len(s)\n".into(), "max_memory"),
-            ("def main():\n  s = 'x'\n  for i in range(40):\n    s = s + s\n  return len(s)\n".into(), "max_memory"),
-            ("def main():\n  for i in range(100):\n    call('local__echo', {'text': 'x'})\n".into(), "max_calls"),
-            ("def main():\n  for i in range(100000):\n    print('y' * 1000)\n".into(), "max_log_bytes"),
-            ("def main():\n  return 'z' * 20000\n".into(), "max_result_bytes"),
-            (format!("def main():\n  return 1\n#{}\n", "p".repeat(5000)), "max_script_bytes"),
-            ("def main():\n  return call('remote__sleep', {'ms': 20000})\n".into(), "timeout"),
+            (
+                "def main():\n  n = 0\n  for i in range(1000000000):\n    n += i\n  return n\n"
+                    .into(),
+                "max_steps",
+            ),
+            (
+                "def f(n):\n  return f(n + 1)\ndef main():\n  return f(0)\n".into(),
+                "recursion",
+            ),
+            (
+                "def main():\n  s = 'x' * 2000000000\n  return len(s)\n".into(),
+                "max_memory",
+            ),
+            (
+                "def main():\n  s = 'x'\n  for i in range(40):\n    s = s + s\n  return len(s)\n"
+                    .into(),
+                "max_memory",
+            ),
+            (
+                "def main():\n  for i in range(100):\n    call('local__echo', {'text': 'x'})\n"
+                    .into(),
+                "max_calls",
+            ),
+            (
+                "def main():\n  for i in range(100000):\n    print('y' * 1000)\n".into(),
+                "max_log_bytes",
+            ),
+            (
+                "def main():\n  return 'z' * 20000\n".into(),
+                "max_result_bytes",
+            ),
+            (
+                format!("def main():\n  return 1\n#{}\n", "p".repeat(5000)),
+                "max_script_bytes",
+            ),
+            (
+                "def main():\n  return call('remote__sleep', {'ms': 20000})\n".into(),
+                "timeout",
+            ),
         ];
-        let runs = cases.iter().map(|(script, _)| run(&c, false, script, Value::Null));
+        let runs = cases
+            .iter()
+            .map(|(script, _)| run(&c, false, script, Value::Null));
         let direct = async {
             // Other callers keep working while the scripts run.
             tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-            c.call_tool("remote__echo", json!({"text": "still here"})).await
+            c.call_tool("remote__echo", json!({"text": "still here"}))
+                .await
         };
         let (answers, direct) = tokio::join!(futures_util::future::join_all(runs), direct);
         assert_eq!(text_of(direct?.result()?)?, "still here");
@@ -231,7 +291,8 @@ async fn a_confirmation_in_a_script_reaches_the_client_and_the_script_waits() ->
         let dir = Scratch::new("code-confirm")?;
         let f = start(&dir, "timeout = \"4s\"").await?;
         let c = at(&f);
-        c.initialize("2025-11-25", json!({"elicitation": {}})).await?;
+        c.initialize("2025-11-25", json!({"elicitation": {}}))
+            .await?;
         let script = "def main():\n  r = call('local__add', {'a': 1, 'b': 2})\n  return r\n";
         for (action, n) in [("accept", 1), ("decline", 2)] {
             let mut stream = c
@@ -242,14 +303,21 @@ async fn a_confirmation_in_a_script_reaches_the_client_and_the_script_waits() ->
                 .await?;
             let question = stream.expect_next().await?;
             assert_eq!(question["method"], "elicitation/create", "{question}");
-            assert!(question["params"]["message"].as_str().unwrap_or("").contains("local__add"));
-            c.respond(question["id"].clone(), json!({"action": action})).await?;
+            assert!(question["params"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("local__add"));
+            c.respond(question["id"].clone(), json!({"action": action}))
+                .await?;
             let response = stream.expect_next().await?;
             assert_eq!(response["id"], n);
             let value = &response["result"]["structuredContent"]["value"];
             match action {
                 "accept" => assert_eq!(value["structuredContent"]["sum"], 3.0, "{response}"),
-                _ => assert_eq!(value["isError"], true, "declined is the tool's error: {response}"),
+                _ => assert_eq!(
+                    value["isError"], true,
+                    "declined is the tool's error: {response}"
+                ),
             }
         }
         // A question never answered: the script ends at its timeout.
@@ -269,7 +337,11 @@ async fn a_confirmation_in_a_script_reaches_the_client_and_the_script_waits() ->
             .filter(|l| l["via"] == "run_script")
             .map(|l| &l["confirmation"])
             .collect();
-        assert_eq!(confirmations[..2], [&json!("accepted"), &json!("declined")], "{lines:?}");
+        assert_eq!(
+            confirmations[..2],
+            [&json!("accepted"), &json!("declined")],
+            "{lines:?}"
+        );
         Ok(())
     })
     .await
@@ -295,15 +367,27 @@ async fn cancelling_a_script_cancels_the_call_in_flight_and_answers_nothing() ->
         let progress = stream.expect_next().await?;
         assert_eq!(progress["method"], "notifications/progress", "{progress}");
         assert_eq!(progress["params"]["progressToken"], "p5", "{progress}");
-        c.notify("notifications/cancelled", json!({"requestId": 5})).await?;
-        assert!(stream.next().await?.is_none(), "a cancelled script was answered");
+        c.notify("notifications/cancelled", json!({"requestId": 5}))
+            .await?;
+        assert!(
+            stream.next().await?.is_none(),
+            "a cancelled script was answered"
+        );
         let audit = dir.0.join("audit.jsonl");
-        let both = crate::eventually("both records", std::time::Duration::from_secs(10), || async {
-            let lines = audit_lines(&audit).unwrap_or_default();
-            let inner = lines.iter().any(|l| l["via"] == "run_script" && l["outcome"] == "cancelled");
-            let outer = lines.iter().any(|l| l["name"] == "run_script" && l["outcome"] == "cancelled");
-            Ok((inner && outer).then_some(()))
-        })
+        let both = crate::eventually(
+            "both records",
+            std::time::Duration::from_secs(10),
+            || async {
+                let lines = audit_lines(&audit).unwrap_or_default();
+                let inner = lines
+                    .iter()
+                    .any(|l| l["via"] == "run_script" && l["outcome"] == "cancelled");
+                let outer = lines
+                    .iter()
+                    .any(|l| l["name"] == "run_script" && l["outcome"] == "cancelled");
+                Ok((inner && outer).then_some(()))
+            },
+        )
         .await;
         both.context("the script and its call are not both recorded as cancelled")?;
         Ok(())
