@@ -414,6 +414,7 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
 mod accounts;
 mod apps;
 mod auth;
+mod code;
 mod cluster;
 mod confirm;
 mod import;
