@@ -28,6 +28,42 @@ pub(crate) struct CodePool {
     waiting: AtomicUsize,
     max_queued: usize,
     program: OnceLock<WorkerProgram>,
+    /// Scripts paused for a 2026-07-28 client's input, by the `requestState`
+    /// the client was given: each holds its worker and its turn, so there are
+    /// at most `workers`, and each leaves at its script's deadline.
+    pub(crate) paused: Paused,
+}
+
+/// What a paused script is held as (the code handler's own value) and whose
+/// it is (the owner the retry must be).
+type Held = (String, Box<dyn std::any::Any + Send>);
+
+/// Paused scripts (see [`CodePool::paused`]).
+#[derive(Default)]
+pub(crate) struct Paused(parking_lot::Mutex<std::collections::HashMap<String, Held>>);
+
+impl Paused {
+    /// Holds `script` for `owner` under `token`.
+    pub(crate) fn hold(&self, token: String, owner: String, script: Box<dyn std::any::Any + Send>) {
+        self.0.lock().insert(token, (owner, script));
+    }
+
+    /// The script held under `token` for `owner`; `None` when there is none
+    /// (never held, taken, expired) or it is another owner's (then it stays).
+    pub(crate) fn take(&self, token: &str, owner: &str) -> Option<Box<dyn std::any::Any + Send>> {
+        let mut map = self.0.lock();
+        if map.get(token).is_none_or(|(o, _)| o != owner) {
+            return None;
+        }
+        map.remove(token).map(|(_, s)| s)
+    }
+
+    /// Drops the script held under `token` (its deadline passed): its worker
+    /// is killed and its turn given back.
+    pub(crate) fn expire(&self, token: &str) {
+        let gone = self.0.lock().remove(token);
+        drop(gone);
+    }
 }
 
 /// Every worker is busy and `max_queued` scripts already wait.
@@ -53,6 +89,7 @@ impl CodePool {
             waiting: AtomicUsize::new(0),
             max_queued: cfg.max_queued,
             program: OnceLock::new(),
+            paused: Paused::default(),
         }
     }
 

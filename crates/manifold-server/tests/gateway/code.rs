@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::observe::{audit_lines, Scratch};
 use crate::{bounded, names_of, text_of, Fixture, Setup};
-use manifold_testkit::harness::{stateless_request, toml_string, McpClient};
+use manifold_testkit::harness::{stateless_meta, stateless_request, toml_string, McpClient};
 
 /// `/mcp/code`: code mode over everything but `*__fail`, `local__echo`
 /// always listed; `[confirm]` on `local__add`; the audit log in `dir`.
@@ -390,6 +390,71 @@ async fn cancelling_a_script_cancels_the_call_in_flight_and_answers_nothing() ->
         )
         .await;
         both.context("the script and its call are not both recorded as cancelled")?;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_2026_client_confirms_a_call_of_a_paused_script_and_the_script_runs_on() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("code-confirm-2026")?;
+        let f = start(&dir, "timeout = \"20s\"").await?;
+        let c = at(&f);
+        let script = "def main():\n  r = call('local__add', {'a': 1, 'b': 2})\n  e = call('local__echo', {'text': 'after'})\n  return [r.get('isError', False), e['content'][0]['text']]\n";
+        let request = |extra: Value| {
+            let mut params = json!({"name": "run_script", "arguments": {"script": script},
+                                    "_meta": stateless_meta(json!({"elicitation": {}}))});
+            if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+                p.extend(e.clone());
+            }
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+        };
+        for (action, declined) in [("accept", false), ("decline", true)] {
+            let (status, first) = c.send_stateless(&request(json!({})), &[]).await?;
+            assert_eq!(status, StatusCode::OK, "{first}");
+            let r = &first["result"];
+            assert_eq!(r["resultType"], "input_required", "{first}");
+            assert_eq!(r["inputRequests"]["confirm"]["method"], "elicitation/create", "{first}");
+            let state = r["requestState"].as_str().context("requestState")?.to_string();
+            // Another script's retry, or a made-up state: refused, and the
+            // paused script is not touched by a forged one.
+            let forged = request(json!({"requestState": "mcs1.00", "inputResponses": {}}));
+            let (status, _) = c.send_stateless(&forged, &[]).await?;
+            assert_eq!(status, StatusCode::BAD_REQUEST);
+            let retry = request(json!({"requestState": state,
+                                       "inputResponses": {"confirm": {"action": action}}}));
+            let (status, done) = c.send_stateless(&retry, &[]).await?;
+            assert_eq!(status, StatusCode::OK, "{done}");
+            assert_eq!(done["result"]["resultType"], "complete", "{done}");
+            assert_eq!(
+                done["result"]["structuredContent"]["value"],
+                json!([declined, "after"]),
+                "the script ran on after the answer: {done}"
+            );
+            assert_eq!(done["result"]["structuredContent"]["calls"], 2);
+            // Once only.
+            let (status, again) = c.send_stateless(&retry, &[]).await?;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{again}");
+        }
+        let lines = audit_lines(&dir.0.join("audit.jsonl"))?;
+        let decided: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["via"] == "run_script" && l["confirmation"].is_string())
+            .map(|l| &l["confirmation"])
+            .collect();
+        assert_eq!(decided, [&json!("accepted"), &json!("declined")], "{lines:?}");
+        // One record per script (the retry that ended it), and one per
+        // refused retry (a forged or replayed state), as for a direct call.
+        let outcomes: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["name"] == "run_script")
+            .map(|l| &l["outcome"])
+            .collect();
+        let ok = outcomes.iter().filter(|o| **o == "ok").count();
+        assert_eq!((ok, outcomes.len()), (2, 6), "{outcomes:?}");
+        let report = manifold_audit::verify(&[dir.0.join("audit.jsonl")])?;
+        assert!(report.is_ok(), "{report}");
         Ok(())
     })
     .await

@@ -414,8 +414,8 @@ fn schema_validation_rejects_malformed_messages() -> Result<()> {
 mod accounts;
 mod apps;
 mod auth;
-mod code;
 mod cluster;
+mod code;
 mod confirm;
 mod import;
 mod oidc;

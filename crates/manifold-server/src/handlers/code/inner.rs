@@ -46,26 +46,51 @@ pub(super) fn call_id(x: &Request, n: u32) -> RequestId {
     RequestId::string(format!("manifold-script:{}:{n}", x.arrival.request_id))
 }
 
-/// `call(name, arguments)`, as the caller.
+/// A call of a paused script that waits for the client's input.
+pub(super) struct Pending {
+    pub name: String,
+    pub arguments: Value,
+    /// The call's own `requestState` (the confirm step's).
+    pub state: String,
+}
+
+/// What a call gives the script: an answer (or a refusal) for the worker, or
+/// (2026-07-28) the client's input it needs first.
+pub(super) enum Inner {
+    Answer(ToWorker),
+    Input {
+        pending: Pending,
+        /// The call's `inputRequests`, for the client.
+        input_requests: Value,
+    },
+}
+
+/// `call(name, arguments)`, as the caller; `retry`: the call's own
+/// `requestState` and the client's `inputResponses` for it.
 pub(super) async fn call(
     s: &Script<'_>,
     id: RequestId,
     name: String,
     arguments: Value,
-) -> ToWorker {
+    retry: Option<(String, Value)>,
+) -> Inner {
     if [RUN_SCRIPT, SEARCH_TOOLS, CALL_TOOL].contains(&name.as_str()) {
-        return ToWorker::Refused(format!(
+        return Inner::Answer(ToWorker::Refused(format!(
             "call({name:?}) is refused: a script calls the endpoint's tools, not its meta-tools (use search() to find tools)"
-        ));
+        )));
     }
     let x = s.x;
     let mut params = Map::new();
     params.insert("name".into(), Value::String(name.clone()));
-    params.insert("arguments".into(), arguments);
+    params.insert("arguments".into(), arguments.clone());
     if let Some(token) = s.progress {
         let mut meta = Map::new();
         meta.insert("progressToken".into(), token.clone());
         params.insert("_meta".into(), Value::Object(meta));
+    }
+    if let Some((state, responses)) = &retry {
+        params.insert("requestState".into(), Value::String(state.clone()));
+        params.insert("inputResponses".into(), responses.clone());
     }
     let bytes = serde_json::to_vec(&params).map_or(0, |b| b.len());
     let request_id = x.gw.request_id();
@@ -79,16 +104,6 @@ pub(super) async fn call(
         x.principal.audit_name(),
         x.principal.metrics_label(x.gw.cfg().principal_label),
     );
-    obs.audit(&params);
-    obs.note(Facts {
-        via: Some(VIA_RUN_SCRIPT),
-        script: Some(manifold_audit::ScriptEvent {
-            sha256: s.sha256.to_string(),
-            calls: None,
-            steps: None,
-        }),
-        ..Facts::default()
-    });
     let mut inner = Request {
         gw: x.gw.clone(),
         arrival: Arrival {
@@ -103,24 +118,66 @@ pub(super) async fn call(
         method: m::TOOLS_CALL.to_string(),
         obs: Some(obs),
     };
-    let result = crate::call::tool(&mut inner, params).await;
+    // A retry of a call an upstream holds for input goes on as that call
+    // (whose record it is), as the route does for a direct retry.
+    let held = match retry.is_some() {
+        true => crate::call::held(&mut inner, &params).await,
+        false => None,
+    };
+    let result = match held {
+        Some(r) => r,
+        None => {
+            if let Some(o) = inner.observation() {
+                o.audit(&params);
+                o.note(Facts {
+                    via: Some(VIA_RUN_SCRIPT),
+                    script: Some(manifold_audit::ScriptEvent {
+                        sha256: s.sha256.to_string(),
+                        calls: None,
+                        steps: None,
+                    }),
+                    ..Facts::default()
+                });
+            }
+            crate::call::tool(&mut inner, params).await
+        }
+    };
     let reply = crate::observe::answered(inner.obs.take(), result, &id, x.era).await;
-    answer_of(&name, reply, &id, s.out).await
+    answer_of(&name, arguments, reply, &id, s.out).await
 }
 
 /// The answer in `reply` (to request `id`): a result the script reads, or a
 /// JSON-RPC error that fails it.
 async fn answer_of(
     name: &str,
+    arguments: Value,
     reply: Reply,
     id: &RequestId,
     out: Option<&mpsc::Sender<Bytes>>,
-) -> ToWorker {
+) -> Inner {
+    Inner::Answer(
+        match answer_or_input(name, arguments, reply, id, out).await {
+            Ok(answer) => answer,
+            Err(input) => return input,
+        },
+    )
+}
+
+/// [`answer_of`], with the input a call needs as `Err`.
+async fn answer_or_input(
+    name: &str,
+    arguments: Value,
+    reply: Reply,
+    id: &RequestId,
+    out: Option<&mpsc::Sender<Bytes>>,
+) -> Result<ToWorker, Inner> {
     let message = match reply {
         Reply::Message { bytes, .. } => bytes,
         Reply::Stream(mut rx) => loop {
             let Some(m) = rx.recv().await else {
-                return ToWorker::Refused(format!("call({name:?}) ended without an answer"));
+                return Ok(ToWorker::Refused(format!(
+                    "call({name:?}) ended without an answer"
+                )));
             };
             if is_answer_to(&m, id) {
                 break m;
@@ -132,21 +189,40 @@ async fn answer_of(
             }
         },
         Reply::Accepted | Reply::Ended => {
-            return ToWorker::Refused(format!("call({name:?}) ended without an answer"))
+            return Ok(ToWorker::Refused(format!(
+                "call({name:?}) ended without an answer"
+            )))
         }
     };
     let Ok(Value::Object(mut msg)) = serde_json::from_slice::<Value>(&message) else {
-        return ToWorker::Refused(format!("call({name:?}): the answer is not JSON"));
+        return Ok(ToWorker::Refused(format!(
+            "call({name:?}): the answer is not JSON"
+        )));
     };
     if let Some(Value::Object(mut result)) = msg.remove("result") {
         if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
-            return ToWorker::Refused(format!(
-                "call({name:?}) needs input from the user (a confirmation) before it runs, which a script cannot give in the 2026-07-28 revision: call the tool directly"
-            ));
+            let state = result
+                .get("requestState")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let requests = result.remove("inputRequests");
+            return match (state, requests) {
+                (Some(state), Some(input_requests)) => Err(Inner::Input {
+                    pending: Pending {
+                        name: name.to_string(),
+                        arguments,
+                        state,
+                    },
+                    input_requests,
+                }),
+                _ => Ok(ToWorker::Refused(format!(
+                    "call({name:?}) asked for input without saying what (no inputRequests or requestState)"
+                ))),
+            };
         }
         // The era's decoration, not the tool's.
         result.remove("resultType");
-        return ToWorker::Answer(Value::Object(result));
+        return Ok(ToWorker::Answer(Value::Object(result)));
     }
     let error = msg.get("error");
     let text = error
@@ -154,10 +230,10 @@ async fn answer_of(
         .and_then(Value::as_str)
         .unwrap_or("an error");
     let code = error.and_then(|e| e.get("code")).and_then(Value::as_i64);
-    ToWorker::Refused(match code {
+    Ok(ToWorker::Refused(match code {
         Some(c) => format!("call({name:?}) was refused: {text} (JSON-RPC error {c})"),
         None => format!("call({name:?}) was refused: {text}"),
-    })
+    }))
 }
 
 /// Whether `m` is the response to request `id`.

@@ -8,8 +8,10 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `mod.rs` | a script from its arguments to its answer |
+//! | `mod.rs` | a script from its arguments to its answer (or its input request) |
 //! | `tool.rs` | the meta-tool's name and definition |
+//! | `driver.rs` | the worker driven: a turn, the script, its calls out, under the deadline |
+//! | `paused.rs` | 2026-07-28: a script paused for the client's input, and its retry |
 //! | `worker.rs` | the worker process and its lines |
 //! | `inner.rs` | a script's calls and searches, as the caller |
 //!
@@ -24,15 +26,16 @@
 //! Not here: the engine and its limits (manifold-code), the pool
 //! (`state::code`), the chain (`crate::call`).
 
+mod driver;
 mod inner;
+mod paused;
 pub(crate) mod tool;
 mod worker;
 
 pub use tool::RUN_SCRIPT;
 
 use bytes::Bytes;
-use manifold_code::{FromWorker, Start};
-use manifold_config::code::{CodeConfig, WORKER_BASE_MEMORY};
+use manifold_config::code::CodeConfig;
 use manifold_protocol::jsonrpc;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
@@ -71,34 +74,48 @@ fn arguments(
 }
 
 /// `run_script`: the script's answer, on a stream when the client takes one
-/// (its calls' progress and questions go there), else as one message.
+/// (its calls' progress and questions go there), else as one message; a
+/// 2026-07-28 retry carrying a paused script's `requestState` goes on as
+/// that script (`paused.rs`).
 pub(crate) async fn run(x: &mut Request, params: &Map<String, Value>) -> Result<Reply, Refusal> {
     let cfg = x.gw.cfg().code.clone();
     let (script, inputs) = arguments(&cfg, params)?;
+    let begin = match params.get("requestState") {
+        Some(state) => {
+            let p = paused::take(x, state, &script)?;
+            Begin::Resume {
+                running: Box::new(p.running),
+                pending: p.pending,
+                responses: paused::responses(params),
+            }
+        }
+        None => {
+            let progress = params
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .cloned();
+            Begin::Fresh {
+                script,
+                inputs,
+                progress,
+                cfg,
+            }
+        }
+    };
     let Some(cancel) = x.caller.begin_call(&x.rpc_id) else {
         return Err(Refusal::TooManyCalls {
             limit: x.gw.cfg().limits.max_calls_per_session,
         });
     };
-    let progress = params
-        .get("_meta")
-        .and_then(|m| m.get("progressToken"))
-        .cloned();
-    let job = Job {
-        script,
-        inputs,
-        progress,
-        cfg,
-    };
     if !x.arrival.accepts.stream {
-        let answered = execute(x, job, None, &cancel).await;
+        let answered = execute(x, begin, None, &cancel).await;
         x.caller.end_call(&x.rpc_id);
         return answered.map(|result| Reply::ok(response(x, result)));
     }
     let (tx, rx) = mpsc::channel::<Bytes>(x.gw.cfg().limits.stream_queue);
     let mut detached = x.detach();
     x.gw.life.background.clone().spawn(async move {
-        let answered = execute(&mut detached, job, Some(&tx), &cancel).await;
+        let answered = execute(&mut detached, begin, Some(&tx), &cancel).await;
         detached.caller.end_call(&detached.rpc_id);
         // A cancelled request gets no response: its stream ends.
         let cancelled = matches!(answered, Err(Refusal::Cancelled));
@@ -116,45 +133,160 @@ pub(crate) async fn run(x: &mut Request, params: &Map<String, Value>) -> Result<
     Ok(Reply::Stream(rx))
 }
 
-/// The response bytes of a script's result.
+/// The response bytes of a script's result (or input request).
 fn response(x: &Request, result: Map<String, Value>) -> Bytes {
-    let result = inner::for_era(x.era, result);
+    let result = match result.contains_key("resultType") {
+        true => result,
+        false => inner::for_era(x.era, result),
+    };
     Bytes::from(jsonrpc::response_bytes_from_json(
         &x.rpc_id,
         Value::Object(result).to_string().as_bytes(),
     ))
 }
 
-/// One script to run.
-struct Job {
-    script: String,
-    inputs: Option<Value>,
-    progress: Option<Value>,
-    cfg: CodeConfig,
+/// How a script starts: fresh, or (2026-07-28) a paused one with the
+/// client's answers for its pending call.
+enum Begin {
+    Fresh {
+        script: String,
+        inputs: Option<Value>,
+        progress: Option<Value>,
+        cfg: CodeConfig,
+    },
+    Resume {
+        running: Box<driver::Running>,
+        pending: inner::Pending,
+        responses: Value,
+    },
 }
 
-/// Runs `job` for the caller of `x`: its result, or the tool error it ended
-/// with; the script's facts go on `x`'s record.
+/// Runs a script for the caller of `x`: its result, an input request (a
+/// paused script), or the tool error it ended with; the script's facts go on
+/// `x`'s record (a paused script's request has none: the retry that ends it
+/// is the script's record).
 async fn execute(
     x: &mut Request,
-    job: Job,
+    begin: Begin,
     out: Option<&mpsc::Sender<Bytes>>,
     cancel: &CancellationToken,
 ) -> Result<Map<String, Value>, Refusal> {
-    let sha256 = manifold_code::digest(&job.script);
-    let mut event = manifold_audit::ScriptEvent {
-        sha256: sha256.clone(),
-        calls: Some(0),
-        steps: None,
+    let mut steps = None;
+    let (mut running, first) = match begin {
+        Begin::Fresh {
+            script,
+            inputs,
+            progress,
+            cfg,
+        } => match driver::start(x, &script, inputs, cfg, progress, cancel).await {
+            Ok(r) => (Box::new(r), None),
+            Err(text) => {
+                let digest = manifold_code::digest(&script);
+                return ended(x, &digest, 0, None, Err(text), cancel);
+            }
+        },
+        Begin::Resume {
+            running,
+            pending,
+            responses,
+        } => {
+            let retry = Some((pending.state, responses));
+            let answered = driver::call(
+                x,
+                &running,
+                pending.name,
+                pending.arguments,
+                retry,
+                out,
+                cancel,
+            )
+            .await;
+            match answered {
+                Ok(inner::Inner::Answer(a)) => (running, Some(a)),
+                Ok(inner::Inner::Input {
+                    pending,
+                    input_requests,
+                }) => return pause(x, running, pending, input_requests),
+                Err(text) => {
+                    let (digest, calls) = (running.sha256.clone(), running.calls);
+                    return ended(x, &digest, calls, None, Err(text), cancel);
+                }
+            }
+        }
     };
-    let ended = drive(x, &job, &sha256, out, cancel, &mut event).await;
+    let step = driver::pump(x, &mut running, first, out, cancel, &mut steps).await;
+    let (digest, calls) = (running.sha256.clone(), running.calls);
+    match step {
+        Ok(driver::Step::Paused {
+            pending,
+            input_requests,
+        }) => pause(x, running, pending, input_requests),
+        Ok(driver::Step::Finished(f)) => ended(x, &digest, f.calls, steps, Ok(f), cancel),
+        Err(text) => ended(x, &digest, calls, steps, Err(text), cancel),
+    }
+}
+
+/// A paused script: held for the retry, and its request answered with the
+/// input its call needs (not a record of its own: the retry's is the
+/// script's). Only a 2026-07-28 caller is asked so.
+fn pause(
+    x: &mut Request,
+    running: Box<driver::Running>,
+    pending: inner::Pending,
+    input_requests: Value,
+) -> Result<Map<String, Value>, Refusal> {
+    if x.era != crate::era::Era::Stateless {
+        let text = format!(
+            "The script failed: call({:?}) asked for input in a way this client cannot be asked",
+            pending.name
+        );
+        let (digest, calls) = (running.sha256.clone(), running.calls);
+        return ended(
+            x,
+            &digest,
+            calls,
+            None,
+            Err(text),
+            &CancellationToken::new(),
+        );
+    }
+    let state = paused::hold(
+        x,
+        paused::Paused {
+            running: *running,
+            pending,
+        },
+    );
+    if let Some(o) = x.observation() {
+        o.not_audited();
+    }
+    let mut result = Map::new();
+    result.insert("resultType".into(), json!("input_required"));
+    result.insert("inputRequests".into(), input_requests);
+    result.insert("requestState".into(), json!(state));
+    Ok(result)
+}
+
+/// A script's end: its facts on `x`'s record, and its result or tool error.
+fn ended(
+    x: &mut Request,
+    sha256: &str,
+    calls: u32,
+    steps: Option<u64>,
+    end: Result<manifold_code::Finished, driver::Stopped>,
+    cancel: &CancellationToken,
+) -> Result<Map<String, Value>, Refusal> {
     if let Some(o) = x.observation() {
         o.note(Facts {
-            script: Some(event),
+            script: Some(manifold_audit::ScriptEvent {
+                sha256: sha256.to_string(),
+                calls: Some(calls),
+                steps,
+            }),
             ..Facts::default()
         });
     }
-    match ended {
+    match end {
         Ok(f) => {
             let text = serde_json::to_string(&f.value).unwrap_or_default();
             let mut result = Map::new();
@@ -167,124 +299,5 @@ async fn execute(
         }
         Err(_) if cancel.is_cancelled() => Err(Refusal::Cancelled),
         Err(text) => Err(ToolError::Script(text).into()),
-    }
-}
-
-/// The worker's life: started with a turn of the pool, the script sent, its
-/// calls out answered, until it ends, the wall clock runs out, or the call
-/// is cancelled. `Err`: the failure as a model reads it.
-async fn drive(
-    x: &Request,
-    job: &Job,
-    sha256: &str,
-    out: Option<&mpsc::Sender<Bytes>>,
-    cancel: &CancellationToken,
-    event: &mut manifold_audit::ScriptEvent,
-) -> Result<manifold_code::Finished, String> {
-    let cfg = &job.cfg;
-    let deadline = tokio::time::Instant::now() + cfg.timeout;
-    let timed_out = |n: u32| {
-        format!(
-            "The script was stopped: it ran past its timeout of {} s (timeout){}",
-            cfg.timeout.as_secs(),
-            calls_note(n)
-        )
-    };
-    let turn = tokio::select! {
-        t = x.gw.code.turn(cfg.workers) => t,
-        _ = tokio::time::sleep_until(deadline) => return Err(timed_out(0)),
-        _ = cancel.cancelled() => return Err("The script was cancelled before it started".into()),
-    };
-    let _turn = turn.map_err(|b| {
-        format!(
-            "code mode is busy: {} scripts are running and {} wait (workers, max_queued); try again shortly",
-            b.workers, b.max_queued
-        )
-    })?;
-    let program = x.gw.code.program(cfg.worker.as_deref());
-    let address_space = cfg.max_memory.saturating_add(WORKER_BASE_MEMORY);
-    let cpu_seconds = cfg.timeout.as_secs() + 1;
-    let mut w = worker::Worker::start(&program, address_space, cpu_seconds)
-        .map_err(|e| format!("The script could not run: {e}"))?;
-    let start = Start {
-        script: job.script.clone(),
-        inputs: job.inputs.clone(),
-        limits: manifold_code::Limits {
-            max_steps: cfg.max_steps,
-            max_memory: cfg.max_memory,
-            max_calls: cfg.max_calls,
-            max_result_bytes: cfg.max_result_bytes,
-            timeout_ms: cfg.timeout.as_millis() as u64,
-        },
-    };
-    w.begin(&start)
-        .await
-        .map_err(|e| format!("The script could not run: {e}"))?;
-    let script = inner::Script {
-        x,
-        sha256,
-        progress: job.progress.as_ref(),
-        out,
-    };
-    let mut n = 0u32;
-    loop {
-        let msg = tokio::select! {
-            m = w.next() => m.map_err(|e| format!("The script was stopped: {e}{}", calls_note(n)))?,
-            _ = tokio::time::sleep_until(deadline) => return Err(timed_out(n)),
-            _ = cancel.cancelled() => return Err(format!("The script was cancelled{}", calls_note(n))),
-        };
-        let answer = match msg {
-            FromWorker::Call { name, arguments } => {
-                n += 1;
-                event.calls = Some(n);
-                let id = inner::call_id(x, n);
-                let call = inner::call(&script, id.clone(), name, arguments);
-                tokio::select! {
-                    a = call => a,
-                    _ = tokio::time::sleep_until(deadline) => {
-                        cancel_inner(x, &id);
-                        return Err(timed_out(n));
-                    }
-                    _ = cancel.cancelled() => {
-                        cancel_inner(x, &id);
-                        return Err(format!("The script was cancelled{}", calls_note(n)));
-                    }
-                }
-            }
-            FromWorker::Search { query, limit } => inner::search(x, query, limit).await,
-            FromWorker::Done(f) => {
-                event.steps = Some(f.steps);
-                return Ok(f);
-            }
-            FromWorker::Failed(f) => {
-                event.steps = Some(f.steps);
-                let mut text = f.describe();
-                if !f.log.is_empty() {
-                    text.push_str("\nIts log:\n");
-                    text.push_str(&f.log.join("\n"));
-                }
-                return Err(text);
-            }
-        };
-        // A refusal: the worker fails the script with its words and ends.
-        w.answer(&answer)
-            .await
-            .map_err(|e| format!("The script was stopped: {e}{}", calls_note(n)))?;
-    }
-}
-
-/// A session's call in flight is cancelled upstream too (a stateless
-/// caller's is, when its future drops).
-fn cancel_inner(x: &Request, id: &manifold_protocol::RequestId) {
-    if let Some(s) = x.caller.session() {
-        s.cancel_call(id);
-    }
-}
-
-fn calls_note(n: u32) -> String {
-    match n {
-        0 => String::new(),
-        1 => " after 1 tool call".into(),
-        n => format!(" after {n} tool calls"),
     }
 }

@@ -1,0 +1,214 @@
+//! A script's worker, driven: a turn of the pool taken, the worker started
+//! and sent the script, then each of its calls out answered ([`pump`])
+//! until it ends, the wall clock runs out, the request is cancelled, or —
+//! 2026-07-28 — one of its calls needs the client's input, which pauses it
+//! ([`Step::Paused`]: the worker waits, `paused.rs` holds it for the retry).
+//!
+//! Invariants: a [`Running`] script holds its turn and its worker process
+//! until it drops (the worker is killed then); every wait is under the
+//! script's deadline and its cancellation; a call in flight when either
+//! comes is cancelled.
+//!
+//! Not here: the answer (`mod.rs`), what a call is (`inner.rs`).
+
+use bytes::Bytes;
+use manifold_code::{Finished, FromWorker, Start, ToWorker};
+use manifold_config::code::{CodeConfig, WORKER_BASE_MEMORY};
+use serde_json::Value;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio_util::sync::CancellationToken;
+
+use super::inner::{self, Inner, Pending};
+use super::worker::Worker;
+use crate::request::Request;
+
+/// A script whose worker is running.
+pub(super) struct Running {
+    worker: Worker,
+    _turn: OwnedSemaphorePermit,
+    pub deadline: tokio::time::Instant,
+    /// Calls made so far.
+    pub calls: u32,
+    pub sha256: String,
+    pub cfg: CodeConfig,
+    /// The client's progress token, given to each call.
+    pub progress: Option<Value>,
+}
+
+/// Where driving a script stopped.
+pub(super) enum Step {
+    Finished(Finished),
+    /// 2026-07-28: a call needs the client's input (`inputRequests`).
+    Paused {
+        pending: Pending,
+        input_requests: Value,
+    },
+}
+
+/// Why a script ended without a value: the failure as a model reads it.
+pub(super) type Stopped = String;
+
+pub(super) fn calls_note(n: u32) -> String {
+    match n {
+        0 => String::new(),
+        1 => " after 1 tool call".into(),
+        n => format!(" after {n} tool calls"),
+    }
+}
+
+fn timed_out(cfg: &CodeConfig, n: u32) -> Stopped {
+    format!(
+        "The script was stopped: it ran past its timeout of {} s (timeout){}",
+        cfg.timeout.as_secs(),
+        calls_note(n)
+    )
+}
+
+/// Takes a turn, starts the worker and sends it the script.
+pub(super) async fn start(
+    x: &Request,
+    script: &str,
+    inputs: Option<Value>,
+    cfg: CodeConfig,
+    progress: Option<Value>,
+    cancel: &CancellationToken,
+) -> Result<Running, Stopped> {
+    let deadline = tokio::time::Instant::now() + cfg.timeout;
+    let turn = tokio::select! {
+        t = x.gw.code.turn(cfg.workers) => t,
+        _ = tokio::time::sleep_until(deadline) => return Err(timed_out(&cfg, 0)),
+        _ = cancel.cancelled() => return Err("The script was cancelled before it started".into()),
+    };
+    let turn = turn.map_err(|b| {
+        format!(
+            "code mode is busy: {} scripts are running and {} wait (workers, max_queued); try again shortly",
+            b.workers, b.max_queued
+        )
+    })?;
+    let program = x.gw.code.program(cfg.worker.as_deref());
+    let address_space = cfg.max_memory.saturating_add(WORKER_BASE_MEMORY);
+    let mut worker = Worker::start(&program, address_space, cfg.timeout.as_secs() + 1)
+        .map_err(|e| format!("The script could not run: {e}"))?;
+    let start = Start {
+        script: script.to_string(),
+        inputs,
+        limits: manifold_code::Limits {
+            max_steps: cfg.max_steps,
+            max_memory: cfg.max_memory,
+            max_calls: cfg.max_calls,
+            max_result_bytes: cfg.max_result_bytes,
+            timeout_ms: cfg.timeout.as_millis() as u64,
+        },
+    };
+    worker
+        .begin(&start)
+        .await
+        .map_err(|e| format!("The script could not run: {e}"))?;
+    Ok(Running {
+        worker,
+        _turn: turn,
+        deadline,
+        calls: 0,
+        sha256: manifold_code::digest(script),
+        cfg,
+        progress,
+    })
+}
+
+/// Answers the worker's calls out (first `answer`, the answer to the call it
+/// waits on, if any) until the script ends or pauses. `steps` gets the
+/// worker's count when it reports one.
+pub(super) async fn pump(
+    x: &Request,
+    r: &mut Running,
+    mut answer: Option<ToWorker>,
+    out: Option<&mpsc::Sender<Bytes>>,
+    cancel: &CancellationToken,
+    steps: &mut Option<u64>,
+) -> Result<Step, Stopped> {
+    loop {
+        if let Some(a) = answer.take() {
+            // A refusal: the worker fails the script with its words and ends.
+            r.worker
+                .answer(&a)
+                .await
+                .map_err(|e| format!("The script was stopped: {e}{}", calls_note(r.calls)))?;
+        }
+        let msg = tokio::select! {
+            m = r.worker.next() => m.map_err(|e| format!("The script was stopped: {e}{}", calls_note(r.calls)))?,
+            _ = tokio::time::sleep_until(r.deadline) => return Err(timed_out(&r.cfg, r.calls)),
+            _ = cancel.cancelled() => return Err(format!("The script was cancelled{}", calls_note(r.calls))),
+        };
+        answer = Some(match msg {
+            FromWorker::Call { name, arguments } => {
+                r.calls += 1;
+                match call(x, r, name, arguments, None, out, cancel).await? {
+                    Inner::Answer(a) => a,
+                    Inner::Input {
+                        pending,
+                        input_requests,
+                    } => {
+                        return Ok(Step::Paused {
+                            pending,
+                            input_requests,
+                        })
+                    }
+                }
+            }
+            FromWorker::Search { query, limit } => inner::search(x, query, limit).await,
+            FromWorker::Done(f) => {
+                *steps = Some(f.steps);
+                return Ok(Step::Finished(f));
+            }
+            FromWorker::Failed(f) => {
+                *steps = Some(f.steps);
+                let mut text = f.describe();
+                if !f.log.is_empty() {
+                    text.push_str("\nIts log:\n");
+                    text.push_str(&f.log.join("\n"));
+                }
+                return Err(text);
+            }
+        });
+    }
+}
+
+/// The script's call number `r.calls` (`retry`: the input for its pending
+/// round), under the script's deadline and cancellation.
+pub(super) async fn call(
+    x: &Request,
+    r: &Running,
+    name: String,
+    arguments: Value,
+    retry: Option<(String, Value)>,
+    out: Option<&mpsc::Sender<Bytes>>,
+    cancel: &CancellationToken,
+) -> Result<Inner, Stopped> {
+    let id = inner::call_id(x, r.calls);
+    let script = inner::Script {
+        x,
+        sha256: &r.sha256,
+        progress: r.progress.as_ref(),
+        out,
+    };
+    let call = inner::call(&script, id.clone(), name, arguments, retry);
+    tokio::select! {
+        a = call => Ok(a),
+        _ = tokio::time::sleep_until(r.deadline) => {
+            cancel_inner(x, &id);
+            Err(timed_out(&r.cfg, r.calls))
+        }
+        _ = cancel.cancelled() => {
+            cancel_inner(x, &id);
+            Err(format!("The script was cancelled{}", calls_note(r.calls)))
+        }
+    }
+}
+
+/// A session's call in flight is cancelled upstream too (a stateless
+/// caller's is, when its future drops).
+fn cancel_inner(x: &Request, id: &manifold_protocol::RequestId) {
+    if let Some(s) = x.caller.session() {
+        s.cancel_call(id);
+    }
+}
