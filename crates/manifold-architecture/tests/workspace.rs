@@ -163,7 +163,7 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
     (
         "crates/manifold-bench",
         &[
-            &["pool", "search_endpoint"],
+            &["code_endpoint", "pool", "search_endpoint"],
             &["measure"],
             &["args", "callgrind"],
             &["peers"],
@@ -261,5 +261,14 @@ fn every_crate_imports_down_its_layers_without_cycles_and_its_root_is_a_face() {
             problems.push(format!("{c}: in TABLES but no member of the workspace"));
         }
     }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Code mode's worker is built on its own (not a member: its starlark
+/// dependency must not reach the gateway's build), and keeps its layers too.
+#[test]
+fn the_code_worker_outside_the_workspace_imports_down_its_layers() {
+    let src = workspace().join("crates/manifold-code-worker/src");
+    let problems = manifold_architecture::check(&src, &[&["worker"], &["engine"]]);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

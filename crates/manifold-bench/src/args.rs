@@ -23,7 +23,11 @@ pub(crate) struct Args {
     /// one with `[auth]`, 100 `[[policy]]` views and validation). Running one alone is
     /// handy under a profiler. `search`: a `discovery = "search"` endpoint
     /// (`search_endpoint`): tools/list bytes, call_tool vs a direct call,
-    /// search_tools over 10,000 tools. `pool`: a slow single-threaded stdio
+    /// search_tools over 10,000 tools. `code`: a `discovery = "code"` endpoint
+    /// (`code_endpoint`): run_script of one call vs the direct call, scripts/s
+    /// of a ten-call script, and one task's context in list, search and code
+    /// mode over `--catalog` (needs manifold-code-worker next to `--manifold`).
+    /// `pool`: a slow single-threaded stdio
     /// upstream as one child vs a pool of four (`instances = 4`, see `pool`).
     #[arg(long, value_delimiter = ',', default_value = "call,list")]
     pub(crate) scenarios: Vec<String>,

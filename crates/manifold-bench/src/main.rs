@@ -21,6 +21,7 @@ use std::process::{Command, Stdio};
 
 mod args;
 mod callgrind;
+mod code_endpoint;
 mod measure;
 mod peers;
 mod pool;
@@ -122,9 +123,11 @@ async fn main() -> Result<()> {
     println!("| measurement | concurrency | direct calls/s | via Manifold calls/s | ratio | direct p50 / p99 (µs) | via Manifold p50 / p99 (µs) | added p50 (µs) |");
     println!("|---|---|---|---|---|---|---|---|");
     for scenario in &args.scenarios {
-        if !["call", "list", "auth", "policy", "search", "pool"].contains(&scenario.as_str()) {
+        if !["call", "list", "auth", "policy", "search", "code", "pool"]
+            .contains(&scenario.as_str())
+        {
             bail!(
-                "unknown scenario {scenario:?}: expected call, list, auth, policy, search or pool"
+                "unknown scenario {scenario:?}: expected call, list, auth, policy, search, code or pool"
             );
         }
     }
@@ -219,6 +222,9 @@ async fn main() -> Result<()> {
     }
     if run("search") {
         search_endpoint::run(&client, &exe, &dir, &upstreams, &args).await?;
+    }
+    if run("code") {
+        code_endpoint::run(&client, &exe, &dir, &upstreams, &args).await?;
     }
     if run("pool") {
         pool::run(&client, &exe, &dir, &args).await?;

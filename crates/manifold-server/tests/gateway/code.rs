@@ -459,3 +459,35 @@ async fn a_2026_client_confirms_a_call_of_a_paused_script_and_the_script_runs_on
     })
     .await
 }
+
+#[tokio::test]
+async fn a_full_pool_refuses_at_once_and_frees_its_turn_when_a_script_ends() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("code-busy")?;
+        let f = start(&dir, "workers = 1\nmax_queued = 0").await?;
+        let c = at(&f);
+        c.initialize("2025-11-25", json!({})).await?;
+        let slow = "def main():\n  return call('remote__sleep', {'ms': 1500})\n";
+        let mut stream = c
+            .send_streaming(&json!({
+                "jsonrpc": "2.0", "id": 11, "method": "tools/call",
+                "params": {"name": "run_script", "arguments": {"script": slow},
+                           "_meta": {"progressToken": "busy"}}
+            }))
+            .await?;
+        // Its call is in flight: the one worker is taken.
+        let progress = stream.expect_next().await?;
+        assert_eq!(progress["method"], "notifications/progress", "{progress}");
+        let quick = "def main():\n  return 1\n";
+        let text = failure(&run(&c, false, quick, Value::Null).await?)?;
+        assert!(text.contains("busy") && text.contains("workers"), "{text}");
+        let done = stream.expect_next().await?;
+        assert_eq!(done["id"], 11, "{done}");
+        assert_ne!(done["result"]["isError"], true, "{done}");
+        // The turn is back.
+        let r = run(&c, false, quick, Value::Null).await?;
+        assert_eq!(r["result"]["structuredContent"]["value"], 1, "{r}");
+        Ok(())
+    })
+    .await
+}

@@ -38,7 +38,7 @@ use bytes::Bytes;
 use manifold_config::code::CodeConfig;
 use manifold_protocol::jsonrpc;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::observe::Facts;
@@ -112,10 +112,22 @@ pub(crate) async fn run(x: &mut Request, params: &Map<String, Value>) -> Result<
         x.caller.end_call(&x.rpc_id);
         return answered.map(|result| Reply::ok(response(x, result)));
     }
-    let (tx, rx) = mpsc::channel::<Bytes>(x.gw.cfg().limits.stream_queue);
+    let (tx, mut rx) = mpsc::channel::<Bytes>(x.gw.cfg().limits.stream_queue);
+    let (done_tx, mut done_rx) = oneshot::channel::<Reply>();
     let mut detached = x.detach();
     x.gw.life.background.clone().spawn(async move {
-        let answered = execute(&mut detached, begin, Some(&tx), &cancel).await;
+        let mut done_tx = done_tx;
+        // A client whose leaving cancels (2026-07-28) cancels the script when
+        // nobody waits for its answer any more.
+        let cancels = detached.caller.cancels_on_disconnect();
+        let answered = tokio::select! {
+            a = execute(&mut detached, begin, Some(&tx), &cancel) => a,
+            _ = done_tx.closed(), if cancels => {
+                cancel.cancel();
+                Err(Refusal::Cancelled)
+            }
+        };
+        drop(tx);
         detached.caller.end_call(&detached.rpc_id);
         // A cancelled request gets no response: its stream ends.
         let cancelled = matches!(answered, Err(Refusal::Cancelled));
@@ -126,11 +138,41 @@ pub(crate) async fn run(x: &mut Request, params: &Map<String, Value>) -> Result<
             detached.era,
         )
         .await;
-        if let (Reply::Message { bytes, .. }, false) = (reply, cancelled) {
-            let _ = tx.send(bytes).await;
+        let _ = done_tx.send(if cancelled {
+            Reply::empty_stream()
+        } else {
+            reply
+        });
+    });
+    // One message when the answer comes first (as a direct call's); a stream
+    // once a call's progress or question does.
+    let first = tokio::select! {
+        m = rx.recv() => m,
+        done = &mut done_rx => return Ok(done.unwrap_or_else(|_| Reply::empty_stream())),
+    };
+    let Some(first) = first else {
+        return Ok(done_rx.await.unwrap_or_else(|_| Reply::empty_stream()));
+    };
+    let (out, stream) = mpsc::channel::<Bytes>(x.gw.cfg().limits.stream_queue);
+    x.gw.life.background.spawn(async move {
+        if out.send(first).await.is_err() {
+            return;
+        }
+        loop {
+            tokio::select! {
+                m = rx.recv() => match m {
+                    Some(m) => if out.send(m).await.is_err() { return },
+                    None => break,
+                },
+                // The client left: dropping `done_rx` tells the script.
+                _ = out.closed() => return,
+            }
+        }
+        if let Ok(Reply::Message { bytes, .. }) = done_rx.await {
+            let _ = out.send(bytes).await;
         }
     });
-    Ok(Reply::Stream(rx))
+    Ok(Reply::Stream(stream))
 }
 
 /// The response bytes of a script's result (or input request).
