@@ -18,7 +18,7 @@
 
 use serde_json::Value;
 use starlark::any::ProvidesStaticType;
-use starlark::environment::{GlobalsBuilder, LibraryExtension, Module};
+use starlark::environment::{Globals, GlobalsBuilder, LibraryExtension, Module};
 use starlark::eval::Evaluator;
 use starlark::syntax::{AstModule, Dialect};
 use starlark::values::Value as Sv;
@@ -189,9 +189,24 @@ fn main_takes_inputs(script: &str) -> bool {
         .is_some_and(|rest| !rest.trim_start().starts_with(')'))
 }
 
-/// Runs `script` with `inputs` under `limits`, its calls out answered by
-/// `host`.
+/// The script's globals: Starlark's own, `print`, `json`, `map`, `filter`,
+/// and the built-ins. Built once per worker, before its script arrives (a
+/// spare worker waits with them ready).
+pub fn globals() -> Globals {
+    GlobalsBuilder::extended_by(&[
+        LibraryExtension::Print,
+        LibraryExtension::Json,
+        LibraryExtension::Map,
+        LibraryExtension::Filter,
+    ])
+    .with(builtins)
+    .build()
+}
+
+/// Runs `script` with `inputs` under `limits` and `globals`, its calls out
+/// answered by `host`.
 pub fn run(
+    globals: &Globals,
     script: &str,
     inputs: Option<Value>,
     limits: &Limits,
@@ -203,14 +218,6 @@ pub fn run(
     };
     let ast = AstModule::parse(FILE, script.to_string(), &dialect)
         .map_err(|e| Box::new(failure(&e, Stop::Syntax)))?;
-    let globals = GlobalsBuilder::extended_by(&[
-        LibraryExtension::Print,
-        LibraryExtension::Json,
-        LibraryExtension::Map,
-        LibraryExtension::Filter,
-    ])
-    .with(builtins)
-    .build();
     let run = Run {
         host: RefCell::new(host),
         max_calls: limits.max_calls,
@@ -235,7 +242,7 @@ pub fn run(
             return Err(Box::new(internal(&e.to_string())));
         }
         eval.set_check_cancelled(Box::new(move || Instant::now() > deadline));
-        let evaluated = eval.eval_module(ast, &globals).and_then(|_| {
+        let evaluated = eval.eval_module(ast, globals).and_then(|_| {
             let main = module.get("main").ok_or_else(|| {
                 refused_fmt!(
                     "the script defines no `main`: write `def main():` (or `def main(inputs):`) and return the result"
@@ -401,6 +408,7 @@ mod tests {
 
     fn go(script: &str) -> Result<Finished, Box<Failure>> {
         run(
+            &globals(),
             script,
             Some(json!({"n": 3})),
             &Limits::default(),
@@ -409,7 +417,7 @@ mod tests {
     }
 
     fn small(script: &str, limits: Limits) -> Result<Finished, Box<Failure>> {
-        run(script, None, &limits, Box::new(Echo))
+        run(&globals(), script, None, &limits, Box::new(Echo))
     }
 
     #[test]

@@ -135,6 +135,9 @@ pub fn serve(
     mut input: Box<dyn BufRead + Send>,
     output: Box<dyn Write + Send>,
 ) -> Result<(), WorkerError> {
+    // Ready before the script arrives: a spare worker waits with its globals
+    // built, so a script's turn does not pay for them.
+    let globals = engine::globals();
     let start: Start = serde_json::from_slice(&read_line(&mut input)?)?;
     let output: Shared = Arc::new(Mutex::new(output));
     let host = Gateway {
@@ -147,7 +150,13 @@ pub fn serve(
         .stack_size(SCRIPT_STACK_BYTES)
         .spawn(move || {
             let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-                engine::run(&start.script, start.inputs, &start.limits, Box::new(host))
+                engine::run(
+                    &globals,
+                    &start.script,
+                    start.inputs,
+                    &start.limits,
+                    Box::new(host),
+                )
             }));
             match ended {
                 Ok(Ok(f)) => FromWorker::Done(f),

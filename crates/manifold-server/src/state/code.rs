@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The program of a worker and its first arguments (before the limits).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerProgram {
     pub program: PathBuf,
     pub args: Vec<OsString>,
@@ -28,6 +28,9 @@ pub(crate) struct CodePool {
     waiting: AtomicUsize,
     max_queued: usize,
     program: OnceLock<WorkerProgram>,
+    /// One worker started ahead of its script (its program, its limits),
+    /// waiting for it: a script's turn takes it instead of starting one.
+    spare: parking_lot::Mutex<Option<(Spare, Box<dyn std::any::Any + Send>)>>,
     /// Scripts paused for a 2026-07-28 client's input, by the `requestState`
     /// the client was given: each holds its worker and its turn, so there are
     /// at most `workers`, and each leaves at its script's deadline.
@@ -90,6 +93,7 @@ impl CodePool {
             max_queued: cfg.max_queued,
             program: OnceLock::new(),
             paused: Paused::default(),
+            spare: parking_lot::Mutex::new(None),
         }
     }
 
@@ -134,6 +138,33 @@ impl CodePool {
                 program: default_worker(),
                 args: Vec::new(),
             })
+    }
+}
+
+/// What a worker is started with: a spare serves only a script that would
+/// start the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Spare {
+    pub program: WorkerProgram,
+    pub address_space: u64,
+    pub cpu_seconds: u64,
+}
+
+impl CodePool {
+    /// The spare worker, if it was started as `spare` says (one started
+    /// otherwise — a reload changed the limits — is dropped: killed).
+    pub(crate) fn take_spare(&self, spare: &Spare) -> Option<Box<dyn std::any::Any + Send>> {
+        let held = self.spare.lock().take();
+        match held {
+            Some((s, w)) if s == *spare => Some(w),
+            _ => None,
+        }
+    }
+
+    /// Keeps `worker`, started as `spare` says, for the next script.
+    pub(crate) fn keep_spare(&self, spare: Spare, worker: Box<dyn std::any::Any + Send>) {
+        let old = self.spare.lock().replace((spare, worker));
+        drop(old);
     }
 }
 

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::inner::{self, Inner, Pending};
 use super::worker::Worker;
 use crate::request::Request;
+use crate::state::code::Spare;
 
 /// A script whose worker is running.
 pub(super) struct Running {
@@ -85,10 +86,11 @@ pub(super) async fn start(
             b.workers, b.max_queued
         )
     })?;
-    let program = x.gw.code.program(cfg.worker.as_deref());
-    let address_space = cfg.max_memory.saturating_add(WORKER_BASE_MEMORY);
-    let mut worker = Worker::start(&program, address_space, cfg.timeout.as_secs() + 1)
-        .map_err(|e| format!("The script could not run: {e}"))?;
+    let how = Spare {
+        program: x.gw.code.program(cfg.worker.as_deref()),
+        address_space: cfg.max_memory.saturating_add(WORKER_BASE_MEMORY),
+        cpu_seconds: cfg.timeout.as_secs() + 1,
+    };
     let start = Start {
         script: script.to_string(),
         inputs,
@@ -100,10 +102,33 @@ pub(super) async fn start(
             timeout_ms: cfg.timeout.as_millis() as u64,
         },
     };
-    worker
-        .begin(&start)
-        .await
-        .map_err(|e| format!("The script could not run: {e}"))?;
+    // The spare started for this script, if it is still alive; else a new one.
+    let spare =
+        x.gw.code
+            .take_spare(&how)
+            .and_then(|w| w.downcast::<Worker>().ok());
+    let begun = match spare {
+        Some(mut w) => match w.begin(&start).await {
+            Ok(()) => Some(*w),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let worker = match begun {
+        Some(w) => w,
+        None => {
+            let mut w =
+                Worker::start(&how).map_err(|e| format!("The script could not run: {e}"))?;
+            w.begin(&start)
+                .await
+                .map_err(|e| format!("The script could not run: {e}"))?;
+            w
+        }
+    };
+    // The next script's worker starts now, off its path.
+    if let Ok(next) = Worker::start(&how) {
+        x.gw.code.keep_spare(how, Box::new(next));
+    }
     Ok(Running {
         worker,
         _turn: turn,

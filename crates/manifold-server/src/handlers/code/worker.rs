@@ -16,7 +16,7 @@ use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::state::code::WorkerProgram;
+use crate::state::code::Spare;
 
 /// A running worker.
 pub(super) struct Worker {
@@ -54,19 +54,15 @@ fn ended(signal: Option<i32>) -> String {
 }
 
 impl Worker {
-    /// Starts a worker whose address space is `address_space` bytes and CPU
-    /// time `cpu_seconds`.
-    pub(super) fn start(
-        program: &WorkerProgram,
-        address_space: u64,
-        cpu_seconds: u64,
-    ) -> Result<Worker, WorkerError> {
-        let mut child = Command::new(&program.program)
-            .args(&program.args)
+    /// Starts a worker as `how` says (its program, address space and CPU
+    /// time).
+    pub(super) fn start(how: &Spare) -> Result<Worker, WorkerError> {
+        let mut child = Command::new(&how.program.program)
+            .args(&how.program.args)
             .arg("--address-space")
-            .arg(address_space.to_string())
+            .arg(how.address_space.to_string())
             .arg("--cpu-seconds")
-            .arg(cpu_seconds.to_string())
+            .arg(how.cpu_seconds.to_string())
             // A script sees nothing of the gateway: no secret in its
             // environment, no directory of its own.
             .env_clear()
