@@ -209,8 +209,10 @@ pub(crate) async fn route(x: &mut Request, mut msg: Map<String, Value>) -> Resul
     if meta == Some(Meta::Run) {
         // Rate-limited as a tool is, before any work; each of its calls is
         // limited again as the direct call it is.
-        let _places = crate::call::search_places(x, code::RUN_SCRIPT).await?;
-        return code::run(x, &params).await;
+        // The places are held until the script ends (it may outlive this
+        // handler on its stream).
+        let places = crate::call::search_places(x, code::RUN_SCRIPT).await?;
+        return code::run(x, &params, places).await;
     }
     if meta == Some(Meta::Search) {
         if let Some(o) = x.observation() {

@@ -251,6 +251,10 @@ async fn hostile_scripts_end_at_their_named_limits_while_direct_calls_go_on() ->
                 "max_log_bytes",
             ),
             (
+                "def main():\n  for i in range(100):\n    search('echo')\n".into(),
+                "max_calls bounds searches",
+            ),
+            (
                 "def main():\n  return 'z' * 20000\n".into(),
                 "max_result_bytes",
             ),

@@ -30,6 +30,8 @@ pub(super) struct Running {
     pub deadline: tokio::time::Instant,
     /// Calls made so far.
     pub calls: u32,
+    /// Searches made so far (bounded by `max_calls` too).
+    pub searches: u32,
     pub sha256: String,
     pub cfg: CodeConfig,
     /// The client's progress token, given to each call.
@@ -57,6 +59,9 @@ pub(super) fn calls_note(n: u32) -> String {
     }
 }
 
+/// A script the gateway's shutdown ended.
+const STOPPING: &str = "The script was stopped: the gateway is shutting down";
+
 fn timed_out(cfg: &CodeConfig, n: u32) -> Stopped {
     format!(
         "The script was stopped: it ran past its timeout of {} s (timeout){}",
@@ -74,12 +79,19 @@ pub(super) async fn start(
     progress: Option<Value>,
     cancel: &CancellationToken,
 ) -> Result<Running, Stopped> {
-    let deadline = tokio::time::Instant::now() + cfg.timeout;
+    // Waiting for a turn is bounded by the timeout too; the script's own
+    // wall clock starts with its turn.
+    let waited = tokio::time::Instant::now() + cfg.timeout;
     let turn = tokio::select! {
         t = x.gw.code.turn(cfg.workers) => t,
-        _ = tokio::time::sleep_until(deadline) => return Err(timed_out(&cfg, 0)),
+        _ = tokio::time::sleep_until(waited) => return Err(format!(
+            "The script did not start: no worker was free within its timeout of {} s (timeout, workers)",
+            cfg.timeout.as_secs()
+        )),
         _ = cancel.cancelled() => return Err("The script was cancelled before it started".into()),
+        _ = x.gw.life.stop.cancelled() => return Err(STOPPING.into()),
     };
+    let deadline = tokio::time::Instant::now() + cfg.timeout;
     let turn = turn.map_err(|b| {
         format!(
             "code mode is busy: {} scripts are running and {} wait (workers, max_queued); try again shortly",
@@ -134,6 +146,7 @@ pub(super) async fn start(
         _turn: turn,
         deadline,
         calls: 0,
+        searches: 0,
         sha256: manifold_code::digest(script),
         cfg,
         progress,
@@ -163,8 +176,25 @@ pub(super) async fn pump(
             m = r.worker.next() => m.map_err(|e| format!("The script was stopped: {e}{}", calls_note(r.calls)))?,
             _ = tokio::time::sleep_until(r.deadline) => return Err(timed_out(&r.cfg, r.calls)),
             _ = cancel.cancelled() => return Err(format!("The script was cancelled{}", calls_note(r.calls))),
+            _ = x.gw.life.stop.cancelled() => return Err(STOPPING.into()),
         };
         answer = Some(match msg {
+            // The worker counts its calls; so does the gateway, which does not
+            // trust the side that runs the script.
+            FromWorker::Call { name, .. } if r.calls >= r.cfg.max_calls => {
+                ToWorker::Refused(format!(
+                    "call({name:?}) would be tool call {} of at most {} (max_calls)",
+                    r.calls + 1,
+                    r.cfg.max_calls
+                ))
+            }
+            FromWorker::Search { .. } if r.searches >= r.cfg.max_calls => {
+                ToWorker::Refused(format!(
+                    "search() would be search {} of at most {} (max_calls bounds searches too)",
+                    r.searches + 1,
+                    r.cfg.max_calls
+                ))
+            }
             FromWorker::Call { name, arguments } => {
                 r.calls += 1;
                 match call(x, r, name, arguments, None, out, cancel).await? {
@@ -180,7 +210,10 @@ pub(super) async fn pump(
                     }
                 }
             }
-            FromWorker::Search { query, limit } => inner::search(x, query, limit).await,
+            FromWorker::Search { query, limit } => {
+                r.searches += 1;
+                inner::search(x, query, limit).await
+            }
             FromWorker::Done(f) => {
                 *steps = Some(f.steps);
                 return Ok(Step::Finished(f));
@@ -226,6 +259,10 @@ pub(super) async fn call(
         _ = cancel.cancelled() => {
             cancel_inner(x, &id);
             Err(format!("The script was cancelled{}", calls_note(r.calls)))
+        }
+        _ = x.gw.life.stop.cancelled() => {
+            cancel_inner(x, &id);
+            Err(STOPPING.into())
         }
     }
 }

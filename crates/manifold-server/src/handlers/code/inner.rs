@@ -249,8 +249,13 @@ fn is_answer_to(m: &[u8], id: &RequestId) -> bool {
     })
 }
 
-/// `search(query, limit)`: the definitions `search_tools` would give.
+/// `search(query, limit)`: the definitions `search_tools` would give, rate
+/// limited as `search_tools` is for this caller.
 pub(super) async fn search(x: &Request, query: String, limit: u64) -> ToWorker {
+    let _places = match crate::call::search_places(x, SEARCH_TOOLS).await {
+        Ok(p) => p,
+        Err(r) => return ToWorker::Refused(format!("search() was refused: {r}")),
+    };
     let mut args = Map::new();
     args.insert("query".into(), Value::String(query));
     args.insert("limit".into(), Value::from(limit));

@@ -77,51 +77,57 @@ fn arguments(
 /// (its calls' progress and questions go there), else as one message; a
 /// 2026-07-28 retry carrying a paused script's `requestState` goes on as
 /// that script (`paused.rs`).
-pub(crate) async fn run(x: &mut Request, params: &Map<String, Value>) -> Result<Reply, Refusal> {
+pub(crate) async fn run(
+    x: &mut Request,
+    params: &Map<String, Value>,
+    places: Option<manifold_policy::Permit>,
+) -> Result<Reply, Refusal> {
     let cfg = x.gw.cfg().code.clone();
     let (script, inputs) = arguments(&cfg, params)?;
-    let begin = match params.get("requestState") {
-        Some(state) => {
-            let p = paused::take(x, state, &script)?;
-            Begin::Resume {
-                running: Box::new(p.running),
-                pending: p.pending,
-                responses: paused::responses(params),
-            }
-        }
-        None => {
-            let progress = params
-                .get("_meta")
-                .and_then(|m| m.get("progressToken"))
-                .cloned();
-            Begin::Fresh {
-                script,
-                inputs,
-                progress,
-                cfg,
-            }
-        }
-    };
     let Some(cancel) = x.caller.begin_call(&x.rpc_id) else {
         return Err(Refusal::TooManyCalls {
             limit: x.gw.cfg().limits.max_calls_per_session,
         });
     };
-    if !x.arrival.accepts.stream {
-        let answered = execute(x, begin, None, &cancel).await;
-        x.caller.end_call(&x.rpc_id);
-        return answered.map(|result| Reply::ok(response(x, result)));
+    // A paused script is taken only once this request may run it (a refused
+    // retry would end the script).
+    let begin = match begin(x, params, script, inputs, cfg) {
+        Ok(b) => b,
+        Err(r) => {
+            x.caller.end_call(&x.rpc_id);
+            return Err(r);
+        }
+    };
+    // The script is named on its record from the start, whatever its end.
+    let sha256 = match &begin {
+        Begin::Fresh { script, .. } => manifold_code::digest(script),
+        Begin::Resume { running, .. } => running.sha256.clone(),
+    };
+    if let Some(o) = x.observation() {
+        o.note(Facts {
+            script: Some(manifold_audit::ScriptEvent {
+                sha256,
+                calls: None,
+                steps: None,
+            }),
+            ..Facts::default()
+        });
     }
+    // The script runs on a task of the gateway, whatever the client does
+    // meanwhile: a session-era client that leaves does not cancel it, a
+    // 2026-07-28 one does; a client that takes no stream gets no interim
+    // message.
+    let streams = x.arrival.accepts.stream;
     let (tx, mut rx) = mpsc::channel::<Bytes>(x.gw.cfg().limits.stream_queue);
     let (done_tx, mut done_rx) = oneshot::channel::<Reply>();
     let mut detached = x.detach();
     x.gw.life.background.clone().spawn(async move {
+        let _places = places;
         let mut done_tx = done_tx;
-        // A client whose leaving cancels (2026-07-28) cancels the script when
-        // nobody waits for its answer any more.
         let cancels = detached.caller.cancels_on_disconnect();
+        let out = streams.then_some(&tx);
         let answered = tokio::select! {
-            a = execute(&mut detached, begin, Some(&tx), &cancel) => a,
+            a = execute(&mut detached, begin, out, &cancel) => a,
             _ = done_tx.closed(), if cancels => {
                 cancel.cancel();
                 Err(Refusal::Cancelled)
@@ -138,15 +144,16 @@ pub(crate) async fn run(x: &mut Request, params: &Map<String, Value>) -> Result<
             detached.era,
         )
         .await;
-        let _ = done_tx.send(if cancelled {
-            Reply::empty_stream()
-        } else {
-            reply
+        let _ = done_tx.send(match (cancelled, streams) {
+            (false, _) => reply,
+            (true, true) => Reply::empty_stream(),
+            (true, false) => Refusal::Cancelled.reply(Some(&detached.rpc_id), detached.era),
         });
     });
     // One message when the answer comes first (as a direct call's); a stream
     // once a call's progress or question does.
     let first = tokio::select! {
+        biased;
         m = rx.recv() => m,
         done = &mut done_rx => return Ok(done.unwrap_or_else(|_| Reply::empty_stream())),
     };
@@ -173,6 +180,39 @@ pub(crate) async fn run(x: &mut Request, params: &Map<String, Value>) -> Result<
         }
     });
     Ok(Reply::Stream(stream))
+}
+
+/// How this `run_script` begins: a paused script its `requestState` names,
+/// or a fresh one.
+fn begin(
+    x: &Request,
+    params: &Map<String, Value>,
+    script: String,
+    inputs: Option<Value>,
+    cfg: CodeConfig,
+) -> Result<Begin, Refusal> {
+    Ok(match params.get("requestState") {
+        Some(state) => {
+            let p = paused::take(x, state, &script)?;
+            Begin::Resume {
+                running: Box::new(p.running),
+                pending: p.pending,
+                responses: paused::responses(params),
+            }
+        }
+        None => {
+            let progress = params
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .cloned();
+            Begin::Fresh {
+                script,
+                inputs,
+                progress,
+                cfg,
+            }
+        }
+    })
 }
 
 /// The response bytes of a script's result (or input request).
@@ -298,7 +338,7 @@ fn pause(
             running: *running,
             pending,
         },
-    );
+    )?;
     if let Some(o) = x.observation() {
         o.not_audited();
     }

@@ -42,9 +42,13 @@ fn owner(x: &Request) -> String {
 
 /// Holds `paused` for `x`'s caller until its deadline: the `requestState`
 /// the client retries with.
-pub(super) fn hold(x: &Request, paused: Paused) -> String {
+pub(super) fn hold(x: &Request, paused: Paused) -> Result<String, Refusal> {
     let mut raw = [0u8; 32];
-    let _ = getrandom::fill(&mut raw);
+    getrandom::fill(&mut raw).map_err(|e| {
+        Refusal::Tool(crate::refusal::ToolError::Script(format!(
+            "the script could not pause for the client's input: no randomness for its state ({e})"
+        )))
+    })?;
     let token: String = std::iter::once(STATE_PREFIX.to_string())
         .chain(raw.iter().map(|b| format!("{b:02x}")))
         .collect();
@@ -60,7 +64,7 @@ pub(super) fn hold(x: &Request, paused: Paused) -> String {
         }
         gw.code.paused.expire(&expired);
     });
-    token
+    Ok(token)
 }
 
 /// The paused script a retry names (its `requestState`), for this caller and
