@@ -465,6 +465,27 @@ pub(crate) async fn task_end(gw: &Arc<Gateway>, end: TaskEnd<'_>, by: Option<&Ob
     let _ = write(gw, auditor, rec).await;
 }
 
+/// The record of a code-mode script paused for a 2026-07-28 client's input
+/// that no retry ended before its deadline: `run_script`, `expired`, with
+/// the calls it had made (each has its own record).
+pub(crate) async fn script_abandoned(
+    gw: &Arc<Gateway>,
+    principal: String,
+    client: Option<ClientInfo>,
+    script: manifold_audit::ScriptEvent,
+) {
+    let Some(auditor) = gw.auditor.clone() else {
+        return;
+    };
+    let mut rec = AuditRecord::new(gw.request_id(), m::TOOLS_CALL);
+    rec.principal = principal;
+    rec.client = client;
+    rec.name = Some("run_script".into());
+    rec.script = Some(script);
+    rec.outcome = Outcome::Expired;
+    let _ = write(gw, auditor, rec).await;
+}
+
 /// The method of an account's audit record (`user_oauth` / `user_secret`
 /// upstreams): `name` is what happened — `connected`, `refreshed`, `lapsed`
 /// (a refresh refused; the caller connects again), `failed` (a connect that

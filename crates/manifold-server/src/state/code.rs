@@ -61,11 +61,10 @@ impl Paused {
         map.remove(token).map(|(_, s)| s)
     }
 
-    /// Drops the script held under `token` (its deadline passed): its worker
-    /// is killed and its turn given back.
-    pub(crate) fn expire(&self, token: &str) {
-        let gone = self.0.lock().remove(token);
-        drop(gone);
+    /// Takes the script held under `token` whoever's it is (its deadline
+    /// passed): dropping it kills its worker and gives its turn back.
+    pub(crate) fn expire(&self, token: &str) -> Option<Box<dyn std::any::Any + Send>> {
+        self.0.lock().remove(token).map(|(_, s)| s)
     }
 }
 

@@ -495,3 +495,59 @@ async fn a_full_pool_refuses_at_once_and_frees_its_turn_when_a_script_ends() -> 
     })
     .await
 }
+
+#[tokio::test]
+async fn a_paused_script_no_retry_ends_expires_at_its_timeout_with_a_record() -> Result<()> {
+    bounded(async {
+        let dir = Scratch::new("code-pause-expired")?;
+        let f = start(&dir, "timeout = \"1s\"").await?;
+        let c = at(&f);
+        let script = "def main():\n  return call('local__add', {'a': 1, 'b': 2})\n";
+        let request = |extra: Value| {
+            let mut params = json!({"name": "run_script", "arguments": {"script": script},
+                                    "_meta": stateless_meta(json!({"elicitation": {}}))});
+            if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+                p.extend(e.clone());
+            }
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+        };
+        let (status, first) = c.send_stateless(&request(json!({})), &[]).await?;
+        assert_eq!(status, StatusCode::OK, "{first}");
+        assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+        let state = first["result"]["requestState"]
+            .as_str()
+            .context("requestState")?
+            .to_string();
+        // The client never retries; the script's record is written when its
+        // deadline passes (bounded poll: the audit log is fsynced per line).
+        let log = dir.0.join("audit.jsonl");
+        let mut expired = None;
+        for _ in 0..60 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            let lines = audit_lines(&log)?;
+            expired = lines
+                .into_iter()
+                .find(|l| l["name"] == "run_script" && l["outcome"] == "expired");
+            if expired.is_some() {
+                break;
+            }
+        }
+        let rec = expired.context("no expired record for the abandoned script")?;
+        assert!(
+            rec["script"]["sha256"]
+                .as_str()
+                .is_some_and(|s| s.len() == 64),
+            "{rec}"
+        );
+        assert!(rec["principal"].is_string(), "{rec}");
+        // A retry after the deadline finds nothing to resume.
+        let retry = request(json!({"requestState": state,
+                                   "inputResponses": {"confirm": {"action": "accept"}}}));
+        let (status, late) = c.send_stateless(&retry, &[]).await?;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{late}");
+        let report = manifold_audit::verify(&[log])?;
+        assert!(report.is_ok(), "{report}");
+        Ok(())
+    })
+    .await
+}

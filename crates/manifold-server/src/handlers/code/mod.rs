@@ -337,6 +337,8 @@ fn pause(
         paused::Paused {
             running: *running,
             pending,
+            principal: x.principal.audit_name(),
+            client: x.caller.client_info(),
         },
     )?;
     if let Some(o) = x.observation() {

@@ -29,6 +29,9 @@ pub(super) const STATE_PREFIX: &str = "mcs1.";
 pub(super) struct Paused {
     pub running: Running,
     pub pending: Pending,
+    /// Who paused it, for the record of a script no retry ends.
+    pub principal: String,
+    pub client: Option<manifold_audit::ClientInfo>,
 }
 
 /// Whose a paused script is: the principal and (2026-07-28) the client.
@@ -62,7 +65,16 @@ pub(super) fn hold(x: &Request, paused: Paused) -> Result<String, Refusal> {
             _ = tokio::time::sleep_until(deadline) => {}
             _ = gw.life.stop.cancelled() => {}
         }
-        gw.code.paused.expire(&expired);
+        // No retry came: the script ends here, and its record says so.
+        let gone = gw.code.paused.expire(&expired);
+        if let Some(p) = gone.and_then(|b| b.downcast::<Paused>().ok()) {
+            let script = manifold_audit::ScriptEvent {
+                sha256: p.running.sha256.clone(),
+                calls: Some(p.running.calls),
+                steps: None,
+            };
+            crate::observe::script_abandoned(&gw, p.principal, p.client, script).await;
+        }
     });
     Ok(token)
 }
