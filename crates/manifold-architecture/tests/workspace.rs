@@ -64,7 +64,7 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
                 "rate_limit",
                 "resilience",
             ],
-            &["accounts", "code"],
+            &["accounts", "code", "semantic"],
             &[
                 "audit",
                 "auth",
@@ -157,6 +157,17 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
     (
         "crates/manifold-code",
         &[&["wire"], &["digest", "limits", "outcome"]],
+    ),
+    // Semantic search: the fusion over the dense index and the stores, over
+    // the model, over a tool's text and the errors.
+    (
+        "crates/manifold-semantic",
+        &[
+            &["fuse"],
+            &["dense", "store"],
+            &["local"],
+            &["error", "text"],
+        ],
     ),
     // The load generator: scenarios over measuring over the command line,
     // peers and processes.

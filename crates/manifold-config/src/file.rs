@@ -80,4 +80,8 @@ pub struct FileConfig {
     /// the section.
     #[serde(default)]
     pub code: crate::code::CodeSection,
+    /// Discovery's settings shared by every search and code endpoint
+    /// (`[discovery.semantic]`).
+    #[serde(default)]
+    pub discovery: crate::semantic::DiscoverySection,
 }

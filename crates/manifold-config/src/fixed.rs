@@ -20,9 +20,16 @@ struct Fixed {
 }
 
 /// Every section's settings fixed at start, in the order of the file.
-const FIXED_AT_START: [&[Fixed]; 10] = [
-    SERVER, ADMIN, CLUSTER, TELEMETRY, STDIO, AUDIT, METRICS, LIMITS, INTEGRITY, CODE,
+const FIXED_AT_START: [&[Fixed]; 11] = [
+    SERVER, ADMIN, CLUSTER, TELEMETRY, STDIO, AUDIT, METRICS, LIMITS, INTEGRITY, CODE, DISCOVERY,
 ];
+
+/// What a reload cannot change in `[discovery]`: the semantic model (loaded,
+/// and its vectors computed, at start).
+const DISCOVERY: &[Fixed] = &[Fixed {
+    key: "discovery.semantic",
+    changed: |a, b| a.semantic != b.semantic,
+}];
 
 /// What a reload cannot change in `[code]`: the size of the worker pool.
 const CODE: &[Fixed] = &[

@@ -34,6 +34,7 @@ pub mod policy;
 pub mod principals;
 pub mod rate_limit;
 pub mod resilience;
+pub mod semantic;
 pub mod server;
 mod snapshot;
 pub mod stdio;

@@ -63,6 +63,8 @@ pub struct GatewayConfig {
     pub endpoints: Vec<crate::endpoint::EndpointConfig>,
     /// `[code]` (its defaults without the section).
     pub code: crate::code::CodeConfig,
+    /// `[discovery.semantic]` (`None`: lexical search only).
+    pub semantic: Option<crate::semantic::SemanticConfig>,
 }
 
 impl GatewayConfig {

@@ -127,6 +127,9 @@ pub(crate) fn validate(
         principal_label: file.metrics.principal_label,
         max_principal_series: file.metrics.max_principal_series,
         code: crate::code::validate(&file.code)?,
+        semantic: crate::semantic::validate(&file.discovery, &|field: &str, v: &str| {
+            expand(v, lookup).map_err(|e| format!("key `{field}`: {e}"))
+        })?,
     };
     // Needs `[auth]` and `[server.tls]` validated: which sources exist.
     crate::principals::qualify_rules(&mut cfg)?;

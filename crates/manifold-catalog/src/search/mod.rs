@@ -201,6 +201,8 @@ pub enum QueryError {
 pub struct SearchRequest {
     terms: Vec<String>,
     limit: usize,
+    /// The query as given (for a ranking that reads it whole: semantic search).
+    text: Box<str>,
 }
 
 impl SearchRequest {
@@ -231,7 +233,11 @@ impl SearchRequest {
                 max: MAX_QUERY_TERMS,
             });
         }
-        Ok(SearchRequest { terms, limit })
+        Ok(SearchRequest {
+            terms,
+            limit,
+            text: query.into(),
+        })
     }
 
     /// From `search_tools` arguments, `{"query": "…", "limit": 8}` (`limit`
@@ -253,6 +259,21 @@ impl SearchRequest {
 
     pub fn limit(&self) -> usize {
         self.limit
+    }
+
+    /// The same query asking for `limit` results, past [`MAX_LIMIT`] too: for
+    /// a ranking fused with another, read deeper than it answers.
+    pub fn with_limit(&self, limit: usize) -> SearchRequest {
+        SearchRequest {
+            terms: self.terms.clone(),
+            limit,
+            text: self.text.clone(),
+        }
+    }
+
+    /// The query as given.
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// The analyzed terms (stemmed, stopwords dropped).
@@ -640,6 +661,12 @@ impl SearchIndex {
             .get(start as usize..end as usize)
             .unwrap_or(&[]);
         own.iter().any(|t| products.contains(t))
+    }
+
+    /// Tool `id`'s place in name order (how ties are broken), `u32::MAX` for
+    /// an unknown id.
+    pub fn name_rank(&self, id: ToolId) -> u32 {
+        self.rank.get(id as usize).copied().unwrap_or(u32::MAX)
     }
 
     /// The ids of `names` in this index (a caller's view); unknown names are skipped.

@@ -23,7 +23,7 @@ use manifold_catalog::search::{SearchRequest, DEFAULT_LIMIT, MAX_LIMIT, MAX_QUER
 use manifold_catalog::Catalog;
 use manifold_protocol::jsonrpc;
 use serde_json::{json, Map, Value};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::era::Era;
 use crate::refusal::{Refusal, ToolError};
@@ -254,19 +254,26 @@ pub(crate) async fn found(
     // A turn among MAX_CONCURRENT_SEARCHES (the semaphore is never closed).
     let turn = x.gw.search_turns.clone().acquire_owned().await.ok();
     let access = x.access();
+    let semantic = x.gw.semantic.get().cloned();
+    let stop = x.gw.life.stop.clone();
     let (access, names) = tokio::task::spawn_blocking(move || {
         let _turn = turn;
         let index = access.search_index();
         let view = &access.catalog;
         // The endpoint's index, filtered by the caller's view: what the view
         // does not hold is never a candidate.
-        let names: Vec<String> = index
-            .search(&request, &|id| {
-                index.name(id).is_some_and(|n| view.tools.get(n).is_some())
-            })
-            .iter()
-            .map(|h| h.name.to_string())
-            .collect();
+        let keep = |id| index.name(id).is_some_and(|n| view.tools.get(n).is_some());
+        let names: Vec<String> = match semantic {
+            None => index
+                .search(&request, &keep)
+                .iter()
+                .map(|h| h.name.to_string())
+                .collect(),
+            Some(semantic) => hybrid(&access, &index, &semantic, &stop, &request, &keep)
+                .into_iter()
+                .filter_map(|id| index.name(id).map(str::to_string))
+                .collect(),
+        };
         (access, names)
     })
     .await
@@ -296,6 +303,48 @@ pub(crate) async fn found(
     }
     tools.extend_from_slice(b"]}");
     Ok(tools)
+}
+
+/// The hybrid ranking (`[discovery.semantic]`) of `request` over the caller's
+/// endpoint, as tool ids best first; lexical alone (and counted) while its
+/// tools are being embedded or when the query's vector cannot be had.
+/// Blocking: the query is embedded here.
+fn hybrid(
+    access: &crate::state::views::Access,
+    index: &manifold_catalog::search::SearchIndex,
+    semantic: &Arc<crate::state::semantic::Semantic>,
+    stop: &tokio_util::sync::CancellationToken,
+    request: &SearchRequest,
+    keep: &dyn Fn(manifold_catalog::search::ToolId) -> bool,
+) -> Vec<manifold_catalog::search::ToolId> {
+    use manifold_semantic::fuse;
+    let empty = manifold_semantic::dense::DenseIndex::default();
+    let dense = access.dense_index(semantic, stop);
+    let query = match &dense {
+        None => {
+            semantic.fell_back("the catalogue's tools are still being embedded");
+            None
+        }
+        Some(_) => match semantic.query_vector(request.text()) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                semantic.fell_back(&e.to_string());
+                None
+            }
+        },
+    };
+    let dense = dense.as_deref().unwrap_or(&empty);
+    fuse::search(
+        index,
+        dense,
+        query.as_deref(),
+        request,
+        keep,
+        fuse::Fusion::default(),
+    )
+    .into_iter()
+    .map(|f| f.id)
+    .collect()
 }
 
 /// `call_tool {name, arguments}`: `params` becomes the direct `tools/call` of

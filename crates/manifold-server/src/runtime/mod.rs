@@ -75,6 +75,10 @@ pub enum StartError {
     /// for an empty store).
     #[error("[integrity] {0}")]
     Pins(String),
+    /// `[discovery.semantic]`: the model cannot be loaded, or its vector
+    /// cache cannot be opened.
+    #[error("[discovery.semantic] {0}")]
+    Semantic(String),
 }
 
 impl Gateway {
@@ -128,6 +132,16 @@ impl Gateway {
             .map_err(|e| StartError::Pins(format!("the pin store could not be opened: {e}")))?
             .map_err(|e| StartError::Pins(e.to_string()))?;
         let (store, watch) = (pins.store, pins.watch);
+        // The model is loaded (and its weights hashed) before anything serves.
+        let semantic = match config.semantic.clone() {
+            Some(s) => Some(
+                tokio::task::spawn_blocking(move || crate::state::semantic::Semantic::load(&s))
+                    .await
+                    .map_err(|e| StartError::Semantic(e.to_string()))?
+                    .map_err(StartError::Semantic)?,
+            ),
+            None => None,
+        };
         let gw = Gateway::build(
             config,
             shutdown,
@@ -139,6 +153,9 @@ impl Gateway {
         );
         if let Some(watch) = watch {
             gw.start_keeper(watch);
+        }
+        if let Some(s) = semantic {
+            let _ = gw.semantic.set(Arc::new(s));
         }
         // The issuers' keys are fetched before the first request is served.
         let live = gw.live();
@@ -286,6 +303,7 @@ impl Gateway {
                 crate::handlers::discovery::MAX_CONCURRENT_SEARCHES,
             )),
             code: crate::state::code::CodePool::new(&config.code),
+            semantic: OnceLock::new(),
         });
         let g = gw.clone();
         gw.life

@@ -35,6 +35,9 @@ pub(crate) struct Now<'a> {
     /// Messages the cluster's bus refused, by reason (none without one).
     pub bus_rejected: Vec<(&'static str, u64)>,
     pub audit: Option<manifold_audit::AuditStats>,
+    /// Searches ranked lexically because semantic search failed (`None`
+    /// without `[discovery.semantic]`).
+    pub semantic_fallbacks: Option<u64>,
 }
 
 /// Latency buckets in seconds: 1 ms … 60 s (the default call timeout).
@@ -146,6 +149,9 @@ pub(crate) struct Metrics {
     audit_written: Gauge,
     audit_lost: Gauge,
     audit_queue: Gauge,
+    /// Only with `[discovery.semantic]` (registered then, so a gateway without
+    /// it exports exactly what it did before).
+    semantic_fallbacks: Option<Gauge>,
     request_bytes: Family<MethodLabel, Counter>,
     response_bytes: Family<MethodLabel, Counter>,
     /// Mirrors the bus's own counts (manifold-cluster `Rejection`).
@@ -295,6 +301,15 @@ impl Metrics {
             "Audit records that could not be written",
             audit_lost.clone(),
         );
+        let semantic_fallbacks = config.semantic.as_ref().map(|_| {
+            let g = Gauge::default();
+            r.register(
+                "search_semantic_fallbacks",
+                "Searches ranked lexically because semantic search could not run",
+                g.clone(),
+            );
+            g
+        });
         let audit_queue = Gauge::default();
         r.register(
             "audit_queue_depth",
@@ -364,6 +379,7 @@ impl Metrics {
             audit_written,
             audit_lost,
             audit_queue,
+            semantic_fallbacks,
             request_bytes,
             response_bytes,
             cluster_rejected,
@@ -591,6 +607,9 @@ impl Metrics {
                 .get_or_create(&ReasonLabel { reason })
                 .inner()
                 .store(n, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let (Some(g), Some(n)) = (&self.semantic_fallbacks, now.semantic_fallbacks) {
+            g.set(n as i64);
         }
         if let Some(s) = now.audit {
             self.audit_written.set(s.written as i64);

@@ -39,6 +39,7 @@ mod naming;
 pub(crate) mod recent;
 pub(crate) mod resilience_metrics;
 pub(crate) mod sealed;
+pub(crate) mod semantic;
 pub(crate) mod sessions;
 pub(crate) mod subscribing;
 pub(crate) mod subscriptions;
@@ -150,6 +151,9 @@ pub struct Gateway {
     pub(crate) search_turns: Arc<tokio::sync::Semaphore>,
     /// Code mode: turns for scripts and the worker program (`[code]`).
     pub(crate) code: code::CodePool,
+    /// `[discovery.semantic]`: set by [`Gateway::launch`] once the model is
+    /// loaded (unset: lexical search, as without the section).
+    pub(crate) semantic: OnceLock<Arc<semantic::Semantic>>,
 }
 
 /// Why a session ended.
@@ -431,6 +435,7 @@ impl Gateway {
                 .map(|c| c.bus.rejected())
                 .unwrap_or_default(),
             audit: self.auditor.as_ref().map(|a| a.stats()),
+            semantic_fallbacks: self.semantic.get().map(|s| s.fallbacks()),
         })
     }
 

@@ -36,8 +36,10 @@ use manifold_catalog::search::SearchIndex;
 use manifold_catalog::uri::canonical;
 use manifold_catalog::{Catalog, Item};
 use manifold_policy::{Identity, ItemKind, Policy, ViewKey};
+use manifold_semantic::dense::DenseIndex;
 
 use super::endpoints::{Endpoint, Endpoints};
+use super::semantic::Semantic;
 use crate::refusal::Refusal;
 
 /// Distinct views kept per catalogue. Past it the cache starts over (views are
@@ -56,7 +58,26 @@ type Slot = Arc<OnceLock<Arc<Catalog>>>;
 struct PerEndpoint {
     catalog: OnceLock<Arc<Catalog>>,
     index: OnceLock<Arc<SearchIndex>>,
+    /// With `[discovery.semantic]`: its tools' vectors in the index's order,
+    /// set once every tool has one.
+    dense: OnceLock<Arc<DenseIndex>>,
+    /// A background embedding of its tools is under way (at most one), or
+    /// the last one failed and the next may start at the instant held.
+    warming: Mutex<Warming>,
 }
+
+/// Where an endpoint's embedding stands.
+#[derive(Default)]
+enum Warming {
+    #[default]
+    Idle,
+    Running,
+    FailedUntil(std::time::Instant),
+}
+
+/// After a failed embedding of a catalogue (an endpoint down), the next try
+/// waits this long; searches meanwhile are lexical.
+pub const EMBED_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The catalog and the views built from it so far.
 pub(crate) struct Views {
@@ -128,6 +149,100 @@ impl Views {
                 Arc::new(index)
             })
             .clone()
+    }
+
+    /// The tool vectors of the endpoint at `path`, when every tool has one;
+    /// otherwise `None`, and (once at a time) an embedding of its tools starts
+    /// in the background, so the searches meanwhile are lexical and the one
+    /// after it is done is hybrid. `stop` ends the embedding between steps.
+    pub(crate) fn dense_index(
+        self: &Arc<Self>,
+        path: &str,
+        semantic: &Arc<Semantic>,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> Option<Arc<DenseIndex>> {
+        let e = self.endpoint(path)?;
+        let slot = &self.per_endpoint[e.index];
+        if let Some(d) = slot.dense.get() {
+            return Some(d.clone());
+        }
+        {
+            let mut warming = slot.warming.lock();
+            match *warming {
+                Warming::Running => return None,
+                Warming::FailedUntil(t) if t > std::time::Instant::now() => return None,
+                _ => *warming = Warming::Running,
+            }
+        }
+        let (views, path, semantic, stop) = (
+            self.clone(),
+            path.to_string(),
+            semantic.clone(),
+            stop.clone(),
+        );
+        let index = e.index;
+        // Owned by `stop`: it ends at the next step once the gateway stops.
+        tokio::task::spawn_blocking(move || {
+            let done = views.embed_endpoint(&path, &semantic, &stop);
+            let slot = &views.per_endpoint[index];
+            let mut warming = slot.warming.lock();
+            *warming = match done {
+                Ok(dense) => {
+                    let _ = slot.dense.set(dense);
+                    Warming::Idle
+                }
+                Err(why) => {
+                    semantic.fell_back(&why);
+                    Warming::FailedUntil(std::time::Instant::now() + EMBED_RETRY_AFTER)
+                }
+            };
+        });
+        None
+    }
+
+    /// Embeds the tools of the endpoint at `path` not embedded yet (blocking).
+    fn embed_endpoint(
+        &self,
+        path: &str,
+        semantic: &Semantic,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> Result<Arc<DenseIndex>, String> {
+        let catalog = self.endpoint_catalog(path);
+        let texts: Vec<String> = catalog
+            .tools
+            .listed()
+            .iter()
+            .map(|e| {
+                let tool = match serde_json::from_slice(e.json()) {
+                    Ok(serde_json::Value::Object(map)) => map,
+                    _ => serde_json::Map::new(),
+                };
+                manifold_semantic::text::tool_text(&e.exposed, &e.upstream, &tool)
+            })
+            .collect();
+        let vectors = semantic
+            .tool_vectors(&texts, stop)
+            .map_err(|e| e.to_string())?;
+        let dim = vectors
+            .iter()
+            .flatten()
+            .map(|v| v.len())
+            .next()
+            .unwrap_or(0);
+        let mut dense = DenseIndex::new(texts.len(), dim);
+        for (id, v) in vectors.iter().enumerate() {
+            if let (Some(v), Ok(id)) = (v, u32::try_from(id)) {
+                dense.set(id, v);
+            }
+        }
+        match dense.present() == texts.len() {
+            true => Ok(Arc::new(dense)),
+            false => Err(format!(
+                "{} of {} tools embedded (stopped)",
+                dense.present(),
+                texts.len()
+            )),
+        }
     }
 
     /// The catalog the view `key` sees on the endpoint at `path` (`key`
@@ -233,6 +348,17 @@ impl Access {
     pub(crate) fn search_index(&self) -> Arc<SearchIndex> {
         let path = self.endpoint.as_ref().map_or("", |e| &e.path);
         self.views.search_index(path)
+    }
+
+    /// The tool vectors of the caller's endpoint, when all are embedded
+    /// ([`Views::dense_index`]: otherwise an embedding starts, and `None`).
+    pub(crate) fn dense_index(
+        &self,
+        semantic: &Arc<Semantic>,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> Option<Arc<DenseIndex>> {
+        let path = self.endpoint.as_ref().map_or("", |e| &e.path);
+        self.views.dense_index(path, semantic, stop)
     }
 
     /// The search endpoint's `tools/list` page of this view: built by `build`
