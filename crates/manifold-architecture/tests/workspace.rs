@@ -179,7 +179,8 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
             &["args", "callgrind"],
             &["peers"],
             &["soak", "targets"],
-            &["search_index", "session"],
+            &["search_index"],
+            &["semantic_index", "session"],
         ],
     ),
     // The demo upstream (a test peer, sharing no code under test): front

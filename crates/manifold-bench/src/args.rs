@@ -51,6 +51,10 @@ pub(crate) struct Args {
     /// names): build time, bytes per tool, query p50/p99 (see `search_index`).
     #[arg(long, value_name = "TOOLS")]
     pub(crate) search_index: Option<usize>,
+    /// With `--search-index`: semantic search's costs too, with this model
+    /// directory (see `semantic_index`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) model: Option<PathBuf>,
     /// The real tool catalogue `--search-index` copies (catalog.json shape).
     #[arg(long, default_value = "../shared/data/tool-catalog/catalog.json")]
     pub(crate) catalog: PathBuf,

@@ -27,6 +27,7 @@ mod peers;
 mod pool;
 mod search_endpoint;
 mod search_index;
+mod semantic_index;
 mod session;
 mod soak;
 mod targets;
@@ -39,7 +40,7 @@ use session::{hash_key, spawn_and_read_url, spawn_gateway, HttpClient};
 async fn main() -> Result<()> {
     let args = Args::parse();
     if let Some(tools) = args.search_index {
-        return search_index::run(&args.catalog, tools);
+        return search_index::run(&args.catalog, tools, args.model.as_deref());
     }
     let exe = std::fs::canonicalize(&args.manifold).context("the manifold binary")?;
     let dir = std::env::temp_dir().join(format!("manifold-load-{}", std::process::id()));

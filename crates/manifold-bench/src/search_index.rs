@@ -28,7 +28,7 @@ const ROUNDS: usize = 200;
 
 const QUERIES: &str = include_str!("../../manifold-catalog/tests/search_queries.json");
 
-pub fn run(catalog: &Path, tools: usize) -> Result<()> {
+pub fn run(catalog: &Path, tools: usize, model: Option<&Path>) -> Result<()> {
     if tools == 0 {
         bail!("--search-index needs at least one tool");
     }
@@ -150,6 +150,10 @@ pub fn run(catalog: &Path, tools: usize) -> Result<()> {
         micros(view.0),
         micros(view.1),
     );
+    if let Some(model) = model {
+        let texts: Vec<String> = requests.iter().map(|r| r.text().to_string()).collect();
+        crate::semantic_index::run(model, list, &index, &texts)?;
+    }
     Ok(())
 }
 

@@ -56,6 +56,7 @@ pub use call::GATHER_WINDOW;
 pub use call::STEPS as CALL_STEPS;
 pub use front::operator::ToolReply;
 pub use front::sse::SSE_KEEPALIVE;
+pub use handlers::discovery::Scored;
 pub use handlers::listen::MAX_LISTEN_RESOURCES;
 pub use handlers::surface::{LIST_TTL_MS, SERVER_NAME, SERVER_VERSION};
 pub use runtime::{

@@ -114,6 +114,30 @@ enum Command {
         #[arg(long = "endpoint", value_name = "PATH")]
         endpoint: Option<String>,
     },
+    /// Rank tools for a query as `search_tools` does, with each ranking's
+    /// score (lexical, semantic, fused): why a tool is or is not found.
+    ///
+    /// Exit codes: 0 printed, 1 an upstream not ready or the model could not
+    /// load, 2 a bad query, `--as`, `--endpoint` or configuration error.
+    Search {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The task, in a user's words, e.g. "any chargebacks opened lately?".
+        query: String,
+        /// Rank on the endpoint served at PATH (`[server] path` or an
+        /// `[[endpoint]]` path) instead of the default one.
+        #[arg(long = "endpoint", value_name = "PATH")]
+        endpoint: Option<String>,
+        /// Rank within this caller's view under `[[policy]]` (as `check --as`).
+        #[arg(long = "as", value_name = "WHO")]
+        as_who: Option<String>,
+        /// How many tools (default 8, at most 50, as `search_tools`).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the exposed tool names, one per line, sorted.
     ///
     /// Exit codes: 0 every upstream is ready, 1 some are not (the names of the ready
@@ -298,9 +322,10 @@ fn main() -> ExitCode {
     // lists them on stdout; on every `call` they would only be noise.
     let default_level = match cli.command {
         Command::Serve { .. } | Command::Stdio { .. } => "info",
-        Command::Check { .. } | Command::Tools { .. } | Command::Call { .. } => {
-            "warn,manifold_catalog=error"
-        }
+        Command::Check { .. }
+        | Command::Tools { .. }
+        | Command::Call { .. }
+        | Command::Search { .. } => "warn,manifold_catalog=error",
         _ => "warn",
     };
     // `serve` and `stdio` set logging up once `[tracing]` is read, with its
@@ -398,6 +423,24 @@ fn main() -> ExitCode {
             endpoint.as_deref(),
         ),
         Command::Tools { config } => cli::tools::run(&rt, &config.config),
+        Command::Search {
+            config,
+            query,
+            endpoint,
+            as_who,
+            limit,
+            json,
+        } => cli::search::run(
+            &rt,
+            &config.config,
+            cli::search::Options {
+                query: &query,
+                endpoint: endpoint.as_deref(),
+                as_who: as_who.as_deref(),
+                limit,
+                json,
+            },
+        ),
         Command::Login {
             config,
             upstream,

@@ -271,7 +271,7 @@ pub(crate) async fn found(
                 .collect(),
             Some(semantic) => hybrid(&access, &index, &semantic, &stop, &request, &keep)
                 .into_iter()
-                .filter_map(|id| index.name(id).map(str::to_string))
+                .filter_map(|f| index.name(f.id).map(str::to_string))
                 .collect(),
         };
         (access, names)
@@ -306,7 +306,7 @@ pub(crate) async fn found(
 }
 
 /// The hybrid ranking (`[discovery.semantic]`) of `request` over the caller's
-/// endpoint, as tool ids best first; lexical alone (and counted) while its
+/// endpoint, best first with each list's score; lexical alone (and counted) while its
 /// tools are being embedded or when the query's vector cannot be had.
 /// Blocking: the query is embedded here.
 fn hybrid(
@@ -316,7 +316,7 @@ fn hybrid(
     stop: &tokio_util::sync::CancellationToken,
     request: &SearchRequest,
     keep: &dyn Fn(manifold_catalog::search::ToolId) -> bool,
-) -> Vec<manifold_catalog::search::ToolId> {
+) -> Vec<manifold_semantic::fuse::Fused> {
     use manifold_semantic::fuse;
     let empty = manifold_semantic::dense::DenseIndex::default();
     let dense = access.dense_index(semantic, stop);
@@ -342,9 +342,87 @@ fn hybrid(
         keep,
         fuse::Fusion::default(),
     )
-    .into_iter()
-    .map(|f| f.id)
-    .collect()
+}
+
+/// One tool `manifold search` ranks, with what each ranking said of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    pub name: String,
+    /// The BM25F score (0: the lexical ranking did not find it).
+    pub lexical: f32,
+    /// The cosine of the tool's and the query's vectors (`None`: not among
+    /// the nearest, or no `[discovery.semantic]`).
+    pub semantic: Option<f32>,
+    /// What it was ranked by: the fused score (the lexical one without
+    /// `[discovery.semantic]`).
+    pub fused: f32,
+}
+
+impl crate::state::Gateway {
+    /// What `search_tools` ranks for `query` (at most `limit`) on the endpoint
+    /// at `path`, in `viewer`'s view (`None`: everything the endpoint holds),
+    /// with each ranking's score: the operator's way to see why a tool is or
+    /// is not found. With `[discovery.semantic]`, waits up to `wait` for the
+    /// endpoint's tools to be embedded (lexical only past it).
+    pub async fn explain_search(
+        self: &Arc<Self>,
+        path: &str,
+        viewer: Option<&manifold_policy::Identity>,
+        query: &str,
+        limit: Option<usize>,
+        wait: std::time::Duration,
+    ) -> Result<Vec<Scored>, String> {
+        let request = SearchRequest::new(query, limit).map_err(|e| e.to_string())?;
+        let generation = self.generation.load_full();
+        if generation.views.endpoints().at(path).is_none() {
+            return Err(format!("no endpoint is served at `{path}`"));
+        }
+        let access = crate::state::views::Access::of(
+            &generation.views,
+            &generation.validators,
+            path,
+            viewer,
+        );
+        let semantic = self.semantic.get().cloned();
+        if let Some(s) = &semantic {
+            let until = tokio::time::Instant::now() + wait;
+            while access.dense_index(s, &self.life.stop).is_none()
+                && tokio::time::Instant::now() < until
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+        let stop = self.life.stop.clone();
+        tokio::task::spawn_blocking(move || {
+            let index = access.search_index();
+            let view = &access.catalog;
+            let keep = |id| index.name(id).is_some_and(|n| view.tools.get(n).is_some());
+            let fused = match &semantic {
+                Some(s) => hybrid(&access, &index, s, &stop, &request, &keep),
+                None => manifold_semantic::fuse::search(
+                    &index,
+                    &manifold_semantic::dense::DenseIndex::default(),
+                    None,
+                    &request,
+                    &keep,
+                    manifold_semantic::fuse::Fusion::default(),
+                ),
+            };
+            fused
+                .into_iter()
+                .filter_map(|f| {
+                    Some(Scored {
+                        name: index.name(f.id)?.to_string(),
+                        lexical: f.lexical,
+                        semantic: f.semantic,
+                        fused: f.score,
+                    })
+                })
+                .collect()
+        })
+        .await
+        .map_err(|e| format!("the search did not finish: {e}"))
+    }
 }
 
 /// `call_tool {name, arguments}`: `params` becomes the direct `tools/call` of

@@ -81,7 +81,41 @@ pub enum StartError {
     Semantic(String),
 }
 
+/// `[discovery.semantic]`'s model loaded (off the async workers: it reads and
+/// hashes the weights), or `None` without the section.
+async fn load_semantic(
+    config: &GatewayConfig,
+) -> Result<Option<Arc<crate::state::semantic::Semantic>>, StartError> {
+    let Some(s) = config.semantic.clone() else {
+        return Ok(None);
+    };
+    let loaded = tokio::task::spawn_blocking(move || crate::state::semantic::Semantic::load(&s))
+        .await
+        .map_err(|e| StartError::Semantic(e.to_string()))?
+        .map_err(StartError::Semantic)?;
+    Ok(Some(Arc::new(loaded)))
+}
+
 impl Gateway {
+    /// For a gateway made by [`Gateway::start`] (the one-shot commands):
+    /// loads `[discovery.semantic]`'s model so searches are hybrid as in
+    /// `serve` (`manifold search`). Nothing without the section or once loaded.
+    pub async fn enable_semantic(&self) -> Result<(), StartError> {
+        if self.semantic.get().is_some() {
+            return Ok(());
+        }
+        if let Some(s) = load_semantic(&self.config()).await? {
+            let _ = self.semantic.set(s);
+        }
+        Ok(())
+    }
+
+    /// Searches ranked lexically because `[discovery.semantic]` could not run
+    /// (`manifold_search_semantic_fallbacks`); `None` without the section.
+    pub fn semantic_fallbacks(&self) -> Option<u64> {
+        self.semantic.get().map(|s| s.fallbacks())
+    }
+
     /// Starts the gateway as `manifold serve` runs it: the audit writer (when
     /// configured), every upstream, and the catalog maintainer. Invalid audit
     /// settings are an error; a sink that cannot open yet is not (calls then fail
@@ -133,15 +167,7 @@ impl Gateway {
             .map_err(|e| StartError::Pins(e.to_string()))?;
         let (store, watch) = (pins.store, pins.watch);
         // The model is loaded (and its weights hashed) before anything serves.
-        let semantic = match config.semantic.clone() {
-            Some(s) => Some(
-                tokio::task::spawn_blocking(move || crate::state::semantic::Semantic::load(&s))
-                    .await
-                    .map_err(|e| StartError::Semantic(e.to_string()))?
-                    .map_err(StartError::Semantic)?,
-            ),
-            None => None,
-        };
+        let semantic = load_semantic(&config).await?;
         let gw = Gateway::build(
             config,
             shutdown,
@@ -155,7 +181,7 @@ impl Gateway {
             gw.start_keeper(watch);
         }
         if let Some(s) = semantic {
-            let _ = gw.semantic.set(Arc::new(s));
+            let _ = gw.semantic.set(s);
         }
         // The issuers' keys are fetched before the first request is served.
         let live = gw.live();

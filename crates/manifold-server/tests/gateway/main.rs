@@ -40,6 +40,7 @@ mod reload;
 mod resilience;
 mod rogue;
 mod sampling;
+mod semantic;
 mod session;
 mod shared_log;
 mod skills;

@@ -25,6 +25,7 @@ mod inproc;
 pub mod login;
 pub mod pins;
 mod quarantine;
+pub mod search;
 pub mod serve;
 pub mod stdio;
 mod table;
