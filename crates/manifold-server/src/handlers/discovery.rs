@@ -254,8 +254,11 @@ pub(crate) async fn found(
     // A turn among MAX_CONCURRENT_SEARCHES (the semaphore is never closed).
     let turn = x.gw.search_turns.clone().acquire_owned().await.ok();
     let access = x.access();
-    let semantic = x.gw.semantic.get().cloned();
-    let stop = x.gw.life.stop.clone();
+    // Without `[discovery.semantic]` nothing more is cloned or done.
+    let semantic =
+        x.gw.semantic
+            .get()
+            .map(|s| (s.clone(), x.gw.life.stop.clone()));
     let (access, names) = tokio::task::spawn_blocking(move || {
         let _turn = turn;
         let index = access.search_index();
@@ -269,7 +272,7 @@ pub(crate) async fn found(
                 .iter()
                 .map(|h| h.name.to_string())
                 .collect(),
-            Some(semantic) => hybrid(&access, &index, &semantic, &stop, &request, &keep)
+            Some((semantic, stop)) => hybrid(&access, &index, &semantic, &stop, &request, &keep)
                 .into_iter()
                 .filter_map(|f| index.name(f.id).map(str::to_string))
                 .collect(),

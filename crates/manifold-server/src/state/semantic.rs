@@ -67,7 +67,9 @@ pub(crate) struct Semantic {
 
 impl std::fmt::Debug for Semantic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Semantic").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("Semantic")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 

@@ -676,3 +676,72 @@ fn check_shows_a_pools_members() {
         "{v}"
     );
 }
+
+#[test]
+fn search_ranks_a_query_with_each_rankings_score_within_an_endpoint_and_a_view() {
+    let dir = TempDir::new("search");
+    let endpoint = r#"
+[[endpoint]]
+path = "/mcp/ops"
+tools = { deny = ["demo__add"] }
+"#;
+    let cfg = dir.write("gateway.toml", &format!("{DEMO}{endpoint}"));
+    let out = run(
+        &cfg,
+        &["search", "add two numbers", "--json", "--limit", "3"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["semantic"], false);
+    let tools = v["tools"].as_array().expect("tools");
+    assert_eq!(tools[0]["name"], "demo__add", "{v}");
+    assert!(tools[0]["lexical"].as_f64().is_some_and(|s| s > 0.0), "{v}");
+    assert!(tools[0]["semantic"].is_null(), "{v}");
+    assert!(tools.len() <= 3);
+    // The endpoint hides it: it never ranks there.
+    let out = run(
+        &cfg,
+        &[
+            "search",
+            "add two numbers",
+            "--json",
+            "--endpoint",
+            "/mcp/ops",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(!names.contains(&"demo__add"), "{names:?}");
+    // The table says what it ranked by.
+    let out = run(&cfg, &["search", "add two numbers"]);
+    let table = text(&out.stdout);
+    assert!(table.starts_with("rank  tool"), "{table}");
+    assert!(table.contains("lexical only"), "{table}");
+    for (args, why) in [
+        (vec!["search", "the a of"], "no words to search for"),
+        (
+            vec!["search", "add", "--endpoint", "/mcp/none"],
+            "no endpoint is served at `/mcp/none`",
+        ),
+        (vec!["search", "add", "--as", "nobody:x"], "--as"),
+    ] {
+        let out = run(&cfg, &args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains(why),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
