@@ -60,6 +60,17 @@ async fn run(c: &McpClient, stateless: bool, script: &str, inputs: Value) -> Res
     Ok(c.call_tool("run_script", args).await?.response()?.clone())
 }
 
+/// A 2026-07-28 `run_script` of `script` from a client that can be asked
+/// (elicitation), with `extra` params (a retry's `requestState` and answers).
+fn with_elicitation(script: &str, extra: Value) -> Value {
+    let mut params = json!({"name": "run_script", "arguments": {"script": script},
+                            "_meta": stateless_meta(json!({"elicitation": {}}))});
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+}
+
 /// The tool error text of a script's response (it must be one).
 fn failure(r: &Value) -> Result<String> {
     anyhow::ensure!(r["result"]["isError"] == true, "not a tool error: {r}");
@@ -406,14 +417,7 @@ async fn a_2026_client_confirms_a_call_of_a_paused_script_and_the_script_runs_on
         let f = start(&dir, "timeout = \"20s\"").await?;
         let c = at(&f);
         let script = "def main():\n  r = call('local__add', {'a': 1, 'b': 2})\n  e = call('local__echo', {'text': 'after'})\n  return [r.get('isError', False), e['content'][0]['text']]\n";
-        let request = |extra: Value| {
-            let mut params = json!({"name": "run_script", "arguments": {"script": script},
-                                    "_meta": stateless_meta(json!({"elicitation": {}}))});
-            if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
-                p.extend(e.clone());
-            }
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-        };
+        let request = |extra: Value| with_elicitation(script, extra);
         for (action, declined) in [("accept", false), ("decline", true)] {
             let (status, first) = c.send_stateless(&request(json!({})), &[]).await?;
             assert_eq!(status, StatusCode::OK, "{first}");
@@ -503,14 +507,7 @@ async fn a_paused_script_no_retry_ends_expires_at_its_timeout_with_a_record() ->
         let f = start(&dir, "timeout = \"1s\"").await?;
         let c = at(&f);
         let script = "def main():\n  return call('local__add', {'a': 1, 'b': 2})\n";
-        let request = |extra: Value| {
-            let mut params = json!({"name": "run_script", "arguments": {"script": script},
-                                    "_meta": stateless_meta(json!({"elicitation": {}}))});
-            if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
-                p.extend(e.clone());
-            }
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-        };
+        let request = |extra: Value| with_elicitation(script, extra);
         let (status, first) = c.send_stateless(&request(json!({})), &[]).await?;
         assert_eq!(status, StatusCode::OK, "{first}");
         assert_eq!(first["result"]["resultType"], "input_required", "{first}");
