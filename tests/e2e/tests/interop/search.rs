@@ -142,3 +142,60 @@ fn the_mcp_inspector_cli_searches_and_calls_through_a_search_endpoint() -> Resul
     let _ = std::fs::remove_dir_all(&home);
     Ok(())
 }
+
+/// Semantic search (`[discovery.semantic]` with the pinned all-MiniLM-L6-v2,
+/// `MANIFOLD_TEST_MODEL`) with the SDK clients: a task in the user's own words
+/// ("will it rain in Paris tomorrow", no word of `weather`'s name or
+/// description) finds the tool, and the found tool is called through
+/// `call_tool`. The endpoint's tools are embedded in the background after its
+/// first search, so the first client retries (bounded) until they are.
+#[test]
+fn sdk_clients_find_a_tool_by_meaning_through_a_semantic_search_endpoint() -> Result<()> {
+    let peers = Peers::from_env()?;
+    let model = std::env::var("MANIFOLD_TEST_MODEL")
+        .map_err(|_| anyhow::anyhow!("MANIFOLD_TEST_MODEL is not set: run scripts/peers"))?;
+    let gw = super::DemoGateway::start(
+        "semantic",
+        &format!(
+            "[[endpoint]]\npath = \"/mcp/find\"\ndiscovery = \"search\"\n\n\
+             [discovery.semantic]\nmodel = {}\n",
+            Value::String(model)
+        ),
+    )?;
+    let url = gw.url.replace("/mcp", "/mcp/find");
+    let plan = |mode: &str| {
+        json!({
+            "mode": mode,
+            "steps": [
+                {"op": "call_tool", "name": "search_tools",
+                 "arguments": {"query": "will it rain in Paris tomorrow", "limit": 3}},
+                {"op": "call_tool", "name": "call_tool",
+                 "arguments": {"name": "demo__weather", "arguments": {"city": "Paris"}}}
+            ]
+        })
+    };
+    for (i, (client, mode)) in [("ts", "legacy"), ("py", "2026-07-28"), ("py", "auto")]
+        .into_iter()
+        .enumerate()
+    {
+        let who = format!("{client} ({mode})");
+        // Only the first may meet the tools still being embedded.
+        let tries = if i == 0 { 30 } else { 1 };
+        let mut last = Value::Null;
+        for _ in 0..tries {
+            let (code, out, err) = super::run_plan(&peers, client, &url, &plan(mode), None)?;
+            anyhow::ensure!(code == Some(0), "{who}: exit {code:?}: {err}");
+            let first = out["results"][0]["structuredContent"]["tools"][0]["name"].clone();
+            last = out;
+            if first == "demo__weather" {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        let found = &last["results"][0]["structuredContent"]["tools"][0]["name"];
+        anyhow::ensure!(found == "demo__weather", "{who}: {last}");
+        let called = &last["results"][1];
+        anyhow::ensure!(called["isError"] != true, "{who}: {last}");
+    }
+    Ok(())
+}
