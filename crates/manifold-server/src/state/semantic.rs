@@ -9,7 +9,8 @@
 //! request to the endpoint is bounded by `timeout`, its answer by
 //! [`MAX_EMBEDDINGS_BODY`], its batch by `max_batch`; a failure never fails a
 //! search: it is ranked lexically, counted, and logged at most once per
-//! [`FALLBACK_LOG_EVERY`]. The endpoint's key goes to `url` only.
+//! [`FALLBACK_LOG_EVERY`], and after a failed query the endpoint is left
+//! alone for [`QUERY_RETRY_AFTER`]. The endpoint's key goes to `url` only.
 //!
 //! Not here: the ranking (manifold-semantic), which tools a caller may see
 //! (its view's filter, in `handlers/discovery.rs`), the per-catalogue dense
@@ -31,6 +32,10 @@ use serde_json::Value;
 pub const MAX_EMBEDDINGS_BODY: usize = 64 * 1024 * 1024;
 /// A fallback to lexical ranking is logged at most this often (each is counted).
 pub const FALLBACK_LOG_EVERY: Duration = Duration::from_secs(60);
+/// After an embeddings endpoint failed a query, searches are lexical for
+/// this long without asking it again (each still counted as a fallback), so
+/// an endpoint that never answers costs one timeout, not one per search.
+pub const QUERY_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// Tool texts embedded per step of a catalogue's embedding: between steps the
 /// gateway's shutdown is checked, and the vectors so far are kept.
 pub const EMBED_STEP: usize = 64;
@@ -63,6 +68,9 @@ pub(crate) struct Semantic {
     queries: Mutex<QueryCache>,
     fallbacks: AtomicU64,
     last_logged: Mutex<Option<Instant>>,
+    /// After a query's embedding failed at the endpoint: until when searches
+    /// go lexical at once, without asking it.
+    queries_down_until: Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for Semantic {
@@ -131,6 +139,7 @@ impl Semantic {
             queries: Mutex::new(QueryCache::default()),
             fallbacks: AtomicU64::new(0),
             last_logged: Mutex::new(None),
+            queries_down_until: Mutex::new(None),
         };
         // A local model's length is known: open the store (and its file) now,
         // so a bad cache directory stops the start.
@@ -172,7 +181,24 @@ impl Semantic {
         if let Some(v) = self.queries.lock().get(query) {
             return Ok(v);
         }
-        let mut v = self.embed(&[query])?;
+        // An endpoint that just failed is not asked again for a while: a
+        // search would otherwise wait out its timeout every time.
+        if let Some(until) = *self.queries_down_until.lock() {
+            if Instant::now() < until {
+                return Err(SemanticError::Inference(
+                    "the embeddings endpoint failed recently; asked again shortly".into(),
+                ));
+            }
+        }
+        let mut v = match self.embed(&[query]) {
+            Ok(v) => v,
+            Err(e) => {
+                if matches!(self.embedder, Embedder::Remote(_)) {
+                    *self.queries_down_until.lock() = Some(Instant::now() + QUERY_RETRY_AFTER);
+                }
+                return Err(e);
+            }
+        };
         let v: Arc<[f32]> = v
             .pop()
             .ok_or_else(|| SemanticError::Inference("no vector for the query".into()))?

@@ -183,7 +183,11 @@ impl Views {
         let index = e.index;
         // Owned by `stop`: it ends at the next step once the gateway stops.
         tokio::task::spawn_blocking(move || {
-            let done = views.embed_endpoint(&path, &semantic, &stop);
+            // A panic in the model must not leave the endpoint `Running` for ever.
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                views.embed_endpoint(&path, &semantic, &stop)
+            }))
+            .unwrap_or_else(|_| Err("the embedding panicked".into()));
             let slot = &views.per_endpoint[index];
             let mut warming = slot.warming.lock();
             *warming = match done {

@@ -149,20 +149,48 @@ async fn a_task_in_the_users_words_finds_its_tool_and_a_hidden_tool_never_ranks(
     .await
 }
 
-/// A fake OpenAI-compatible embeddings endpoint on loopback: a text about
-/// rain, umbrellas or weather gets one vector, every other text another; it
-/// records each request's `Authorization`. Ends with the test's runtime.
-async fn fake_embeddings() -> Result<(String, Arc<parking_lot::Mutex<Vec<String>>>)> {
+/// A fake OpenAI-compatible embeddings endpoint on loopback.
+struct FakeEmbeddings {
+    url: String,
+    /// Each answered request's `Authorization`.
+    seen: Arc<parking_lot::Mutex<Vec<String>>>,
+    /// Connections accepted, answered or not.
+    connections: Arc<std::sync::atomic::AtomicUsize>,
+    /// When false, a connection is accepted and never answered.
+    alive: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// A text about rain, umbrellas or weather gets one vector, every other
+/// text another. Ends with the test's runtime.
+async fn fake_embeddings() -> Result<FakeEmbeddings> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/v1/embeddings", listener.local_addr()?);
-    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
-    let log = seen.clone();
+    let fake = FakeEmbeddings {
+        url: format!("http://{}/v1/embeddings", listener.local_addr()?),
+        seen: Arc::new(parking_lot::Mutex::new(Vec::new())),
+        connections: Arc::new(AtomicUsize::new(0)),
+        alive: Arc::new(AtomicBool::new(true)),
+    };
+    let (log, count, alive) = (
+        fake.seen.clone(),
+        fake.connections.clone(),
+        fake.alive.clone(),
+    );
     tokio::spawn(async move {
         // Bounded: a test makes a few dozen requests at most.
         for _ in 0..500 {
             let Ok((mut s, _)) = listener.accept().await else {
                 return;
             };
+            count.fetch_add(1, Ordering::SeqCst);
+            if !alive.load(Ordering::SeqCst) {
+                // Held, never answered (bounded by the test's own limit).
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    drop(s);
+                });
+                continue;
+            }
             let log = log.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
@@ -219,29 +247,39 @@ async fn fake_embeddings() -> Result<(String, Arc<parking_lot::Mutex<Vec<String>
             });
         }
     });
-    Ok((url, seen))
+    Ok(fake)
 }
 
 #[tokio::test]
 async fn an_embeddings_endpoint_is_used_with_its_key_and_a_dead_one_leaves_search_lexical(
 ) -> Result<()> {
+    use std::sync::atomic::Ordering;
     bounded(async {
-        let (url, seen) = fake_embeddings().await?;
+        let fake = fake_embeddings().await?;
         let f = start(&format!(
-            "url = {}\nmodel_name = \"fake\"\napi_key = \"test-key\"\ntimeout = \"2s\"\n",
-            toml_string(&url)
+            "url = {}\nmodel_name = \"fake\"\napi_key = \"test-key\"\ntimeout = \"1s\"\nretries = 0\n",
+            toml_string(&fake.url)
         ))
         .await?;
         let found = until_first(&f, "do I need an umbrella", &["local__weather"]).await?;
-        assert!(
-            found.iter().all(|n| !n.starts_with("remote__")),
-            "{found:?}"
-        );
-        let auth = seen.lock().clone();
-        assert!(
-            !auth.is_empty() && auth.iter().all(|a| a == "bearer test-key"),
-            "{auth:?}"
-        );
+        assert!(found.iter().all(|n| !n.starts_with("remote__")), "{found:?}");
+        let auth = fake.seen.lock().clone();
+        assert!(!auth.is_empty() && auth.iter().all(|a| a == "bearer test-key"), "{auth:?}");
+        // The endpoint stops answering: the next new query waits out one
+        // timeout and is answered lexically; the ones after it do not ask
+        // the endpoint at all for a while.
+        fake.alive.store(false, Ordering::SeqCst);
+        let before = f.gw.gateway().semantic_fallbacks().unwrap_or(0);
+        let add = search(&f, false, "add two numbers together").await?;
+        assert_eq!(add.first().map(String::as_str), Some("local__add"), "{add:?}");
+        let asked = fake.connections.load(Ordering::SeqCst);
+        for q in ["add these two numbers", "sum of two numbers", "add numbers please"] {
+            let add = search(&f, false, q).await?;
+            assert_eq!(add.first().map(String::as_str), Some("local__add"), "{q}: {add:?}");
+        }
+        assert_eq!(fake.connections.load(Ordering::SeqCst), asked, "a failed endpoint was asked again at once");
+        let after = f.gw.gateway().semantic_fallbacks().unwrap_or(0);
+        assert!(after >= before + 4, "{before} -> {after} fallbacks");
         drop(f);
 
         // Nothing listens on the dead endpoint's port: every search is
@@ -256,11 +294,7 @@ async fn an_embeddings_endpoint_is_used_with_its_key_and_a_dead_one_leaves_searc
         .await?;
         for _ in 0..3 {
             let add = search(&f, false, "add two numbers").await?;
-            assert_eq!(
-                add.first().map(String::as_str),
-                Some("local__add"),
-                "{add:?}"
-            );
+            assert_eq!(add.first().map(String::as_str), Some("local__add"), "{add:?}");
         }
         let fallbacks = f.gw.gateway().semantic_fallbacks().unwrap_or(0);
         assert!(fallbacks >= 3, "{fallbacks} fallbacks counted");
