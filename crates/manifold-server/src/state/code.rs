@@ -160,10 +160,23 @@ impl CodePool {
         }
     }
 
-    /// Keeps `worker`, started as `spare` says, for the next script.
+    /// Whether a spare worker waits.
+    pub(crate) fn has_spare(&self) -> bool {
+        self.spare.lock().is_some()
+    }
+
+    /// Keeps `worker`, started as `spare` says, for the next script; when
+    /// another was kept meanwhile, the newer one is dropped (killed) instead,
+    /// after the lock is released. A spare of other limits is replaced.
     pub(crate) fn keep_spare(&self, spare: Spare, worker: Box<dyn std::any::Any + Send>) {
-        let old = self.spare.lock().replace((spare, worker));
-        drop(old);
+        let extra = {
+            let mut slot = self.spare.lock();
+            match slot.as_ref() {
+                Some((held, _)) if *held == spare => Some(worker),
+                _ => slot.replace((spare, worker)).map(|(_, w)| w),
+            }
+        };
+        drop(extra);
     }
 }
 

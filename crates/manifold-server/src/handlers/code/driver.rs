@@ -137,9 +137,13 @@ pub(super) async fn start(
             w
         }
     };
-    // The next script's worker starts now, off its path.
-    if let Ok(next) = Worker::start(&how) {
-        x.gw.code.keep_spare(how, Box::new(next));
+    // The next script's worker starts now, off its path, unless one already
+    // waits (under concurrency another script may have started it): a spare
+    // nobody takes would be a process started and killed for nothing.
+    if !x.gw.code.has_spare() {
+        if let Ok(next) = Worker::start(&how) {
+            x.gw.code.keep_spare(how, Box::new(next));
+        }
     }
     Ok(Running {
         worker,
