@@ -149,6 +149,54 @@ async fn a_task_in_the_users_words_finds_its_tool_and_a_hidden_tool_never_ranks(
     .await
 }
 
+#[tokio::test]
+async fn a_tool_the_callers_policy_hides_never_ranks_by_meaning() -> Result<()> {
+    let Some(model) = model_dir() else {
+        return Ok(());
+    };
+    bounded(async {
+        const KEY: &str = "alice-key-0123456789";
+        let f = Setup {
+            extra: format!(
+                "{}\n[discovery.semantic]\nmodel = {}\n\n\
+                 [auth]\nallow_anonymous = true\n\n\
+                 [[auth.api_keys]]\nname = \"alice\"\nhash = \"{}\"\ngroups = [\"ops\"]\n\n\
+                 [[policy]]\nwho = [\"group:ops\"]\ntools = {{ allow = [\"*\"], deny = [\"*__weather\"] }}\n\n\
+                 [[policy]]\nwho = [\"*\"]\ntools = {{ allow = [\"*\"] }}\n",
+                endpoint(),
+                toml_string(&model.to_string_lossy()),
+                manifold_policy::hash_key(KEY)
+            ),
+            ..Setup::default()
+        }
+        .start()
+        .await?;
+        // Anonymous: the endpoint's tools embedded, `weather` found by meaning.
+        until_first(&f, RAIN, &["local__weather"]).await?;
+        // Alice's rules hide `*__weather`: not among all 50 she may get.
+        let c = McpClient::new(format!("http://{}/mcp/sem", f.gw.addr()));
+        c.set_bearer(Some(KEY));
+        c.initialize("2025-11-25", json!({})).await?;
+        let r = c
+            .call_tool("search_tools", json!({"query": RAIN, "limit": 50}))
+            .await?
+            .response()?
+            .clone();
+        let names = names_of(
+            r["result"]["structuredContent"]["tools"]
+                .as_array()
+                .with_context(|| format!("no tools: {r}"))?,
+        );
+        assert!(!names.is_empty(), "{r}");
+        assert!(
+            names.iter().all(|n| !n.ends_with("__weather") && !n.starts_with("remote__")),
+            "{names:?}"
+        );
+        Ok(())
+    })
+    .await
+}
+
 /// A fake OpenAI-compatible embeddings endpoint on loopback.
 struct FakeEmbeddings {
     url: String,
