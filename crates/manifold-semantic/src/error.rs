@@ -11,10 +11,3 @@ pub enum SemanticError {
     #[error("the vector cache {path}: {why}")]
     Cache { path: String, why: String },
 }
-
-impl SemanticError {
-    /// A start-time problem with the model directory.
-    pub fn is_model(&self) -> bool {
-        matches!(self, SemanticError::Model { .. })
-    }
-}

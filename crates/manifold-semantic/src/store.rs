@@ -7,8 +7,9 @@
 //! `MFVEC1\n`, the vector length as u32 LE, then records of a 32-byte key and
 //! `dim` f32 LE. New vectors are appended; a torn last record (a crash while
 //! writing) is ignored at load. At most [`MAX_STORED_VECTORS`] are kept in
-//! memory and on disk; past it the file is rewritten with the vectors of the
-//! current catalogue only.
+//! memory and on disk; past it the file is rewritten with the vectors the
+//! caller names live (those of the endpoint being embedded). A file larger
+//! than that many records is refused at open, naming it.
 //!
 //! Not here: locking (the owner wraps a store in a mutex and never holds it
 //! across an await) and deciding when to embed.
@@ -62,6 +63,16 @@ impl VectorStore {
         std::fs::create_dir_all(dir).map_err(|e| cache_error(dir, e))?;
         let short: String = model_id.chars().take(16).collect();
         let path = dir.join(format!("{short}.vectors"));
+        let most = (MAGIC.len() + 4 + MAX_STORED_VECTORS * (32 + dim * 4)) as u64;
+        match std::fs::metadata(&path).map(|m| m.len()) {
+            Ok(len) if len > most => {
+                return Err(cache_error(
+                    &path,
+                    format!("{len} bytes, more than {MAX_STORED_VECTORS} vectors take; remove it"),
+                ))
+            }
+            _ => {}
+        }
         match std::fs::read(&path) {
             Ok(bytes) => store.load(&path, &bytes)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -240,6 +251,19 @@ mod tests {
         assert_eq!(again.len(), 1);
         let other = VectorStore::open(Some(&dir), "abcdef0123456789ffff", 3).unwrap_err();
         assert!(other.to_string().contains("another length"), "{other}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_cache_file_larger_than_the_bound_is_refused_unread() {
+        let dir = scratch("too-big");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.resize(bytes.len() + (MAX_STORED_VECTORS + 1) * 36, 0);
+        std::fs::write(dir.join("abcdef0123456789.vectors"), bytes).unwrap();
+        let e = VectorStore::open(Some(&dir), "abcdef0123456789", 1).unwrap_err();
+        assert!(e.to_string().contains("remove it"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

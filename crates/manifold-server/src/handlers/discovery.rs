@@ -366,7 +366,8 @@ impl crate::state::Gateway {
     /// at `path`, in `viewer`'s view (`None`: everything the endpoint holds),
     /// with each ranking's score: the operator's way to see why a tool is or
     /// is not found. With `[discovery.semantic]`, waits up to `wait` for the
-    /// endpoint's tools to be embedded (lexical only past it).
+    /// endpoint's tools to be embedded (lexical only past it, or at once when
+    /// their embedding failed).
     pub async fn explain_search(
         self: &Arc<Self>,
         path: &str,
@@ -388,12 +389,8 @@ impl crate::state::Gateway {
         );
         let semantic = self.semantic.get().cloned();
         if let Some(s) = &semantic {
-            let until = tokio::time::Instant::now() + wait;
-            while access.dense_index(s, &self.life.stop).is_none()
-                && tokio::time::Instant::now() < until
-            {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
+            // Lexical past it, or at once when the embedding failed.
+            let _ = access.dense_index_within(s, &self.life.stop, wait).await;
         }
         let stop = self.life.stop.clone();
         tokio::task::spawn_blocking(move || {

@@ -226,6 +226,7 @@ impl Semantic {
                 .collect()
         };
         let started = Instant::now();
+        let live: std::collections::HashSet<[u8; 32]> = keys.iter().copied().collect();
         for step in missing.chunks(EMBED_STEP) {
             if stop.is_cancelled() {
                 break;
@@ -235,7 +236,6 @@ impl Semantic {
             let dim = vectors.first().map_or(0, Vec::len);
             self.open_store(dim)?;
             let new = step.iter().map(|i| keys[*i]).zip(vectors).collect();
-            let live: std::collections::HashSet<[u8; 32]> = keys.iter().copied().collect();
             if let Some(store) = self.store.lock().as_mut() {
                 store.insert(new, &|k| live.contains(k))?;
             }

@@ -64,6 +64,8 @@ struct PerEndpoint {
     /// A background embedding of its tools is under way (at most one), or
     /// the last one failed and the next may start at the instant held.
     warming: Mutex<Warming>,
+    /// Woken when an embedding of its tools ends, done or failed.
+    embedded: tokio::sync::Notify,
 }
 
 /// Where an endpoint's embedding stands.
@@ -200,8 +202,38 @@ impl Views {
                     Warming::FailedUntil(std::time::Instant::now() + EMBED_RETRY_AFTER)
                 }
             };
+            drop(warming);
+            slot.embedded.notify_waiters();
         });
         None
+    }
+
+    /// [`Views::dense_index`], waiting up to `wait` for an embedding under way
+    /// to end (woken when it does, not polled); `None` at once when the last
+    /// embedding failed, and when `wait` runs out.
+    pub(crate) async fn dense_index_within(
+        self: &Arc<Self>,
+        path: &str,
+        semantic: &Arc<Semantic>,
+        stop: &tokio_util::sync::CancellationToken,
+        wait: std::time::Duration,
+    ) -> Option<Arc<DenseIndex>> {
+        let e = self.endpoint(path)?;
+        let slot = &self.per_endpoint[e.index];
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            // Registered before the check, so an end between the two wakes it.
+            let ended = slot.embedded.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if let Some(d) = self.dense_index(path, semantic, stop) {
+                return Some(d);
+            }
+            if matches!(*slot.warming.lock(), Warming::FailedUntil(_)) {
+                return None;
+            }
+            tokio::time::timeout_at(deadline, ended).await.ok()?;
+        }
     }
 
     /// Embeds the tools of the endpoint at `path` not embedded yet (blocking).
@@ -363,6 +395,20 @@ impl Access {
     ) -> Option<Arc<DenseIndex>> {
         let path = self.endpoint.as_ref().map_or("", |e| &e.path);
         self.views.dense_index(path, semantic, stop)
+    }
+
+    /// [`Access::dense_index`], waiting up to `wait` for the embedding
+    /// ([`Views::dense_index_within`]).
+    pub(crate) async fn dense_index_within(
+        &self,
+        semantic: &Arc<Semantic>,
+        stop: &tokio_util::sync::CancellationToken,
+        wait: std::time::Duration,
+    ) -> Option<Arc<DenseIndex>> {
+        let path = self.endpoint.as_ref().map_or("", |e| &*e.path);
+        self.views
+            .dense_index_within(path, semantic, stop, wait)
+            .await
     }
 
     /// The search endpoint's `tools/list` page of this view: built by `build`

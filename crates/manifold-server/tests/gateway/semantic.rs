@@ -346,6 +346,16 @@ async fn an_embeddings_endpoint_is_used_with_its_key_and_a_dead_one_leaves_searc
         }
         let fallbacks = f.gw.gateway().semantic_fallbacks().unwrap_or(0);
         assert!(fallbacks >= 3, "{fallbacks} fallbacks counted");
+        // `manifold search`'s wait ends once the embedding failed, not at its
+        // bound (600 s here; the harness's own bound would fail the test).
+        let scored = f
+            .gw
+            .gateway()
+            .explain_search("/mcp/sem", None, "add two numbers", Some(3), Duration::from_secs(600))
+            .await
+            .map_err(anyhow::Error::msg)?;
+        assert_eq!(scored.first().map(|s| s.name.as_str()), Some("local__add"), "{scored:?}");
+        assert!(scored.iter().all(|s| s.semantic.is_none()), "{scored:?}");
         Ok(())
     })
     .await
