@@ -93,6 +93,7 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
             &["list", "resources"],
             &["input"],
             &["filter", "page"],
+            &["members"],
             &["entry"],
             &[
                 "fingerprint",

@@ -3,7 +3,8 @@
 //! caller's view.
 //!
 //! Invariants: rebuilt whole on every change and swapped in at once; a
-//! restricted view shares the items' bytes.
+//! restricted part or view shares the items (and name indexes), holding
+//! only which of them it keeps.
 //!
 //! Not here: how each kind merges (`list`, `resources`, `skills`).
 
@@ -74,20 +75,41 @@ impl Catalog {
     }
 
     /// The part of this catalog that `keep` lets through: the same items in the
-    /// same order, with their own pre-serialized pages and cursors (a caller's
-    /// view under `[[policy]]`). Items are shared, not re-serialized; nothing is
-    /// reported left out.
+    /// same order, with their own pre-serialized pages and cursors (an
+    /// endpoint's part of the catalogue). Items and name indexes are shared,
+    /// not copied; nothing is reported left out.
     pub fn restricted(&self, keep: &dyn Fn(Item<'_>) -> bool) -> Catalog {
+        self.part(keep, true)
+    }
+
+    /// A caller's view under `[[policy]]`: as [`Catalog::restricted`], but
+    /// without pre-serialized pages (each page is joined from the shared
+    /// items when asked for), so a view costs its indexes, not a copy of
+    /// its items.
+    pub fn view(&self, keep: &dyn Fn(Item<'_>) -> bool) -> Catalog {
+        self.part(keep, false)
+    }
+
+    fn part(&self, keep: &dyn Fn(Item<'_>) -> bool, pre: bool) -> Catalog {
         let visible = |uri: &str| keep(Item::Resource(uri));
         Catalog {
             tools: self
                 .tools
-                .restricted(&|e| keep(Item::Tool(&e.exposed)), &visible),
+                .restricted(&|e| keep(Item::Tool(&e.exposed)), &visible, pre),
             prompts: self
                 .prompts
-                .restricted(&|e| keep(Item::Prompt(&e.exposed)), &|_| true),
-            resources: self.resources.restricted(keep),
-            skills: self.skills.restricted(keep),
+                .restricted(&|e| keep(Item::Prompt(&e.exposed)), &|_| true, pre),
+            resources: self.resources.restricted(keep, pre),
+            skills: self.skills.restricted(keep, pre),
         }
+    }
+
+    /// Bytes this catalogue holds of its own beside the items it shares
+    /// with the one it was restricted from (a view's indexes and pages).
+    pub fn own_bytes(&self) -> usize {
+        self.tools.own_bytes()
+            + self.prompts.own_bytes()
+            + self.resources.own_bytes()
+            + self.skills.own_bytes()
     }
 }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use crate::entry::{duplicate, repeated, Entry, Kind, LeftOut, LeftOutReason};
 use crate::fingerprint;
 use crate::input::{NamingPolicy, UpstreamInput};
+use crate::members::{Entries, Members};
 use crate::namespace;
 use crate::naming::{self, NameChange};
 use crate::overrides::{self, Override};
@@ -27,11 +28,13 @@ use crate::page::{self, CursorError};
 #[derive(Debug)]
 pub struct NamedList {
     pub(crate) kind: Kind,
-    pub(crate) entries: Vec<Entry>,
-    pub(crate) by_name: HashMap<String, usize>,
+    pub(crate) entries: Members,
+    /// Exposed (and, `own_names`, own) name → position in the shared
+    /// entries; shared with every list restricted from this one.
+    pub(crate) by_name: Arc<HashMap<String, u32>>,
     pub(crate) left_out: Vec<LeftOut>,
     /// The entries the pages hold when some are app-only (`None`: all).
-    pub(crate) listed: Option<Vec<Entry>>,
+    pub(crate) listed: Option<Members>,
     pub(crate) pages: page::Pages,
     /// Served under the upstreams' own names (`own_names`): `by_name` holds
     /// each own name besides each exposed name.
@@ -212,35 +215,40 @@ impl NamedList {
 
     /// The entries `keep` lets through; a tool whose UI resource `visible`
     /// says the viewer may not read loses its UI reference (MCP Apps: a
-    /// host would otherwise fetch a resource the viewer cannot read).
+    /// host would otherwise fetch a resource the viewer cannot read). The
+    /// entries and the name index are shared with this list; `pre`: with
+    /// pre-serialized pages (else each page is joined when asked for).
     pub(crate) fn restricted(
         &self,
         keep: &dyn Fn(&Entry) -> bool,
         visible: &dyn Fn(&str) -> bool,
+        pre: bool,
     ) -> NamedList {
-        let entries: Vec<Entry> = self
-            .entries
-            .iter()
-            .filter(|e| keep(e))
-            .map(|e| {
-                let mut e = e.clone();
-                if self.kind == Kind::Tools {
-                    strip_hidden_ui(&mut e, visible);
-                }
-                e
-            })
-            .collect();
-        NamedList::of(
-            self.kind,
-            entries,
-            Vec::new(),
+        let tools = self.kind == Kind::Tools;
+        let entries = self.entries.subset(keep, &|e| match tools {
+            true => without_hidden_ui(e, visible),
+            false => None,
+        });
+        let listed = listed(&entries);
+        let pages = page::Pages::build(
+            self.kind.member(),
+            listed.as_ref().unwrap_or(&entries),
             self.pages.page_size(),
-            self.own_names,
-        )
+            pre,
+        );
+        NamedList {
+            kind: self.kind,
+            entries,
+            by_name: self.by_name.clone(),
+            left_out: Vec::new(),
+            listed,
+            pages,
+            own_names: self.own_names,
+        }
     }
 
-    /// A list of `entries` (in order) with its index and pages; `own_names`:
-    /// each found by its own name too.
+    /// A list of `entries` (in order) with its index and pre-serialized
+    /// pages; `own_names`: each found by its own name too.
     pub(crate) fn of(
         kind: Kind,
         entries: Vec<Entry>,
@@ -248,12 +256,14 @@ impl NamedList {
         page_size: usize,
         own_names: bool,
     ) -> NamedList {
-        let by_name = index(&entries, own_names);
+        let by_name = Arc::new(index(&entries, own_names));
+        let entries = Members::all(entries);
         let listed = listed(&entries);
         let pages = page::Pages::build(
             kind.member(),
-            listed.as_deref().unwrap_or(&entries),
+            listed.as_ref().unwrap_or(&entries),
             page_size,
+            true,
         );
         NamedList {
             kind,
@@ -266,21 +276,40 @@ impl NamedList {
         }
     }
 
+    /// Bytes this list holds of its own beside the entries it shares (a
+    /// view's index, pages and changed entries).
+    pub fn own_bytes(&self) -> usize {
+        self.entries.own_bytes()
+            + self.listed.as_ref().map_or(0, Members::own_bytes)
+            + self.pages.bytes()
+    }
+
     pub fn kind(&self) -> Kind {
         self.kind
     }
     /// The entry of an exposed name (or, in a list served under own names,
     /// of an own name).
     pub fn get(&self, exposed: &str) -> Option<&Entry> {
-        self.by_name.get(exposed).map(|&i| &self.entries[i])
+        let at = *self.by_name.get(exposed)?;
+        match self.entries.at_shared(at) {
+            Some(e) => Some(e),
+            // The shared index names an entry this view does not hold: an own
+            // name may still be another held entry's (the first keeps it).
+            None if self.own_names => self
+                .entries
+                .entries()
+                .iter()
+                .find(|e| e.original == exposed),
+            None => None,
+        }
     }
     /// Every entry, app-only tools included (what may be called).
-    pub fn entries(&self) -> &[Entry] {
-        &self.entries
+    pub fn entries(&self) -> Entries<'_> {
+        self.entries.entries()
     }
     /// The entries a model is shown (what the pages and search hold).
-    pub fn listed(&self) -> &[Entry] {
-        self.listed.as_deref().unwrap_or(&self.entries)
+    pub fn listed(&self) -> Entries<'_> {
+        self.listed.as_ref().unwrap_or(&self.entries).entries()
     }
     pub fn left_out(&self) -> &[LeftOut] {
         &self.left_out
@@ -294,23 +323,24 @@ impl NamedList {
 
     /// The serialized list result (`{"tools":[…],"nextCursor":…}`) for a cursor.
     pub fn page(&self, cursor: Option<&str>) -> Result<Bytes, CursorError> {
-        self.pages.page(self.kind.member(), self.listed(), cursor)
+        let listed = self.listed.as_ref().unwrap_or(&self.entries);
+        self.pages.page(self.kind.member(), listed, cursor)
     }
 }
 
 /// Drops a tool's UI resource references (`_meta.ui.resourceUri`,
 /// `_meta["ui/resourceUri"]`) when `visible` says the viewer may not read
 /// the resource; the tool itself stays. Only tools that name a UI resource
-/// are parsed.
-fn strip_hidden_ui(e: &mut Entry, visible: &dyn Fn(&str) -> bool) {
+/// are parsed. `None`: the entry stays as it is.
+fn without_hidden_ui(e: &Entry, visible: &dyn Fn(&str) -> bool) -> Option<Entry> {
     if !e.json.windows(11).any(|w| w == b"resourceUri") {
-        return;
+        return None;
     }
     let Ok(Value::Object(mut tool)) = serde_json::from_slice::<Value>(&e.json) else {
-        return;
+        return None;
     };
     let Some(Value::Object(meta)) = tool.get_mut("_meta") else {
-        return;
+        return None;
     };
     let legacy = namespace::LEGACY_UI_RESOURCE_URI;
     let mut hidden: Vec<String> = Vec::new();
@@ -329,14 +359,16 @@ fn strip_hidden_ui(e: &mut Entry, visible: &dyn Fn(&str) -> bool) {
         }
     }
     if hidden.is_empty() {
-        return;
+        return None;
     }
     let hidden: Vec<String> = hidden.iter().map(|u| fingerprint::printable(u)).collect();
     tracing::info!(tool = %e.exposed, uris = ?hidden,
         "a tool's UI resource is hidden from this caller by [[policy]]: its UI reference is left out of its definition");
-    if let Ok(json) = serde_json::to_vec(&Value::Object(tool)) {
-        e.json = Bytes::from(json);
-    }
+    let json = serde_json::to_vec(&Value::Object(tool)).ok()?;
+    Some(Entry {
+        json: Bytes::from(json),
+        ..e.clone()
+    })
 }
 
 /// Whether a tool is for its MCP App only: `_meta.ui.visibility` is an
@@ -350,23 +382,24 @@ fn app_only(tool: &Map<String, Value>) -> bool {
 }
 
 /// The entries a model is shown, when some are app-only.
-fn listed(entries: &[Entry]) -> Option<Vec<Entry>> {
+fn listed(entries: &Members) -> Option<Members> {
     entries
+        .entries()
         .iter()
         .any(|e| e.app_only)
-        .then(|| entries.iter().filter(|e| !e.app_only).cloned().collect())
+        .then(|| entries.subset(&|e| !e.app_only, &|_| None))
 }
 
 /// Each entry by its exposed name, and (`own`) by its own name too, the
 /// first entry with an own name keeping it.
-fn index(entries: &[Entry], own: bool) -> HashMap<String, usize> {
-    let mut by_name: HashMap<String, usize> = entries
+fn index(entries: &[Entry], own: bool) -> HashMap<String, u32> {
+    let mut by_name: HashMap<String, u32> = entries
         .iter()
-        .enumerate()
-        .map(|(i, e)| (e.exposed.clone(), i))
+        .zip(0..)
+        .map(|(e, i)| (e.exposed.clone(), i))
         .collect();
     if own {
-        for (i, e) in entries.iter().enumerate() {
+        for (e, i) in entries.iter().zip(0..) {
             by_name.entry(e.original.clone()).or_insert(i);
         }
     }

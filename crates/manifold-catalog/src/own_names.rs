@@ -47,7 +47,7 @@ impl NamedList {
     /// more than one entry has.
     pub fn by_own_names(&self) -> (NamedList, Vec<OwnNameCollision>) {
         let entries: Vec<Entry> = self
-            .entries
+            .entries()
             .iter()
             .map(|e| {
                 let mut e = e.clone();
@@ -102,8 +102,8 @@ impl Catalog {
         let catalog = Catalog {
             tools,
             prompts,
-            resources: self.resources.restricted(&all),
-            skills: self.skills.restricted(&all),
+            resources: self.resources.restricted(&all, true),
+            skills: self.skills.restricted(&all, true),
         };
         (catalog, collisions)
     }
@@ -208,5 +208,14 @@ mod tests {
                 .as_ref(),
             "vanilla"
         );
+        // A caller who may not see react's keeps the own name for vanilla's
+        // (the view shares the name index, whose holder it does not see).
+        let no_react =
+            |i: crate::entry::Item<'_>| !matches!(i, crate::entry::Item::Tool("react__get-time"));
+        for view in [own.view(&no_react), own.restricted(&no_react)] {
+            let e = view.tools.get("get-time").expect("by own name");
+            assert_eq!(e.upstream.as_ref(), "vanilla");
+            assert!(view.tools.get("react__get-time").is_none());
+        }
     }
 }

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use crate::members::Members;
 use crate::page::Pages;
 use crate::template::UriTemplate;
 use crate::{
@@ -39,7 +40,7 @@ use crate::{
 pub struct UriList {
     member: &'static str,
     /// `exposed` is the sort key (URI, NUL, upstream); `original` is the URI.
-    entries: Vec<Entry>,
+    entries: Members,
     pages: Pages,
     left_out: Vec<LeftOut>,
 }
@@ -111,7 +112,8 @@ impl UriList {
                 json,
             });
         }
-        let pages = Pages::build(member, &entries, page_size);
+        let entries = Members::all(entries);
+        let pages = Pages::build(member, &entries, page_size, true);
         UriList {
             member,
             entries,
@@ -120,14 +122,11 @@ impl UriList {
         }
     }
 
-    pub(crate) fn restricted(&self, keep: &dyn Fn(&str) -> bool) -> UriList {
-        let entries: Vec<Entry> = self
-            .entries
-            .iter()
-            .filter(|e| keep(&e.original))
-            .cloned()
-            .collect();
-        let pages = Pages::build(self.member, &entries, self.pages.page_size());
+    /// The items `keep` lets through, sharing this list's; `pre`: with
+    /// pre-serialized pages.
+    pub(crate) fn restricted(&self, keep: &dyn Fn(&str) -> bool, pre: bool) -> UriList {
+        let entries = self.entries.subset(&|e| keep(&e.original), &|_| None);
+        let pages = Pages::build(self.member, &entries, self.pages.page_size(), pre);
         UriList {
             member: self.member,
             entries,
@@ -142,7 +141,7 @@ impl UriList {
     }
     /// (URI, owning upstream, the item as listed), in list order.
     pub(crate) fn parsed(&self) -> impl Iterator<Item = (&str, &Arc<str>, Map<String, Value>)> {
-        self.entries.iter().filter_map(|e| {
+        self.entries.entries().into_iter().filter_map(|e| {
             let item = serde_json::from_slice(&e.json).ok()?;
             Some((e.original.as_str(), &e.upstream, item))
         })
@@ -150,7 +149,8 @@ impl UriList {
     /// (URI or template, owning upstream), in list order.
     pub fn items(&self) -> impl Iterator<Item = (&str, &Arc<str>)> {
         self.entries
-            .iter()
+            .entries()
+            .into_iter()
             .map(|e| (e.original.as_str(), &e.upstream))
     }
     pub fn len(&self) -> usize {
@@ -162,13 +162,18 @@ impl UriList {
     pub fn left_out(&self) -> &[LeftOut] {
         &self.left_out
     }
+    /// Bytes this list holds of its own beside the entries it shares.
+    pub(crate) fn own_bytes(&self) -> usize {
+        self.entries.own_bytes() + self.pages.bytes()
+    }
     /// True when both lists would serialize identically.
     pub fn same_as(&self, other: &UriList) -> bool {
         self.entries.len() == other.entries.len()
             && self
                 .entries
+                .entries()
                 .iter()
-                .zip(&other.entries)
+                .zip(other.entries.entries())
                 .all(|(a, b)| a.json == b.json)
     }
 }
@@ -178,7 +183,9 @@ impl UriList {
 pub struct Resources {
     pub resources: UriList,
     pub templates: UriList,
-    exact: HashMap<String, Arc<str>>,
+    /// Listed URI → its position in the shared resource entries; shared
+    /// with every view restricted from this one (a view holds a subset).
+    exact: Arc<HashMap<String, u32>>,
     /// Parsed templates (with their text), most specific first.
     matchers: Vec<(UriTemplate, Arc<str>, String)>,
     /// Canonical form → listed URI, for listed URIs not in canonical form;
@@ -208,14 +215,19 @@ impl Resources {
             },
             page_size,
         );
-        Resources::index(resources, templates)
-    }
-
-    fn index(resources: UriList, templates: UriList) -> Resources {
         let exact = resources
             .items()
-            .map(|(uri, up)| (uri.to_string(), up.clone()))
+            .zip(0..)
+            .map(|((uri, _), at)| (uri.to_string(), at))
             .collect();
+        Resources::index(resources, templates, Arc::new(exact))
+    }
+
+    fn index(
+        resources: UriList,
+        templates: UriList,
+        exact: Arc<HashMap<String, u32>>,
+    ) -> Resources {
         // Every listed template parsed when the list was built.
         let mut matchers: Vec<(UriTemplate, Arc<str>, String)> = templates
             .items()
@@ -232,19 +244,36 @@ impl Resources {
         }
     }
 
-    pub(crate) fn restricted(&self, keep: &dyn Fn(crate::entry::Item<'_>) -> bool) -> Resources {
+    /// The items `keep` lets through, sharing this one's; `pre`: with
+    /// pre-serialized pages.
+    pub(crate) fn restricted(
+        &self,
+        keep: &dyn Fn(crate::entry::Item<'_>) -> bool,
+        pre: bool,
+    ) -> Resources {
         let resources = self
             .resources
-            .restricted(&|uri| keep(crate::entry::Item::Resource(uri)));
+            .restricted(&|uri| keep(crate::entry::Item::Resource(uri)), pre);
         let templates = self
             .templates
-            .restricted(&|t| keep(crate::entry::Item::Template(t)));
-        Resources::index(resources, templates)
+            .restricted(&|t| keep(crate::entry::Item::Template(t)), pre);
+        Resources::index(resources, templates, self.exact.clone())
+    }
+
+    /// The upstream of `uri` when this list holds it.
+    fn listed_owner(&self, uri: &str) -> Option<&Arc<str>> {
+        let at = *self.exact.get(uri)?;
+        self.resources.entries.at_shared(at).map(|e| &e.upstream)
+    }
+
+    /// Bytes these lists hold of their own beside the entries they share.
+    pub(crate) fn own_bytes(&self) -> usize {
+        self.resources.own_bytes() + self.templates.own_bytes()
     }
 
     /// The upstream that owns `uri` by the lists and templates, if any.
     pub fn owner(&self, uri: &str) -> Option<&Arc<str>> {
-        self.exact.get(uri).or_else(|| {
+        self.listed_owner(uri).or_else(|| {
             self.matchers
                 .iter()
                 .find(|(t, _, _)| t.matches(uri))
@@ -255,7 +284,7 @@ impl Resources {
     /// The template that routes `uri`, when no listed resource does (the
     /// most specific one, as [`Resources::owner`] chooses).
     pub fn routing_template(&self, uri: &str) -> Option<&str> {
-        if self.exact.contains_key(uri) {
+        if self.listed_owner(uri).is_some() {
             return None;
         }
         self.matchers
@@ -268,7 +297,7 @@ impl Resources {
     /// list spells it otherwise (the first in list order); `None` when it is
     /// listed as is, or not at all.
     pub fn listed_spelling(&self, canonical: &str) -> Option<&str> {
-        if self.exact.contains_key(canonical) {
+        if self.listed_owner(canonical).is_some() {
             return None;
         }
         self.spellings
@@ -292,7 +321,8 @@ impl Resources {
     pub fn template_owner(&self, template: &str) -> Option<&Arc<str>> {
         self.templates
             .entries
-            .iter()
+            .entries()
+            .into_iter()
             .find(|e| e.original == template)
             .map(|e| &e.upstream)
     }

@@ -147,13 +147,13 @@ impl Skills {
     }
 
     /// Only the skills `keep` lets through (by exposed name), and their files.
-    pub(crate) fn restricted(&self, keep: &dyn Fn(Item<'_>) -> bool) -> Skills {
+    pub(crate) fn restricted(&self, keep: &dyn Fn(Item<'_>) -> bool, pre: bool) -> Skills {
         let shown = |uri: &str| {
             self.names
                 .get(uri)
                 .is_some_and(|(name, upstream)| keep(Item::Skill { name, upstream }))
         };
-        let list = self.list.restricted(&shown);
+        let list = self.list.restricted(&shown, pre);
         let names = self
             .names
             .iter()
@@ -167,6 +167,12 @@ impl Skills {
             .map(|(u, f)| (u.clone(), f.clone()))
             .collect();
         Skills { list, names, files }
+    }
+
+    /// Bytes this list holds of its own beside the entries it shares (its
+    /// name and file maps are its own copies: skills are few).
+    pub(crate) fn own_bytes(&self) -> usize {
+        self.list.own_bytes()
     }
 
     /// The serialized `skills/list` result for a cursor.

@@ -391,6 +391,100 @@ fn a_restricted_view_keeps_order_bytes_and_its_own_cursors() {
     assert!(view.prompts.is_empty());
 }
 
+/// Every page of a list, walked by its cursors.
+fn walk(page: impl Fn(Option<&str>) -> bytes::Bytes) -> Vec<bytes::Bytes> {
+    let mut pages = vec![page(None)];
+    while let Some(next) = serde_json::from_slice::<Value>(pages.last().unwrap()).unwrap()
+        ["nextCursor"]
+        .as_str()
+        .map(str::to_string)
+    {
+        pages.push(page(Some(&next)));
+        assert!(pages.len() < 100, "a walk ends");
+    }
+    pages
+}
+
+/// Issue 45: a caller's view shares its items and name index, and joins
+/// its pages per request; what it serves is byte for byte what a part with
+/// pre-serialized pages serves, for every cursor, and a view of a view too.
+#[test]
+fn a_view_serves_what_a_restricted_part_serves_without_copying_items() {
+    let tools: Vec<_> = (0..40).map(|i| tool(&format!("t{i:02}"))).collect();
+    let mut up = input("up", tools);
+    Arc::make_mut(&mut up.lists).resources = (0..10)
+        .map(|i| resource(&format!("file:///docs/{i}")))
+        .collect();
+    let full = Catalog::build(&[up], &policy(PrefixMode::Always, 1), 7);
+    type Keep<'a> = &'a dyn Fn(Item<'_>) -> bool;
+    let cases: [(&str, Keep); 4] = [
+        ("everything", &|_| true),
+        ("nothing", &|_| false),
+        ("odd tools, low docs", &|item| match item {
+            Item::Tool(n) => n.ends_with(['1', '3', '5', '7', '9']),
+            Item::Resource(u) => u < "file:///docs/5",
+            _ => true,
+        }),
+        ("one tool", &|item| matches!(item, Item::Tool("up__t20"))),
+    ];
+    for (what, keep) in cases {
+        let part = full.restricted(keep);
+        let view = full.view(keep);
+        assert_eq!(names(&view.tools), names(&part.tools), "{what}");
+        assert_eq!(
+            walk(|c| view.tools.page(c).unwrap()),
+            walk(|c| part.tools.page(c).unwrap()),
+            "{what}: tool pages"
+        );
+        assert_eq!(
+            walk(|c| view.resources.resources.page(c).unwrap()),
+            walk(|c| part.resources.resources.page(c).unwrap()),
+            "{what}: resource pages"
+        );
+        for e in full.tools.entries() {
+            let (v, p) = (view.tools.get(&e.exposed), part.tools.get(&e.exposed));
+            assert_eq!(
+                v.map(|e| e.json()),
+                p.map(|e| e.json()),
+                "{what}: {}",
+                e.exposed
+            );
+        }
+        for i in 0..10 {
+            let uri = format!("file:///docs/{i}");
+            assert_eq!(
+                view.resources.owner(&uri),
+                part.resources.owner(&uri),
+                "{what}: {uri}"
+            );
+        }
+        // A view of the view (an endpoint's part, then a caller's view).
+        let narrower = |item: Item<'_>| keep(item) && !matches!(item, Item::Tool("up__t21"));
+        let twice = part.view(&narrower);
+        let once = full.restricted(&narrower);
+        assert_eq!(
+            walk(|c| twice.tools.page(c).unwrap()),
+            walk(|c| once.tools.page(c).unwrap()),
+            "{what}: a view of a part"
+        );
+        // The view holds its index, not its items: 4 bytes per item kept.
+        assert_eq!(
+            view.own_bytes(),
+            4 * (view.tools.len()
+                + view.prompts.len()
+                + view.resources.resources.len()
+                + view.resources.templates.len()
+                + view.skills.len()),
+            "{what}"
+        );
+    }
+    // A cursor past every item of a view gives an empty last page.
+    let view = full.view(&|item| matches!(item, Item::Tool("up__t01")));
+    let past = "djE6enp6"; // base64url("v1:zzz")
+    let page: Value = serde_json::from_slice(&view.tools.page(Some(past)).unwrap()).unwrap();
+    assert_eq!(page, json!({"tools": []}));
+}
+
 #[test]
 fn a_canonical_uri_finds_the_spelling_its_upstream_listed() {
     let up = with_resources(

@@ -3,9 +3,11 @@
 //!
 //! A caller's view depends only on its endpoint and on which rules name it (its
 //! [`manifold_policy::ViewKey`]), so each distinct (endpoint, key) gets one
-//! restricted [`Catalog`] — its own pre-serialized pages, cursors and name
-//! table — built the first time a caller with that pair needs it after a
-//! catalogue change, then shared by every such caller. Nothing is built per
+//! restricted [`Catalog`] ([`Catalog::view`]: the positions of the items it
+//! holds, over the items, name tables and item bytes it shares with its
+//! endpoint's catalogue; each page joined from those bytes when asked for),
+//! built the first time a caller with that pair needs it after a catalogue
+//! change, then shared by every such caller. Nothing but a view's pages is built per
 //! request. Each endpoint's own catalogue (and its search index, for
 //! `discovery = "search"`) is built once per catalogue change too, and shared
 //! by every view of it.
@@ -16,8 +18,8 @@
 //! a view holds only what its endpoint holds; without any rule the view *is*
 //! its endpoint's catalogue (no copy), and the default endpoint's is the
 //! catalog; the local operator sees all of its endpoint; at most
-//! [`MAX_CACHED_VIEWS`] views and about [`MAX_CACHED_VIEW_BYTES`] of items are
-//! kept per catalogue; a view is built outside the map's lock (once, by the
+//! [`MAX_CACHED_VIEWS`] views holding about [`MAX_CACHED_VIEW_BYTES`] of their
+//! own are kept per catalogue; a view is built outside the map's lock (once, by the
 //! first caller that needs it).
 //!
 //! Resource URIs are decided in canonical form (`manifold_policy::authz`),
@@ -45,10 +47,11 @@ use crate::refusal::Refusal;
 /// Distinct views kept per catalogue. Past it the cache starts over (views are
 /// rebuilt as callers come).
 pub const MAX_CACHED_VIEWS: usize = 1024;
-/// Bytes of pre-serialized items the cached views may hold together (about
-/// what their pages take). Past it the cache starts over, so memory stays
+/// Bytes the cached views may hold of their own together (their indexes,
+/// 4 bytes per item held, and any item a view had to change; the items
+/// themselves are shared). Past it the cache starts over, so memory stays
 /// bounded by size too, whatever the catalogue's size and the callers' mix.
-pub const MAX_CACHED_VIEW_BYTES: usize = 256 * 1024 * 1024;
+pub const MAX_CACHED_VIEW_BYTES: usize = 64 * 1024 * 1024;
 
 /// One view, built once by whichever caller needs it first.
 type Slot = Arc<OnceLock<Arc<Catalog>>>;
@@ -314,13 +317,13 @@ impl Views {
         let key = &key.1;
         slot.get_or_init(|| {
             let policy = &self.policy;
-            let view = Arc::new(endpoint.restricted(&|item| match item {
+            let view = Arc::new(endpoint.view(&|item| match item {
                 Item::Tool(n) => policy.allows(key, ItemKind::Tool, n),
                 Item::Prompt(n) => policy.allows(key, ItemKind::Prompt, n),
                 Item::Resource(u) | Item::Template(u) => policy.allows(key, ItemKind::Resource, u),
                 Item::Skill { name, .. } => policy.allows(key, ItemKind::Skill, name),
             }));
-            self.bytes.fetch_add(item_bytes(&view), Ordering::Relaxed);
+            self.bytes.fetch_add(view.own_bytes(), Ordering::Relaxed);
             view
         })
         .clone()
@@ -439,13 +442,6 @@ impl Access {
     fn endpoint_allows_uri(&self, uri: &str) -> bool {
         self.endpoint.as_ref().is_some_and(|e| e.allows_uri(uri))
     }
-}
-
-/// About what a view's pre-serialized pages take: its items' bytes.
-fn item_bytes(c: &Catalog) -> usize {
-    let named =
-        |l: &manifold_catalog::NamedList| l.entries().iter().map(|e| e.json().len()).sum::<usize>();
-    named(&c.tools) + named(&c.prompts)
 }
 
 /// Whether a catalog holds anything of `upstream` (a tool, prompt, resource

@@ -14,7 +14,7 @@
 //! SIGINT during the call cancels it upstream (`notifications/cancelled`) and exits
 //! 130.
 
-use manifold_catalog::Entry;
+use manifold_catalog::Entries;
 use manifold_protocol::ErrorCode;
 use manifold_server::ToolReply;
 use serde_json::{Map, Value};
@@ -162,7 +162,7 @@ fn error_text(result: &Value) -> String {
 
 /// "Unknown tool: NAME", the closest exposed names, and the upstreams whose tools
 /// are missing because they are not ready.
-fn unknown_tool(core: &InProcess, entries: &[Entry], name: &str, refusal: &str) -> String {
+fn unknown_tool(core: &InProcess, entries: Entries<'_>, name: &str, refusal: &str) -> String {
     let mut msg = one_line(refusal);
     let close = closest(entries.iter().map(|e| e.exposed.as_str()), name, HINT_NAMES);
     if close.is_empty() {
