@@ -31,7 +31,7 @@ pub struct NamedList {
     pub(crate) entries: Members,
     /// Exposed (and, `own_names`, own) name → position in the shared
     /// entries; shared with every list restricted from this one.
-    pub(crate) by_name: Arc<HashMap<String, u32>>,
+    pub(crate) by_name: Arc<foldhash::HashMap<String, u32>>,
     pub(crate) left_out: Vec<LeftOut>,
     /// The entries the pages hold when some are app-only (`None`: all).
     pub(crate) listed: Option<Members>,
@@ -392,8 +392,8 @@ fn listed(entries: &Members) -> Option<Members> {
 
 /// Each entry by its exposed name, and (`own`) by its own name too, the
 /// first entry with an own name keeping it.
-fn index(entries: &[Entry], own: bool) -> HashMap<String, u32> {
-    let mut by_name: HashMap<String, u32> = entries
+fn index(entries: &[Entry], own: bool) -> foldhash::HashMap<String, u32> {
+    let mut by_name: foldhash::HashMap<String, u32> = entries
         .iter()
         .zip(0..)
         .map(|(e, i)| (e.exposed.clone(), i))

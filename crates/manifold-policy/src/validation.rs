@@ -45,9 +45,9 @@ pub struct Checks {
 /// The validators of one catalogue build, by exposed tool name.
 #[derive(Default)]
 pub struct ArgumentValidators {
-    by_tool: HashMap<String, Keyed>,
+    by_tool: foldhash::HashMap<String, Keyed>,
     /// Tools with an `outputSchema` (only when built with output checks).
-    output: HashMap<String, Keyed>,
+    output: foldhash::HashMap<String, Keyed>,
     /// Tools without an `inputSchema` (only when built with argument checks).
     no_schema: Vec<String>,
 }

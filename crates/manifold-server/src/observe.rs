@@ -397,12 +397,26 @@ fn probe(raw: &serde_json::value::RawValue) -> Option<OutcomeProbe> {
     serde_json::from_str(raw.get()).ok()
 }
 
+/// Whether a result says `isError: true`. A result whose text holds neither
+/// `isError` nor an escape (a key can be spelled with `\u` escapes) has no
+/// such member at any depth: that is read with a byte search, not a parse
+/// (most results, on every call).
+fn is_tool_error(raw: &serde_json::value::RawValue) -> bool {
+    let text = raw.get().as_bytes();
+    if memchr::memmem::find(text, b"isError").is_none()
+        && memchr::memmem::find(text, b"\\u").is_none()
+    {
+        return false;
+    }
+    probe(raw).and_then(|p| p.is_error) == Some(true)
+}
+
 /// The audit outcome of an upstream's answer.
 pub(crate) fn outcome_of(o: &CallOutcome) -> Outcome {
     match o {
-        CallOutcome::Result(raw) => match probe(raw).and_then(|p| p.is_error) {
-            Some(true) => Outcome::ToolError,
-            _ => Outcome::Ok,
+        CallOutcome::Result(raw) => match is_tool_error(raw) {
+            true => Outcome::ToolError,
+            false => Outcome::Ok,
         },
         CallOutcome::Error(raw) => Outcome::ProtocolError {
             code: probe(raw)
@@ -567,5 +581,36 @@ impl Observed {
     /// The principal the request was admitted as (its audit name).
     pub(crate) fn principal(&self) -> &str {
         &self.principal
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A result's audit outcome: `isError: true` at the top only, however
+    /// its key is spelled, and never from text that merely mentions it.
+    #[test]
+    fn a_result_is_a_tool_error_only_when_its_top_level_says_so() {
+        let cases = [
+            (r#"{"content":[],"isError":true}"#, true),
+            (r#"{"content":[],"isError":false}"#, false),
+            (r#"{"content":[]}"#, false),
+            (
+                r#"{"content":[{"type":"text","text":"isError: true"}]}"#,
+                false,
+            ),
+            (
+                r#"{"structuredContent":{"isError":true},"content":[]}"#,
+                false,
+            ),
+            (r#"{"is\u0045rror":true,"content":[]}"#, true),
+            (r#"{"content":[{"type":"text","text":"\u00e9"}]}"#, false),
+        ];
+        for (raw, tool_error) in cases {
+            let raw = serde_json::value::RawValue::from_string(raw.to_string()).unwrap();
+            let outcome = outcome_of(&CallOutcome::Result(raw));
+            assert_eq!(outcome == Outcome::ToolError, tool_error, "{outcome:?}");
+        }
     }
 }

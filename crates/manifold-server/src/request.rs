@@ -13,7 +13,7 @@
 //!
 //! Not here: deciding any of these facts (the pipeline's phases do).
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use manifold_audit::ClientInfo;
 use manifold_policy::{AuthMethod, Identity};
 use manifold_protocol::methods as m;
@@ -27,6 +27,11 @@ use crate::observe::Observed;
 use crate::state::log_levels::LogFilter;
 use crate::state::sessions::ClientSession;
 use crate::state::Gateway;
+
+static SESSION_ID: HeaderName = HeaderName::from_static(m::HEADER_SESSION_ID);
+static PROTOCOL_VERSION: HeaderName = HeaderName::from_static(m::HEADER_PROTOCOL_VERSION);
+static METHOD: HeaderName = HeaderName::from_static(m::HEADER_METHOD);
+static NAME: HeaderName = HeaderName::from_static(m::HEADER_NAME);
 
 /// Which front door a request came through.
 #[derive(Debug, Clone)]
@@ -46,7 +51,18 @@ impl Front {
     /// or the front door has no headers.
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         match self {
-            Front::Http(h) => h.get(name).and_then(|v| v.to_str().ok()).map(str::trim),
+            Front::Http(h) => {
+                // The names every request asks for are looked up by a parsed
+                // name: a lookup by text parses (lower-cases) it first.
+                let value = match name {
+                    m::HEADER_SESSION_ID => h.get(&SESSION_ID),
+                    m::HEADER_PROTOCOL_VERSION => h.get(&PROTOCOL_VERSION),
+                    m::HEADER_METHOD => h.get(&METHOD),
+                    m::HEADER_NAME => h.get(&NAME),
+                    _ => h.get(name),
+                };
+                value.and_then(|v| v.to_str().ok()).map(str::trim)
+            }
             Front::Stdio { session } if name.eq_ignore_ascii_case(m::HEADER_SESSION_ID) => {
                 session.as_deref()
             }

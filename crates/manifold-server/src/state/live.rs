@@ -12,7 +12,6 @@
 use manifold_catalog::{Glob, ItemFilter};
 use manifold_config::GatewayConfig;
 use manifold_upstream::Upstream;
-use std::collections::HashMap;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -59,7 +58,7 @@ impl Live {
             Some(p) => p.endpoints.clone(),
             None => Arc::new(super::endpoints::Endpoints::new(&config)),
         };
-        let by_name: HashMap<Arc<str>, Upstream> = upstreams
+        let by_name: foldhash::HashMap<Arc<str>, Upstream> = upstreams
             .iter()
             .map(|(u, _)| (u.name().clone(), u.clone()))
             .collect();

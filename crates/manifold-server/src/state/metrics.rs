@@ -21,7 +21,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use std::collections::HashSet;
 
 use manifold_catalog::Catalog;
 use manifold_upstream::Upstream;
@@ -161,18 +160,18 @@ pub(crate) struct Metrics {
     tasks_created: Family<UpstreamLabel, Counter>,
     tasks_ended: Family<UpstreamStatus, Counter>,
     /// Tools that have their own latency series.
-    tool_series: Mutex<HashSet<String>>,
+    tool_series: Mutex<foldhash::HashSet<String>>,
     max_tool_series: usize,
     /// With `[metrics] principal_label`: requests by principal.
     by_principal: Option<Family<PrincipalOutcome, Counter>>,
-    principal_series: Mutex<HashSet<String>>,
+    principal_series: Mutex<foldhash::HashSet<String>>,
     max_principal_series: usize,
     /// `[integrity]`'s families (`state::integrity::metrics`).
     pub(crate) integrity: super::integrity::metrics::IntegrityMetrics,
     /// Requests through an `[[endpoint]]`, by its path (at most
     /// [`MAX_ENDPOINT_SERIES`] paths; later ones count as `other`).
     by_endpoint: Family<EndpointOutcome, Counter>,
-    endpoint_series: Mutex<HashSet<String>>,
+    endpoint_series: Mutex<foldhash::HashSet<String>>,
     /// Retries and circuit breakers.
     resilience: super::resilience_metrics::ResilienceMetrics,
 }
@@ -383,13 +382,13 @@ impl Metrics {
             request_bytes,
             response_bytes,
             cluster_rejected,
-            tool_series: Mutex::new(HashSet::new()),
+            tool_series: Mutex::new(foldhash::HashSet::default()),
             max_tool_series,
             by_principal,
-            principal_series: Mutex::new(HashSet::new()),
+            principal_series: Mutex::new(foldhash::HashSet::default()),
             max_principal_series: config.max_principal_series,
             by_endpoint,
-            endpoint_series: Mutex::new(HashSet::new()),
+            endpoint_series: Mutex::new(foldhash::HashSet::default()),
         }
     }
 

@@ -70,7 +70,7 @@ pub(crate) struct Live {
     pub config: Arc<GatewayConfig>,
     /// In name order.
     pub upstreams: Vec<Upstream>,
-    pub by_name: HashMap<Arc<str>, Upstream>,
+    pub by_name: foldhash::HashMap<Arc<str>, Upstream>,
     /// Each upstream's own stop token (a reload stops one upstream).
     pub stops: HashMap<Arc<str>, CancellationToken>,
     /// Each upstream's `tools` / `prompts` allow and deny lists.

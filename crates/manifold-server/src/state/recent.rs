@@ -23,7 +23,6 @@
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -139,7 +138,7 @@ impl Summary {
 /// Every upstream's ring.
 pub(crate) struct RecentCalls {
     start: Instant,
-    rings: ArcSwap<HashMap<Arc<str>, Arc<Ring>>>,
+    rings: ArcSwap<foldhash::HashMap<Arc<str>, Arc<Ring>>>,
     /// Serializes adding a ring (rare: once per upstream name).
     adding: Mutex<()>,
 }
@@ -154,7 +153,7 @@ impl RecentCalls {
     pub(crate) fn new(start: Instant) -> RecentCalls {
         RecentCalls {
             start,
-            rings: ArcSwap::from_pointee(HashMap::new()),
+            rings: ArcSwap::from_pointee(foldhash::HashMap::default()),
             adding: Mutex::new(()),
         }
     }

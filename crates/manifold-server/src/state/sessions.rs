@@ -100,7 +100,7 @@ pub(crate) struct ClientSession {
     pending_prefix: Arc<str>,
     get_stream: Mutex<Option<mpsc::Sender<Bytes>>>,
     pending: Mutex<HashMap<String, Responder>>,
-    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    in_flight: Mutex<foldhash::HashMap<RequestId, CancellationToken>>,
     /// `logging/setLevel` (a `LogLevel` index), or `LEVEL_UNSET`.
     log_level: AtomicU8,
     /// Cancelled when the session ends: its calls' waits end with it.
@@ -133,7 +133,7 @@ impl ClientSession {
             pending_prefix,
             get_stream: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
-            in_flight: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(foldhash::HashMap::default()),
             log_level: AtomicU8::new(LEVEL_UNSET),
             ended: CancellationToken::new(),
         }
@@ -328,7 +328,7 @@ pub(crate) struct SessionLimits {
 pub const MAX_ENDED_SEALED_IDS: usize = 65_536;
 
 pub(crate) struct Sessions {
-    map: DashMap<String, Arc<ClientSession>>,
+    map: DashMap<String, Arc<ClientSession>, foldhash::fast::RandomState>,
     /// Sealed ids that ended here, with their expiry: never taken up again.
     ended: Mutex<HashMap<String, u64>>,
     /// Open sessions by the address they were created from.
@@ -340,7 +340,7 @@ pub(crate) struct Sessions {
 impl Sessions {
     pub fn new(limits: SessionLimits) -> Sessions {
         Sessions {
-            map: DashMap::new(),
+            map: DashMap::default(),
             ended: Mutex::new(HashMap::new()),
             per_peer: Mutex::new(HashMap::new()),
             limits,

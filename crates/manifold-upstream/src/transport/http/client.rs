@@ -118,13 +118,11 @@ impl HttpLink {
     pub(super) async fn send(
         &self,
         method: Method,
-        body: Option<Vec<u8>>,
+        body: Option<Bytes>,
         extra: &[(String, String)],
         last_event_id: Option<&str>,
     ) -> Result<http::Response<hyper::body::Incoming>, UpstreamError> {
         let name = self.wire.upstream();
-        // Shared, not copied, by a resend after a refused token.
-        let body = body.map(Bytes::from);
         // A call on behalf of its caller carries its own (exchanged) token: a
         // refusal of it is that call's, never the connection's.
         let Some(tokens) = self.tokens.as_ref().filter(|_| !on_behalf(extra)) else {

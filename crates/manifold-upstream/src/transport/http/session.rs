@@ -11,6 +11,7 @@
 //! Not here: building and sending the request (`client`), decoding the reply
 //! (`reply`).
 
+use bytes::Bytes;
 use http::{Method, StatusCode};
 use manifold_protocol::methods as m;
 use std::sync::atomic::Ordering;
@@ -51,7 +52,9 @@ impl Outbound for HttpLink {
 impl HttpLink {
     /// POSTs a notification or response; the upstream answers 202.
     async fn post_message(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
-        let resp = self.send(Method::POST, Some(bytes), &[], None).await?;
+        let resp = self
+            .send(Method::POST, Some(Bytes::from(bytes)), &[], None)
+            .await?;
         if !resp.status().is_success() {
             return Err(UpstreamError::protocol(
                 self.wire.upstream(),
@@ -131,6 +134,8 @@ async fn run_call(
             check_session(l);
         }
     };
+    // Shared, not copied, by a resend (a refused token, a lost session).
+    let bytes = Bytes::from(bytes);
     let mut resp = l
         .send(Method::POST, Some(bytes.clone()), headers, None)
         .await
