@@ -402,10 +402,13 @@ fn probe(raw: &serde_json::value::RawValue) -> Option<OutcomeProbe> {
 /// such member at any depth: that is read with a byte search, not a parse
 /// (most results, on every call).
 fn is_tool_error(raw: &serde_json::value::RawValue) -> bool {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    // Built once: a finder's set-up costs more than searching a small result.
+    static IS_ERROR: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("isError"));
+    static ESCAPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\\u"));
     let text = raw.get().as_bytes();
-    if memchr::memmem::find(text, b"isError").is_none()
-        && memchr::memmem::find(text, b"\\u").is_none()
-    {
+    if IS_ERROR.find(text).is_none() && ESCAPE.find(text).is_none() {
         return false;
     }
     probe(raw).and_then(|p| p.is_error) == Some(true)

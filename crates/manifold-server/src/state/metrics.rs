@@ -14,7 +14,7 @@
 
 use manifold_protocol::methods as m;
 use manifold_upstream::State;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -161,6 +161,9 @@ pub(crate) struct Metrics {
     tasks_ended: Family<UpstreamStatus, Counter>,
     /// Tools that have their own latency series.
     tool_series: Mutex<foldhash::HashSet<String>>,
+    /// The series the calls use, by the labels they name them with (see
+    /// [`Handles`]).
+    handles: Handles,
     max_tool_series: usize,
     /// With `[metrics] principal_label`: requests by principal.
     by_principal: Option<Family<PrincipalOutcome, Counter>>,
@@ -174,6 +177,53 @@ pub(crate) struct Metrics {
     endpoint_series: Mutex<foldhash::HashSet<String>>,
     /// Retries and circuit breakers.
     resilience: super::resilience_metrics::ResilienceMetrics,
+}
+
+/// Metric handles by the labels a call names them with, so the call path
+/// finds its series with one fast hash: a [`Family`] hashes its whole label
+/// set with SipHash, and copies label strings, on every lookup. A handle
+/// shares its series with the family (what `/metrics` renders). Holds at
+/// most [`MAX_CACHED_HANDLES`] latency handles; past it, lookups go to the
+/// family as before.
+#[derive(Default)]
+struct Handles {
+    requests: RwLock<foldhash::HashMap<(&'static str, &'static str), Counter>>,
+    request_bytes: RwLock<foldhash::HashMap<&'static str, Counter>>,
+    response_bytes: RwLock<foldhash::HashMap<&'static str, Counter>>,
+    /// By upstream, then tool name as called ("" for none).
+    latency: RwLock<foldhash::HashMap<String, foldhash::HashMap<String, Histogram>>>,
+    latency_len: std::sync::atomic::AtomicUsize,
+}
+
+/// Latency handles kept by [`Handles`] (its other maps are bounded by the
+/// fixed method and outcome labels).
+pub const MAX_CACHED_HANDLES: usize = 4096;
+
+impl Handles {
+    fn counter<K: std::hash::Hash + Eq + Copy>(
+        &self,
+        map: &RwLock<foldhash::HashMap<K, Counter>>,
+        key: K,
+        make: impl FnOnce() -> Counter,
+    ) -> Counter {
+        if let Some(c) = map.read().get(&key) {
+            return c.clone();
+        }
+        map.write().entry(key).or_insert_with(make).clone()
+    }
+
+    fn keep_latency(&self, upstream: &str, tool: &str, h: &Histogram) {
+        use std::sync::atomic::Ordering;
+        if self.latency_len.load(Ordering::Relaxed) >= MAX_CACHED_HANDLES {
+            return;
+        }
+        let mut map = self.latency.write();
+        let tools = map.entry(upstream.to_string()).or_default();
+        if !tools.contains_key(tool) {
+            tools.insert(tool.to_string(), h.clone());
+            self.latency_len.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Distinct `endpoint` labels of `manifold_endpoint_requests_total`: the
@@ -383,6 +433,7 @@ impl Metrics {
             response_bytes,
             cluster_rejected,
             tool_series: Mutex::new(foldhash::HashSet::default()),
+            handles: Handles::default(),
             max_tool_series,
             by_principal,
             principal_series: Mutex::new(foldhash::HashSet::default()),
@@ -438,21 +489,52 @@ impl Metrics {
         response_bytes: Option<usize>,
     ) {
         let method = method_label(method);
-        self.requests
-            .get_or_create(&MethodOutcome { method, outcome })
-            .inc();
-        self.request_bytes
-            .get_or_create(&MethodLabel { method })
-            .inc_by(request_bytes as u64);
-        if let Some(n) = response_bytes {
-            self.response_bytes
+        let h = &self.handles;
+        h.counter(&h.requests, (method, outcome), || {
+            self.requests
+                .get_or_create(&MethodOutcome { method, outcome })
+                .clone()
+        })
+        .inc();
+        h.counter(&h.request_bytes, method, || {
+            self.request_bytes
                 .get_or_create(&MethodLabel { method })
-                .inc_by(n as u64);
+                .clone()
+        })
+        .inc_by(request_bytes as u64);
+        if let Some(n) = response_bytes {
+            h.counter(&h.response_bytes, method, || {
+                self.response_bytes
+                    .get_or_create(&MethodLabel { method })
+                    .clone()
+            })
+            .inc_by(n as u64);
         }
     }
 
     /// A forwarded call's duration; `tool` names a series while under the bound.
     pub(crate) fn call_duration(&self, upstream: &str, tool: Option<&str>, seconds: f64) {
+        let name = tool.unwrap_or("");
+        let known = self
+            .handles
+            .latency
+            .read()
+            .get(upstream)
+            .and_then(|tools| tools.get(name).cloned());
+        let histogram = match known {
+            Some(h) => h,
+            None => {
+                let h = self.latency_series(upstream, tool);
+                self.handles.keep_latency(upstream, name, &h);
+                h
+            }
+        };
+        histogram.observe(seconds);
+    }
+
+    /// The latency series of `upstream`'s `tool` (its own while under the
+    /// bound, `other` past it, `none` without a tool).
+    fn latency_series(&self, upstream: &str, tool: Option<&str>) -> Histogram {
         let tool = match tool {
             Some(t) => self.tool_label(t),
             None => "none".to_string(),
@@ -462,7 +544,7 @@ impl Metrics {
                 upstream: upstream.to_string(),
                 tool,
             })
-            .observe(seconds);
+            .clone()
     }
     pub(crate) fn reloaded(&self, ok: bool) {
         self.reloads
@@ -620,5 +702,85 @@ impl Metrics {
             tracing::error!("encoding the metrics failed");
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics(toml: &str) -> Metrics {
+        let config = manifold_config::load_str(
+            std::path::Path::new("gateway.toml"),
+            toml,
+            |_| None,
+            figment::providers::Env::raw().only(&[] as &[&str]),
+        )
+        .expect("config");
+        Metrics::new(&config)
+    }
+
+    fn text(m: &Metrics) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &m.registry).expect("encode");
+        out
+    }
+
+    /// The handles the call path keeps count in the series `/metrics`
+    /// renders: a tool's own latency series while under `max_tool_series`,
+    /// `other` past it (also for a tool seen again), `none` without a tool;
+    /// request counts by method and outcome; response bytes only when given.
+    #[test]
+    fn cached_handles_count_in_the_rendered_series() {
+        let m = metrics("[metrics]\nmax_tool_series = 2\n");
+        for tool in ["a", "b", "c", "a", "c", "d"] {
+            m.call_duration("up", Some(tool), 0.001);
+        }
+        m.call_duration("up", None, 0.001);
+        m.call_duration("other-up", Some("a"), 0.001);
+        for _ in 0..3 {
+            m.answered("tools/call", "ok", 10, Some(5));
+        }
+        m.answered("tools/call", "error", 10, None);
+        m.answered("ping", "ok", 7, None);
+        let t = text(&m);
+        let count = |series: &str| {
+            t.lines()
+                .find(|l| l.starts_with(series))
+                .and_then(|l| l.rsplit(' ').next())
+                .unwrap_or_else(|| panic!("no {series} in\n{t}"))
+                .to_string()
+        };
+        let latency = |up: &str, tool: &str| {
+            count(&format!(
+                "manifold_call_duration_seconds_count{{upstream=\"{up}\",tool=\"{tool}\"}}"
+            ))
+        };
+        assert_eq!(latency("up", "a"), "2");
+        assert_eq!(latency("up", "b"), "1");
+        assert_eq!(latency("up", "other"), "3", "c twice and d");
+        assert_eq!(latency("up", "none"), "1");
+        assert_eq!(latency("other-up", "a"), "1", "a has its own series");
+        assert!(!t.contains("tool=\"c\""), "{t}");
+        let requests = |method: &str, outcome: &str| {
+            count(&format!(
+                "manifold_requests_total{{method=\"{method}\",outcome=\"{outcome}\"}}"
+            ))
+        };
+        assert_eq!(requests("tools/call", "ok"), "3");
+        assert_eq!(requests("tools/call", "error"), "1");
+        assert_eq!(requests("ping", "ok"), "1");
+        assert_eq!(
+            count("manifold_request_bytes_total{method=\"tools/call\"}"),
+            "40"
+        );
+        assert_eq!(
+            count("manifold_response_bytes_total{method=\"tools/call\"}"),
+            "15"
+        );
+        assert!(
+            !t.contains("manifold_response_bytes_total{method=\"ping\"}"),
+            "{t}"
+        );
     }
 }
