@@ -323,6 +323,15 @@ pub(crate) async fn run(
         m.idle = rss_kib(*pid)?;
     }
 
+    // The table says how it was made: the command, and the load before it.
+    let command: Vec<String> = std::env::args().collect();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("`{}`", command.join(" "));
+    println!(
+        "(load average before: {})",
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+    println!();
     println!("| upstream | target | c | calls/s | vs direct | p50 / p99 (ms) | added p50 (ms) | CPU µs per call | RSS after (MiB) |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for upstream in &args.upstreams {
