@@ -329,7 +329,10 @@ pub(crate) async fn run(
     println!("`{}`", command.join(" "));
     println!(
         "(load average before: {})",
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     println!();
     println!("| upstream | target | c | calls/s | vs direct | p50 / p99 (ms) | added p50 (ms) | CPU µs per call | RSS after (MiB) |");

@@ -27,8 +27,13 @@ pub(crate) struct Attempt {
     /// HTTP: the POST and its reply, driven from [`Attempt::next`]; it ends once
     /// the outcome is dispatched. `None` for stdio, whose reader serves all calls.
     driver: Option<Driver>,
-    /// When the caller stops waiting: every retry of a bridged call shares it.
-    pub(crate) deadline: Instant,
+    /// When the caller stops waiting (every retry of a bridged call shares
+    /// it): a timer registered once for the attempt's life (a `sleep_until`
+    /// per wait registered and removed a timer on every event).
+    pub(crate) expiry: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// The connection's end, waited on for the attempt's life (likewise
+    /// registered once, not once per event).
+    closed: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
     pub(crate) timeout: Duration,
     finished: bool,
 }
@@ -46,13 +51,15 @@ impl Attempt {
         let l = conn
             .launch(method, params, headers, timeout, caller)
             .await?;
+        let deadline = Instant::now() + timeout;
         Ok(Attempt {
             conn: conn.clone(),
             id: l.id,
             events: l.events,
             done: l.done,
             driver: l.driver,
-            deadline: Instant::now() + timeout,
+            expiry: Box::pin(tokio::time::sleep_until(deadline)),
+            closed: Box::pin(conn.wire.closed.clone().cancelled_owned()),
             timeout,
             finished: false,
         })
@@ -85,7 +92,7 @@ impl Attempt {
             tokio::select! {
                 // The deadline first: an upstream flooding progress cannot starve it.
                 biased;
-                _ = tokio::time::sleep_until(self.deadline) => return self.timed_out().await,
+                _ = self.expiry.as_mut() => return self.timed_out().await,
                 Some(ev) = self.events.recv() => return ev,
                 outcome = &mut self.done => {
                     // Events sent before the outcome come first.
@@ -108,7 +115,7 @@ impl Attempt {
                 // failed): no answer can come any more, so the call fails now,
                 // whoever is waiting on it — the upstream's own actor included —
                 // and whenever its actor gets round to failing the rest.
-                _ = self.conn.wire.closed.cancelled() => return self.connection_ended().await,
+                _ = self.closed.as_mut() => return self.connection_ended().await,
             }
         }
     }

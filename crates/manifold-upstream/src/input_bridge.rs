@@ -156,7 +156,7 @@ pub(crate) async fn next(attempt: &mut Attempt, b: &mut Bridge) -> CallEvent {
         if let Some(rx) = b.answers.as_mut() {
             let answer = tokio::select! {
                 a = rx.recv() => a,
-                _ = tokio::time::sleep_until(attempt.deadline) => return attempt.timed_out().await,
+                _ = attempt.expiry.as_mut() => return attempt.timed_out().await,
             };
             match answer {
                 Some((key, Ok(raw))) => {
