@@ -112,7 +112,7 @@ impl Members {
             match change(e) {
                 Some(new) => changed.push((at, new)),
                 None => {
-                    if let Some(k) = self.changed.iter().position(|(p, _)| *p == at) {
+                    if let Ok(k) = self.changed.binary_search_by_key(&at, |(p, _)| *p) {
                         changed.push(self.changed[k].clone());
                     }
                 }
@@ -195,6 +195,12 @@ impl<'a> Iterator for Iter<'a> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = self.end - self.next;
         (n, Some(n))
+    }
+    /// Without it `skip` (a page at an offset) would walk every member
+    /// before the page.
+    fn nth(&mut self, n: usize) -> Option<&'a Entry> {
+        self.next = self.next.saturating_add(n).min(self.end);
+        self.next()
     }
 }
 

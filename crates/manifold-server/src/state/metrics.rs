@@ -183,8 +183,9 @@ pub(crate) struct Metrics {
 /// finds its series with one fast hash: a [`Family`] hashes its whole label
 /// set with SipHash, and copies label strings, on every lookup. A handle
 /// shares its series with the family (what `/metrics` renders). Holds at
-/// most [`MAX_CACHED_HANDLES`] latency handles; past it, lookups go to the
-/// family as before.
+/// most [`MAX_CACHED_HANDLES`] latency handles, each for a tool that has its
+/// own series (whose name the family holds already); past it, and for a tool
+/// counted under `other`, lookups go to the family as before.
 #[derive(Default)]
 struct Handles {
     requests: RwLock<foldhash::HashMap<(&'static str, &'static str), Counter>>,
@@ -524,8 +525,13 @@ impl Metrics {
         let histogram = match known {
             Some(h) => h,
             None => {
-                let h = self.latency_series(upstream, tool);
-                self.handles.keep_latency(upstream, name, &h);
+                let (h, own) = self.latency_series(upstream, tool);
+                // Only a name that has its own series (or none) is kept: the
+                // family holds those names already; a tool past the bound
+                // (`other`) would add names without one.
+                if own {
+                    self.handles.keep_latency(upstream, name, &h);
+                }
                 h
             }
         };
@@ -533,18 +539,22 @@ impl Metrics {
     }
 
     /// The latency series of `upstream`'s `tool` (its own while under the
-    /// bound, `other` past it, `none` without a tool).
-    fn latency_series(&self, upstream: &str, tool: Option<&str>) -> Histogram {
-        let tool = match tool {
+    /// bound, `other` past it, `none` without a tool), and whether it is not
+    /// `other`.
+    fn latency_series(&self, upstream: &str, tool: Option<&str>) -> (Histogram, bool) {
+        let label = match tool {
             Some(t) => self.tool_label(t),
             None => "none".to_string(),
         };
-        self.call_latency
+        let own = tool.is_none_or(|t| t == label);
+        let series = self
+            .call_latency
             .get_or_create(&UpstreamTool {
                 upstream: upstream.to_string(),
-                tool,
+                tool: label,
             })
-            .clone()
+            .clone();
+        (series, own)
     }
     pub(crate) fn reloaded(&self, ok: bool) {
         self.reloads

@@ -232,9 +232,9 @@ async fn fake_embeddings() -> Result<FakeEmbeddings> {
             };
             count.fetch_add(1, Ordering::SeqCst);
             if !alive.load(Ordering::SeqCst) {
-                // Held, never answered (bounded by the test's own limit).
+                // Held, never answered, until the test's runtime ends.
                 tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    std::future::pending::<()>().await;
                     drop(s);
                 });
                 continue;
