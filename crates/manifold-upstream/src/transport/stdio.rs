@@ -328,6 +328,7 @@ async fn writer(
     closed: CancellationToken,
     name: Arc<str>,
 ) {
+    let mut batch = Vec::new();
     loop {
         let msg = tokio::select! {
             _ = closed.cancelled() => break,
@@ -335,9 +336,15 @@ async fn writer(
             m = rx.recv() => m,
         };
         let Some(msg) = msg else { break };
+        // The tasks that woke us may have more to send in the same turn of the
+        // runtime (several callers' requests read from one poll of the sockets):
+        // let them run first, so their messages share this write.
+        if rx.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        gather(&mut batch, msg, &mut rx);
         let res = async {
-            stdin.write_all(&msg).await?;
-            stdin.write_all(b"\n").await?;
+            stdin.write_all(&batch).await?;
             stdin.flush().await
         }
         .await;
@@ -346,8 +353,31 @@ async fn writer(
             closed.cancel();
             break;
         }
+        // A batch that grew large once (a big message) is not kept for ever.
+        if batch.capacity() > 4 * STDIN_BATCH_BYTES {
+            batch = Vec::new();
+        }
     }
     drop(stdin);
+}
+
+/// Most bytes the writer joins into one write: the messages already queued when it
+/// wakes go to the child together (one write, one wake-up of the child's reader,
+/// instead of two writes per message), up to about a pipe's buffer.
+pub const STDIN_BATCH_BYTES: usize = 64 * 1024;
+
+/// `first` and the messages queued behind it, each ended by a newline, into
+/// `batch` (cleared first), while the batch stays within [`STDIN_BATCH_BYTES`] —
+/// a first message larger than that goes alone.
+fn gather(batch: &mut Vec<u8>, first: Bytes, rx: &mut mpsc::Receiver<Bytes>) {
+    batch.clear();
+    batch.extend_from_slice(&first);
+    batch.push(b'\n');
+    while batch.len() < STDIN_BATCH_BYTES {
+        let Ok(next) = rx.try_recv() else { break };
+        batch.extend_from_slice(&next);
+        batch.push(b'\n');
+    }
 }
 
 async fn reaper(
@@ -404,4 +434,47 @@ async fn graceful_stop(child: &mut Child, name: &str) -> Option<std::process::Ex
     }
     let _ = child.kill().await;
     child.wait().await.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What one write carries, for messages queued before the writer wakes.
+    #[tokio::test]
+    async fn queued_messages_go_in_one_write_within_the_bound() {
+        let big = "x".repeat(STDIN_BATCH_BYTES);
+        let half = "h".repeat(STDIN_BATCH_BYTES / 2);
+        // (queued messages, the writes they make)
+        let cases: Vec<(Vec<&str>, Vec<String>)> = vec![
+            (vec!["a"], vec!["a\n".into()]),
+            (vec!["a", "b", "c"], vec!["a\nb\nc\n".into()]),
+            // One over the bound goes alone; what follows starts the next write.
+            (vec![&big, "b"], vec![format!("{big}\n"), "b\n".into()]),
+            // The write that crosses the bound is the last of its batch.
+            (
+                vec![&half, &half, "c"],
+                vec![format!("{half}\n{half}\n"), "c\n".into()],
+            ),
+        ];
+        for (queued, want) in cases {
+            let (tx, mut rx) = mpsc::channel::<Bytes>(STDIN_QUEUE);
+            for m in &queued {
+                tx.send(Bytes::from(m.to_string())).await.expect("queue");
+            }
+            drop(tx);
+            let mut writes = Vec::new();
+            let mut batch = Vec::new();
+            while let Some(first) = rx.recv().await {
+                gather(&mut batch, first, &mut rx);
+                writes.push(String::from_utf8(batch.clone()).expect("utf-8"));
+            }
+            assert_eq!(
+                writes,
+                want,
+                "{:?}",
+                queued.iter().map(|m| m.len()).collect::<Vec<_>>()
+            );
+        }
+    }
 }
