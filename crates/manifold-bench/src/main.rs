@@ -25,6 +25,7 @@ mod code_endpoint;
 mod measure;
 mod peers;
 mod pool;
+mod relay;
 mod search_endpoint;
 mod search_index;
 mod semantic_index;
@@ -39,6 +40,9 @@ use session::{hash_key, spawn_and_read_url, spawn_gateway, HttpClient};
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
+    if let Some(to) = args.peers.relay_to {
+        return relay::serve(to).await;
+    }
     if let Some(tools) = args.search_index {
         return search_index::run(&args.catalog, tools, args.model.as_deref());
     }

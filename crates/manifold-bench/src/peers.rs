@@ -1,7 +1,9 @@
 //! `manifold-load --peers`: the same `tools/call echo` sent directly to an upstream,
 //! through Manifold and through the peer gateway `mcp-proxy`, against the same two
 //! upstreams (the demo over Streamable HTTP, and the demo over stdio, which each
-//! gateway spawns and this process drives itself for the direct column). Rounds
+//! gateway spawns and this process drives itself for the direct column), and, over
+//! HTTP, through a byte relay on the gateways' CPU (`relay`: the floor — what the
+//! extra process alone adds, with no work per call). Rounds
 //! alternate between the targets; each target's round with the median calls/s is
 //! reported, with its p50/p99, the target process's CPU per call and RSS, then
 //! each process's memory idle, after the load and with `--sessions` sessions open.
@@ -50,8 +52,9 @@ pub(crate) struct PeersArgs {
     /// The mcp-proxy binary (`scripts/bench-peers` installs 0.6.0 there).
     #[arg(long, default_value = ".peers/mcp-proxy/bin/mcp-proxy")]
     pub(crate) mcp_proxy: PathBuf,
-    /// Which targets: `direct`, `manifold`, `mcp-proxy` (`--callgrind` takes the
-    /// gateways only and defaults to `manifold`).
+    /// Which targets: `direct`, `relay` (a byte relay on the gateways' CPU, the
+    /// floor of any gateway; HTTP only), `manifold`, `mcp-proxy` (`--callgrind`
+    /// takes the gateways only and defaults to `manifold`).
     #[arg(long, value_delimiter = ',')]
     pub(crate) targets: Vec<String>,
     /// Which upstreams the calls go to: `http`, `stdio`.
@@ -70,6 +73,10 @@ pub(crate) struct PeersArgs {
     /// instructions per call (`callgrind_annotate --inclusive=yes`).
     #[arg(long, default_value_t = 0)]
     pub(crate) top: usize,
+    /// Internal: run as the byte relay to this address (`relay`), which
+    /// `--peers` starts for its `relay` target.
+    #[arg(long, hide = true, value_name = "ADDR")]
+    pub(crate) relay_to: Option<std::net::SocketAddr>,
 }
 
 impl PeersArgs {
@@ -104,8 +111,8 @@ impl PeersArgs {
 
     pub(crate) fn check(&self) -> Result<()> {
         for t in &self.targets {
-            if !["direct", "manifold", "mcp-proxy"].contains(&t.as_str()) {
-                bail!("unknown target {t:?}: expected direct, manifold or mcp-proxy");
+            if !["direct", "relay", "manifold", "mcp-proxy"].contains(&t.as_str()) {
+                bail!("unknown target {t:?}: expected direct, relay, manifold or mcp-proxy");
             }
         }
         for u in &self.upstreams {
@@ -232,10 +239,21 @@ struct Leg {
     pid: u32,
 }
 
-/// One target: its rows for the HTTP and the stdio upstream.
+/// One target: its rows for the HTTP and the stdio upstream (the relay has no
+/// stdio row: bridging a socket to a child's pipes is a gateway's work).
 struct Target {
     http: Leg,
-    stdio: Leg,
+    stdio: Option<Leg>,
+}
+
+impl Target {
+    fn leg(&self, upstream: &str) -> Option<&Leg> {
+        if upstream == "http" {
+            Some(&self.http)
+        } else {
+            self.stdio.as_ref()
+        }
+    }
 }
 
 /// Memory of one process through the run (KiB).
@@ -271,7 +289,13 @@ pub(crate) async fn run(
     let client = new_client();
 
     // Targets: "direct" is one row per upstream (a different process each).
-    let direct = args.targets.is_empty() || args.targets.iter().any(|t| t == "direct");
+    let named = |t: &str| args.targets.is_empty() || args.targets.iter().any(|n| n == t);
+    let direct = named("direct");
+    let relay = if named("relay") && args.upstreams.iter().any(|u| u == "http") {
+        Some(crate::relay::start(&http_url, pin)?)
+    } else {
+        None
+    };
     let mut targets = Vec::new();
     if direct {
         targets.push(Target {
@@ -281,12 +305,23 @@ pub(crate) async fn run(
                 tool: "echo".into(),
                 pid: demo.0.id(),
             },
-            stdio: Leg {
+            stdio: Some(Leg {
                 label: "direct (stdio demo upstream)".into(),
                 endpoint: Endpoint::Stdio(stdio.clone()),
                 tool: "echo".into(),
                 pid: stdio.pid(),
+            }),
+        });
+    }
+    if let Some((guard, url)) = &relay {
+        targets.push(Target {
+            http: Leg {
+                label: "TCP relay (floor)".into(),
+                endpoint: Endpoint::Http(url.clone()),
+                tool: "echo".into(),
+                pid: guard.0.id(),
             },
+            stdio: None,
         });
     }
     for gw in &gateways {
@@ -298,7 +333,7 @@ pub(crate) async fn run(
         };
         targets.push(Target {
             http: leg("http"),
-            stdio: leg("stdio"),
+            stdio: Some(leg("stdio")),
         });
     }
 
@@ -315,6 +350,9 @@ pub(crate) async fn run(
             stdio.pid(),
             Memory::default(),
         ));
+    }
+    if let Some((guard, _)) = &relay {
+        memory.push(("TCP relay (floor)".into(), guard.0.id(), Memory::default()));
     }
     for gw in &gateways {
         memory.push((gw.product.label().into(), gw.pid(), Memory::default()));
@@ -339,14 +377,10 @@ pub(crate) async fn run(
     println!("|---|---|---|---|---|---|---|---|---|");
     for upstream in &args.upstreams {
         for &c in concurrency {
-            let mut results: Vec<Vec<Round>> = targets.iter().map(|_| Vec::new()).collect();
+            let legs: Vec<&Leg> = targets.iter().filter_map(|t| t.leg(upstream)).collect();
+            let mut results: Vec<Vec<Round>> = legs.iter().map(|_| Vec::new()).collect();
             for _ in 0..rounds.max(1) {
-                for (t, out) in targets.iter().zip(results.iter_mut()) {
-                    let leg = if upstream == "http" {
-                        &t.http
-                    } else {
-                        &t.stdio
-                    };
+                for (leg, out) in legs.iter().zip(results.iter_mut()) {
                     let body = echo(&leg.tool);
                     out.push(round(&client, &leg.endpoint, leg.pid, &body, c, seconds).await?);
                 }
@@ -359,12 +393,8 @@ pub(crate) async fn run(
                 })
                 .collect();
             let base = direct.then(|| (medians[0].rate(), medians[0].p50_us));
-            for (t, r) in targets.iter().zip(&medians) {
-                let label = if upstream == "http" {
-                    &t.http.label
-                } else {
-                    &t.stdio.label
-                };
+            for (leg, r) in legs.iter().zip(&medians) {
+                let label = &leg.label;
                 let (vs, added) = match base {
                     Some((rate, p50)) => (
                         format!("{:.2}", r.rate() / rate),
@@ -428,6 +458,7 @@ pub(crate) async fn run(
         );
     }
     drop(gateways);
+    drop(relay);
     drop(demo);
     Ok(())
 }
