@@ -62,18 +62,25 @@ struct Stdin {
 }
 
 impl Stdin {
+    fn not_running(&self) -> UpstreamError {
+        UpstreamError::transient(&self.upstream, "the child process is not running", false)
+    }
+
     /// Queues a message for the child's stdin, waiting at most `bound` for room: a
     /// child that stops reading fills the queue, and its callers get an error
     /// instead of waiting for ever.
     async fn send(&self, bytes: Vec<u8>, bound: Duration) -> Result<(), UpstreamError> {
-        use tokio::sync::mpsc::error::SendTimeoutError;
-        match self.writer.send_timeout(Bytes::from(bytes), bound).await {
+        use tokio::sync::mpsc::error::{SendTimeoutError, TrySendError};
+        // Room in the queue (the usual case): no timer. The queue's permits go to
+        // senders already waiting before any are free, so this jumps no one.
+        let bytes = match self.writer.try_send(Bytes::from(bytes)) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Full(bytes)) => bytes,
+            Err(TrySendError::Closed(_)) => return Err(self.not_running()),
+        };
+        match self.writer.send_timeout(bytes, bound).await {
             Ok(()) => Ok(()),
-            Err(SendTimeoutError::Closed(_)) => Err(UpstreamError::transient(
-                &self.upstream,
-                "the child process is not running",
-                false,
-            )),
+            Err(SendTimeoutError::Closed(_)) => Err(self.not_running()),
             Err(SendTimeoutError::Timeout(_)) => Err(UpstreamError::unavailable(
                 &self.upstream,
                 format!("the child process has not read its stdin for {bound:?}"),
