@@ -239,6 +239,18 @@ struct Leg {
     pid: u32,
 }
 
+impl Leg {
+    /// A leg that calls the upstream's own `echo` (no gateway prefix).
+    fn upstream_echo(label: &str, endpoint: Endpoint, pid: u32) -> Leg {
+        Leg {
+            label: label.into(),
+            endpoint,
+            tool: "echo".into(),
+            pid,
+        }
+    }
+}
+
 /// One target: its rows for the HTTP and the stdio upstream (the relay has no
 /// stdio row: bridging a socket to a child's pipes is a gateway's work).
 struct Target {
@@ -299,28 +311,25 @@ pub(crate) async fn run(
     let mut targets = Vec::new();
     if direct {
         targets.push(Target {
-            http: Leg {
-                label: "direct (HTTP demo upstream)".into(),
-                endpoint: Endpoint::Http(http_url.clone()),
-                tool: "echo".into(),
-                pid: demo.0.id(),
-            },
-            stdio: Some(Leg {
-                label: "direct (stdio demo upstream)".into(),
-                endpoint: Endpoint::Stdio(stdio.clone()),
-                tool: "echo".into(),
-                pid: stdio.pid(),
-            }),
+            http: Leg::upstream_echo(
+                "direct (HTTP demo upstream)",
+                Endpoint::Http(http_url.clone()),
+                demo.0.id(),
+            ),
+            stdio: Some(Leg::upstream_echo(
+                "direct (stdio demo upstream)",
+                Endpoint::Stdio(stdio.clone()),
+                stdio.pid(),
+            )),
         });
     }
     if let Some((guard, url)) = &relay {
         targets.push(Target {
-            http: Leg {
-                label: "TCP relay (floor)".into(),
-                endpoint: Endpoint::Http(url.clone()),
-                tool: "echo".into(),
-                pid: guard.0.id(),
-            },
+            http: Leg::upstream_echo(
+                "TCP relay (floor)",
+                Endpoint::Http(url.clone()),
+                guard.0.id(),
+            ),
             stdio: None,
         });
     }
