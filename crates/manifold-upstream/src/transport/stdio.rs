@@ -374,8 +374,10 @@ async fn writer(
 pub const STDIN_BATCH_BYTES: usize = 64 * 1024;
 
 /// `first` and the messages queued behind it, each ended by a newline, into
-/// `batch` (cleared first), while the batch stays within [`STDIN_BATCH_BYTES`] —
-/// a first message larger than that goes alone.
+/// `batch` (cleared first), until the batch reaches [`STDIN_BATCH_BYTES`]: the
+/// message that crosses it is the batch's last, so a batch holds at most that
+/// plus one message (a client's is bounded by `limits.max_body_bytes`); a first
+/// message larger than the bound goes alone.
 fn gather(batch: &mut Vec<u8>, first: Bytes, rx: &mut mpsc::Receiver<Bytes>) {
     batch.clear();
     batch.extend_from_slice(&first);
