@@ -3,37 +3,60 @@
 //! by side. Why: the kernel maps code in 64 KiB windows around each page touched,
 //! and the ~3 MB of code start-up runs, spread over the 24 MB `.text` in the
 //! order the compiler emits it, touched 196 windows (12 MB resident idle); side by
-//! side they fill a few. Only for release builds linked by LLD (the default
-//! linker of `x86_64-unknown-linux-gnu` since Rust 1.90; not when `RUSTFLAGS`
-//! picks another linker, which would reject the flag); `MANIFOLD_NO_SYMBOL_ORDER=1`
-//! turns it off. A stale file costs memory,
-//! never correctness: names the link does not have are skipped.
+//! side they fill a few.
+//!
+//! Only for release builds, and only when the linker takes the flag: LLD does (the
+//! default of rustup's `x86_64-unknown-linux-gnu` toolchains since Rust 1.90), GNU
+//! ld rejects it — distributions' own `rustc` builds and a configured linker may
+//! use it — so a one-line program is linked with the flag first, with the same
+//! linker and flags, and the flag is passed only if that link succeeds.
+//! `MANIFOLD_NO_SYMBOL_ORDER=1` turns it off. A stale file costs memory, never
+//! correctness: names the link does not have are skipped.
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
-/// The first Rust whose `x86_64-unknown-linux-gnu` links with LLD by default.
-const LLD_BY_DEFAULT_SINCE: (u32, u32) = (1, 90);
-
-/// The minor version `rustc --version` reports (`rustc 1.95.0 (…)`), if it says.
-fn rustc_version() -> Option<(u32, u32)> {
-    let rustc = std::env::var_os("RUSTC")?;
-    let out = std::process::Command::new(rustc)
-        .arg("--version")
-        .output()
-        .ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    let mut parts = text.split_whitespace().nth(1)?.split('.');
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-}
-
-/// Whether the link uses LLD: this target, a Rust that defaults to it, and no
-/// flag choosing another linker.
-fn links_with_lld() -> bool {
-    let target = std::env::var("TARGET").is_ok_and(|t| t == "x86_64-unknown-linux-gnu");
-    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    let other_linker =
-        flags.contains("linker-features") || flags.contains("fuse-ld") || flags.contains("linker=");
-    target && !other_linker && rustc_version().is_some_and(|v| v >= LLD_BY_DEFAULT_SINCE)
+/// Whether a program links with `--symbol-ordering-file` on this build's
+/// compiler, target, linker and flags.
+fn linker_takes_order(order: &Path) -> bool {
+    let (Some(rustc), Some(out)) = (std::env::var_os("RUSTC"), std::env::var_os("OUT_DIR")) else {
+        return false;
+    };
+    let out = PathBuf::from(out);
+    let mut cmd = Command::new(rustc);
+    cmd.args(["--crate-type=bin", "--crate-name=order_probe", "-"])
+        .arg("-o")
+        .arg(out.join("order-probe"))
+        .arg(format!(
+            "-Clink-arg=-Wl,--symbol-ordering-file={}",
+            order.display()
+        ))
+        .arg("-Clink-arg=-Wl,--no-warn-symbol-ordering");
+    if let Ok(target) = std::env::var("TARGET") {
+        cmd.arg(format!("--target={target}"));
+    }
+    if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
+        let mut flag = std::ffi::OsString::from("-Clinker=");
+        flag.push(linker);
+        cmd.arg(flag);
+    }
+    if let Ok(flags) = std::env::var("CARGO_ENCODED_RUSTFLAGS") {
+        cmd.args(flags.split('\u{1f}').filter(|f| !f.is_empty()));
+    }
+    let Ok(mut child) = cmd
+        .current_dir(&out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(b"fn main() {}\n");
+    }
+    child.wait().is_ok_and(|s| s.success())
 }
 
 fn main() {
@@ -42,11 +65,18 @@ fn main() {
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     let off = std::env::var_os("MANIFOLD_NO_SYMBOL_ORDER").is_some_and(|v| v != "0");
     let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("symbol-order.txt");
-    if release && !off && order.is_file() && links_with_lld() {
-        println!(
-            "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-            order.display()
-        );
-        println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+    if release && !off && order.is_file() {
+        if linker_takes_order(&order) {
+            println!(
+                "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
+                order.display()
+            );
+            println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+        } else {
+            println!(
+                "cargo:warning=the linker does not take --symbol-ordering-file (not LLD?): \
+                 manifold is linked in the compiler's order (more resident code when idle)"
+            );
+        }
     }
 }

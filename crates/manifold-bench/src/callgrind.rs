@@ -39,7 +39,7 @@ pub(crate) async fn run(
     concurrency: &[usize],
 ) -> Result<()> {
     args.check()?;
-    if args.targets.iter().any(|t| t == "direct") {
+    if args.targets.iter().any(|t| t == "direct" || t == "relay") {
         bail!("--callgrind measures gateways: --targets manifold and/or mcp-proxy");
     }
     let bins = args.binaries(exe)?;
