@@ -171,7 +171,7 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
         ],
     ),
     // The load generator: scenarios over measuring over the command line,
-    // peers and processes.
+    // peers and processes (the relay among them).
     (
         "crates/manifold-bench",
         &[
@@ -179,7 +179,7 @@ const TABLES: &[(&str, manifold_architecture::Layers<'static>)] = &[
             &["measure"],
             &["args", "callgrind"],
             &["peers"],
-            &["soak", "targets"],
+            &["relay", "soak", "targets"],
             &["search_index"],
             &["semantic_index", "session"],
         ],
