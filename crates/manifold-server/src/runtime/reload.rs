@@ -208,9 +208,14 @@ impl Gateway {
             self.revoke_hidden_subscriptions().await;
         }
         // A restarted upstream is a new connection with the same name: the
-        // subscriptions and log level sessions built up are taken to it.
+        // subscriptions and log level sessions built up are taken to it. The
+        // reload completes once its subscriptions are renewed: an upstream may
+        // handle requests concurrently, and a call made after the reload must
+        // not overtake a subscribe still in flight.
         for (u, _) in &restarted {
-            self.renew_subscriptions(u);
+            if let Some(renewal) = self.renewal(u) {
+                renewal.await;
+            }
         }
         if !restarted.is_empty() && self.tables.sessions.most_verbose_log_level().is_some() {
             self.apply_log_level_later();

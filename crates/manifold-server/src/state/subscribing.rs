@@ -232,14 +232,26 @@ impl Gateway {
     /// An upstream (re)connected: its subscriptions were lost with the old
     /// connection, so they are renewed.
     pub(crate) fn renew_subscriptions(&self, upstream: &Upstream) {
+        if let Some(renewal) = self.renewal(upstream) {
+            self.life.background.spawn(renewal);
+        }
+    }
+
+    /// The renewal of `upstream`'s subscriptions, `None` when it has none: each
+    /// URI subscribed again in turn (each request bounded by the upstream's
+    /// `timeout`), a failure logged; it stops at shutdown.
+    pub(crate) fn renewal(
+        &self,
+        upstream: &Upstream,
+    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
         let uris = self.tables.subscriptions.at(upstream.name());
         if uris.is_empty() {
-            return;
+            return None;
         }
         let up = upstream.clone();
         let shutdown = self.life.stop.clone();
         let namespaces = self.live().uris.clone();
-        self.life.background.spawn(async move {
+        Some(async move {
             for uri in uris {
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
@@ -249,6 +261,6 @@ impl Gateway {
                     }
                 }
             }
-        });
+        })
     }
 }
